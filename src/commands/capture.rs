@@ -1,0 +1,40 @@
+use anyhow::Result;
+
+use crate::capture;
+use crate::cli::{CaptureArgs, Global};
+use crate::inventory;
+use crate::render;
+use crate::root::Root;
+
+pub fn run(g: &Global, args: &CaptureArgs) -> Result<i32> {
+    let root = Root::open(&g.root)?.recording();
+    let inv = inventory::collect(&root)?;
+    let host = g.host.as_deref().or(inv.host.hostname.as_deref());
+    let report = capture::mirror_recorded(&root, &args.out, host)?;
+    match render::machine(g.format, &report)? {
+        Some(text) => print!("{text}"),
+        None => {
+            println!(
+                "captured {} files, {} directories, {} symlinks into {}",
+                report.files,
+                report.dirs,
+                report.links,
+                report.out.display()
+            );
+            if !report.skipped.is_empty() {
+                println!(
+                    "skipped {} unreadable files (run as root to include them):",
+                    report.skipped.len()
+                );
+                for s in &report.skipped {
+                    println!("  {s}");
+                }
+            }
+            println!(
+                "read it with: hostknob --root {} inventory",
+                report.out.display()
+            );
+        }
+    }
+    Ok(0)
+}

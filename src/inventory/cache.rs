@@ -1,0 +1,99 @@
+//! CPU caches per level and type, with their sharing.
+//!
+//! Each cache instance is read once (through the first CPU that shares it), so
+//! a 576-CPU host costs a few hundred reads, not thousands.
+
+use serde::{Deserialize, Serialize};
+
+use super::{CPU_DIR, Ctx, numbered};
+use crate::cpulist::CpuList;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cache {
+    /// `None` where the host does not expose `level` (the `index` name is kept).
+    pub level: Option<u32>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub index: String,
+    /// Size of one instance.
+    pub size_kib: Option<u64>,
+    pub instances: usize,
+    pub shared_cpu_lists: Vec<CpuList>,
+}
+
+pub fn read(ctx: &Ctx, online: &CpuList) -> Vec<Cache> {
+    let Some(first) = online.first() else {
+        return Vec::new();
+    };
+    let first_dir = format!("{CPU_DIR}/cpu{first}/cache");
+    if ctx.dir(&first_dir).is_none() {
+        ctx.not_exposed("caches", &first_dir);
+        return Vec::new();
+    }
+    // (level, type, size, index) -> instances
+    let mut caches: Vec<Cache> = Vec::new();
+    let mut covered: Vec<(String, CpuList)> = Vec::new();
+    for &cpu in online.as_slice() {
+        let dir = format!("{CPU_DIR}/cpu{cpu}/cache");
+        let Some(names) = ctx.dir(&dir) else { continue };
+        for idx in numbered(&names, "index") {
+            let index = format!("index{idx}");
+            if covered.iter().any(|(i, l)| *i == index && l.contains(cpu)) {
+                continue;
+            }
+            let d = format!("{dir}/{index}");
+            let shared = ctx
+                .cpulist(&format!("{d}/shared_cpu_list"))
+                .unwrap_or_else(|| CpuList::new(vec![cpu]));
+            let level = ctx.parse::<u32>(&format!("{d}/level"));
+            let kind = ctx.text(&format!("{d}/type"));
+            let size_kib = ctx
+                .text(&format!("{d}/size"))
+                .and_then(|s| parse_size_kib(ctx, &d, &s));
+            covered.push((index.clone(), shared.clone()));
+            match caches.iter_mut().find(|c| {
+                c.index == index && c.level == level && c.kind == kind && c.size_kib == size_kib
+            }) {
+                Some(c) => {
+                    c.instances += 1;
+                    c.shared_cpu_lists.push(shared);
+                }
+                None => caches.push(Cache {
+                    level,
+                    kind,
+                    index,
+                    size_kib,
+                    instances: 1,
+                    shared_cpu_lists: vec![shared],
+                }),
+            }
+        }
+    }
+    if caches.iter().all(|c| c.level.is_none()) {
+        ctx.not_exposed(
+            "cache level, type and size",
+            &format!("{first_dir}/index0/level"),
+        );
+    }
+    caches.sort_by(|a, b| (a.level, &a.index, a.size_kib).cmp(&(b.level, &b.index, b.size_kib)));
+    caches
+}
+
+/// `32K`, `1024K`, `32M` as the kernel writes them.
+fn parse_size_kib(ctx: &Ctx, dir: &str, s: &str) -> Option<u64> {
+    let (num, mult) = match s.chars().last()? {
+        'K' => (&s[..s.len() - 1], 1),
+        'M' => (&s[..s.len() - 1], 1024),
+        'G' => (&s[..s.len() - 1], 1024 * 1024),
+        _ => (s, 1),
+    };
+    match num.parse::<u64>() {
+        Ok(n) => Some(n * mult),
+        Err(_) => {
+            ctx.warn(format!(
+                "{dir}/size: expected a size such as 32K, found {s:?}"
+            ));
+            None
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! CPU identity and topology: packages, dies, cores, SMT siblings, hybrid core
+//! types, online / isolated / nohz_full CPUs.
+//!
+//! Topology comes from `topology/*` when the kernel exposes it, else from
+//! `physical id` / `core id` in `/proc/cpuinfo` (pepc captures lack the former).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Result, bail};
+use procfs::FromBufRead;
+use serde::{Deserialize, Serialize};
+
+use super::{CPU_DIR, Ctx, numbered};
+use crate::cpulist::CpuList;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cpu {
+    pub vendor_id: Option<String>,
+    pub model_name: Option<String>,
+    pub family: Option<u32>,
+    pub model: Option<u32>,
+    pub stepping: Option<u32>,
+    pub microcode: Option<String>,
+    /// The `hypervisor` CPU flag: this is a virtual machine.
+    pub virtualized: Option<bool>,
+    pub online: CpuList,
+    pub online_count: usize,
+    pub present: Option<CpuList>,
+    pub offline: Option<CpuList>,
+    pub packages: usize,
+    pub dies: Option<usize>,
+    pub cores: usize,
+    /// The largest number of threads on one core.
+    pub threads_per_core: u32,
+    /// threads per core -> number of cores with that many (hybrid parts mix 1 and 2).
+    pub threads_per_core_histogram: BTreeMap<u32, usize>,
+    pub smt: Smt,
+    pub hybrid: Option<Vec<Hybrid>>,
+    pub isolated: Option<CpuList>,
+    pub nohz_full: Option<CpuList>,
+    pub topology: CpuTopology,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Smt {
+    /// `/sys/devices/system/cpu/smt/control`: on, off, forceoff, notsupported, notimplemented.
+    pub control: Option<String>,
+    pub active: bool,
+    /// CPU lists of cores that run more than one thread, e.g. `0,160`.
+    pub sibling_lists: Vec<CpuList>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Hybrid {
+    /// `cpu_core` (performance cores) or `cpu_atom` (efficient cores).
+    pub kind: String,
+    pub cpus: CpuList,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CpuTopology {
+    /// `sysfs` or `/proc/cpuinfo`.
+    pub source: String,
+    pub package_cpus: Vec<PackageCpus>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PackageCpus {
+    pub package: u32,
+    pub cpus: CpuList,
+}
+
+struct Place {
+    cpu: u32,
+    package: u32,
+    core: u32,
+}
+
+pub fn read(ctx: &Ctx) -> Result<Cpu> {
+    let cpuinfo = read_cpuinfo(ctx);
+    let online = online_cpus(ctx, cpuinfo.as_ref())?;
+    let present = ctx.cpulist(&format!("{CPU_DIR}/present"));
+    let offline = ctx.cpulist(&format!("{CPU_DIR}/offline"));
+    let first = cpuinfo.as_ref().filter(|c| !c.cpus.is_empty());
+    let field = |name: &str| first.and_then(|c| c.get_field(0, name)).map(str::to_string);
+    let num = |name: &str| field(name).and_then(|v| v.trim().parse().ok());
+
+    let first_cpu = online.first().unwrap_or(0);
+    let sysfs_topology = ctx
+        .root
+        .exists(&format!("{CPU_DIR}/cpu{first_cpu}/topology/core_id"));
+    let places = if sysfs_topology {
+        places_from_sysfs(ctx, &online)
+    } else {
+        places_from_cpuinfo(ctx, cpuinfo.as_ref(), &online)
+    };
+
+    let mut cores: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
+    let mut packages: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for p in &places {
+        cores.entry((p.package, p.core)).or_default().push(p.cpu);
+        packages.entry(p.package).or_default().push(p.cpu);
+    }
+    let mut histogram = BTreeMap::new();
+    for cpus in cores.values() {
+        *histogram.entry(cpus.len() as u32).or_insert(0) += 1;
+    }
+    let threads_per_core = histogram.keys().copied().max().unwrap_or(0);
+    let mut sibling_lists: Vec<CpuList> = cores
+        .values()
+        .filter(|c| c.len() > 1)
+        .map(|c| CpuList::new(c.clone()))
+        .collect();
+    sibling_lists.sort_by_key(|l| l.first());
+
+    let dies = count_dies(ctx, &online, &packages);
+    let smt_control = ctx.text(&format!("{CPU_DIR}/smt/control"));
+    let smt_active = ctx
+        .parse::<u32>(&format!("{CPU_DIR}/smt/active"))
+        .map(|v| v == 1)
+        .unwrap_or(threads_per_core > 1);
+
+    let hybrid = hybrid(ctx);
+    let isolated = ctx.cpulist(&format!("{CPU_DIR}/isolated"));
+    if isolated.is_none() {
+        ctx.not_exposed("isolated CPUs", &format!("{CPU_DIR}/isolated"));
+    }
+    let nohz_full = ctx.cpulist(&format!("{CPU_DIR}/nohz_full"));
+    if nohz_full.is_none() {
+        ctx.not_exposed("nohz_full CPUs", &format!("{CPU_DIR}/nohz_full"));
+    }
+    let virtualized = first
+        .and_then(|c| c.flags(0))
+        .map(|f| f.contains(&"hypervisor"));
+
+    Ok(Cpu {
+        vendor_id: field("vendor_id"),
+        model_name: field("model name"),
+        family: num("cpu family"),
+        model: num("model"),
+        stepping: num("stepping"),
+        microcode: field("microcode"),
+        virtualized,
+        online_count: online.len(),
+        online,
+        present,
+        offline,
+        packages: packages.len(),
+        dies,
+        cores: cores.len(),
+        threads_per_core,
+        threads_per_core_histogram: histogram,
+        smt: Smt {
+            control: smt_control,
+            active: smt_active,
+            sibling_lists,
+        },
+        hybrid,
+        isolated,
+        nohz_full,
+        topology: CpuTopology {
+            source: if sysfs_topology {
+                "sysfs".into()
+            } else {
+                "/proc/cpuinfo".into()
+            },
+            package_cpus: packages
+                .into_iter()
+                .map(|(package, cpus)| PackageCpus {
+                    package,
+                    cpus: CpuList::new(cpus),
+                })
+                .collect(),
+        },
+    })
+}
+
+fn read_cpuinfo(ctx: &Ctx) -> Option<procfs::CpuInfo> {
+    let bytes = match ctx.root.read("/proc/cpuinfo") {
+        Ok(b) => b,
+        Err(e) => {
+            if crate::root::is_absent(&e) {
+                ctx.not_exposed("CPU identity", "/proc/cpuinfo");
+            } else {
+                ctx.warn(format!("/proc/cpuinfo: {e}"));
+            }
+            return None;
+        }
+    };
+    match procfs::CpuInfo::from_buf_read(bytes.as_slice()) {
+        Ok(c) if !c.cpus.is_empty() => Some(c),
+        Ok(_) => {
+            ctx.warn("/proc/cpuinfo: no `processor` entries (empty or truncated file)".into());
+            None
+        }
+        Err(e) => {
+            ctx.warn(format!("/proc/cpuinfo: cannot parse: {e}"));
+            None
+        }
+    }
+}
+
+/// `cpu/online`, else the per-CPU `online` files (cpu0 has none: it is online),
+/// else the processors listed in `/proc/cpuinfo`.
+fn online_cpus(ctx: &Ctx, cpuinfo: Option<&procfs::CpuInfo>) -> Result<CpuList> {
+    if let Some(list) = ctx.cpulist(&format!("{CPU_DIR}/online")) {
+        return Ok(list);
+    }
+    if let Some(names) = ctx.dir(CPU_DIR) {
+        let cpus = numbered(&names, "cpu");
+        if !cpus.is_empty() {
+            let online = cpus
+                .into_iter()
+                .filter(|c| {
+                    ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{c}/online"))
+                        .is_none_or(|v| v == 1)
+                })
+                .collect();
+            return Ok(online);
+        }
+    }
+    if let Some(info) = cpuinfo {
+        let list: CpuList = (0..info.cpus.len())
+            .filter_map(|i| info.get_field(i, "processor")?.trim().parse().ok())
+            .collect();
+        if !list.is_empty() {
+            return Ok(list);
+        }
+    }
+    bail!(
+        "no CPUs found under {}: neither {CPU_DIR}/online, {CPU_DIR}/cpuN nor /proc/cpuinfo describe any",
+        ctx.root.base().display()
+    )
+}
+
+fn places_from_sysfs(ctx: &Ctx, online: &CpuList) -> Vec<Place> {
+    online
+        .as_slice()
+        .iter()
+        .filter_map(|&cpu| {
+            let dir = format!("{CPU_DIR}/cpu{cpu}/topology");
+            let package = ctx.parse::<u32>(&format!("{dir}/physical_package_id"))?;
+            let core = ctx.parse::<u32>(&format!("{dir}/core_id"))?;
+            Some(Place { cpu, package, core })
+        })
+        .collect()
+}
+
+fn places_from_cpuinfo(
+    ctx: &Ctx,
+    cpuinfo: Option<&procfs::CpuInfo>,
+    online: &CpuList,
+) -> Vec<Place> {
+    let Some(info) = cpuinfo else {
+        ctx.not_exposed(
+            "CPU topology",
+            &format!("{CPU_DIR}/cpuN/topology and /proc/cpuinfo"),
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut missing = false;
+    for i in 0..info.cpus.len() {
+        let get = |k: &str| {
+            info.get_field(i, k)
+                .and_then(|v| v.trim().parse::<u32>().ok())
+        };
+        let Some(cpu) = get("processor") else {
+            continue;
+        };
+        if !online.contains(cpu) {
+            continue;
+        }
+        match (get("physical id"), get("core id")) {
+            (Some(package), Some(core)) => out.push(Place { cpu, package, core }),
+            // Some VMs and architectures list neither: each CPU its own core.
+            _ => {
+                missing = true;
+                out.push(Place {
+                    cpu,
+                    package: 0,
+                    core: cpu,
+                })
+            }
+        }
+    }
+    if missing {
+        ctx.not_exposed(
+            "core and package ids",
+            "/proc/cpuinfo (physical id, core id)",
+        );
+    }
+    out
+}
+
+fn count_dies(ctx: &Ctx, online: &CpuList, packages: &BTreeMap<u32, Vec<u32>>) -> Option<usize> {
+    let first = online.first()?;
+    if !ctx
+        .root
+        .exists(&format!("{CPU_DIR}/cpu{first}/topology/die_id"))
+    {
+        return None;
+    }
+    let package_of: BTreeMap<u32, u32> = packages
+        .iter()
+        .flat_map(|(p, cpus)| cpus.iter().map(move |c| (*c, *p)))
+        .collect();
+    let mut dies = BTreeSet::new();
+    for &cpu in online.as_slice() {
+        let die = ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{cpu}/topology/die_id"))?;
+        dies.insert((package_of.get(&cpu).copied().unwrap_or(0), die));
+    }
+    Some(dies.len())
+}
+
+fn hybrid(ctx: &Ctx) -> Option<Vec<Hybrid>> {
+    let kinds: Vec<Hybrid> = ["cpu_core", "cpu_atom"]
+        .iter()
+        .filter_map(|k| {
+            Some(Hybrid {
+                kind: k.to_string(),
+                cpus: ctx.cpulist(&format!("/sys/devices/{k}/cpus"))?,
+            })
+        })
+        .collect();
+    if kinds.is_empty() { None } else { Some(kinds) }
+}

@@ -1,0 +1,134 @@
+//! cpufreq: scaling driver, governor, energy-performance preference, limits, boost.
+//!
+//! Read per policy (`cpufreq/policyN`, which covers `related_cpus`), then
+//! grouped over CPUs that agree.
+
+use serde::{Deserialize, Serialize};
+
+use super::{CPU_DIR, Ctx, numbered};
+use crate::cpulist::{CpuList, Group, group};
+
+pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Frequency {
+    pub driver: Option<String>,
+    pub drivers: Vec<Group<String>>,
+    pub governors: Vec<Group<String>>,
+    pub epp: Vec<Group<String>>,
+    pub available_governors: Option<Vec<String>>,
+    pub available_epp: Option<Vec<String>>,
+    /// `cpuinfo_min_freq` / `cpuinfo_max_freq`: what the hardware can do.
+    pub min_khz: Vec<Group<u64>>,
+    pub max_khz: Vec<Group<u64>>,
+    /// `base_frequency` (intel_pstate) or `amd_pstate_nominal_freq`.
+    pub base_khz: Vec<Group<u64>>,
+    /// `scaling_min_freq` / `scaling_max_freq`: the limits in force.
+    pub scaling_min_khz: Vec<Group<u64>>,
+    pub scaling_max_khz: Vec<Group<u64>>,
+    /// Turbo / boost enabled: `cpufreq/boost`, else the inverse of `intel_pstate/no_turbo`.
+    pub boost: Option<bool>,
+    pub intel_pstate_status: Option<String>,
+    pub amd_pstate_status: Option<String>,
+    /// `power/energy_perf_bias` (0 = performance .. 15 = power saving).
+    pub energy_perf_bias: Vec<Group<u32>>,
+    pub policies: usize,
+}
+
+struct Policy {
+    cpus: Vec<u32>,
+    driver: Option<String>,
+    governor: Option<String>,
+    epp: Option<String>,
+    min: Option<u64>,
+    max: Option<u64>,
+    base: Option<u64>,
+    smin: Option<u64>,
+    smax: Option<u64>,
+}
+
+pub fn read(ctx: &Ctx, online: &CpuList) -> Option<Frequency> {
+    let names = ctx.dir(CPUFREQ_DIR).unwrap_or_default();
+    let ids = numbered(&names, "policy");
+    if ids.is_empty() {
+        ctx.not_exposed(
+            "cpufreq",
+            &format!("{CPU_DIR}/cpu{}/cpufreq", online.first().unwrap_or(0)),
+        );
+        return None;
+    }
+    let mut policies = Vec::new();
+    let mut available_governors = None;
+    let mut available_epp = None;
+    for id in &ids {
+        let d = format!("{CPUFREQ_DIR}/policy{id}");
+        let cpus = ctx
+            .cpulist(&format!("{d}/related_cpus"))
+            .or_else(|| ctx.cpulist(&format!("{d}/affected_cpus")))
+            .unwrap_or_else(|| CpuList::new(vec![*id]));
+        if available_governors.is_none() {
+            available_governors = ctx.words(&format!("{d}/scaling_available_governors"));
+            available_epp = ctx.words(&format!("{d}/energy_performance_available_preferences"));
+        }
+        policies.push(Policy {
+            cpus: cpus
+                .as_slice()
+                .iter()
+                .copied()
+                .filter(|c| online.contains(*c))
+                .collect(),
+            driver: ctx.text(&format!("{d}/scaling_driver")),
+            governor: ctx.text(&format!("{d}/scaling_governor")),
+            epp: ctx.text(&format!("{d}/energy_performance_preference")),
+            min: ctx.parse(&format!("{d}/cpuinfo_min_freq")),
+            max: ctx.parse(&format!("{d}/cpuinfo_max_freq")),
+            base: ctx
+                .parse(&format!("{d}/base_frequency"))
+                .or_else(|| ctx.parse(&format!("{d}/amd_pstate_nominal_freq"))),
+            smin: ctx.parse(&format!("{d}/scaling_min_freq")),
+            smax: ctx.parse(&format!("{d}/scaling_max_freq")),
+        });
+    }
+    fn by<T: PartialEq + Clone>(
+        policies: &[Policy],
+        f: impl Fn(&Policy) -> Option<T>,
+    ) -> Vec<Group<T>> {
+        group(policies.iter().flat_map(|p| {
+            let v = f(p);
+            p.cpus.iter().filter_map(move |c| Some((*c, v.clone()?)))
+        }))
+    }
+    let drivers = by(&policies, |p| p.driver.clone());
+    let epb = group(online.as_slice().iter().filter_map(|&c| {
+        Some((
+            c,
+            ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{c}/power/energy_perf_bias"))?,
+        ))
+    }));
+    let intel_pstate_status = ctx.text(&format!("{CPU_DIR}/intel_pstate/status"));
+    let boost = ctx
+        .parse::<u32>(&format!("{CPUFREQ_DIR}/boost"))
+        .map(|v| v == 1)
+        .or_else(|| {
+            ctx.parse::<u32>(&format!("{CPU_DIR}/intel_pstate/no_turbo"))
+                .map(|v| v == 0)
+        });
+    Some(Frequency {
+        driver: drivers.first().map(|g| g.value.clone()),
+        drivers,
+        governors: by(&policies, |p| p.governor.clone()),
+        epp: by(&policies, |p| p.epp.clone()),
+        available_governors,
+        available_epp,
+        min_khz: by(&policies, |p| p.min),
+        max_khz: by(&policies, |p| p.max),
+        base_khz: by(&policies, |p| p.base),
+        scaling_min_khz: by(&policies, |p| p.smin),
+        scaling_max_khz: by(&policies, |p| p.smax),
+        boost,
+        intel_pstate_status,
+        amd_pstate_status: ctx.text(&format!("{CPU_DIR}/amd_pstate/status")),
+        energy_perf_bias: epb,
+        policies: ids.len(),
+    })
+}

@@ -1,0 +1,128 @@
+//! Memory, NUMA nodes, huge pages and transparent huge pages.
+
+use procfs::FromBufRead;
+use serde::{Deserialize, Serialize};
+
+use super::{Ctx, bracketed, numbered};
+use crate::cpulist::CpuList;
+
+pub const NODE_DIR: &str = "/sys/devices/system/node";
+pub const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Memory {
+    pub mem_total_kib: Option<u64>,
+    pub mem_available_kib: Option<u64>,
+    pub mem_free_kib: Option<u64>,
+    pub swap_total_kib: Option<u64>,
+    pub hugepages: Option<Vec<HugePages>>,
+    /// The bracketed choice of `transparent_hugepage/enabled`: always, madvise or never.
+    pub thp_enabled: Option<String>,
+    pub thp_defrag: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HugePages {
+    pub size_kib: u64,
+    pub total: Option<u64>,
+    pub free: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Numa {
+    pub nodes: Vec<NumaNode>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaNode {
+    pub id: u32,
+    pub cpus: Option<CpuList>,
+    pub mem_total_kib: Option<u64>,
+}
+
+pub fn read(ctx: &Ctx) -> Memory {
+    let meminfo = match ctx.root.read("/proc/meminfo") {
+        Ok(bytes) => match procfs::Meminfo::from_buf_read(bytes.as_slice()) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                ctx.warn(format!("/proc/meminfo: cannot parse: {e}"));
+                None
+            }
+        },
+        Err(_) => {
+            ctx.not_exposed("memory", "/proc/meminfo");
+            None
+        }
+    };
+    let kib = |v: u64| v / 1024;
+    let thp_enabled = ctx
+        .text(&format!("{THP_DIR}/enabled"))
+        .and_then(|t| bracketed(&t));
+    if thp_enabled.is_none() {
+        ctx.not_exposed("transparent huge pages", &format!("{THP_DIR}/enabled"));
+    }
+    Memory {
+        mem_total_kib: meminfo.as_ref().map(|m| kib(m.mem_total)),
+        mem_available_kib: meminfo.as_ref().and_then(|m| m.mem_available).map(kib),
+        mem_free_kib: meminfo.as_ref().map(|m| kib(m.mem_free)),
+        swap_total_kib: meminfo.as_ref().map(|m| kib(m.swap_total)),
+        hugepages: hugepages(ctx),
+        thp_enabled,
+        thp_defrag: ctx
+            .text(&format!("{THP_DIR}/defrag"))
+            .and_then(|t| bracketed(&t)),
+    }
+}
+
+fn hugepages(ctx: &Ctx) -> Option<Vec<HugePages>> {
+    let dir = "/sys/kernel/mm/hugepages";
+    let Some(names) = ctx.dir(dir) else {
+        ctx.not_exposed("huge pages", dir);
+        return None;
+    };
+    let mut out: Vec<HugePages> = names
+        .iter()
+        .filter_map(|n| {
+            let size_kib = n
+                .strip_prefix("hugepages-")?
+                .strip_suffix("kB")?
+                .parse()
+                .ok()?;
+            Some(HugePages {
+                size_kib,
+                total: ctx.parse(&format!("{dir}/{n}/nr_hugepages")),
+                free: ctx.parse(&format!("{dir}/{n}/free_hugepages")),
+            })
+        })
+        .collect();
+    out.sort_by_key(|h| h.size_kib);
+    Some(out)
+}
+
+pub fn read_numa(ctx: &Ctx) -> Numa {
+    let Some(names) = ctx.dir(NODE_DIR) else {
+        ctx.not_exposed("NUMA nodes", NODE_DIR);
+        return Numa { nodes: Vec::new() };
+    };
+    let nodes = numbered(&names, "node")
+        .into_iter()
+        .map(|id| {
+            let d = format!("{NODE_DIR}/node{id}");
+            let mem_total_kib = ctx.text(&format!("{d}/meminfo")).and_then(|t| {
+                // "Node 0 MemTotal:       24684096 kB"
+                t.lines()
+                    .find(|l| l.contains("MemTotal:"))?
+                    .split_whitespace()
+                    .nth(3)?
+                    .parse()
+                    .ok()
+            });
+            NumaNode {
+                id,
+                cpus: ctx.cpulist(&format!("{d}/cpulist")),
+                mem_total_kib,
+            }
+        })
+        .collect();
+    Numa { nodes }
+}

@@ -1,0 +1,273 @@
+//! `hostknob inventory`: hardware and kernel facts, read through the root seam.
+//!
+//! Each section has its own file. What a host does not expose is `None` plus
+//! an entry in `not_exposed` naming the path looked for; values that cannot be
+//! parsed become a warning naming the file, never a panic or a guess.
+
+mod cache;
+mod cpu;
+mod cpufreq;
+mod cpuidle;
+mod host;
+mod memory;
+mod network;
+mod processes;
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cpulist::CpuList;
+use crate::root::{Root, is_absent};
+
+pub use cache::Cache;
+pub use cpu::{Cpu, CpuTopology, Hybrid, Smt};
+pub use cpufreq::Frequency;
+pub use cpuidle::{Idle, IdleState};
+pub use host::Host;
+pub use memory::{HugePages, Memory, Numa, NumaNode};
+pub use network::{Interface, Irq};
+pub use processes::{Process, Processes};
+
+pub const CPU_DIR: &str = "/sys/devices/system/cpu";
+
+/// Bumped when a field changes meaning or disappears (additions keep it).
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Inventory {
+    pub schema: u32,
+    pub host: Host,
+    pub cpu: Cpu,
+    pub caches: Vec<Cache>,
+    pub numa: Numa,
+    pub memory: Memory,
+    pub idle: Idle,
+    pub frequency: Option<Frequency>,
+    pub vulnerabilities: BTreeMap<String, String>,
+    pub network: Vec<Interface>,
+    pub pm_qos: PmQos,
+    pub processes: Option<Processes>,
+    pub not_exposed: Vec<NotExposed>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PmQos {
+    /// The global CPU latency request (`/dev/cpu_dma_latency`), µs; readable only as root.
+    pub cpu_dma_latency_us: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NotExposed {
+    pub what: String,
+    pub path: String,
+}
+
+/// Reading context: the root plus what the readers noticed on the way.
+pub struct Ctx<'a> {
+    pub root: &'a Root,
+    warnings: Mutex<Vec<String>>,
+    missing: Mutex<Vec<NotExposed>>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(root: &'a Root) -> Ctx<'a> {
+        Ctx {
+            root,
+            warnings: Mutex::new(Vec::new()),
+            missing: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn warn(&self, msg: String) {
+        self.warnings.lock().unwrap().push(msg);
+    }
+
+    pub fn not_exposed(&self, what: &str, path: &str) {
+        self.missing.lock().unwrap().push(NotExposed {
+            what: what.into(),
+            path: path.into(),
+        });
+    }
+
+    /// Trimmed text of a file; `None` when absent; a warning when unreadable.
+    pub fn text(&self, path: &str) -> Option<String> {
+        match self.root.read_string(path) {
+            Ok(s) => Some(s.trim_end_matches('\n').trim().to_string()),
+            Err(e) if is_absent(&e) => None,
+            Err(e) => {
+                if e.raw_os_error() != Some(libc::EINVAL)
+                    && e.raw_os_error() != Some(libc::EOPNOTSUPP)
+                {
+                    self.warn(format!("{}: {}", path, e));
+                }
+                None
+            }
+        }
+    }
+
+    /// A parsed value; garbage becomes a warning naming the file and the text.
+    pub fn parse<T: FromStr>(&self, path: &str) -> Option<T> {
+        let text = self.text(path)?;
+        match text.parse::<T>() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.warn(format!(
+                    "{path}: expected {}, found {text:?}",
+                    type_word::<T>()
+                ));
+                None
+            }
+        }
+    }
+
+    pub fn cpulist(&self, path: &str) -> Option<CpuList> {
+        let text = self.text(path)?;
+        match CpuList::parse(&text) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                self.warn(format!("{path}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Whitespace-separated words (`performance powersave `).
+    pub fn words(&self, path: &str) -> Option<Vec<String>> {
+        self.text(path)
+            .map(|t| t.split_whitespace().map(str::to_string).collect())
+    }
+
+    pub fn dir(&self, path: &str) -> Option<Vec<String>> {
+        match self.root.read_dir(path) {
+            Ok(v) => Some(v),
+            Err(e) if is_absent(&e) => None,
+            Err(e) => {
+                self.warn(format!("{path}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn finish(self) -> (Vec<String>, Vec<NotExposed>) {
+        (
+            self.warnings.into_inner().unwrap(),
+            self.missing.into_inner().unwrap(),
+        )
+    }
+}
+
+fn type_word<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    if name.starts_with('u') || name.starts_with('i') {
+        "a whole number"
+    } else {
+        "a value"
+    }
+}
+
+/// Numbered entries such as `cpu12` or `state3` in a directory listing, sorted by number.
+pub fn numbered(names: &[String], prefix: &str) -> Vec<u32> {
+    let mut v: Vec<u32> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix(prefix)?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// The bracketed choice in files such as `always [madvise] never`.
+pub fn bracketed(text: &str) -> Option<String> {
+    let start = text.find('[')?;
+    let end = text[start..].find(']')? + start;
+    Some(text[start + 1..end].to_string())
+}
+
+/// Reads every section. Never fails on what a host lacks; fails only on a root
+/// that has no CPUs to describe at all.
+pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
+    let ctx = Ctx::new(root);
+    let host = host::read(&ctx);
+    let cpu = cpu::read(&ctx)?;
+    let online = cpu.online.clone();
+    // The per-CPU sections are independent: read them side by side.
+    let (caches, idle, frequency) = std::thread::scope(|s| {
+        let idle = s.spawn(|| cpuidle::read(&ctx, &online));
+        let freq = s.spawn(|| cpufreq::read(&ctx, &online));
+        let caches = cache::read(&ctx, &online);
+        (caches, idle.join().unwrap(), freq.join().unwrap())
+    });
+    let numa = memory::read_numa(&ctx);
+    let memory = memory::read(&ctx);
+    let vulnerabilities = host::vulnerabilities(&ctx);
+    let network = network::read(&ctx);
+    let pm_qos = PmQos {
+        cpu_dma_latency_us: read_cpu_dma_latency(root),
+    };
+    let processes = processes::read(&ctx);
+    let (warnings, not_exposed) = ctx.finish();
+    Ok(Inventory {
+        schema: SCHEMA_VERSION,
+        host,
+        cpu,
+        caches,
+        numa,
+        memory,
+        idle,
+        frequency,
+        vulnerabilities,
+        network,
+        pm_qos,
+        processes,
+        not_exposed,
+        warnings,
+    })
+}
+
+/// Opening the device adds a request at the default value (no constraint), so
+/// reading it does not change the aggregate; the file is closed at once.
+fn read_cpu_dma_latency(root: &Root) -> Option<i64> {
+    let bytes = root.read("/dev/cpu_dma_latency").ok()?;
+    match bytes.len() {
+        4 => Some(i32::from_ne_bytes(bytes[..4].try_into().ok()?) as i64),
+        _ => {
+            let text = String::from_utf8_lossy(&bytes);
+            i64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
+        }
+    }
+}
+
+impl Inventory {
+    /// A copy without the values that change while a host runs (counters,
+    /// current frequencies, processes), for comparing a host with its capture.
+    pub fn without_counters(&self) -> Inventory {
+        let mut inv = self.clone();
+        for s in &mut inv.idle.states {
+            s.usage = None;
+            s.time_us = None;
+        }
+        for i in &mut inv.network {
+            for irq in &mut i.irqs {
+                irq.count = None;
+                irq.fired_on = None;
+            }
+        }
+        inv.processes = None;
+        inv.host.uptime_s = None;
+        inv.pm_qos.cpu_dma_latency_us = None;
+        inv.memory.mem_available_kib = None;
+        inv.memory.mem_free_kib = None;
+        if let Some(h) = &mut inv.memory.hugepages {
+            for p in h {
+                p.free = None;
+            }
+        }
+        inv.not_exposed
+            .retain(|n| n.what != "processes" && n.what != "PM QoS request");
+        inv.warnings.clear();
+        inv
+    }
+}

@@ -1,0 +1,13 @@
+//! hostknob: inventory, audit, tune and verify latency-sensitive Linux hosts.
+//!
+//! The binary is a thin layer over these modules: `root` is the only way to
+//! touch host files, `inventory` reads facts, `render` presents them,
+//! `commands` holds one file per subcommand.
+
+pub mod capture;
+pub mod cli;
+pub mod commands;
+pub mod cpulist;
+pub mod inventory;
+pub mod render;
+pub mod root;

@@ -1,0 +1,392 @@
+//! The inventory as tables for a person.
+
+use std::fmt::Write;
+
+use super::{NOT_EXPOSED, facts, grid, opt};
+use crate::cpulist::{Group, describe};
+use crate::inventory::Inventory;
+
+fn grouped<T: std::fmt::Display>(g: &[Group<T>]) -> String {
+    if g.is_empty() {
+        NOT_EXPOSED.into()
+    } else {
+        describe(g)
+    }
+}
+
+fn khz(g: &[Group<u64>]) -> String {
+    if g.is_empty() {
+        return NOT_EXPOSED.into();
+    }
+    let mhz: Vec<Group<String>> = g
+        .iter()
+        .map(|x| Group {
+            cpus: x.cpus.clone(),
+            value: format!("{} MHz", x.value / 1000),
+        })
+        .collect();
+    describe(&mhz)
+}
+
+fn list(v: &Option<Vec<String>>) -> String {
+    v.as_ref()
+        .map(|v| v.join(" "))
+        .unwrap_or_else(|| NOT_EXPOSED.into())
+}
+
+fn kib(v: Option<u64>) -> String {
+    match v {
+        None => NOT_EXPOSED.into(),
+        Some(k) if k >= 1024 * 1024 => format!("{:.1} GiB", k as f64 / (1024.0 * 1024.0)),
+        Some(k) if k >= 1024 => format!("{:.1} MiB", k as f64 / 1024.0),
+        Some(k) => format!("{k} KiB"),
+    }
+}
+
+pub fn render(inv: &Inventory) -> String {
+    let mut out = String::new();
+    let h = &inv.host;
+    out += &facts(
+        "Host",
+        &[
+            ("hostname".into(), opt(&h.hostname)),
+            ("kernel".into(), opt(&h.kernel_release)),
+            ("distribution".into(), opt(&h.distribution)),
+            ("booted".into(), opt(&h.boot_time)),
+            ("command line".into(), opt(&h.cmdline)),
+        ],
+    );
+
+    let c = &inv.cpu;
+    let hist = c
+        .threads_per_core_histogram
+        .iter()
+        .map(|(t, n)| format!("{n} cores x {t}"))
+        .collect::<Vec<_>>();
+    let siblings = match c.smt.sibling_lists.len() {
+        0 => "none".to_string(),
+        n if n <= 4 => c
+            .smt
+            .sibling_lists
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        n => format!(
+            "{} {} ... {} ({n} cores)",
+            c.smt.sibling_lists[0],
+            c.smt.sibling_lists[1],
+            c.smt.sibling_lists[n - 1]
+        ),
+    };
+    let mut cpu_rows = vec![
+        ("model".into(), opt(&c.model_name)),
+        ("vendor".into(), opt(&c.vendor_id)),
+        (
+            "family/model/stepping".into(),
+            format!("{}/{}/{}", opt(&c.family), opt(&c.model), opt(&c.stepping)),
+        ),
+        (
+            "online".into(),
+            format!("{} ({} CPUs)", c.online, c.online_count),
+        ),
+        ("packages".into(), c.packages.to_string()),
+        ("dies".into(), opt(&c.dies)),
+        ("cores".into(), format!("{} ({})", c.cores, hist.join(", "))),
+        ("threads per core".into(), c.threads_per_core.to_string()),
+        (
+            "SMT".into(),
+            format!(
+                "{}{}",
+                if c.smt.active { "active" } else { "inactive" },
+                c.smt
+                    .control
+                    .as_ref()
+                    .map(|s| format!(" (control: {s})"))
+                    .unwrap_or_default()
+            ),
+        ),
+        ("SMT siblings".into(), siblings),
+        (
+            "isolated".into(),
+            c.isolated
+                .as_ref()
+                .map(|l| {
+                    if l.is_empty() {
+                        "none".into()
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .unwrap_or(NOT_EXPOSED.into()),
+        ),
+        (
+            "nohz_full".into(),
+            c.nohz_full
+                .as_ref()
+                .map(|l| {
+                    if l.is_empty() {
+                        "none".into()
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .unwrap_or(NOT_EXPOSED.into()),
+        ),
+        ("topology from".into(), c.topology.source.clone()),
+    ];
+    if let Some(hy) = &c.hybrid {
+        cpu_rows.push((
+            "hybrid".into(),
+            hy.iter()
+                .map(|h| format!("{}: {}", h.kind, h.cpus))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
+    if c.virtualized == Some(true) {
+        cpu_rows.push(("virtualized".into(), "yes (hypervisor flag)".into()));
+    }
+    out += &facts("CPU", &cpu_rows);
+
+    out += &grid(
+        "Caches",
+        &["level", "type", "size", "instances", "shared by (first)"],
+        inv.caches
+            .iter()
+            .map(|k| {
+                vec![
+                    k.level
+                        .map(|l| format!("L{l}"))
+                        .unwrap_or_else(|| k.index.clone()),
+                    opt(&k.kind),
+                    kib(k.size_kib),
+                    k.instances.to_string(),
+                    k.shared_cpu_lists
+                        .first()
+                        .map(|l| l.to_string())
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect(),
+    );
+
+    match &inv.frequency {
+        None => out += "Frequency\n  cpufreq not exposed (no cpufreq policies)\n\n",
+        Some(f) => {
+            out += &facts(
+                "Frequency",
+                &[
+                    ("driver".into(), grouped(&f.drivers)),
+                    ("governor".into(), grouped(&f.governors)),
+                    ("energy preference".into(), grouped(&f.epp)),
+                    ("available governors".into(), list(&f.available_governors)),
+                    ("available EPP".into(), list(&f.available_epp)),
+                    ("hardware min".into(), khz(&f.min_khz)),
+                    ("hardware max".into(), khz(&f.max_khz)),
+                    ("base".into(), khz(&f.base_khz)),
+                    ("scaling min".into(), khz(&f.scaling_min_khz)),
+                    ("scaling max".into(), khz(&f.scaling_max_khz)),
+                    (
+                        "boost".into(),
+                        f.boost
+                            .map(|b| if b { "on" } else { "off" }.to_string())
+                            .unwrap_or(NOT_EXPOSED.into()),
+                    ),
+                    ("intel_pstate".into(), opt(&f.intel_pstate_status)),
+                    ("energy_perf_bias".into(), grouped(&f.energy_perf_bias)),
+                ],
+            )
+        }
+    }
+
+    let i = &inv.idle;
+    out += &facts(
+        "Idle",
+        &[
+            ("driver".into(), opt(&i.driver)),
+            ("governor".into(), opt(&i.governor)),
+            ("available governors".into(), list(&i.available_governors)),
+            (
+                "PM QoS resume latency".into(),
+                grouped(&i.pm_qos_resume_latency_us),
+            ),
+            (
+                "PM QoS cpu_dma_latency".into(),
+                inv.pm_qos
+                    .cpu_dma_latency_us
+                    .map(|v| {
+                        if v >= 2_000_000_000 {
+                            format!("{v} µs (no request)")
+                        } else {
+                            format!("{v} µs (held by a process)")
+                        }
+                    })
+                    .unwrap_or_else(|| "not readable (root only)".into()),
+            ),
+        ],
+    );
+    if i.states.is_empty() {
+        out += "  no idle states exposed\n\n";
+    } else {
+        out += &grid(
+            "Idle states",
+            &[
+                "state",
+                "name",
+                "description",
+                "exit latency",
+                "residency",
+                "disabled on",
+                "default",
+                "usage",
+                "time",
+            ],
+            i.states
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.index.to_string(),
+                        s.name.clone(),
+                        opt(&s.desc),
+                        s.latency_us
+                            .map(|v| format!("{v} µs"))
+                            .unwrap_or(NOT_EXPOSED.into()),
+                        s.residency_us
+                            .map(|v| format!("{v} µs"))
+                            .unwrap_or(NOT_EXPOSED.into()),
+                        if s.disabled_cpus.is_empty() {
+                            "-".into()
+                        } else {
+                            s.disabled_cpus.to_string()
+                        },
+                        opt(&s.default_status),
+                        opt(&s.usage),
+                        s.time_us
+                            .map(|t| format!("{:.1} s", t as f64 / 1e6))
+                            .unwrap_or(NOT_EXPOSED.into()),
+                    ]
+                })
+                .collect(),
+        );
+    }
+    if let Some(t) = &i.state_tables {
+        out += &facts(
+            "Idle state tables differ",
+            &t.iter()
+                .map(|g| (g.cpus.to_string(), g.value.clone()))
+                .collect::<Vec<_>>(),
+        );
+    }
+
+    let m = &inv.memory;
+    let mut mem_rows = vec![
+        ("total".into(), kib(m.mem_total_kib)),
+        ("available".into(), kib(m.mem_available_kib)),
+        ("THP enabled".into(), opt(&m.thp_enabled)),
+        ("THP defrag".into(), opt(&m.thp_defrag)),
+    ];
+    if let Some(hp) = &m.hugepages {
+        for p in hp {
+            mem_rows.push((
+                format!("huge pages {}", kib(Some(p.size_kib))),
+                format!("{} total, {} free", opt(&p.total), opt(&p.free)),
+            ));
+        }
+    }
+    for n in &inv.numa.nodes {
+        mem_rows.push((
+            format!("NUMA node {}", n.id),
+            format!("CPUs {}, {}", opt(&n.cpus), kib(n.mem_total_kib)),
+        ));
+    }
+    out += &facts("Memory", &mem_rows);
+
+    if !inv.vulnerabilities.is_empty() {
+        out += &facts(
+            "Vulnerabilities",
+            &inv.vulnerabilities
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>(),
+        );
+    }
+
+    let mut net_rows = Vec::new();
+    for n in &inv.network {
+        let irqs = if n.irqs.is_empty() {
+            "-".to_string()
+        } else {
+            n.irqs
+                .iter()
+                .map(|q| {
+                    format!(
+                        "{} {} -> {}",
+                        q.irq,
+                        q.name,
+                        q.effective_affinity
+                            .as_ref()
+                            .or(q.affinity.as_ref())
+                            .map(|l| l.to_string())
+                            .unwrap_or("?".into())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        net_rows.push(vec![
+            n.name.clone(),
+            opt(&n.driver),
+            opt(&n.device),
+            opt(&n.mtu),
+            opt(&n.operstate),
+            irqs,
+        ]);
+    }
+    out += &grid(
+        "Network",
+        &[
+            "interface",
+            "driver",
+            "device",
+            "mtu",
+            "state",
+            "IRQ name -> CPUs",
+        ],
+        net_rows,
+    );
+
+    if let Some(p) = &inv.processes {
+        let rows = |v: &Vec<crate::inventory::Process>| {
+            v.iter()
+                .map(|p| {
+                    vec![
+                        p.pid.to_string(),
+                        p.comm.clone(),
+                        format!("{:.1} s", p.cpu_time_s),
+                        kib(Some(p.rss_kib)),
+                    ]
+                })
+                .collect::<Vec<_>>()
+        };
+        out += &grid(
+            &format!("Busiest of {} processes, by CPU time", p.count),
+            &["pid", "command", "CPU time", "RSS"],
+            rows(&p.by_cpu_time),
+        );
+        out += &grid(
+            "By resident memory",
+            &["pid", "command", "CPU time", "RSS"],
+            rows(&p.by_rss),
+        );
+    }
+
+    if !inv.not_exposed.is_empty() {
+        let _ = writeln!(out, "Not exposed by this host");
+        for n in &inv.not_exposed {
+            let _ = writeln!(out, "  {:<28} looked for {}", n.what, n.path);
+        }
+        out.push('\n');
+    }
+    out.trim_end().to_string() + "\n"
+}

@@ -1,0 +1,325 @@
+//! The filesystem seam: every path hostknob reads or writes (`/sys`, `/proc`,
+//! `/etc`, `/dev`, `/var/lib/hostknob`) is resolved under one root directory.
+//!
+//! Under a non-`/` root, paths are opened with `openat2(RESOLVE_IN_ROOT)`, so
+//! symlinks inside a captured tree (absolute or relative, e.g. `cpu0/cpufreq ->
+//! ../cpufreq/policy0`) resolve inside the root and `..` can never climb out to
+//! the real `/`. The kernel does this in one syscall per file, which keeps reads
+//! of a several-hundred-CPU capture fast.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail};
+
+pub struct Root {
+    base: PathBuf,
+    /// `None` when the root is the real `/`: plain opens are then exact.
+    base_fd: Option<OwnedFd>,
+    /// Logical paths opened (or refused), for `capture`.
+    recorder: Option<Mutex<BTreeMap<String, Access>>>,
+}
+
+/// How a recorded path was used, so `capture` can mirror it faithfully.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    File,
+    Dir,
+    /// The link itself was read (`readlink`): copy it, do not follow it.
+    Link,
+    /// Followed to its target (`resolve`).
+    Follow,
+    /// Exists but could not be read (permission).
+    Denied,
+}
+
+impl Root {
+    /// Opens `base` as the root. Fails with a one-line message when it is not a
+    /// directory or holds neither `sys` nor `proc`.
+    pub fn open(base: &Path) -> Result<Root> {
+        let meta = std::fs::metadata(base)
+            .with_context(|| format!("--root {}: cannot open", base.display()))?;
+        if !meta.is_dir() {
+            bail!("--root {}: not a directory", base.display());
+        }
+        let canonical = base
+            .canonicalize()
+            .with_context(|| format!("--root {}: cannot resolve", base.display()))?;
+        let base_fd = if canonical == Path::new("/") {
+            None
+        } else {
+            let f = File::open(&canonical)
+                .with_context(|| format!("--root {}: cannot open", base.display()))?;
+            Some(OwnedFd::from(f))
+        };
+        let root = Root {
+            base: canonical,
+            base_fd,
+            recorder: None,
+        };
+        if !root.exists("/sys") && !root.exists("/proc") {
+            bail!(
+                "--root {}: has neither sys/ nor proc/; expected a host tree such as one made by `hostknob capture`",
+                base.display()
+            );
+        }
+        Ok(root)
+    }
+
+    /// Keeps a list of every path opened from now on (used by `capture`).
+    pub fn recording(mut self) -> Root {
+        self.recorder = Some(Mutex::new(BTreeMap::new()));
+        self
+    }
+
+    pub fn recorded(&self) -> Vec<(String, Access)> {
+        match &self.recorder {
+            Some(m) => m
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(p, a)| (p.clone(), *a))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.base_fd.is_none()
+    }
+
+    /// The real path behind a logical one, for messages and for tools that
+    /// must be pointed at the file (it is not resolved: symlinks stay).
+    pub fn host_path(&self, logical: &str) -> PathBuf {
+        self.base.join(logical.trim_start_matches('/'))
+    }
+
+    fn record(&self, logical: &str, access: Access) {
+        if let Some(m) = &self.recorder {
+            m.lock().unwrap().insert(logical.to_string(), access);
+        }
+    }
+
+    fn record_result<T>(&self, logical: &str, access: Access, r: io::Result<T>) -> io::Result<T> {
+        match &r {
+            Ok(_) => self.record(logical, access),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                self.record(logical, Access::Denied)
+            }
+            Err(_) => {}
+        }
+        r
+    }
+
+    fn open_raw(&self, logical: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+        debug_assert!(
+            logical.starts_with('/'),
+            "logical paths are absolute: {logical}"
+        );
+        match &self.base_fd {
+            None => {
+                let c = CString::new(logical).map_err(|_| io::ErrorKind::InvalidInput)?;
+                let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+            }
+            Some(dir) => {
+                let rel = logical.trim_start_matches('/');
+                let rel = if rel.is_empty() { "." } else { rel };
+                let c = CString::new(rel).map_err(|_| io::ErrorKind::InvalidInput)?;
+                let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+                how.flags = (flags | libc::O_CLOEXEC) as u64;
+                how.mode = if flags & libc::O_CREAT != 0 {
+                    mode as u64
+                } else {
+                    0
+                };
+                how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+                let fd = unsafe {
+                    libc::syscall(
+                        libc::SYS_openat2,
+                        dir.as_raw_fd(),
+                        c.as_ptr(),
+                        &how as *const libc::open_how,
+                        std::mem::size_of::<libc::open_how>(),
+                    )
+                };
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+            }
+        }
+    }
+
+    pub fn open_read(&self, logical: &str) -> io::Result<File> {
+        let fd = self.record_result(
+            logical,
+            Access::File,
+            self.open_raw(logical, libc::O_RDONLY, 0),
+        )?;
+        Ok(File::from(fd))
+    }
+
+    pub fn read(&self, logical: &str) -> io::Result<Vec<u8>> {
+        let mut f = self.open_read(logical)?;
+        let mut buf = Vec::with_capacity(256);
+        f.read_to_end(&mut buf)?;
+        Ok(buf)
+    }
+
+    pub fn read_string(&self, logical: &str) -> io::Result<String> {
+        let bytes = self.read(logical)?;
+        String::from_utf8(bytes)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
+    }
+
+    /// The file's text with surrounding white space removed; `None` if it is absent.
+    pub fn read_trimmed(&self, logical: &str) -> io::Result<Option<String>> {
+        match self.read_string(logical) {
+            Ok(s) => Ok(Some(s.trim().to_string())),
+            Err(e) if is_absent(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn exists(&self, logical: &str) -> bool {
+        self.open_raw(logical, libc::O_PATH, 0).is_ok()
+    }
+
+    pub fn is_dir(&self, logical: &str) -> bool {
+        self.open_raw(logical, libc::O_PATH | libc::O_DIRECTORY, 0)
+            .is_ok()
+    }
+
+    /// Entry names of a directory, sorted; `.` and `..` left out.
+    pub fn read_dir(&self, logical: &str) -> io::Result<Vec<String>> {
+        let fd = self.record_result(
+            logical,
+            Access::Dir,
+            self.open_raw(logical, libc::O_RDONLY | libc::O_DIRECTORY, 0),
+        )?;
+        let dir = nix::dir::Dir::from_fd(fd).map_err(io::Error::from)?;
+        let mut names = Vec::new();
+        for entry in dir {
+            let entry = entry.map_err(io::Error::from)?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            names.push(String::from_utf8_lossy(name).into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Where a symlink points (its text, unresolved). Parents are resolved in the root.
+    pub fn read_link(&self, logical: &str) -> io::Result<PathBuf> {
+        let (parent, name) = split_parent(logical);
+        let dir = self.open_raw(parent, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        let cname = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let mut buf = vec![0u8; libc::PATH_MAX as usize];
+        let n = unsafe {
+            libc::readlinkat(
+                dir.as_raw_fd(),
+                cname.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        buf.truncate(n as usize);
+        self.record(logical, Access::Link);
+        Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&buf)))
+    }
+
+    /// The logical path a path resolves to inside the root (symlinks followed),
+    /// e.g. `/sys/class/net/eth0` -> `/sys/devices/.../net/eth0`.
+    pub fn resolve(&self, logical: &str) -> io::Result<String> {
+        let fd = self.record_result(
+            logical,
+            Access::Follow,
+            self.open_raw(logical, libc::O_PATH, 0),
+        )?;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        let rel = real.strip_prefix(&self.base).map_err(|_| {
+            io::Error::new(io::ErrorKind::PermissionDenied, "resolves outside the root")
+        })?;
+        Ok(format!("/{}", rel.to_string_lossy()))
+    }
+
+    /// Writes `value` to an existing file (sysfs style: no create, no truncate
+    /// semantics beyond what the file does) and flushes.
+    pub fn write_existing(&self, logical: &str, value: &[u8]) -> io::Result<()> {
+        let fd = self.open_raw(logical, libc::O_WRONLY | libc::O_TRUNC, 0)?;
+        let mut f = File::from(fd);
+        f.write_all(value)?;
+        f.flush()
+    }
+}
+
+/// Missing files and directories are facts about a host, not errors.
+pub fn is_absent(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ENODEV) | Some(libc::ENXIO)
+    )
+}
+
+pub fn split_parent(logical: &str) -> (&str, &str) {
+    match logical.rfind('/') {
+        Some(0) => ("/", &logical[1..]),
+        Some(i) => (&logical[..i], &logical[i + 1..]),
+        None => (".", logical),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn symlinks_cannot_leave_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        std::fs::create_dir_all(base.join("sys/a")).unwrap();
+        std::fs::write(base.join("sys/a/value"), "inside\n").unwrap();
+        symlink("/etc", base.join("sys/abs")).unwrap();
+        symlink("../../../../../../etc", base.join("sys/rel")).unwrap();
+        symlink("../sys/a", base.join("sys/ok")).unwrap();
+        let root = Root::open(base).unwrap();
+        assert_eq!(
+            root.read_trimmed("/sys/ok/value").unwrap().as_deref(),
+            Some("inside")
+        );
+        // Both would reach the real /etc/hostname outside; inside the root there is none.
+        assert!(root.read("/sys/abs/hostname").is_err());
+        assert!(root.read("/sys/rel/hostname").is_err());
+        assert!(root.read("/../../../etc/hostname").is_err());
+        assert_eq!(root.resolve("/sys/ok").unwrap(), "/sys/a");
+    }
+
+    #[test]
+    fn a_root_without_sys_or_proc_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Root::open(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("neither sys/ nor proc/"), "{err}");
+        let err = Root::open(&dir.path().join("nope")).err().unwrap();
+        assert!(format!("{err:#}").contains("cannot open"));
+    }
+}
