@@ -33,20 +33,27 @@ pub fn read(ctx: &Ctx, online: &CpuList) -> Vec<Cache> {
     // (level, type, size, index) -> instances
     let mut caches: Vec<Cache> = Vec::new();
     let mut covered: Vec<(String, CpuList)> = Vec::new();
+    // Every CPU has the first CPU's cache indices; listing 576 directories costs more than it tells.
+    let indices = numbered(&ctx.dir(&first_dir).unwrap_or_default(), "index");
     for &cpu in online.as_slice() {
         let dir = format!("{CPU_DIR}/cpu{cpu}/cache");
-        let Some(names) = ctx.dir(&dir) else { continue };
-        for idx in numbered(&names, "index") {
+        for &idx in &indices {
             let index = format!("index{idx}");
             if covered.iter().any(|(i, l)| *i == index && l.contains(cpu)) {
                 continue;
             }
             let d = format!("{dir}/{index}");
-            let shared = ctx
-                .cpulist(&format!("{d}/shared_cpu_list"))
-                .unwrap_or_else(|| CpuList::new(vec![cpu]));
-            let level = ctx.parse::<u32>(&format!("{d}/level"));
-            let kind = ctx.text(&format!("{d}/type"));
+            let Some(shared) = ctx.cpulist(&format!("{d}/shared_cpu_list")) else {
+                continue;
+            };
+            // An index has one level and type on every CPU; only sizes vary (hybrid L2).
+            let (level, kind) = match caches.iter().find(|c| c.index == index) {
+                Some(c) => (c.level, c.kind.clone()),
+                None => (
+                    ctx.parse::<u32>(&format!("{d}/level")),
+                    ctx.text(&format!("{d}/type")),
+                ),
+            };
             let size_kib = ctx
                 .text(&format!("{d}/size"))
                 .and_then(|s| parse_size_kib(ctx, &d, &s));

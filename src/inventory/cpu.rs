@@ -305,10 +305,12 @@ fn count_dies(ctx: &Ctx, online: &CpuList, packages: &BTreeMap<u32, Vec<u32>>) -
         .iter()
         .flat_map(|(p, cpus)| cpus.iter().map(move |c| (*c, *p)))
         .collect();
+    let ids = super::par_map(online.as_slice(), |&cpu| {
+        ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{cpu}/topology/die_id"))
+    });
     let mut dies = BTreeSet::new();
-    for &cpu in online.as_slice() {
-        let die = ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{cpu}/topology/die_id"))?;
-        dies.insert((package_of.get(&cpu).copied().unwrap_or(0), die));
+    for (&cpu, die) in online.as_slice().iter().zip(ids) {
+        dies.insert((package_of.get(&cpu).copied().unwrap_or(0), die?));
     }
     Some(dies.len())
 }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CPU_DIR, Ctx, numbered};
+use super::{CPU_DIR, Ctx, numbered, par_map};
 use crate::cpulist::{CpuList, Group, group};
 
 pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
@@ -57,38 +57,37 @@ pub fn read(ctx: &Ctx, online: &CpuList) -> Option<Frequency> {
         );
         return None;
     }
-    let mut policies = Vec::new();
-    let mut available_governors = None;
-    let mut available_epp = None;
-    for id in &ids {
-        let d = format!("{CPUFREQ_DIR}/policy{id}");
-        let cpus = ctx
-            .cpulist(&format!("{d}/related_cpus"))
-            .or_else(|| ctx.cpulist(&format!("{d}/affected_cpus")))
+    let first = format!("{CPUFREQ_DIR}/policy{}", ids[0]);
+    let available_governors = ctx.words(&format!("{first}/scaling_available_governors"));
+    let available_epp = ctx.words(&format!("{first}/energy_performance_available_preferences"));
+    let policies: Vec<Policy> = par_map(&ids, |id| {
+        let at = ctx.at(&format!("{CPUFREQ_DIR}/policy{id}"))?;
+        let cpus = at
+            .cpulist("related_cpus")
+            .or_else(|| at.cpulist("affected_cpus"))
             .unwrap_or_else(|| CpuList::new(vec![*id]));
-        if available_governors.is_none() {
-            available_governors = ctx.words(&format!("{d}/scaling_available_governors"));
-            available_epp = ctx.words(&format!("{d}/energy_performance_available_preferences"));
-        }
-        policies.push(Policy {
+        Some(Policy {
             cpus: cpus
                 .as_slice()
                 .iter()
                 .copied()
                 .filter(|c| online.contains(*c))
                 .collect(),
-            driver: ctx.text(&format!("{d}/scaling_driver")),
-            governor: ctx.text(&format!("{d}/scaling_governor")),
-            epp: ctx.text(&format!("{d}/energy_performance_preference")),
-            min: ctx.parse(&format!("{d}/cpuinfo_min_freq")),
-            max: ctx.parse(&format!("{d}/cpuinfo_max_freq")),
-            base: ctx
-                .parse(&format!("{d}/base_frequency"))
-                .or_else(|| ctx.parse(&format!("{d}/amd_pstate_nominal_freq"))),
-            smin: ctx.parse(&format!("{d}/scaling_min_freq")),
-            smax: ctx.parse(&format!("{d}/scaling_max_freq")),
-        });
-    }
+            driver: at.text("scaling_driver"),
+            governor: at.text("scaling_governor"),
+            epp: at.text("energy_performance_preference"),
+            min: at.parse("cpuinfo_min_freq"),
+            max: at.parse("cpuinfo_max_freq"),
+            base: at
+                .parse("base_frequency")
+                .or_else(|| at.parse("amd_pstate_nominal_freq")),
+            smin: at.parse("scaling_min_freq"),
+            smax: at.parse("scaling_max_freq"),
+        })
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     fn by<T: PartialEq + Clone>(
         policies: &[Policy],
         f: impl Fn(&Policy) -> Option<T>,

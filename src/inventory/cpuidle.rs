@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CPU_DIR, Ctx, numbered};
+use super::{CPU_DIR, Ctx, numbered, par_map};
 use crate::cpulist::{CpuList, Group, group};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -60,62 +60,66 @@ pub fn read(ctx: &Ctx, online: &CpuList) -> Idle {
         .or_else(|| ctx.text(&format!("{base}/current_governor_ro")));
     let available_governors = ctx.words(&format!("{base}/available_governors"));
 
-    let mut per_cpu: Vec<(u32, Vec<Shape>)> = Vec::new();
+    // Per-CPU reads run on all cores; folding them is cheap.
+    let Some((&first_cpu, rest)) = online.as_slice().split_first() else {
+        return Idle {
+            driver,
+            governor,
+            available_governors,
+            states: Vec::new(),
+            cpus_with_states: CpuList::default(),
+            state_tables: None,
+            pm_qos_resume_latency_us: Vec::new(),
+        };
+    };
+    let first_states = read_cpu(ctx, first_cpu, None);
+    let first_shapes: Vec<Shape> = first_states.iter().map(|r| r.shape.clone()).collect();
+    let raw: Vec<(u32, Vec<RawState>)> = std::iter::once((first_cpu, first_states))
+        .chain(par_map(rest, |&cpu| {
+            (cpu, read_cpu(ctx, cpu, Some(&first_shapes)))
+        }))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
     let mut states: Vec<IdleState> = Vec::new();
-    for &cpu in online.as_slice() {
-        let dir = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
-        let Some(names) = ctx.dir(&dir) else { continue };
-        let indices = numbered(&names, "state");
-        if indices.is_empty() {
-            continue;
-        }
+    let mut disabled: Vec<Vec<u32>> = Vec::new();
+    let mut per_cpu: Vec<(u32, Vec<Shape>)> = Vec::new();
+    for (cpu, list) in raw {
         let mut shapes = Vec::new();
-        for idx in indices {
-            let d = format!("{dir}/state{idx}");
-            let name = ctx
-                .text(&format!("{d}/name"))
-                .unwrap_or_else(|| format!("state{idx}"));
-            let latency = ctx.parse::<u64>(&format!("{d}/latency"));
-            let residency = ctx.parse::<u64>(&format!("{d}/residency"));
-            let disabled = ctx.parse::<u32>(&format!("{d}/disable")).map(|v| v != 0);
-            let usage = ctx.parse::<u64>(&format!("{d}/usage"));
-            let time = ctx.parse::<u64>(&format!("{d}/time"));
-            let pos = match states.iter().position(|s| s.index == idx && s.name == name) {
+        for r in list {
+            let pos = match states
+                .iter()
+                .position(|s| s.index == r.index && s.name == r.shape.name)
+            {
                 Some(p) => p,
                 None => {
+                    let d = format!("{CPU_DIR}/cpu{cpu}/cpuidle/state{}", r.index);
                     states.push(IdleState {
-                        index: idx,
-                        name: name.clone(),
+                        index: r.index,
+                        name: r.shape.name.clone(),
                         desc: ctx.text(&format!("{d}/desc")),
-                        latency_us: latency,
-                        residency_us: residency,
+                        latency_us: r.shape.latency,
+                        residency_us: r.shape.residency,
                         disabled_cpus: CpuList::default(),
                         default_status: ctx.text(&format!("{d}/default_status")),
                         usage: Some(0),
                         time_us: Some(0),
                     });
+                    disabled.push(Vec::new());
                     states.len() - 1
                 }
             };
             let s = &mut states[pos];
-            if disabled == Some(true) {
-                s.disabled_cpus = s
-                    .disabled_cpus
-                    .as_slice()
-                    .iter()
-                    .copied()
-                    .chain([cpu])
-                    .collect();
+            if r.disabled == Some(true) {
+                disabled[pos].push(cpu);
             }
-            s.usage = s.usage.zip(usage).map(|(a, b)| a + b);
-            s.time_us = s.time_us.zip(time).map(|(a, b)| a + b);
-            shapes.push(Shape {
-                name,
-                latency,
-                residency,
-            });
+            s.usage = s.usage.zip(r.usage).map(|(a, b)| a + b);
+            s.time_us = s.time_us.zip(r.time).map(|(a, b)| a + b);
+            shapes.push(r.shape);
         }
         per_cpu.push((cpu, shapes));
+    }
+    for (s, d) in states.iter_mut().zip(disabled) {
+        s.disabled_cpus = CpuList::new(d);
     }
     if states.is_empty() {
         ctx.not_exposed(
@@ -159,6 +163,48 @@ pub fn read(ctx: &Ctx, online: &CpuList) -> Idle {
         state_tables,
         pm_qos_resume_latency_us: pm_qos,
     }
+}
+
+struct RawState {
+    index: u32,
+    shape: Shape,
+    disabled: Option<bool>,
+    usage: Option<u64>,
+    time: Option<u64>,
+}
+
+fn read_cpu(ctx: &Ctx, cpu: u32, first: Option<&[Shape]>) -> Vec<RawState> {
+    let dir = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
+    let Some(names) = ctx.dir(&dir) else {
+        return Vec::new();
+    };
+    let indices = numbered(&names, "state");
+    let count = indices.len();
+    indices
+        .into_iter()
+        .enumerate()
+        .filter_map(|(pos, index)| {
+            let at = ctx.at(&format!("{dir}/state{index}"))?;
+            // A CPU with as many states as the first has the first's table;
+            // only one that differs is read in full. On a 512-CPU host every
+            // file read per CPU costs about 2 ms.
+            let shape = match first.filter(|f| f.len() == count) {
+                Some(f) => f[pos].clone(),
+                None => Shape {
+                    name: at.text("name").unwrap_or_else(|| format!("state{index}")),
+                    latency: at.parse("latency"),
+                    residency: at.parse("residency"),
+                },
+            };
+            Some(RawState {
+                index,
+                shape,
+                disabled: at.parse::<u32>("disable").map(|v| v != 0),
+                usage: at.parse("usage"),
+                time: at.parse("time"),
+            })
+        })
+        .collect()
 }
 
 fn describe_table(shapes: &[Shape]) -> String {

@@ -95,7 +95,11 @@ impl<'a> Ctx<'a> {
 
     /// Trimmed text of a file; `None` when absent; a warning when unreadable.
     pub fn text(&self, path: &str) -> Option<String> {
-        match self.root.read_string(path) {
+        self.text_from(path, self.root.read_string(path))
+    }
+
+    fn text_from(&self, path: &str, read: std::io::Result<String>) -> Option<String> {
+        match read {
             Ok(s) => Some(s.trim_end_matches('\n').trim().to_string()),
             Err(e) if is_absent(&e) => None,
             Err(e) => {
@@ -111,7 +115,10 @@ impl<'a> Ctx<'a> {
 
     /// A parsed value; garbage becomes a warning naming the file and the text.
     pub fn parse<T: FromStr>(&self, path: &str) -> Option<T> {
-        let text = self.text(path)?;
+        self.parse_text(path, self.text(path)?)
+    }
+
+    fn parse_text<T: FromStr>(&self, path: &str, text: String) -> Option<T> {
         match text.parse::<T>() {
             Ok(v) => Some(v),
             Err(_) => {
@@ -152,12 +159,84 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Many reads in one directory, each a short lookup.
+    pub fn at(&'a self, dir: &str) -> Option<At<'a>> {
+        match self.root.dir_handle(dir) {
+            Ok(handle) => Some(At { ctx: self, handle }),
+            Err(e) if is_absent(&e) => None,
+            Err(e) => {
+                self.warn(format!("{dir}: {e}"));
+                None
+            }
+        }
+    }
+
     fn finish(self) -> (Vec<String>, Vec<NotExposed>) {
         (
             self.warnings.into_inner().unwrap(),
             self.missing.into_inner().unwrap(),
         )
     }
+}
+
+/// A directory opened once for several reads, with `Ctx`'s reporting.
+pub struct At<'a> {
+    ctx: &'a Ctx<'a>,
+    handle: crate::root::DirHandle<'a>,
+}
+
+impl At<'_> {
+    fn path(&self, name: &str) -> String {
+        format!("{}/{}", self.handle.logical(), name)
+    }
+
+    pub fn text(&self, name: &str) -> Option<String> {
+        self.ctx
+            .text_from(&self.path(name), self.handle.read_string(name))
+    }
+
+    pub fn parse<T: FromStr>(&self, name: &str) -> Option<T> {
+        let path = self.path(name);
+        self.ctx.parse_text(&path, self.text(name)?)
+    }
+
+    pub fn cpulist(&self, name: &str) -> Option<CpuList> {
+        let text = self.text(name)?;
+        match CpuList::parse(&text) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                self.ctx.warn(format!("{}: {e}", self.path(name)));
+                None
+            }
+        }
+    }
+
+    pub fn words(&self, name: &str) -> Option<Vec<String>> {
+        self.text(name)
+            .map(|t| t.split_whitespace().map(str::to_string).collect())
+    }
+}
+
+/// Runs `f` over `items` on all cores, keeping the order.
+pub fn par_map<I: Sync, R: Send>(items: &[I], f: impl Fn(&I) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(8);
+    if threads < 2 || items.len() < 64 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    })
 }
 
 fn type_word<T>() -> &'static str {
@@ -193,13 +272,9 @@ pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
     let host = host::read(&ctx);
     let cpu = cpu::read(&ctx)?;
     let online = cpu.online.clone();
-    // The per-CPU sections are independent: read them side by side.
-    let (caches, idle, frequency) = std::thread::scope(|s| {
-        let idle = s.spawn(|| cpuidle::read(&ctx, &online));
-        let freq = s.spawn(|| cpufreq::read(&ctx, &online));
-        let caches = cache::read(&ctx, &online);
-        (caches, idle.join().unwrap(), freq.join().unwrap())
-    });
+    let caches = cache::read(&ctx, &online);
+    let idle = cpuidle::read(&ctx, &online);
+    let frequency = cpufreq::read(&ctx, &online);
     let numa = memory::read_numa(&ctx);
     let memory = memory::read(&ctx);
     let vulnerabilities = host::vulnerabilities(&ctx);
