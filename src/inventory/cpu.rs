@@ -52,7 +52,8 @@ pub struct Smt {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Hybrid {
-    /// `cpu_core` (performance cores) or `cpu_atom` (efficient cores).
+    /// The PMU's name: `cpu_core` (performance cores), `cpu_atom` (efficient
+    /// cores) or `cpu_lowpower` (low-power efficient cores).
     pub kind: String,
     pub cpus: CpuList,
 }
@@ -316,12 +317,15 @@ fn count_dies(ctx: &Ctx, online: &CpuList, packages: &BTreeMap<u32, Vec<u32>>) -
 }
 
 fn hybrid(ctx: &Ctx) -> Option<Vec<Hybrid>> {
-    let kinds: Vec<Hybrid> = ["cpu_core", "cpu_atom"]
-        .iter()
+    // cpu_core, cpu_atom, and on Arrow/Lunar Lake also cpu_lowpower.
+    let kinds: Vec<Hybrid> = ctx
+        .dir("/sys/devices")?
+        .into_iter()
+        .filter(|k| k.starts_with("cpu_"))
         .filter_map(|k| {
             Some(Hybrid {
-                kind: k.to_string(),
                 cpus: ctx.cpulist(&format!("/sys/devices/{k}/cpus"))?,
+                kind: k,
             })
         })
         .collect();
