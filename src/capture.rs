@@ -55,10 +55,10 @@ pub fn mirror_recorded(root: &Root, out: &Path, host: Option<&str>) -> Result<Ca
         let follow_last = access != Access::Link;
         match mirror_path(root, out, &path, follow_last, &mut report, 0) {
             Ok(_) => {}
-            // Live files can vanish between reading and copying (a process exits).
-            Err(e)
-                if e.downcast_ref::<std::io::Error>()
-                    .is_some_and(crate::root::is_absent) => {}
+            // Live files can vanish between reading and copying (a process
+            // exits), and some sysfs files open but have no value (`speed` of
+            // a virtual NIC: EINVAL): leaving them out reads back the same.
+            Err(e) if e.downcast_ref::<std::io::Error>().is_some_and(no_value) => {}
             Err(e) => return Err(e.context(format!("capturing {path}"))),
         }
     }
@@ -74,6 +74,14 @@ pub fn mirror_recorded(root: &Root, out: &Path, host: Option<&str>) -> Result<Ca
     fs::write(out.join(METADATA_FILE), serde_yaml::to_string(&meta)?)
         .with_context(|| format!("writing {}", out.join(METADATA_FILE).display()))?;
     Ok(report)
+}
+
+fn no_value(e: &std::io::Error) -> bool {
+    crate::root::is_absent(e)
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) | Some(libc::EIO) | Some(libc::ENODATA)
+        )
 }
 
 fn prepare_out(out: &Path) -> Result<()> {

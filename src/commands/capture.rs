@@ -9,6 +9,10 @@ use crate::root::Root;
 pub fn run(g: &Global, args: &CaptureArgs) -> Result<i32> {
     let root = Root::open(&g.root)?.recording();
     let inv = inventory::collect(&root)?;
+    // Inventory reads policies directly; knobs and people use cpuN/cpufreq.
+    for cpu in inv.cpu.online.as_slice() {
+        let _ = root.read_link(&format!("{}/cpu{cpu}/cpufreq", inventory::CPU_DIR));
+    }
     let host = g.host.as_deref().or(inv.host.hostname.as_deref());
     let report = capture::mirror_recorded(&root, &args.out, host)?;
     match render::machine(g.format, &report)? {

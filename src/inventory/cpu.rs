@@ -27,11 +27,12 @@ pub struct Cpu {
     pub online_count: usize,
     pub present: Option<CpuList>,
     pub offline: Option<CpuList>,
-    pub packages: usize,
+    /// `None` (with the reason in `not_exposed`) where the host exposes no topology.
+    pub packages: Option<usize>,
     pub dies: Option<usize>,
-    pub cores: usize,
+    pub cores: Option<usize>,
     /// The largest number of threads on one core.
-    pub threads_per_core: u32,
+    pub threads_per_core: Option<u32>,
     /// threads per core -> number of cores with that many (hybrid parts mix 1 and 2).
     pub threads_per_core_histogram: BTreeMap<u32, usize>,
     pub smt: Smt,
@@ -45,7 +46,7 @@ pub struct Cpu {
 pub struct Smt {
     /// `/sys/devices/system/cpu/smt/control`: on, off, forceoff, notsupported, notimplemented.
     pub control: Option<String>,
-    pub active: bool,
+    pub active: Option<bool>,
     /// CPU lists of cores that run more than one thread, e.g. `0,160`.
     pub sibling_lists: Vec<CpuList>,
 }
@@ -106,7 +107,8 @@ pub fn read(ctx: &Ctx) -> Result<Cpu> {
     for cpus in cores.values() {
         *histogram.entry(cpus.len() as u32).or_insert(0) += 1;
     }
-    let threads_per_core = histogram.keys().copied().max().unwrap_or(0);
+    let known = !places.is_empty();
+    let threads_per_core = histogram.keys().copied().max();
     let mut sibling_lists: Vec<CpuList> = cores
         .values()
         .filter(|c| c.len() > 1)
@@ -119,7 +121,7 @@ pub fn read(ctx: &Ctx) -> Result<Cpu> {
     let smt_active = ctx
         .parse::<u32>(&format!("{CPU_DIR}/smt/active"))
         .map(|v| v == 1)
-        .unwrap_or(threads_per_core > 1);
+        .or(threads_per_core.map(|t| t > 1));
 
     let hybrid = hybrid(ctx);
     let isolated = ctx.cpulist(&format!("{CPU_DIR}/isolated"));
@@ -146,9 +148,9 @@ pub fn read(ctx: &Ctx) -> Result<Cpu> {
         online,
         present,
         offline,
-        packages: packages.len(),
+        packages: known.then_some(packages.len()),
         dies,
-        cores: cores.len(),
+        cores: known.then_some(cores.len()),
         threads_per_core,
         threads_per_core_histogram: histogram,
         smt: Smt {
@@ -189,7 +191,7 @@ fn read_cpuinfo(ctx: &Ctx) -> Option<procfs::CpuInfo> {
         }
     };
     match procfs::CpuInfo::from_buf_read(bytes.as_slice()) {
-        Ok(c) if !c.cpus.is_empty() => Some(c),
+        Ok(c) if c.cpus.iter().any(|m| m.contains_key("processor")) => Some(c),
         Ok(_) => {
             ctx.warn("/proc/cpuinfo: no `processor` entries (empty or truncated file)".into());
             None
@@ -274,22 +276,13 @@ fn places_from_cpuinfo(
         }
         match (get("physical id"), get("core id")) {
             (Some(package), Some(core)) => out.push(Place { cpu, package, core }),
-            // Some VMs and architectures list neither: each CPU its own core.
-            _ => {
-                missing = true;
-                out.push(Place {
-                    cpu,
-                    package: 0,
-                    core: cpu,
-                })
-            }
+            // Some VMs and architectures list neither: say so rather than guess.
+            _ => missing = true,
         }
     }
     if missing {
-        ctx.not_exposed(
-            "core and package ids",
-            "/proc/cpuinfo (physical id, core id)",
-        );
+        ctx.not_exposed("CPU topology", "/proc/cpuinfo (physical id, core id)");
+        return Vec::new();
     }
     out
 }

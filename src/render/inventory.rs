@@ -90,15 +90,25 @@ pub fn render(inv: &Inventory) -> String {
             "online".into(),
             format!("{} ({} CPUs)", c.online, c.online_count),
         ),
-        ("packages".into(), c.packages.to_string()),
+        ("packages".into(), opt(&c.packages)),
         ("dies".into(), opt(&c.dies)),
-        ("cores".into(), format!("{} ({})", c.cores, hist.join(", "))),
-        ("threads per core".into(), c.threads_per_core.to_string()),
+        (
+            "cores".into(),
+            match c.cores {
+                Some(n) => format!("{n} ({})", hist.join(", ")),
+                None => NOT_EXPOSED.into(),
+            },
+        ),
+        ("threads per core".into(), opt(&c.threads_per_core)),
         (
             "SMT".into(),
             format!(
                 "{}{}",
-                if c.smt.active { "active" } else { "inactive" },
+                match c.smt.active {
+                    Some(true) => "active",
+                    Some(false) => "inactive",
+                    None => NOT_EXPOSED,
+                },
                 c.smt
                     .control
                     .as_ref()
