@@ -313,49 +313,54 @@ pub struct DirHandle<'r> {
 }
 
 impl DirHandle<'_> {
-    pub fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        let logical = format!("{}/{}", self.logical, name);
-        let c = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
-        let fd = if self.root.is_live() {
-            let fd = unsafe {
-                libc::openat(
-                    self.fd.as_raw_fd(),
-                    c.as_ptr(),
-                    libc::O_RDONLY | libc::O_CLOEXEC,
-                )
-            };
-            if fd < 0 {
+    /// Opens `rel` (a name or a relative path such as `state3/disable`)
+    /// beneath this directory; a symlink leading out of it is resolved within
+    /// the root instead, the long way.
+    fn open_at(&self, rel: &str, flags: i32) -> io::Result<OwnedFd> {
+        let c = CString::new(rel).map_err(|_| io::ErrorKind::InvalidInput)?;
+        if self.root.is_live() {
+            let fd =
+                unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC) };
+            return if fd < 0 {
                 Err(io::Error::last_os_error())
             } else {
                 Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-            }
-        } else if name.contains('/') || name == ".." {
-            // Anything but a plain name goes the long way, resolved in the root.
-            return self.root.read(&logical);
-        } else {
-            let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-            how.flags = (libc::O_RDONLY | libc::O_CLOEXEC) as u64;
-            how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
-            let fd = unsafe {
-                libc::syscall(
-                    libc::SYS_openat2,
-                    self.fd.as_raw_fd(),
-                    c.as_ptr(),
-                    &how as *const libc::open_how,
-                    std::mem::size_of::<libc::open_how>(),
-                )
             };
-            match fd {
-                fd if fd >= 0 => Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) }),
-                // A symlink leading out of the directory: resolve it within the root instead.
-                _ if io::Error::last_os_error().raw_os_error() == Some(libc::EXDEV) => {
-                    return self.root.read(&logical);
-                }
-                _ => Err(io::Error::last_os_error()),
-            }
+        }
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (flags | libc::O_CLOEXEC) as u64;
+        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
         };
-        let fd = self.root.record_result(&logical, Access::File, fd)?;
+        if fd >= 0 {
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EXDEV) {
+            return self
+                .root
+                .open_raw(&format!("{}/{}", self.logical, rel), flags, 0);
+        }
+        Err(err)
+    }
+
+    pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
+        let logical = format!("{}/{}", self.logical, rel);
+        let fd =
+            self.root
+                .record_result(&logical, Access::File, self.open_at(rel, libc::O_RDONLY))?;
         read_all(File::from(fd), self.logical.starts_with("/sys"))
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.open_at(rel, libc::O_PATH).is_ok()
     }
 
     pub fn read_string(&self, name: &str) -> io::Result<String> {

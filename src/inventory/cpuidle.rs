@@ -73,7 +73,10 @@ pub fn read(ctx: &Ctx, online: &CpuList) -> Idle {
         };
     };
     let first_states = read_cpu(ctx, first_cpu, None);
-    let first_shapes: Vec<Shape> = first_states.iter().map(|r| r.shape.clone()).collect();
+    let first_shapes: Vec<(u32, Shape)> = first_states
+        .iter()
+        .map(|r| (r.index, r.shape.clone()))
+        .collect();
     let raw: Vec<(u32, Vec<RawState>)> = std::iter::once((first_cpu, first_states))
         .chain(par_map(rest, |&cpu| {
             (cpu, read_cpu(ctx, cpu, Some(&first_shapes)))
@@ -173,36 +176,44 @@ struct RawState {
     time: Option<u64>,
 }
 
-fn read_cpu(ctx: &Ctx, cpu: u32, first: Option<&[Shape]>) -> Vec<RawState> {
+/// One CPU's states. Given the first CPU's table, a CPU with the same state
+/// directories (and no more) is taken to have it, and only `disable` and the
+/// counters are read: on a 512-CPU host each file per CPU costs about 2 ms.
+fn read_cpu(ctx: &Ctx, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawState> {
     let dir = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
+    let Some(at) = ctx.at(&dir) else {
+        return Vec::new();
+    };
+    let state = |index: u32, shape: Shape| RawState {
+        index,
+        shape,
+        disabled: at
+            .parse::<u32>(&format!("state{index}/disable"))
+            .map(|v| v != 0),
+        usage: at.parse(&format!("state{index}/usage")),
+        time: at.parse(&format!("state{index}/time")),
+    };
+    if let Some(first) = first {
+        let next = first.last().map_or(0, |(i, _)| i + 1);
+        let read: Vec<RawState> = first.iter().map(|(i, s)| state(*i, s.clone())).collect();
+        if read.iter().all(|r| r.disabled.is_some()) && !at.exists(&format!("state{next}")) {
+            return read;
+        }
+    }
     let Some(names) = ctx.dir(&dir) else {
         return Vec::new();
     };
-    let indices = numbered(&names, "state");
-    let count = indices.len();
-    indices
+    numbered(&names, "state")
         .into_iter()
-        .enumerate()
-        .filter_map(|(pos, index)| {
-            let at = ctx.at(&format!("{dir}/state{index}"))?;
-            // A CPU with as many states as the first has the first's table;
-            // only one that differs is read in full. On a 512-CPU host every
-            // file read per CPU costs about 2 ms.
-            let shape = match first.filter(|f| f.len() == count) {
-                Some(f) => f[pos].clone(),
-                None => Shape {
-                    name: at.text("name").unwrap_or_else(|| format!("state{index}")),
-                    latency: at.parse("latency"),
-                    residency: at.parse("residency"),
-                },
+        .map(|index| {
+            let shape = Shape {
+                name: at
+                    .text(&format!("state{index}/name"))
+                    .unwrap_or_else(|| format!("state{index}")),
+                latency: at.parse(&format!("state{index}/latency")),
+                residency: at.parse(&format!("state{index}/residency")),
             };
-            Some(RawState {
-                index,
-                shape,
-                disabled: at.parse::<u32>("disable").map(|v| v != 0),
-                usage: at.parse("usage"),
-                time: at.parse("time"),
-            })
+            state(index, shape)
         })
         .collect()
 }

@@ -211,6 +211,10 @@ impl At<'_> {
         }
     }
 
+    pub fn exists(&self, name: &str) -> bool {
+        self.handle.exists(name)
+    }
+
     pub fn words(&self, name: &str) -> Option<Vec<String>> {
         self.text(name)
             .map(|t| t.split_whitespace().map(str::to_string).collect())
