@@ -8,6 +8,7 @@ pub mod capture;
 pub mod cli;
 pub mod commands;
 pub mod cpulist;
+pub mod doc;
 pub mod inventory;
 pub mod render;
 pub mod root;

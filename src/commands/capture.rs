@@ -13,6 +13,8 @@ pub fn run(g: &Global, args: &CaptureArgs) -> Result<i32> {
     for cpu in inv.cpu.online.as_slice() {
         let _ = root.read_link(&format!("{}/cpu{cpu}/cpufreq", inventory::CPU_DIR));
     }
+    // What doc reads beyond the inventory.
+    let _ = crate::doc::settings::read_sysctls(&root);
     let host = g.host.as_deref().or(inv.host.hostname.as_deref());
     let report = capture::mirror_recorded(&root, &args.out, host)?;
     match render::machine(g.format, &report)? {

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Inventory speed and memory: hostknob beside lscpu on this machine, and on the
+# largest captures (cwf0: 576 CPUs, gnr0: 512 CPUs). Prints medians and ratios.
+# Usage: bench/inventory.sh   (from the repository root; installs hyperfine)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine; }
+cargo build --release --locked -q
+bin=target/release/hostknob
+corpus=${HOSTKNOB_CORPUS:-../shared/corpus/hosts}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+for h in gnr0 cwf0; do
+  mkdir -p "$tmp/$h" && tar xzf "$corpus/$h.tar.gz" -C "$tmp/$h"
+done
+
+median() {
+  python3 - "$1" <<'PY'
+import json, sys
+for x in json.load(open(sys.argv[1]))["results"]:
+    t = sorted(x["times"])
+    print("%-60s median %.2f ms  (min %.2f)" % (x["command"], t[len(t) // 2] * 1000, t[0] * 1000))
+PY
+}
+
+echo "# live: hostknob inventory vs lscpu (same run, alternating is not possible in hyperfine; warmed up)"
+hyperfine -N -w 10 -r 100 --export-json "$tmp/live.json" "$bin inventory" "lscpu" >/dev/null
+median "$tmp/live.json"
+python3 - "$tmp/live.json" <<'PY'
+import json,sys
+r={x["command"].split()[0].split("/")[-1]:sorted(x["times"])[len(x["times"])//2] for x in json.load(open(sys.argv[1]))["results"]}
+print(f"ratio hostknob/lscpu (medians): {r['hostknob']/r['lscpu']:.2f}  (target <= 2)")
+PY
+
+echo "# largest captures"
+hyperfine -N -w 5 -r 50 --export-json "$tmp/big.json" "$bin --root $tmp/gnr0 inventory" "$bin --root $tmp/cwf0 inventory" >/dev/null
+median "$tmp/big.json" | sed "s#$tmp/##"
+
+echo "# peak RSS (KiB)"
+for args in "inventory" "--root $tmp/gnr0 inventory" "--root $tmp/cwf0 inventory"; do
+  /usr/bin/time -f "%M KiB  hostknob $args" $bin $args >/dev/null 2>"$tmp/t" || true
+  tail -1 "$tmp/t" | sed "s#$tmp/##"
+done
+/usr/bin/time -f "%M KiB  lscpu" lscpu >/dev/null 2>"$tmp/t"; tail -1 "$tmp/t"

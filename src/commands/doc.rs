@@ -1,0 +1,71 @@
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use crate::cli::{DocArgs, Global};
+use crate::doc::{self, DocInput, KnobSections, settings};
+use crate::inventory;
+use crate::root::Root;
+
+pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
+    let root = Root::open(&g.root)?;
+    let inv = inventory::collect(&root)?;
+    let sysctls = settings::read_sysctls(&root);
+    let host = crate::commands::host_name(g, &root, &inv);
+    let knobs = KnobSections {
+        knobs: "No knob manifest is wired into documents yet: `hostknob knobs` will list the knobs in effect.\n".into(),
+        evidence: "No probe or verify evidence is recorded for this host.\n".into(),
+    };
+    let generated_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let text = doc::render(&DocInput {
+        host: &host,
+        inv: &inv,
+        sysctls: &sysctls,
+        knobs,
+        generated_at: &generated_at,
+    });
+    let path = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("hosts").join(format!("{host}.md")));
+
+    if path.as_os_str() == "-" {
+        print!("{text}");
+        return Ok(0);
+    }
+    if args.check {
+        let old = match std::fs::read_to_string(&path) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!(
+                    "hostknob: {}: {e}: the document does not exist yet; run `hostknob doc` to write it",
+                    path.display()
+                );
+                return Ok(2);
+            }
+        };
+        let (old_c, new_c) = (doc::comparable(&old), doc::comparable(&text));
+        if old_c == new_c {
+            println!("{} is current", path.display());
+            return Ok(0);
+        }
+        let diff = similar::TextDiff::from_lines(&old_c, &new_c);
+        print!(
+            "{}",
+            diff.unified_diff()
+                .context_radius(2)
+                .header(&path.display().to_string(), "regenerated")
+        );
+        eprintln!(
+            "hostknob: {} is stale: regenerate it with `hostknob doc`",
+            path.display()
+        );
+        return Ok(2);
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(0)
+}
