@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Inventory speed and memory: hostknob beside lscpu on this machine, and on the
-# largest captures (cwf0: 576 CPUs, gnr0: 512 CPUs). Prints medians and ratios.
+# Read commands' speed and memory: inventory beside lscpu on this machine, and
+# inventory and doc on the largest captures (cwf0: 576 CPUs, gnr0: 512 CPUs).
+# Prints medians and ratios.
 # Usage: bench/inventory.sh   (from the repository root; installs hyperfine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,10 @@ PY
 echo "# largest captures"
 hyperfine -N -w 5 -r 50 --export-json "$tmp/big.json" "$bin --root $tmp/gnr0 inventory" "$bin --root $tmp/cwf0 inventory" >/dev/null
 median "$tmp/big.json" | sed "s#$tmp/##"
+
+echo "# host document on the largest captures (target < 100 ms)"
+hyperfine -N -w 5 -r 30 --export-json "$tmp/doc.json" "$bin --root $tmp/gnr0 --host gnr0 doc --out /dev/null" "$bin --root $tmp/cwf0 --host cwf0 doc --out /dev/null" >/dev/null
+median "$tmp/doc.json" | sed "s#$tmp/##"
 
 echo "# peak RSS (KiB)"
 for args in "inventory" "--root $tmp/gnr0 inventory" "--root $tmp/cwf0 inventory"; do
