@@ -10,5 +10,6 @@ pub mod commands;
 pub mod cpulist;
 pub mod doc;
 pub mod inventory;
+pub mod journal;
 pub mod render;
 pub mod root;
