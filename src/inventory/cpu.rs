@@ -7,9 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
-use procfs::FromBufRead;
 use serde::{Deserialize, Serialize};
 
+use super::cpuinfo::{self, CpuEntry};
 use super::{CPU_DIR, Ctx, numbered};
 use crate::cpulist::CpuList;
 
@@ -83,9 +83,7 @@ pub fn read(ctx: &Ctx) -> Result<Cpu> {
     let online = online_cpus(ctx, cpuinfo.as_ref())?;
     let present = ctx.cpulist(&format!("{CPU_DIR}/present"));
     let offline = ctx.cpulist(&format!("{CPU_DIR}/offline"));
-    let first = cpuinfo.as_ref().filter(|c| !c.cpus.is_empty());
-    let field = |name: &str| first.and_then(|c| c.get_field(0, name)).map(str::to_string);
-    let num = |name: &str| field(name).and_then(|v| v.trim().parse().ok());
+    let first = cpuinfo.as_ref().and_then(|c| c.first());
 
     let first_cpu = online.first().unwrap_or(0);
     let sysfs_topology = ctx
@@ -132,17 +130,15 @@ pub fn read(ctx: &Ctx) -> Result<Cpu> {
     if nohz_full.is_none() {
         ctx.not_exposed("nohz_full CPUs", &format!("{CPU_DIR}/nohz_full"));
     }
-    let virtualized = first
-        .and_then(|c| c.flags(0))
-        .map(|f| f.contains(&"hypervisor"));
+    let virtualized = first.and_then(|c| c.hypervisor_flag);
 
     Ok(Cpu {
-        vendor_id: field("vendor_id"),
-        model_name: field("model name"),
-        family: num("cpu family"),
-        model: num("model"),
-        stepping: num("stepping"),
-        microcode: field("microcode"),
+        vendor_id: first.and_then(|c| c.vendor_id.clone()),
+        model_name: first.and_then(|c| c.model_name.clone()),
+        family: first.and_then(|c| c.family),
+        model: first.and_then(|c| c.model),
+        stepping: first.and_then(|c| c.stepping),
+        microcode: first.and_then(|c| c.microcode.clone()),
         virtualized,
         online_count: online.len(),
         online,
@@ -178,9 +174,9 @@ pub fn read(ctx: &Ctx) -> Result<Cpu> {
     })
 }
 
-fn read_cpuinfo(ctx: &Ctx) -> Option<procfs::CpuInfo> {
-    let bytes = match ctx.root.read("/proc/cpuinfo") {
-        Ok(b) => b,
+fn read_cpuinfo(ctx: &Ctx) -> Option<Vec<CpuEntry>> {
+    let text = match ctx.root.read_string("/proc/cpuinfo") {
+        Ok(t) => t,
         Err(e) => {
             if crate::root::is_absent(&e) {
                 ctx.not_exposed("CPU identity", "/proc/cpuinfo");
@@ -190,22 +186,17 @@ fn read_cpuinfo(ctx: &Ctx) -> Option<procfs::CpuInfo> {
             return None;
         }
     };
-    match procfs::CpuInfo::from_buf_read(bytes.as_slice()) {
-        Ok(c) if c.cpus.iter().any(|m| m.contains_key("processor")) => Some(c),
-        Ok(_) => {
-            ctx.warn("/proc/cpuinfo: no `processor` entries (empty or truncated file)".into());
-            None
-        }
-        Err(e) => {
-            ctx.warn(format!("/proc/cpuinfo: cannot parse: {e}"));
-            None
-        }
+    let entries = cpuinfo::parse(&text);
+    if entries.is_empty() {
+        ctx.warn("/proc/cpuinfo: no `processor` entries (empty or truncated file)".into());
+        return None;
     }
+    Some(entries)
 }
 
 /// `cpu/online`, else the per-CPU `online` files (cpu0 has none: it is online),
 /// else the processors listed in `/proc/cpuinfo`.
-fn online_cpus(ctx: &Ctx, cpuinfo: Option<&procfs::CpuInfo>) -> Result<CpuList> {
+fn online_cpus(ctx: &Ctx, cpuinfo: Option<&Vec<CpuEntry>>) -> Result<CpuList> {
     if let Some(list) = ctx.cpulist(&format!("{CPU_DIR}/online")) {
         return Ok(list);
     }
@@ -223,9 +214,7 @@ fn online_cpus(ctx: &Ctx, cpuinfo: Option<&procfs::CpuInfo>) -> Result<CpuList> 
         }
     }
     if let Some(info) = cpuinfo {
-        let list: CpuList = (0..info.cpus.len())
-            .filter_map(|i| info.get_field(i, "processor")?.trim().parse().ok())
-            .collect();
+        let list: CpuList = info.iter().filter_map(|e| e.processor).collect();
         if !list.is_empty() {
             return Ok(list);
         }
@@ -249,11 +238,7 @@ fn places_from_sysfs(ctx: &Ctx, online: &CpuList) -> Vec<Place> {
         .collect()
 }
 
-fn places_from_cpuinfo(
-    ctx: &Ctx,
-    cpuinfo: Option<&procfs::CpuInfo>,
-    online: &CpuList,
-) -> Vec<Place> {
+fn places_from_cpuinfo(ctx: &Ctx, cpuinfo: Option<&Vec<CpuEntry>>, online: &CpuList) -> Vec<Place> {
     let Some(info) = cpuinfo else {
         ctx.not_exposed(
             "CPU topology",
@@ -263,18 +248,14 @@ fn places_from_cpuinfo(
     };
     let mut out = Vec::new();
     let mut missing = false;
-    for i in 0..info.cpus.len() {
-        let get = |k: &str| {
-            info.get_field(i, k)
-                .and_then(|v| v.trim().parse::<u32>().ok())
-        };
-        let Some(cpu) = get("processor") else {
+    for e in info {
+        let Some(cpu) = e.processor else {
             continue;
         };
         if !online.contains(cpu) {
             continue;
         }
-        match (get("physical id"), get("core id")) {
+        match (e.physical_id, e.core_id) {
             (Some(package), Some(core)) => out.push(Place { cpu, package, core }),
             // Some VMs and architectures list neither: say so rather than guess.
             _ => missing = true,

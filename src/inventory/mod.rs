@@ -8,6 +8,7 @@ mod cache;
 mod cpu;
 mod cpufreq;
 mod cpuidle;
+mod cpuinfo;
 mod host;
 mod memory;
 mod network;
