@@ -25,7 +25,7 @@ PY
 }
 
 echo "# live: hostknob inventory vs lscpu (same run, alternating is not possible in hyperfine; warmed up)"
-hyperfine -N -w 10 -r 100 --export-json "$tmp/live.json" "$bin inventory" "lscpu" >/dev/null
+hyperfine --style none -N -w 10 -r 100 --export-json "$tmp/live.json" "$bin inventory" "lscpu" >/dev/null
 median "$tmp/live.json"
 python3 - "$tmp/live.json" <<'PY'
 import json,sys
@@ -34,11 +34,11 @@ print(f"ratio hostknob/lscpu (medians): {r['hostknob']/r['lscpu']:.2f}  (target 
 PY
 
 echo "# largest captures"
-hyperfine -N -w 5 -r 50 --export-json "$tmp/big.json" "$bin --root $tmp/gnr0 inventory" "$bin --root $tmp/cwf0 inventory" >/dev/null
+hyperfine --style none -N -w 5 -r 50 --export-json "$tmp/big.json" "$bin --root $tmp/gnr0 inventory" "$bin --root $tmp/cwf0 inventory" >/dev/null
 median "$tmp/big.json" | sed "s#$tmp/##"
 
 echo "# host document on the largest captures (target < 100 ms)"
-hyperfine -N -w 5 -r 30 --export-json "$tmp/doc.json" "$bin --root $tmp/gnr0 --host gnr0 doc --out /dev/null" "$bin --root $tmp/cwf0 --host cwf0 doc --out /dev/null" >/dev/null
+hyperfine --style none -N -w 5 -r 30 --export-json "$tmp/doc.json" "$bin --root $tmp/gnr0 --host gnr0 doc --out /dev/null" "$bin --root $tmp/cwf0 --host cwf0 doc --out /dev/null" >/dev/null
 median "$tmp/doc.json" | sed "s#$tmp/##"
 
 echo "# peak RSS (KiB)"
