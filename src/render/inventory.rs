@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{NOT_EXPOSED, facts, grid, opt};
+use super::{NOT_EXPOSED, cache_row, cpus, facts, grid, kib, opt};
 use crate::cpulist::{Group, describe};
 use crate::inventory::Inventory;
 
@@ -32,15 +32,6 @@ fn list(v: &Option<Vec<String>>) -> String {
     v.as_ref()
         .map(|v| v.join(" "))
         .unwrap_or_else(|| NOT_EXPOSED.into())
-}
-
-fn kib(v: Option<u64>) -> String {
-    match v {
-        None => NOT_EXPOSED.into(),
-        Some(k) if k >= 1024 * 1024 => format!("{:.1} GiB", k as f64 / (1024.0 * 1024.0)),
-        Some(k) if k >= 1024 => format!("{:.1} MiB", k as f64 / 1024.0),
-        Some(k) => format!("{k} KiB"),
-    }
 }
 
 pub fn render(inv: &Inventory) -> String {
@@ -117,32 +108,8 @@ pub fn render(inv: &Inventory) -> String {
             ),
         ),
         ("SMT siblings".into(), siblings),
-        (
-            "isolated".into(),
-            c.isolated
-                .as_ref()
-                .map(|l| {
-                    if l.is_empty() {
-                        "none".into()
-                    } else {
-                        l.to_string()
-                    }
-                })
-                .unwrap_or(NOT_EXPOSED.into()),
-        ),
-        (
-            "nohz_full".into(),
-            c.nohz_full
-                .as_ref()
-                .map(|l| {
-                    if l.is_empty() {
-                        "none".into()
-                    } else {
-                        l.to_string()
-                    }
-                })
-                .unwrap_or(NOT_EXPOSED.into()),
-        ),
+        ("isolated".into(), cpus(&c.isolated)),
+        ("nohz_full".into(), cpus(&c.nohz_full)),
         ("topology from".into(), c.topology.source.clone()),
     ];
     if let Some(hy) = &c.hybrid {
@@ -162,23 +129,7 @@ pub fn render(inv: &Inventory) -> String {
     out += &grid(
         "Caches",
         &["level", "type", "size", "instances", "shared by (first)"],
-        inv.caches
-            .iter()
-            .map(|k| {
-                vec![
-                    k.level
-                        .map(|l| format!("L{l}"))
-                        .unwrap_or_else(|| k.index.clone()),
-                    opt(&k.kind),
-                    kib(k.size_kib),
-                    k.instances.to_string(),
-                    k.shared_cpu_lists
-                        .first()
-                        .map(|l| l.to_string())
-                        .unwrap_or_default(),
-                ]
-            })
-            .collect(),
+        inv.caches.iter().map(cache_row).collect(),
     );
 
     match &inv.frequency {

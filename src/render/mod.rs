@@ -66,3 +66,38 @@ pub fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
         None => NOT_EXPOSED.to_string(),
     }
 }
+
+/// A CPU list, `none` when empty, "not exposed" when absent.
+pub fn cpus(l: &Option<crate::cpulist::CpuList>) -> String {
+    match l {
+        None => NOT_EXPOSED.into(),
+        Some(l) if l.is_empty() => "none".into(),
+        Some(l) => l.to_string(),
+    }
+}
+
+/// KiB as a person reads it: `48 KiB`, `1.0 MiB`, `23.5 GiB`.
+pub fn kib(v: Option<u64>) -> String {
+    match v {
+        None => NOT_EXPOSED.into(),
+        Some(k) if k >= 1024 * 1024 => format!("{:.1} GiB", k as f64 / (1024.0 * 1024.0)),
+        Some(k) if k >= 1024 => format!("{:.1} MiB", k as f64 / 1024.0),
+        Some(k) => format!("{k} KiB"),
+    }
+}
+
+/// One cache row: name, type, size of one, instances, first instance's sharing.
+pub fn cache_row(k: &crate::inventory::Cache) -> Vec<String> {
+    vec![
+        k.level
+            .map(|l| format!("L{l}"))
+            .unwrap_or_else(|| k.index.clone()),
+        opt(&k.kind),
+        kib(k.size_kib),
+        k.instances.to_string(),
+        k.shared_cpu_lists
+            .first()
+            .map(|l| l.to_string())
+            .unwrap_or_default(),
+    ]
+}
