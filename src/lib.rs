@@ -4,10 +4,13 @@
 //! touch host files, `inventory` reads facts, `render` presents them,
 //! `commands` holds one file per subcommand.
 
+pub mod audit;
 pub mod capture;
 pub mod cli;
 pub mod commands;
 pub mod cpulist;
 pub mod inventory;
+pub mod knob;
+pub mod manifest;
 pub mod render;
 pub mod root;

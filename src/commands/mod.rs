@@ -1,7 +1,9 @@
 //! One file per subcommand; each returns the process exit code.
 
+pub mod audit;
 pub mod capture;
 pub mod inventory;
+pub mod knobs;
 
 use anyhow::Result;
 
@@ -11,5 +13,7 @@ pub fn run(cli: Cli) -> Result<i32> {
     match &cli.command {
         Command::Inventory => inventory::run(&cli.global),
         Command::Capture(args) => capture::run(&cli.global, args),
+        Command::Knobs => knobs::run(&cli.global),
+        Command::Audit(args) => audit::run(&cli.global, args),
     }
 }
