@@ -145,6 +145,15 @@ impl StateSel {
             StateSel::MinExitLatency(us) => format!("states with exit latency ≥ {us} µs"),
         }
     }
+
+    fn none_here(&self) -> String {
+        match self {
+            StateSel::Names(n) => format!("no idle state named {} here", n.join(" or ")),
+            StateSel::MinExitLatency(us) => {
+                format!("no idle state with exit latency ≥ {us} µs here")
+            }
+        }
+    }
 }
 
 impl KnobKind for CpuidleState {
@@ -274,8 +283,8 @@ impl KnobKind for CpuidleState {
                 Some(cpus),
                 &desired,
                 format!(
-                    "no idle state matches {} here (states: {})",
-                    self.states.describe(),
+                    "{} (states: {})",
+                    self.states.none_here(),
                     if have.is_empty() { "none" } else { &have }
                 ),
             ));

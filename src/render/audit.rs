@@ -15,7 +15,7 @@ const VALUE_WIDTH: usize = 36;
 
 /// `0-15: performance; 16-31: powersave`, `file: value` for files.
 pub fn describe_current(current: &[Current]) -> String {
-    let word = |v: &Option<String>| v.clone().unwrap_or_else(|| "absent".into());
+    let word = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     match current {
         [] => "-".into(),
         [one] => word(&one.value),
@@ -55,7 +55,10 @@ fn summary(r: &Report) -> String {
         parts.join(", ")
     };
     if r.other_hosts > 0 {
-        line.push_str(&format!(" ({} knobs are for other hosts)", r.other_hosts));
+        line.push_str(&match r.other_hosts {
+            1 => " (1 knob is for other hosts)".to_string(),
+            n => format!(" ({n} knobs are for other hosts)"),
+        });
     }
     line + "\n"
 }
@@ -98,7 +101,7 @@ pub fn audit_table(r: &Report) -> String {
                     format!("  {}", scope(&g.cpus, &g.paths)),
                     g.status.as_str().to_string(),
                     String::new(),
-                    g.current.clone().unwrap_or_else(|| "absent".into()),
+                    g.current.clone().unwrap_or_else(|| "-".into()),
                     g.detail.clone(),
                 ]);
             }
