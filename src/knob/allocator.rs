@@ -136,7 +136,7 @@ impl Spec for Allocator {
         if !t.service.ends_with(".service") {
             return Err(FieldError::new(
                 "target.service",
-                format!("{:?} is not a service unit name (…​.service)", t.service),
+                format!("{:?} is not a service unit name (NAME.service)", t.service),
             ));
         }
         let variable = t.variable.unwrap_or_else(|| "MALLOC_CONF".into());

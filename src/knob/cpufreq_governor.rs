@@ -28,7 +28,7 @@ pub fn check_word(field: &str, text: &str, what: &str) -> Result<(), FieldError>
     if text.is_empty() || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(FieldError::new(
             field,
-            format!("{text:?} is not a {what}: one word expected"),
+            format!("{text:?}: expected one word (the {what})"),
         ));
     }
     Ok(())

@@ -85,8 +85,18 @@ impl Source {
     }
 
     fn yaml_error(&self, e: &serde_yaml::Error) -> ManifestError {
-        let (field, message) = split_yaml_message(&e.to_string());
-        let rel_line = e.location().map(|l| l.line());
+        let raw = e.to_string();
+        let (field, mut message) = split_yaml_message(&raw);
+        let mut rel_line = e.location().map(|l| l.line());
+        // An unclosed `[` or `{` is found lines later; the line that opened it is the one to fix.
+        if let Some((what, opened)) = flow_context(&raw) {
+            message = format!(
+                "{}: the {what} opened on this line is not closed (noticed at line {})",
+                message.split(", while parsing").next().unwrap_or(&message),
+                rel_line.unwrap_or(opened) + self.first_line - 1
+            );
+            rel_line = Some(opened);
+        }
         let field = field.or_else(|| rel_line.and_then(|l| locate::path_at(&self.text, l)));
         // A field serde named without a line (e.g. a missing one): find it.
         let rel_line = rel_line.or_else(|| {
@@ -101,6 +111,21 @@ impl Source {
             message,
         }
     }
+}
+
+/// `..., while parsing a flow sequence at line 7 column 8` -> ("flow sequence", 7).
+fn flow_context(raw: &str) -> Option<(&'static str, usize)> {
+    for what in ["flow sequence", "flow mapping"] {
+        let marker = format!("while parsing a {what} at line ");
+        if let Some(i) = raw.find(&marker) {
+            let digits: String = raw[i + marker.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            return Some((what, digits.parse().ok()?));
+        }
+    }
+    None
 }
 
 /// `target.states: unknown field `x`, expected ... at line 4 column 25`
