@@ -432,7 +432,9 @@ fn allocator_reads_a_running_process_environment() {
     // A real process on the live host, found by its name; nothing is written.
     let tmp = tempfile::tempdir().unwrap();
     let exe = tmp.path().join("hk-alloc-test");
-    std::fs::copy("/bin/sleep", &exe).unwrap();
+    // A link, not a copy: the name becomes the process's comm, and no file
+    // open for writing can race a fork in another test thread (ETXTBSY).
+    std::os::unix::fs::symlink("/bin/sleep", &exe).unwrap();
     let mut child = std::process::Command::new(&exe)
         .arg("30")
         .env("MALLOC_CONF", "background_thread:true,narenas:2")

@@ -9,7 +9,7 @@ use super::{
     ATTRIBUTE_PERSISTENCE, Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
     Service, Spec, Survey, Target, WriteMode,
 };
-use crate::inventory::CPU_DIR;
+use crate::inventory::{CPU_DIR, par_map};
 use crate::manifest::schema::Persistence;
 
 #[derive(Debug)]
@@ -29,19 +29,6 @@ impl Spec for CpufreqEpp {
             None => CpuSel::All,
         };
         Ok(CpufreqEpp { cpus, epp: set.0 })
-    }
-}
-
-/// Whether the driver pins EPP while the governor is `performance`.
-fn pins_epp_under_performance(host: &HostCtx, driver: Option<&str>) -> bool {
-    match driver {
-        Some("intel_pstate") => {
-            host.text(&format!("{CPU_DIR}/intel_pstate/status"))
-                .as_deref()
-                == Some("active")
-        }
-        Some("amd-pstate-epp") => true,
-        _ => false,
     }
 }
 
@@ -75,9 +62,28 @@ impl KnobKind for CpufreqEpp {
         let mut survey = Survey::default();
         let policies = policy_targets(host, &self.cpus, &self.epp, &mut survey);
         let numeric = self.epp.parse::<u8>().is_ok();
-        for (p, partial) in policies {
+        let pstate_active = host
+            .text(&format!("{CPU_DIR}/intel_pstate/status"))
+            .as_deref()
+            == Some("active");
+        let pins = |driver: Option<&str>| match driver {
+            Some("intel_pstate") => pstate_active,
+            Some("amd-pstate-epp") => true,
+            _ => false,
+        };
+        // Two reads per policy, hundreds of policies on big hosts: in parallel.
+        let reads = par_map(&policies, |(p, _)| {
+            (
+                host.value(&format!("{}/energy_performance_preference", p.dir)),
+                host.text(&format!(
+                    "{}/energy_performance_available_preferences",
+                    p.dir
+                )),
+            )
+        });
+        for ((p, partial), (value, available)) in policies.into_iter().zip(reads) {
             let path = format!("{}/energy_performance_preference", p.dir);
-            let current = match host.value(&path) {
+            let current = match value {
                 ReadValue::Value(v) => v,
                 ReadValue::Absent => {
                     survey.targets.push(Target::absent(
@@ -101,12 +107,8 @@ impl KnobKind for CpufreqEpp {
                     continue;
                 }
             };
-            let available: Option<Vec<String>> = host
-                .text(&format!(
-                    "{}/energy_performance_available_preferences",
-                    p.dir
-                ))
-                .map(|t| t.split_whitespace().map(str::to_string).collect());
+            let available: Option<Vec<String>> =
+                available.map(|t| t.split_whitespace().map(str::to_string).collect());
             let accepted = match &available {
                 Some(av) => {
                     av.contains(&self.epp)
@@ -130,7 +132,7 @@ impl KnobKind for CpufreqEpp {
                 }
                 let pinned = p.governor.as_deref() == Some("performance")
                     && self.epp != "performance"
-                    && pins_epp_under_performance(host, p.driver.as_deref());
+                    && pins(p.driver.as_deref());
                 pinned.then(|| {
                     Blocker::Unsupported(format!(
                         "{} in active mode refuses EPP changes while the governor is performance \

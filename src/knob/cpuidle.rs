@@ -4,11 +4,12 @@
 use serde::Deserialize;
 
 use super::{
-    ATTRIBUTE_PERSISTENCE, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue, Service,
-    Spec, Survey, Target, WriteMode, offline_target,
+    ATTRIBUTE_PERSISTENCE, Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
+    Service, Spec, Survey, Target, WriteMode, idle_path, offline_target,
 };
 use crate::cpulist::CpuList;
 use crate::inventory::CPU_DIR;
+use crate::inventory::par_map;
 use crate::manifest::schema::{Persistence, Scalar};
 
 #[derive(Debug, Deserialize)]
@@ -132,10 +133,19 @@ fn word(disabled: bool) -> &'static str {
 }
 
 impl StateSel {
-    fn matches(&self, s: &super::IdleStateInfo) -> bool {
+    /// The one attribute selection needs: `name` or `latency`.
+    fn attr(&self) -> &'static str {
         match self {
-            StateSel::Names(names) => names.iter().any(|n| *n == s.name),
-            StateSel::MinExitLatency(min) => s.latency_us.is_some_and(|l| l >= *min),
+            StateSel::Names(_) => "name",
+            StateSel::MinExitLatency(_) => "latency",
+        }
+    }
+
+    fn matches(&self, value: Option<&str>) -> bool {
+        let Some(v) = value else { return false };
+        match self {
+            StateSel::Names(names) => names.iter().any(|n| n == v),
+            StateSel::MinExitLatency(min) => v.parse::<u64>().is_ok_and(|l| l >= *min),
         }
     }
 
@@ -153,6 +163,27 @@ impl StateSel {
                 format!("no idle state with exit latency ≥ {us} µs here")
             }
         }
+    }
+}
+
+/// `POLL 0 µs, C1 1 µs, ...` for one CPU, to say what a host has instead.
+fn states_of(host: &HostCtx, cpu: u32, indices: &[u32]) -> String {
+    let list: Vec<String> = indices
+        .iter()
+        .map(|&i| {
+            let name = host
+                .text(&idle_path(cpu, i, "name"))
+                .unwrap_or_else(|| format!("state{i}"));
+            match host.text(&idle_path(cpu, i, "latency")) {
+                Some(l) => format!("{name} {l} µs"),
+                None => name,
+            }
+        })
+        .collect();
+    if list.is_empty() {
+        "none".into()
+    } else {
+        list.join(", ")
     }
 }
 
@@ -189,7 +220,8 @@ impl KnobKind for CpuidleState {
         let desired = self.desired();
         let (here, missing) = self.cpus.split(host.online());
         let mut survey = Survey::default();
-        let tables = host.idle();
+        // Only the attribute the selection needs is read for every state.
+        let tables = host.idle_attr(self.states.attr());
         if tables.iter().all(|t| t.states.is_empty()) {
             let driver = host
                 .text(&format!("{CPU_DIR}/cpuidle/current_driver"))
@@ -203,89 +235,74 @@ impl KnobKind for CpuidleState {
             survey.targets.extend(offline_target(&missing, &desired));
             return Ok(survey);
         }
-        let mut no_match: Vec<u32> = Vec::new();
-        for table in tables.iter().filter(|t| here.contains(t.cpu)) {
-            let chosen: Vec<_> = table
-                .states
-                .iter()
-                .filter(|s| self.states.matches(s))
-                .collect();
-            if chosen.is_empty() {
-                no_match.push(table.cpu);
-                continue;
-            }
-            for s in chosen {
-                let path = format!(
-                    "{CPU_DIR}/cpu{}/cpuidle/state{}/disable",
-                    table.cpu, s.index
-                );
-                let (current, restore, blocker) = match host.value(&path) {
-                    ReadValue::Value(v) => (Some(self.normalize(&v)), Some(v), None),
-                    ReadValue::Absent => (
-                        None,
-                        None,
-                        Some(super::Blocker::Unsupported(
-                            "this kernel has no `disable` file for the state".into(),
-                        )),
-                    ),
-                    ReadValue::Unreadable(e) => (
-                        None,
-                        None,
-                        Some(super::Blocker::NotApplicable(format!(
-                            "cannot read {path}: {e}"
-                        ))),
-                    ),
-                };
-                survey.targets.push(Target {
-                    in_effect: current.as_deref() == Some(desired.as_str()),
-                    path,
-                    cpus: Some(CpuList::new(vec![table.cpu])),
-                    label: Some(s.name.clone()),
-                    current,
-                    desired: desired.clone(),
-                    write: Some(if self.disable { "1" } else { "0" }.into()),
-                    restore,
-                    mode: WriteMode::Attribute,
-                    blocker,
-                });
-            }
-        }
-        // CPUs online but without idle states are grouped with those without a match.
-        let with_tables: CpuList = tables
+        let chosen: Vec<(u32, u32, Option<String>)> = tables
             .iter()
-            .filter(|t| !t.states.is_empty())
-            .map(|t| t.cpu)
+            .filter(|t| here.contains(t.cpu))
+            .flat_map(|t| {
+                t.states
+                    .iter()
+                    .filter(|(_, v)| self.states.matches(v.as_deref()))
+                    .map(|(i, v)| (t.cpu, *i, v.clone()))
+            })
             .collect();
-        no_match.extend(
-            here.as_slice()
-                .iter()
-                .filter(|c| !with_tables.contains(**c)),
-        );
-        if !no_match.is_empty() {
-            let cpus = CpuList::new(no_match);
-            let first = cpus.first().unwrap_or(0);
-            let have = tables
+        let read = par_map(&chosen, |(cpu, index, value)| {
+            let label = match &self.states {
+                StateSel::Names(_) => value.clone(),
+                StateSel::MinExitLatency(_) => host.text(&idle_path(*cpu, *index, "name")),
+            };
+            (label, host.value(&idle_path(*cpu, *index, "disable")))
+        });
+        for ((cpu, index, _), (label, disable)) in chosen.iter().zip(read) {
+            let path = idle_path(*cpu, *index, "disable");
+            let (current, restore, blocker) = match disable {
+                ReadValue::Value(v) => (Some(self.normalize(&v)), Some(v), None),
+                ReadValue::Absent => (
+                    None,
+                    None,
+                    Some(Blocker::Unsupported(
+                        "this kernel has no `disable` file for the state".into(),
+                    )),
+                ),
+                ReadValue::Unreadable(e) => (
+                    None,
+                    None,
+                    Some(Blocker::NotApplicable(format!("cannot read {path}: {e}"))),
+                ),
+            };
+            survey.targets.push(Target {
+                in_effect: current.as_deref() == Some(desired.as_str()),
+                path,
+                cpus: Some(CpuList::new(vec![*cpu])),
+                label,
+                current,
+                desired: desired.clone(),
+                write: Some(if self.disable { "1" } else { "0" }.into()),
+                restore,
+                mode: WriteMode::Attribute,
+                blocker,
+            });
+        }
+        let with_match: CpuList = chosen.iter().map(|(c, _, _)| *c).collect();
+        let no_match: CpuList = here
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|c| !with_match.contains(*c))
+            .collect();
+        if let Some(first) = no_match.first() {
+            let indices: Vec<u32> = tables
                 .iter()
                 .find(|t| t.cpu == first)
-                .map(|t| {
-                    t.states
-                        .iter()
-                        .map(|s| match s.latency_us {
-                            Some(l) => format!("{} {l} µs", s.name),
-                            None => s.name.clone(),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
+                .map(|t| t.states.iter().map(|(i, _)| *i).collect())
                 .unwrap_or_default();
             survey.targets.push(Target::absent(
-                format!("{CPU_DIR}/cpu{{{cpus}}}/cpuidle"),
-                Some(cpus),
+                format!("{CPU_DIR}/cpu{{{no_match}}}/cpuidle"),
+                Some(no_match.clone()),
                 &desired,
                 format!(
-                    "{} (states: {})",
+                    "{} (CPU {first} has: {})",
                     self.states.none_here(),
-                    if have.is_empty() { "none" } else { &have }
+                    states_of(host, first, &indices)
                 ),
             ));
         }

@@ -15,25 +15,21 @@ pub struct HostCtx<'r> {
     /// The name knobs target (`--host`, the hostname, or the capture's name).
     pub name: String,
     online: OnceLock<CpuList>,
-    idle: OnceLock<Vec<CpuIdle>>,
     policies: OnceLock<Vec<PolicyInfo>>,
     boot_time: OnceLock<Option<u64>>,
     processes: OnceLock<Vec<Process>>,
     cmdline: OnceLock<Option<String>>,
 }
 
-/// One idle state as one CPU sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct IdleStateInfo {
-    pub index: u32,
-    pub name: String,
-    pub latency_us: Option<u64>,
-}
-
+/// One attribute of each idle state of one CPU: (state index, value).
 #[derive(Clone, Debug)]
 pub struct CpuIdle {
     pub cpu: u32,
-    pub states: Vec<IdleStateInfo>,
+    pub states: Vec<(u32, Option<String>)>,
+}
+
+pub fn idle_path(cpu: u32, index: u32, attr: &str) -> String {
+    format!("{CPU_DIR}/cpu{cpu}/cpuidle/state{index}/{attr}")
 }
 
 #[derive(Clone, Debug)]
@@ -65,7 +61,6 @@ impl<'r> HostCtx<'r> {
             root,
             name,
             online: OnceLock::new(),
-            idle: OnceLock::new(),
             policies: OnceLock::new(),
             boot_time: OnceLock::new(),
             processes: OnceLock::new(),
@@ -108,31 +103,22 @@ impl<'r> HostCtx<'r> {
         })
     }
 
-    /// Every online CPU's idle states (name and exit latency), read per CPU:
-    /// the same index can be a different state on another CPU of a hybrid part.
-    pub fn idle(&self) -> &[CpuIdle] {
-        self.idle.get_or_init(|| {
-            par_map(self.online().as_slice(), |&cpu| {
-                let dir = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
-                let names = self.root.read_dir(&dir).unwrap_or_default();
-                let states = numbered(&names, "state")
-                    .into_iter()
-                    .filter_map(|index| {
-                        let h = self.root.dir_handle(&format!("{dir}/state{index}")).ok()?;
-                        let name = h.read_string("name").ok()?.trim().to_string();
-                        let latency_us = h
-                            .read_string("latency")
-                            .ok()
-                            .and_then(|t| t.trim().parse().ok());
-                        Some(IdleStateInfo {
-                            index,
-                            name,
-                            latency_us,
-                        })
-                    })
-                    .collect();
-                CpuIdle { cpu, states }
-            })
+    /// One attribute (`name`, `latency`) of every idle state of every online
+    /// CPU, in CPU and state order. Read per CPU: the same index can be a
+    /// different state on another CPU of a hybrid part. The kernel numbers
+    /// states from 0 without gaps, so probing `state0`, `state1`, ... until
+    /// one is absent lists them without a directory read per CPU.
+    pub fn idle_attr(&self, attr: &str) -> Vec<CpuIdle> {
+        par_map(self.online().as_slice(), |&cpu| {
+            let mut states = Vec::new();
+            for index in 0.. {
+                match self.value(&idle_path(cpu, index, attr)) {
+                    ReadValue::Value(v) => states.push((index, Some(v))),
+                    ReadValue::Unreadable(_) => states.push((index, None)),
+                    ReadValue::Absent => break,
+                }
+            }
+            CpuIdle { cpu, states }
         })
     }
 

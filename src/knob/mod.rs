@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpulist::{CpuList, Group};
 use crate::manifest::schema::{KnobDoc, Persistence};
 
-pub use ctx::{HostCtx, IdleStateInfo, PolicyInfo, ReadValue};
+pub use ctx::{CpuIdle, HostCtx, PolicyInfo, ReadValue, idle_path};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
