@@ -419,6 +419,15 @@ fn allocator_reads_unit_drop_ins_and_plans_a_drop_in() {
 
     // The drop-in apply would write: now in effect and persisted by it.
     write_files(&host, &[(w.path.trim_start_matches('/'), w.after.as_str())]);
+    let back = manifest.knobs[0]
+        .spec
+        .read_back(&ctx, &w.path)
+        .unwrap()
+        .unwrap();
+    assert!(
+        manifest.knobs[0].spec.confirms(&w.expect, &back),
+        "{back:?}"
+    );
     let (r, code) = audit_json(&host, m.path(), None);
     assert_eq!((knob_status(&r), code), ("ok".to_string(), 0), "{r:#}");
 }
@@ -473,4 +482,107 @@ fn allocator_reads_a_running_process_environment() {
         .find(|t| t.mode == WriteMode::File && t.write.is_some())
         .unwrap();
     assert!(!unit.in_effect);
+}
+
+/// What apply (issue 4) will do with a plan, done by hand on a copy: every
+/// write's `after` goes in, `read_back` confirms it, a second plan is empty,
+/// and writing every `before` back restores the tree exactly.
+fn write_read_back_restore(host_name: &str, knobs: &[&str]) {
+    let (_tmp, host) = copy_host(host_name);
+    let pristine = snapshot(&host);
+    let docs: Vec<String> = knobs
+        .iter()
+        .enumerate()
+        .map(|(i, k)| format!("id: k{i}\n{HEAD}{k}"))
+        .collect();
+    let m = manifest(&[("k.yaml", &docs.join("---\n"))]);
+    let manifest = manifest::load(m.path()).unwrap_or_else(|e| panic!("{e}"));
+    let root = Root::open(&host).unwrap();
+    assert!(!root.is_live());
+    let mut written = std::collections::BTreeSet::new();
+    for knob in &manifest.knobs {
+        let ctx = HostCtx::new(&root, "t".into());
+        let plan = knob.spec.plan(&ctx).unwrap();
+        assert!(!plan.writes.is_empty(), "{}: nothing to write", knob.id);
+        for w in &plan.writes {
+            match w.mode {
+                WriteMode::Attribute => root.write_existing(&w.path, w.after.as_bytes()).unwrap(),
+                WriteMode::File => {
+                    write_files(&host, &[(w.path.trim_start_matches('/'), &w.after)])
+                }
+                WriteMode::Hold => unreachable!("captures hold no /dev/cpu_dma_latency"),
+            }
+            let back = knob.spec.read_back(&ctx, &w.path).unwrap().unwrap();
+            assert!(
+                knob.spec.confirms(&w.expect, &back),
+                "{}: {} read back {back:?}, expected {:?}",
+                knob.id,
+                w.path,
+                w.expect
+            );
+            written.insert(host.join(w.path.trim_start_matches('/')));
+        }
+        let again = knob.spec.plan(&HostCtx::new(&root, "t".into())).unwrap();
+        assert!(
+            again.writes.is_empty(),
+            "{}: still plans {:?}",
+            knob.id,
+            again.writes
+        );
+        for w in &plan.writes {
+            match &w.before {
+                Some(b) => {
+                    root.write_existing(&w.path, b.as_bytes()).unwrap();
+                    // A capture's file is plain text, not the kernel's attribute: compare
+                    // in the knob's words (`always [madvise] never` is `madvise`).
+                    let back = knob.spec.read_back(&ctx, &w.path).unwrap().unwrap();
+                    assert_eq!(back, knob.spec.normalize(b), "{}: {}", knob.id, w.path);
+                }
+                None => std::fs::remove_file(host.join(w.path.trim_start_matches('/'))).unwrap(),
+            }
+        }
+    }
+    assert!(!written.is_empty());
+    // Nothing else was touched.
+    let now = snapshot(&host);
+    let untouched = |s: &std::collections::BTreeMap<
+        std::path::PathBuf,
+        (Vec<u8>, Option<std::time::SystemTime>),
+    >| {
+        s.iter()
+            .filter(|(p, _)| !written.contains(*p) && !p.to_string_lossy().contains(".service.d"))
+            .map(|(p, c)| (p.clone(), c.clone()))
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (untouched(&pristine), untouched(&now));
+    assert_eq!(a.len(), b.len());
+    if let Some((x, y)) = a.iter().zip(&b).find(|(x, y)| x != y) {
+        panic!("changed: {} vs {}", x.0.display(), y.0.display());
+    }
+}
+
+#[test]
+fn plans_write_read_back_and_restore_on_adl0() {
+    write_read_back_restore(
+        "adl0",
+        &[
+            "kind: cpuidle-state\ntarget:\n  states: {min_exit_latency_us: 100}\nset: disabled\n",
+            "kind: cpufreq-governor\nset: performance\n",
+            "kind: cpufreq-epp\ntarget: {cpus: 0-7}\nset: balance_power\n",
+            "kind: pm-qos-resume-latency\ntarget: {cpus: 8-15}\nset: n/a\n",
+            "kind: sysfs\ntarget: {path: \"/sys/devices/system/cpu/cpu*/power/energy_perf_bias\"}\nset: 0\n",
+        ],
+    );
+}
+
+#[test]
+fn plans_write_read_back_and_restore_on_the_vm() {
+    write_read_back_restore(
+        "fc-haltpoll-2cpu",
+        &[
+            "kind: thp\ntarget: {setting: enabled}\nset: never\n",
+            "kind: sysctl\ntarget: {name: kernel.timer_migration}\nset: 0\n",
+            "kind: module-param\ntarget: {module: haltpoll, param: guest_halt_poll_ns}\nset: 200000\n",
+        ],
+    );
 }

@@ -185,6 +185,9 @@ pub struct Write {
     pub before: Option<String>,
     pub after: String,
     pub mode: WriteMode,
+    /// What [`KnobKind::read_back`] shows once the write took (`disabled` for
+    /// a `1` written to `disable`); check it with [`KnobKind::confirms`].
+    pub expect: String,
 }
 
 /// A target that plan cannot bring to the desired value, and why.
@@ -296,6 +299,10 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
             } else if !t.in_effect
                 && let Some(after) = t.write
             {
+                let expect = match t.mode {
+                    WriteMode::File => after.trim().to_string(),
+                    _ => t.desired,
+                };
                 plan.writes.push(Write {
                     path: t.path,
                     cpus: t.cpus,
@@ -303,6 +310,7 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
                     before: t.restore,
                     after,
                     mode: t.mode,
+                    expect,
                 });
             }
         }
@@ -314,12 +322,18 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
         Ok(self.plan(host)?.blocked)
     }
 
-    /// Reads a written path back, in the words of `desired` (the fact after a write).
+    /// Reads a written path back, in the words of `desired` (the fact after a
+    /// write); a whole file (`WriteMode::File`) comes back trimmed.
     fn read_back(&self, host: &HostCtx, path: &str) -> std::io::Result<Option<String>> {
         Ok(host
             .root
             .read_trimmed(path)?
             .map(|raw| self.normalize(&raw)))
+    }
+
+    /// Whether a value read back shows the write took (`Write::expect`).
+    fn confirms(&self, expect: &str, read: &str) -> bool {
+        expect == read
     }
 }
 

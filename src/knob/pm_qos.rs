@@ -77,6 +77,14 @@ impl KnobKind for PmQos {
         Ok(parse_request(&host.root.read(path)?).map(|v| v.to_string()))
     }
 
+    /// The aggregate is the strictest request: ours holds when it is at most ours.
+    fn confirms(&self, expect: &str, read: &str) -> bool {
+        match (expect.parse::<i64>(), read.parse::<i64>()) {
+            (Ok(e), Ok(r)) => r <= e,
+            _ => false,
+        }
+    }
+
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let desired = self.desired();
         let mut survey = Survey::default();
