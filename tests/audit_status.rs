@@ -517,3 +517,45 @@ fn the_spec_example_loads_exactly_as_written() {
         "p50 lower by at least 300 µs"
     );
 }
+
+#[test]
+fn the_host_name_comes_from_the_capture_file_then_the_directory() {
+    let (_tmp, host) = copy_host("adl0");
+    let m = manifest(&[("k.yaml", &THP_TMPFILES.replace("[vm]", "[rpc-ap-9]"))]);
+    let (r, _) = audit_json(&host, m.path(), None);
+    assert_eq!(r["host"], "adl0");
+    assert_eq!(r["host_source"], "the root directory's name");
+    write_files(
+        &host,
+        &[(
+            "hostknob-capture.yaml",
+            "host: rpc-ap-9\ncaptured_at: 2026-11-30T10:00:00Z\n",
+        )],
+    );
+    let (r, _) = audit_json(&host, m.path(), None);
+    assert_eq!(r["host"], "rpc-ap-9");
+    assert_eq!(r["host_source"], "hostknob-capture.yaml");
+    assert_eq!(r["knobs"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn the_manifest_can_come_from_the_environment() {
+    let host = corpus_host("fc-haltpoll-2cpu");
+    let m = manifest(&[("k.yaml", THP_TMPFILES)]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hostknob"))
+        .args([
+            "--root",
+            host.to_str().unwrap(),
+            "audit",
+            "--format",
+            "json",
+        ])
+        .env("HOSTKNOB_MANIFEST", m.path())
+        .env_remove("HOSTKNOB_HOST")
+        .env_remove("HOSTKNOB_ROOT")
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["manifest"], m.path().display().to_string());
+    assert_eq!(knob(&r, "thp")["status"], "unpersisted");
+}
