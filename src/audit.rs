@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::cpulist::{self, CpuList};
-use crate::knob::{Blocker, Current, HostCtx, KindName, Service, Target, by_cpu, per_cpu_value};
+use crate::knob::{Blocker, Current, HostCtx, KindName, Service, Target, per_cpu_value};
 use crate::manifest::ledger::{self, Action};
 use crate::manifest::schema::{HistoryAction, Persistence};
 use crate::manifest::{Knob, Manifest, ManifestError, ManifestErrors};
@@ -652,37 +652,35 @@ fn tell_the_story(j: &mut Judged, applied: Option<&Applied>, boot: Option<u64>) 
 /// Groups judged targets: per CPU where they name CPUs, else per file.
 fn groups(judged: &[Judged]) -> Vec<StatusGroup> {
     let mut out = Vec::new();
-    let targets: Vec<Target> = judged.iter().map(|j| j.target.clone()).collect();
-    let per_cpu = by_cpu(&targets);
-    if !per_cpu.is_empty() {
-        // Index judged targets by address of their target clone position.
-        let mut verdict: BTreeMap<u32, (Status, String, Option<String>)> = BTreeMap::new();
-        for (cpu, ts) in &per_cpu {
-            let js: Vec<&Judged> = judged
-                .iter()
-                .filter(|j| j.target.cpus.as_ref().is_some_and(|c| c.contains(*cpu)))
-                .collect();
-            let worst = js
-                .iter()
-                .max_by_key(|j| j.status.rank())
-                .expect("a CPU has targets");
-            let value = if ts.iter().all(|t| t.current.is_none()) {
-                None
-            } else {
-                Some(per_cpu_value(ts, |t| t.current.clone()))
-            };
-            verdict.insert(*cpu, (worst.status, worst.detail.clone(), value));
+    let mut per_cpu: BTreeMap<u32, Vec<&Judged>> = BTreeMap::new();
+    for j in judged {
+        for &cpu in j.target.cpus.iter().flat_map(|c| c.as_slice()) {
+            per_cpu.entry(cpu).or_default().push(j);
         }
-        for g in cpulist::group(verdict.into_iter()) {
-            let (status, detail, current) = g.value;
-            out.push(StatusGroup {
-                cpus: Some(g.cpus),
-                paths: Vec::new(),
-                status,
-                current,
-                detail,
-            });
-        }
+    }
+    // A CPU's status is its worst target's; its value names each target when it has several.
+    let verdicts = per_cpu.into_iter().map(|(cpu, js)| {
+        let worst = js
+            .iter()
+            .max_by_key(|j| j.status.rank())
+            .expect("a CPU has targets");
+        let targets: Vec<&Target> = js.iter().map(|j| j.target).collect();
+        let value = if targets.iter().all(|t| t.current.is_none()) {
+            None
+        } else {
+            Some(per_cpu_value(&targets, |t| t.current.clone()))
+        };
+        (cpu, (worst.status, worst.detail.clone(), value))
+    });
+    for g in cpulist::group(verdicts) {
+        let (status, detail, current) = g.value;
+        out.push(StatusGroup {
+            cpus: Some(g.cpus),
+            paths: Vec::new(),
+            status,
+            current,
+            detail,
+        });
     }
     for j in judged.iter().filter(|j| j.target.cpus.is_none()) {
         let key_current = j.target.current.clone();
