@@ -44,6 +44,17 @@ pub struct Global {
     /// Host name used for the manifest and ledger [default: the host's hostname].
     #[arg(long, global = true, value_name = "NAME", env = "HOSTKNOB_HOST")]
     pub host: Option<String>,
+    /// The knob manifest directory [default: ./manifest if it exists, else /etc/hostknob/manifest under --root].
+    #[arg(long, global = true, value_name = "DIR", env = "HOSTKNOB_MANIFEST")]
+    pub manifest: Option<PathBuf>,
+    /// Where apply keeps its journal and state, resolved under --root.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        default_value = "/var/lib/hostknob"
+    )]
+    pub state_dir: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -78,6 +89,28 @@ The output is stable: an unchanged host gives an identical file apart from the o
 hostknob --root /tmp/web-7 --host web-7 doc --check\n  hostknob doc --out -             # to stdout"
     )]
     Doc(DocArgs),
+    /// The manifest's knobs for this host: desired value, current value (grouped) and status.
+    #[command(
+        long_about = "List the knobs of the manifest that target this host (by `hosts:`, matched against \
+--host, the hostname, or the capture's name), with the desired value, the current value grouped over CPUs or \
+files that agree, and the audit status. Read-only; exit 0 unless the manifest or the root cannot be read."
+    )]
+    Knobs,
+    /// Check every knob for this host: ok, drift, lost-on-reboot, unsupported, not-applicable, unpersisted.
+    #[command(
+        long_about = "For each knob that targets this host, compare the desired value with what the host \
+holds, per CPU group or file, and give one status: ok; drift (differs); lost-on-reboot (the ledger or the \
+knob's history says it was applied here runtime-only, the host booted since, and the value is back); \
+unsupported (the host does not accept the value, e.g. a governor it lacks); not-applicable (with the reason, \
+e.g. no such idle state, no cpufreq in a VM); unpersisted (in effect, but nothing makes it survive a reboot). \
+Also names other managers that may override a knob: tuned, power-profiles-daemon, TLP, cpupower, and \
+sysctl.d, tmpfiles.d or udev entries touching the same files.\n\n\
+Exit codes: 0 when every knob is ok, unpersisted or not-applicable; 2 when any is drift, unsupported or \
+lost-on-reboot; 1 when the manifest does not load or the root cannot be read.",
+        after_help = "Examples:\n  hostknob audit\n  hostknob --root /tmp/rpc-ap-1 --manifest manifest audit --format json\n  \
+hostknob audit cpuidle-no-deep-state"
+    )]
+    Audit(AuditArgs),
 }
 
 #[derive(Args, Debug)]
@@ -88,6 +121,13 @@ pub struct DocArgs {
     /// Compare with the file instead of writing it: exit 0 if current, 2 (with a diff) if stale.
     #[arg(long)]
     pub check: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// Only these knob ids (default: every knob for this host).
+    #[arg(value_name = "KNOB")]
+    pub knobs: Vec<String>,
 }
 
 #[derive(Args, Debug)]

@@ -4,6 +4,7 @@
 //! touch host files, `inventory` reads facts, `render` presents them,
 //! `commands` holds one file per subcommand.
 
+pub mod audit;
 pub mod capture;
 pub mod cli;
 pub mod commands;
@@ -11,5 +12,7 @@ pub mod cpulist;
 pub mod doc;
 pub mod inventory;
 pub mod journal;
+pub mod knob;
+pub mod manifest;
 pub mod render;
 pub mod root;

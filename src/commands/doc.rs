@@ -11,7 +11,7 @@ pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
     let root = Root::open(&g.root)?;
     let inv = inventory::collect(&root)?;
     let sysctls = settings::read_sysctls(&root);
-    let host = crate::commands::host_name(g, &root, &inv);
+    let host = crate::manifest::host::resolve(&root, g.host.as_deref()).name;
     let knobs = KnobSections {
         knobs: "No knob manifest is wired into documents yet: `hostknob knobs` will list the knobs in effect.\n".into(),
         evidence: "No probe or verify evidence is recorded for this host.\n".into(),

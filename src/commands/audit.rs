@@ -1,0 +1,21 @@
+use anyhow::Result;
+
+use crate::audit;
+use crate::cli::{AuditArgs, Global};
+use crate::knob::HostCtx;
+use crate::manifest;
+use crate::render;
+use crate::root::Root;
+
+pub fn run(g: &Global, args: &AuditArgs) -> Result<i32> {
+    let root = Root::open(&g.root)?;
+    let host = manifest::host::resolve(&root, g.host.as_deref());
+    let dir = manifest::resolve_dir(g.manifest.as_deref(), &root);
+    let ctx = HostCtx::new(&root, host.name.clone());
+    let report = audit::run(&dir, &ctx, &host.source, &args.knobs)?;
+    match render::machine(g.format, &report)? {
+        Some(text) => print!("{text}"),
+        None => print!("{}", render::audit::audit_table(&report)),
+    }
+    Ok(report.exit_code())
+}

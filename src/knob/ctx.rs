@@ -1,0 +1,207 @@
+//! What knobs read about one host, read once and shared: online CPUs, idle
+//! state tables, cpufreq policies, boot time, processes.
+
+use std::io;
+use std::sync::OnceLock;
+
+use crate::cpulist::CpuList;
+use crate::inventory::{CPU_DIR, numbered, par_map};
+use crate::root::{Root, is_absent};
+
+pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
+
+pub struct HostCtx<'r> {
+    pub root: &'r Root,
+    /// The name knobs target (`--host`, the hostname, or the capture's name).
+    pub name: String,
+    online: OnceLock<CpuList>,
+    policies: OnceLock<Vec<PolicyInfo>>,
+    boot_time: OnceLock<Option<u64>>,
+    processes: OnceLock<Vec<Process>>,
+    cmdline: OnceLock<Option<String>>,
+}
+
+/// One attribute of each idle state of one CPU: (state index, value).
+#[derive(Clone, Debug)]
+pub struct CpuIdle {
+    pub cpu: u32,
+    pub states: Vec<(u32, Option<String>)>,
+}
+
+pub fn idle_path(cpu: u32, index: u32, attr: &str) -> String {
+    format!("{CPU_DIR}/cpu{cpu}/cpuidle/state{index}/{attr}")
+}
+
+#[derive(Clone, Debug)]
+pub struct PolicyInfo {
+    pub dir: String,
+    pub cpus: CpuList,
+    pub driver: Option<String>,
+    pub governor: Option<String>,
+    pub available_governors: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Process {
+    pub pid: u32,
+    pub comm: String,
+}
+
+/// A file's value, absent, or an error worth reporting.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReadValue {
+    Value(String),
+    Absent,
+    Unreadable(String),
+}
+
+impl<'r> HostCtx<'r> {
+    pub fn new(root: &'r Root, name: String) -> HostCtx<'r> {
+        HostCtx {
+            root,
+            name,
+            online: OnceLock::new(),
+            policies: OnceLock::new(),
+            boot_time: OnceLock::new(),
+            processes: OnceLock::new(),
+            cmdline: OnceLock::new(),
+        }
+    }
+
+    /// A file's text, trimmed.
+    pub fn value(&self, path: &str) -> ReadValue {
+        match self.root.read_string(path) {
+            Ok(s) => ReadValue::Value(s.trim().to_string()),
+            Err(e) if is_absent(&e) => ReadValue::Absent,
+            Err(e) => ReadValue::Unreadable(describe_io(&e)),
+        }
+    }
+
+    pub fn text(&self, path: &str) -> Option<String> {
+        match self.value(path) {
+            ReadValue::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn online(&self) -> &CpuList {
+        self.online.get_or_init(|| {
+            if let Some(l) = self
+                .text(&format!("{CPU_DIR}/online"))
+                .and_then(|t| CpuList::parse(&t).ok())
+            {
+                return l;
+            }
+            let names = self.root.read_dir(CPU_DIR).unwrap_or_default();
+            numbered(&names, "cpu")
+                .into_iter()
+                .filter(|c| {
+                    self.text(&format!("{CPU_DIR}/cpu{c}/online"))
+                        .is_none_or(|v| v == "1")
+                })
+                .collect()
+        })
+    }
+
+    /// One attribute (`name`, `latency`) of every idle state of every online
+    /// CPU, in CPU and state order. Read per CPU: the same index can be a
+    /// different state on another CPU of a hybrid part. The kernel numbers
+    /// states from 0 without gaps, so probing `state0`, `state1`, ... until
+    /// one is absent lists them without a directory read per CPU.
+    pub fn idle_attr(&self, attr: &str) -> Vec<CpuIdle> {
+        par_map(self.online().as_slice(), |&cpu| {
+            let mut states = Vec::new();
+            for index in 0.. {
+                match self.value(&idle_path(cpu, index, attr)) {
+                    ReadValue::Value(v) => states.push((index, Some(v))),
+                    ReadValue::Unreadable(_) => states.push((index, None)),
+                    ReadValue::Absent => break,
+                }
+            }
+            CpuIdle { cpu, states }
+        })
+    }
+
+    /// cpufreq policies with the CPUs they drive (online ones only).
+    pub fn policies(&self) -> &[PolicyInfo] {
+        self.policies.get_or_init(|| {
+            let names = self.root.read_dir(CPUFREQ_DIR).unwrap_or_default();
+            let ids = numbered(&names, "policy");
+            let online = self.online();
+            par_map(&ids, |id| {
+                let dir = format!("{CPUFREQ_DIR}/policy{id}");
+                let h = self.root.dir_handle(&dir).ok()?;
+                let text = |name: &str| {
+                    h.read_string(name)
+                        .ok()
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                };
+                let cpus = text("related_cpus")
+                    .or_else(|| text("affected_cpus"))
+                    .and_then(|t| CpuList::parse(&t).ok())
+                    .unwrap_or_else(|| CpuList::new(vec![*id]));
+                let cpus: CpuList = cpus
+                    .as_slice()
+                    .iter()
+                    .copied()
+                    .filter(|c| online.contains(*c))
+                    .collect();
+                Some(PolicyInfo {
+                    cpus,
+                    driver: text("scaling_driver"),
+                    governor: text("scaling_governor"),
+                    available_governors: text("scaling_available_governors")
+                        .map(|t| t.split_whitespace().map(str::to_string).collect()),
+                    dir,
+                })
+            })
+            .into_iter()
+            .flatten()
+            .filter(|p| !p.cpus.is_empty())
+            .collect()
+        })
+    }
+
+    /// `btime` from `/proc/stat`, Unix seconds.
+    pub fn boot_time(&self) -> Option<u64> {
+        *self.boot_time.get_or_init(|| {
+            self.text("/proc/stat")?
+                .lines()
+                .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())
+        })
+    }
+
+    pub fn cmdline(&self) -> Option<&str> {
+        self.cmdline
+            .get_or_init(|| self.text("/proc/cmdline"))
+            .as_deref()
+    }
+
+    /// Running processes (PID and name); empty in a capture.
+    pub fn processes(&self) -> &[Process] {
+        self.processes.get_or_init(|| {
+            let names = self.root.read_dir("/proc").unwrap_or_default();
+            names
+                .iter()
+                .filter_map(|n| n.parse::<u32>().ok())
+                .filter_map(|pid| {
+                    let comm = self.text(&format!("/proc/{pid}/comm"))?;
+                    Some(Process { pid, comm })
+                })
+                .collect()
+        })
+    }
+
+    /// Entries of a directory under the root; empty when it is absent.
+    pub fn list(&self, dir: &str) -> Vec<String> {
+        self.root.read_dir(dir).unwrap_or_default()
+    }
+}
+
+pub fn describe_io(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => "permission denied (run as root to read it)".into(),
+        _ => e.to_string(),
+    }
+}

@@ -1,0 +1,141 @@
+//! `pm-qos`: the global CPU latency request, `/dev/cpu_dma_latency`. A request
+//! holds only while the process that wrote it keeps the file open; the value
+//! read back is the aggregate of all requests (the smallest), and
+//! 2000000000 µs means nobody asks for anything. `hostknob hold` (a later
+//! command) will own the request by keeping the file open.
+
+use super::{
+    Blocker, FieldError, HostCtx, KindName, KnobKind, Service, Spec, Survey, Target, WriteMode,
+};
+use crate::manifest::schema::Persistence;
+
+pub const DEVICE: &str = "/dev/cpu_dma_latency";
+/// `PM_QOS_CPU_LATENCY_DEFAULT_VALUE`: no request.
+pub const NO_REQUEST: i64 = 2_000_000_000;
+
+#[derive(Debug)]
+pub struct PmQos {
+    pub max_latency_us: i64,
+}
+
+impl Spec for PmQos {
+    type Target = std::collections::BTreeMap<String, serde_yaml::Value>;
+    type Set = i64;
+
+    fn new(target: Option<Self::Target>, set: i64) -> Result<Self, FieldError> {
+        if let Some(key) = target.as_ref().and_then(|t| t.keys().next()) {
+            return Err(FieldError::new(
+                &format!("target.{key}"),
+                "pm-qos has no target fields: the request is global (leave target out or {})",
+            ));
+        }
+        if !(0..NO_REQUEST).contains(&set) {
+            return Err(FieldError::new(
+                "set",
+                format!("{set} µs is outside 0..{NO_REQUEST}"),
+            ));
+        }
+        Ok(PmQos {
+            max_latency_us: set,
+        })
+    }
+}
+
+/// The aggregate request: 4 bytes, native-endian s32 (some kernels print hex text).
+pub fn parse_request(bytes: &[u8]) -> Option<i64> {
+    match bytes.len() {
+        4 => Some(i32::from_ne_bytes(bytes.try_into().ok()?) as i64),
+        _ => {
+            let text = String::from_utf8_lossy(bytes);
+            i64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
+        }
+    }
+}
+
+impl KnobKind for PmQos {
+    fn kind(&self) -> KindName {
+        KindName::PmQos
+    }
+
+    fn desired(&self) -> String {
+        self.max_latency_us.to_string()
+    }
+
+    fn target_summary(&self) -> String {
+        format!("{DEVICE} (global CPU latency request, µs)")
+    }
+
+    fn persistence_allowed(&self) -> &'static [Persistence] {
+        &[Persistence::Runtime, Persistence::Hold]
+    }
+
+    fn services(&self) -> &'static [Service] {
+        &[Service::Tuned]
+    }
+
+    fn read_back(&self, host: &HostCtx, path: &str) -> std::io::Result<Option<String>> {
+        Ok(parse_request(&host.root.read(path)?).map(|v| v.to_string()))
+    }
+
+    /// The aggregate is the strictest request: ours holds when it is at most ours.
+    fn confirms(&self, expect: &str, read: &str) -> bool {
+        match (expect.parse::<i64>(), read.parse::<i64>()) {
+            (Ok(e), Ok(r)) => r <= e,
+            _ => false,
+        }
+    }
+
+    fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
+        let desired = self.desired();
+        let mut survey = Survey::default();
+        // Opening adds a request at the default value, which changes nothing.
+        let current = match host.root.read(DEVICE) {
+            Ok(bytes) => parse_request(&bytes),
+            Err(e) if crate::root::is_absent(&e) => {
+                survey.targets.push(Target::absent(
+                    DEVICE.into(),
+                    None,
+                    &desired,
+                    format!("no {DEVICE} here (kernel without it, or not in this capture)"),
+                ));
+                return Ok(survey);
+            }
+            Err(e) => {
+                survey.targets.push(Target::absent(
+                    DEVICE.into(),
+                    None,
+                    &desired,
+                    format!("cannot read {DEVICE}: {}", super::ctx::describe_io(&e)),
+                ));
+                return Ok(survey);
+            }
+        };
+        let Some(current) = current else {
+            survey.targets.push(Target::absent(
+                DEVICE.into(),
+                None,
+                &desired,
+                format!("{DEVICE} holds no readable value"),
+            ));
+            return Ok(survey);
+        };
+        survey.notes.push(format!(
+            "the request holds only while a process keeps {DEVICE} open; `hostknob hold` will own it"
+        ));
+        // Any request at least as strict as ours keeps the constraint in force.
+        let in_effect = current <= self.max_latency_us;
+        survey.targets.push(Target {
+            in_effect,
+            path: DEVICE.into(),
+            cpus: None,
+            label: None,
+            current: Some(current.to_string()),
+            desired,
+            write: Some(self.max_latency_us.to_string()),
+            restore: None,
+            mode: WriteMode::Hold,
+            blocker: None::<Blocker>,
+        });
+        Ok(survey)
+    }
+}

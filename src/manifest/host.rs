@@ -1,0 +1,45 @@
+//! The host's name, as knobs and the ledger know it.
+
+use serde::Serialize;
+
+use crate::root::Root;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostName {
+    pub name: String,
+    /// Where it came from: `--host`, a file under the root, or the root's directory name.
+    pub source: String,
+}
+
+/// `--host`, else `/proc/sys/kernel/hostname` under the root, else `host:` in
+/// the capture's `hostknob-capture.yaml`, else the root directory's name
+/// (corpus captures have no hostname file).
+pub fn resolve(root: &Root, explicit: Option<&str>) -> HostName {
+    let found = |name: String, source: &str| HostName {
+        name,
+        source: source.to_string(),
+    };
+    if let Some(h) = explicit.map(str::trim).filter(|h| !h.is_empty()) {
+        return found(h.to_string(), "--host");
+    }
+    if let Ok(Some(h)) = root.read_trimmed("/proc/sys/kernel/hostname")
+        && !h.is_empty()
+    {
+        return found(h, "/proc/sys/kernel/hostname");
+    }
+    let meta = root.base().join(crate::capture::METADATA_FILE);
+    if !root.is_live()
+        && let Ok(text) = std::fs::read_to_string(&meta)
+        && let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(&text)
+        && let Some(h) = doc.get("host").and_then(|v| v.as_str())
+        && !h.trim().is_empty()
+    {
+        return found(h.trim().to_string(), crate::capture::METADATA_FILE);
+    }
+    let base = root
+        .base()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "localhost".into());
+    found(base, "the root directory's name")
+}

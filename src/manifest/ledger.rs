@@ -1,0 +1,218 @@
+//! The ledger: what hostknob did, one file per host
+//! (`<manifest>/ledger/<host>.yaml`) so hosts sharing a manifest repository
+//! never conflict. Append-only: each event is one YAML list item added at the
+//! end; nothing is ever rewritten.
+//!
+//! ```yaml
+//! - timestamp: 2026-07-10T09:14:03Z
+//!   host: rpc-ap-1
+//!   knob: cpuidle-no-deep-state
+//!   action: applied
+//!   persistence: runtime
+//!   changes:
+//!     - {path: /sys/devices/system/cpu/cpu0/cpuidle/state3/disable, before: "0", after: "1"}
+//!   user: alice
+//!   hostknob: 0.1.0
+//! ```
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::ManifestError;
+use super::schema::Persistence;
+use crate::cpulist::CpuList;
+
+pub const LEDGER_DIR: &str = "ledger";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    Applied,
+    Reverted,
+    Persisted,
+    Verified,
+}
+
+/// One change to one file, or to a group of files that changed alike
+/// (`path` then names the group, e.g. with `cpu*`, and `cpus` says which).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<CpuList>,
+    /// `None`: the file did not exist (a drop-in created by apply).
+    pub before: Option<String>,
+    /// `None`: the file was removed.
+    pub after: Option<String>,
+}
+
+/// One event. Unknown fields are tolerated so that an older hostknob can
+/// read a ledger a newer one wrote.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// RFC 3339, UTC (`2026-07-10T09:14:03Z`).
+    pub timestamp: String,
+    pub host: String,
+    pub knob: String,
+    pub action: Action,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
+    pub persistence: Persistence,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The hostknob version that wrote the entry.
+    pub hostknob: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Entry {
+    /// Unix seconds of `timestamp`.
+    pub fn when(&self) -> Option<u64> {
+        super::schema::parse_when(&self.timestamp)
+            .ok()
+            .map(|(t, _)| t)
+    }
+}
+
+pub fn path_for(manifest_dir: &Path, host: &str) -> PathBuf {
+    manifest_dir.join(LEDGER_DIR).join(format!("{host}.yaml"))
+}
+
+fn host_ok(host: &str) -> bool {
+    !host.is_empty()
+        && host != "."
+        && host != ".."
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// The host's events in file order; no file means no events.
+pub fn read(manifest_dir: &Path, host: &str) -> Result<Vec<Entry>, ManifestError> {
+    let path = path_for(manifest_dir, host);
+    let err = |line: Option<usize>, field: Option<String>, message: String| ManifestError {
+        file: path.clone(),
+        line,
+        field,
+        message,
+    };
+    if !host_ok(host) {
+        return Ok(Vec::new());
+    }
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(err(None, None, format!("cannot read: {e}"))),
+    };
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let entries: Vec<Entry> = serde_yaml::from_str(&text).map_err(|e| {
+        let (field, message) = super::split_yaml_message(&e.to_string());
+        err(e.location().map(|l| l.line()), field, message)
+    })?;
+    for (i, e) in entries.iter().enumerate() {
+        if super::schema::parse_when(&e.timestamp).is_err() {
+            let line = super::locate::line_of(&text, &format!("[{i}].timestamp"));
+            return Err(err(
+                line,
+                Some(format!("[{i}].timestamp")),
+                format!("{:?} is not an RFC 3339 time", e.timestamp),
+            ));
+        }
+    }
+    Ok(entries)
+}
+
+/// Appends one event (creating the ledger directory and file when needed) and
+/// syncs it to disk before returning.
+pub fn append(manifest_dir: &Path, entry: &Entry) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    if !host_ok(&entry.host) {
+        anyhow::bail!("{:?} cannot name a ledger file", entry.host);
+    }
+    let path = path_for(manifest_dir, &entry.host);
+    let dir = path.parent().expect("ledger path has a parent");
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let item = serde_yaml::to_string(&vec![entry])?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    // A file whose last line lacks its newline would swallow the new item.
+    let len = f.metadata()?.len();
+    let mut text = String::new();
+    if len > 0 {
+        let existing = std::fs::read(&path)?;
+        if existing.last() != Some(&b'\n') {
+            text.push('\n');
+        }
+    }
+    text.push_str(&item);
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.sync_all()
+        .with_context(|| format!("syncing {}", path.display()))?;
+    Ok(path)
+}
+
+/// Now, as the ledger writes it.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(ts: &str, action: Action) -> Entry {
+        Entry {
+            timestamp: ts.into(),
+            host: "rpc-ap-1".into(),
+            knob: "k".into(),
+            action,
+            changes: vec![Change {
+                path: "/sys/devices/system/cpu/cpu*/cpuidle/state3/disable".into(),
+                cpus: Some(CpuList::parse("0-63").unwrap()),
+                before: Some("0".into()),
+                after: Some("1".into()),
+            }],
+            persistence: Persistence::Runtime,
+            user: Some("alice".into()),
+            hostknob: env!("CARGO_PKG_VERSION").into(),
+            note: None,
+        }
+    }
+
+    #[test]
+    fn appends_and_reads_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = entry("2026-07-10T09:14:03Z", Action::Applied);
+        let b = entry("2026-07-11T10:00:00Z", Action::Reverted);
+        append(dir.path(), &a).unwrap();
+        let before = std::fs::read_to_string(path_for(dir.path(), "rpc-ap-1")).unwrap();
+        append(dir.path(), &b).unwrap();
+        let after = std::fs::read_to_string(path_for(dir.path(), "rpc-ap-1")).unwrap();
+        assert!(after.starts_with(&before), "append-only");
+        assert_eq!(read(dir.path(), "rpc-ap-1").unwrap(), vec![a, b]);
+        assert_eq!(read(dir.path(), "other").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn a_bad_ledger_names_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ledger")).unwrap();
+        std::fs::write(
+            path_for(dir.path(), "h"),
+            "- timestamp: 2026-07-10T09:14:03Z\n  host: h\n  knob: k\n  action: exploded\n  persistence: runtime\n  hostknob: 0.1.0\n",
+        )
+        .unwrap();
+        let e = read(dir.path(), "h").unwrap_err();
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.to_string().contains("h.yaml:4"), "{e}");
+    }
+}

@@ -1,0 +1,591 @@
+//! The knob manifest: a directory of YAML files, one or more knobs per file
+//! (`---` between them), read strictly. Every error names the file, the line
+//! and the field: `manifest/cpuidle.yaml:7: target.cpus: "0-x" is not a CPU list`.
+//!
+//! `ledger/` inside the directory is the tool's own record (see `ledger`), not knobs.
+
+pub mod host;
+pub mod ledger;
+pub mod locate;
+pub mod schema;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::knob::{self, BuildError, FieldError, KindName, KnobKind};
+use schema::{HistoryAction, KnobDoc, Persistence, Verify};
+
+/// One problem in the manifest, as `file:line: field: message`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManifestError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        write!(f, ": ")?;
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// All problems found, one per line.
+#[derive(Debug)]
+pub struct ManifestErrors(pub Vec<ManifestError>);
+
+impl fmt::Display for ManifestErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.len();
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        if n > 1 {
+            write!(f, "\n{n} problems in the manifest")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ManifestErrors {}
+
+/// Where a knob was written: for errors found later (on a host).
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub file: PathBuf,
+    /// Line of the document's first line in the file (1-based).
+    pub first_line: usize,
+    pub text: String,
+}
+
+impl Source {
+    pub fn error(&self, field: &str, message: impl Into<String>) -> ManifestError {
+        let line = locate::line_of(&self.text, field).unwrap_or(1) + self.first_line - 1;
+        ManifestError {
+            file: self.file.clone(),
+            line: Some(line),
+            field: (!field.is_empty()).then(|| field.to_string()),
+            message: message.into(),
+        }
+    }
+
+    pub fn field_error(&self, e: FieldError) -> ManifestError {
+        self.error(&e.field, e.message)
+    }
+
+    fn yaml_error(&self, e: &serde_yaml::Error) -> ManifestError {
+        let raw = e.to_string();
+        let (field, mut message) = split_yaml_message(&raw);
+        let mut rel_line = e.location().map(|l| l.line());
+        // An unclosed `[` or `{` is found lines later; the line that opened it is the one to fix.
+        if let Some((what, opened)) = flow_context(&raw) {
+            message = format!(
+                "{}: the {what} opened on this line is not closed (noticed at line {})",
+                message.split(", while parsing").next().unwrap_or(&message),
+                rel_line.unwrap_or(opened) + self.first_line - 1
+            );
+            rel_line = Some(opened);
+        }
+        let field = field.or_else(|| rel_line.and_then(|l| locate::path_at(&self.text, l)));
+        // A field serde named without a line (e.g. a missing one): find it.
+        let rel_line = rel_line.or_else(|| {
+            field
+                .as_deref()
+                .and_then(|f| locate::line_of(&self.text, f))
+        });
+        ManifestError {
+            file: self.file.clone(),
+            line: Some(rel_line.unwrap_or(1) + self.first_line - 1),
+            field,
+            message,
+        }
+    }
+}
+
+/// `..., while parsing a flow sequence at line 7 column 8` -> ("flow sequence", 7).
+fn flow_context(raw: &str) -> Option<(&'static str, usize)> {
+    for what in ["flow sequence", "flow mapping"] {
+        let marker = format!("while parsing a {what} at line ");
+        if let Some(i) = raw.find(&marker) {
+            let digits: String = raw[i + marker.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            return Some((what, digits.parse().ok()?));
+        }
+    }
+    None
+}
+
+/// `target.states: unknown field `x`, expected ... at line 4 column 25`
+/// -> (Some("target.states.x"), "unknown field `x`, expected ...").
+fn split_yaml_message(text: &str) -> (Option<String>, String) {
+    let mut msg = text.to_string();
+    while let Some(i) = msg.find(" at line ") {
+        let rest = &msg[i + 9..];
+        let end = rest
+            .find(" column ")
+            .map(|j| {
+                let after = &rest[j + 8..];
+                j + 8 + after.chars().take_while(|c| c.is_ascii_digit()).count()
+            })
+            .unwrap_or(0);
+        msg = format!("{}{}", &msg[..i], &rest[end..]);
+    }
+    let mut path: Option<String> = None;
+    if let Some((p, m)) = msg.split_once(": ")
+        && !p.is_empty()
+        && p.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '-'))
+    {
+        path = Some(p.to_string());
+        msg = m.to_string();
+    }
+    // The field serde names in the message itself.
+    for pre in ["unknown field `", "missing field `", "duplicate field `"] {
+        if let Some(i) = msg.find(pre) {
+            let name = &msg[i + pre.len()..];
+            if let Some(end) = name.find('`') {
+                let name = &name[..end];
+                path = Some(match path {
+                    Some(p) => format!("{p}.{name}"),
+                    None => name.to_string(),
+                });
+            }
+        }
+    }
+    (path, msg.trim().to_string())
+}
+
+/// A history entry, checked.
+#[derive(Clone, Debug)]
+pub struct History {
+    pub date: String,
+    /// Unix seconds; a bare date counts as the end of that day.
+    pub when: u64,
+    pub action: HistoryAction,
+    pub hosts: HostSel,
+    pub note: Option<String>,
+    pub persistence: Persistence,
+}
+
+/// `hosts:`: every host, or names (glob patterns allowed).
+#[derive(Clone, Debug)]
+pub enum HostSel {
+    All,
+    Names(Vec<String>),
+}
+
+impl HostSel {
+    pub fn matches(&self, host: &str) -> bool {
+        match self {
+            HostSel::All => true,
+            HostSel::Names(names) => names
+                .iter()
+                .any(|n| n == host || glob::Pattern::new(n).is_ok_and(|p| p.matches(host))),
+        }
+    }
+
+    fn parse(field: &str, v: &serde_yaml::Value) -> Result<HostSel, FieldError> {
+        use serde_yaml::Value;
+        match v {
+            Value::String(s) if s == "*" => Ok(HostSel::All),
+            Value::String(s) => Err(FieldError::new(
+                field,
+                format!("{s:?}: give a list of host names ([{s}]) or \"*\" for every host"),
+            )),
+            Value::Sequence(items) if items.is_empty() => Err(FieldError::new(
+                field,
+                "empty list: name at least one host, or \"*\" for every host",
+            )),
+            Value::Sequence(items) => {
+                let mut names = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    let f = format!("{field}[{i}]");
+                    let name = match item {
+                        Value::String(s) => s.trim().to_string(),
+                        other => {
+                            return Err(FieldError::new(
+                                &f,
+                                format!("{} is not a host name", yaml_word(other)),
+                            ));
+                        }
+                    };
+                    if name.is_empty() || name.contains(char::is_whitespace) {
+                        return Err(FieldError::new(&f, format!("{name:?} is not a host name")));
+                    }
+                    if let Err(e) = glob::Pattern::new(&name) {
+                        return Err(FieldError::new(&f, format!("{name:?}: bad pattern: {e}")));
+                    }
+                    names.push(name);
+                }
+                Ok(HostSel::Names(names))
+            }
+            Value::Null => Err(FieldError::new(
+                field,
+                "empty: name at least one host, or \"*\" for every host",
+            )),
+            other => Err(FieldError::new(
+                field,
+                format!(
+                    "{} is not a host list: give [name, ...] or \"*\"",
+                    yaml_word(other)
+                ),
+            )),
+        }
+    }
+}
+
+impl fmt::Display for HostSel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostSel::All => f.write_str("*"),
+            HostSel::Names(n) => f.write_str(&n.join(", ")),
+        }
+    }
+}
+
+fn yaml_word(v: &serde_yaml::Value) -> String {
+    use serde_yaml::Value;
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("boolean {b}"),
+        Value::Number(n) => format!("number {n}"),
+        Value::String(s) => format!("{s:?}"),
+        Value::Sequence(_) => "a list".into(),
+        Value::Mapping(_) => "a mapping".into(),
+        Value::Tagged(_) => "a tagged value".into(),
+    }
+}
+
+/// One knob, read and checked.
+#[derive(Debug)]
+pub struct Knob {
+    pub id: String,
+    pub title: String,
+    pub kind: KindName,
+    pub hosts: HostSel,
+    pub persistence: Persistence,
+    pub caveats: Vec<String>,
+    pub why: String,
+    pub history: Vec<History>,
+    pub verify: Option<Verify>,
+    pub source: Source,
+    pub spec: Box<dyn KnobKind>,
+}
+
+#[derive(Debug)]
+pub struct Manifest {
+    pub dir: PathBuf,
+    pub knobs: Vec<Knob>,
+}
+
+impl Manifest {
+    pub fn for_host<'m>(&'m self, host: &'m str) -> impl Iterator<Item = &'m Knob> + 'm {
+        self.knobs.iter().filter(move |k| k.hosts.matches(host))
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Knob> {
+        self.knobs.iter().find(|k| k.id == id)
+    }
+}
+
+/// The YAML files of a manifest directory, sorted; `ledger/` and hidden entries left out.
+fn yaml_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') {
+                continue;
+            }
+            let path = entry.path();
+            let ty = entry.file_type()?;
+            let is_dir = ty.is_dir() || (ty.is_symlink() && path.is_dir());
+            if is_dir {
+                if !(d == dir && name == ledger::LEDGER_DIR) {
+                    stack.push(path);
+                }
+            } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Splits a file into YAML documents at `---` lines: (first line, text).
+pub fn documents(text: &str) -> Vec<(usize, String)> {
+    let mut docs = Vec::new();
+    let mut start = 1;
+    let mut cur = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let is_marker = line == "---" || line.starts_with("--- ") || line.starts_with("---\t");
+        if is_marker || line == "..." {
+            docs.push((start, std::mem::take(&mut cur)));
+            start = i + 2;
+            continue;
+        }
+        cur.push_str(line);
+        cur.push('\n');
+    }
+    docs.push((start, cur));
+    docs.retain(|(_, d)| {
+        d.lines()
+            .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+    });
+    docs
+}
+
+/// Loads every knob under `dir`; all problems are reported together.
+pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
+    let one = |message: String| {
+        ManifestErrors(vec![ManifestError {
+            file: dir.to_path_buf(),
+            line: None,
+            field: None,
+            message,
+        }])
+    };
+    if !dir.is_dir() {
+        return Err(one(if dir.exists() {
+            "not a directory".into()
+        } else {
+            "no such manifest directory (give --manifest DIR)".into()
+        }));
+    }
+    let files = yaml_files(dir).map_err(|e| one(format!("cannot read: {e}")))?;
+    let mut errors = Vec::new();
+    let mut knobs: Vec<Knob> = Vec::new();
+    for file in files {
+        let text = match std::fs::read(&file) {
+            Ok(b) => match String::from_utf8(b) {
+                Ok(t) => t,
+                Err(_) => {
+                    errors.push(ManifestError {
+                        file,
+                        line: None,
+                        field: None,
+                        message: "not UTF-8 text".into(),
+                    });
+                    continue;
+                }
+            },
+            Err(e) => {
+                errors.push(ManifestError {
+                    file,
+                    line: None,
+                    field: None,
+                    message: format!("cannot read: {e}"),
+                });
+                continue;
+            }
+        };
+        let docs = documents(&text);
+        if docs.is_empty() {
+            errors.push(ManifestError {
+                file: file.clone(),
+                line: Some(1),
+                field: None,
+                message: "no knob in this file (an empty file or only comments)".into(),
+            });
+        }
+        for (first_line, doc) in docs {
+            let source = Source {
+                file: file.clone(),
+                first_line,
+                text: doc,
+            };
+            match read_knob(source) {
+                Ok(k) => {
+                    if let Some(prev) = knobs.iter().find(|p| p.id == k.id) {
+                        let first = prev.source.error("id", "");
+                        errors.push(k.source.error(
+                            "id",
+                            format!(
+                                "duplicate id {:?} (first defined at {}:{})",
+                                k.id,
+                                first.file.display(),
+                                first.line.unwrap_or(1)
+                            ),
+                        ));
+                    } else {
+                        knobs.push(k);
+                    }
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(Manifest {
+            dir: dir.to_path_buf(),
+            knobs,
+        })
+    } else {
+        Err(ManifestErrors(errors))
+    }
+}
+
+fn check_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{id:?} is not a knob id: lower-case letters, digits and `-`, at most 64"
+        ))
+    }
+}
+
+fn read_knob(source: Source) -> Result<Knob, ManifestError> {
+    // First pass: the common fields, with `target` and `set` left open.
+    let doc: KnobDoc<serde_yaml::Value, serde_yaml::Value> =
+        serde_yaml::from_str(&source.text).map_err(|e| source.yaml_error(&e))?;
+    let kind = KindName::parse(&doc.kind).ok_or_else(|| {
+        source.error(
+            "kind",
+            format!(
+                "unknown kind {:?}; known kinds: {}",
+                doc.kind,
+                KindName::ALL.map(|k| k.as_str()).join(", ")
+            ),
+        )
+    })?;
+    // Second pass: the kind's own `target` and `set`.
+    let spec = match knob::build(kind, &source.text) {
+        Ok(s) => s,
+        Err(BuildError::Yaml(e)) => return Err(source.yaml_error(&e)),
+        Err(BuildError::Field(e)) => return Err(source.field_error(e)),
+    };
+    check_id(&doc.id).map_err(|m| source.error("id", m))?;
+    for (field, text) in [("title", &doc.title), ("why", &doc.why)] {
+        if text.trim().is_empty() {
+            return Err(source.error(field, "empty: say it in words"));
+        }
+    }
+    for (i, c) in doc.caveats.iter().enumerate() {
+        if c.trim().is_empty() {
+            return Err(source.error(&format!("caveats[{i}]"), "empty caveat"));
+        }
+    }
+    let hosts = HostSel::parse("hosts", &doc.hosts).map_err(|e| source.field_error(e))?;
+    if !spec.persistence_allowed().contains(&doc.persistence) {
+        return Err(source.error(
+            "persistence",
+            format!(
+                "{} cannot hold a {} knob; use one of: {}",
+                doc.persistence,
+                kind,
+                spec.persistence_allowed()
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    if doc.persistence == Persistence::Cmdline && spec.cmdline_args().is_none() {
+        return Err(source.error(
+            "persistence",
+            format!("this {kind} knob has no kernel command-line form"),
+        ));
+    }
+    let mut history = Vec::new();
+    for (i, h) in doc.history.iter().enumerate() {
+        let (when, _) = schema::parse_when(&h.date)
+            .map_err(|m| source.error(&format!("history[{i}].date"), m))?;
+        let hosts = HostSel::parse(&format!("history[{i}].hosts"), &h.hosts)
+            .map_err(|e| source.field_error(e))?;
+        history.push(History {
+            date: h.date.clone(),
+            when,
+            action: h.action,
+            hosts,
+            note: h.note.clone(),
+            persistence: h.persistence.unwrap_or(doc.persistence),
+        });
+    }
+    if let Some(v) = &doc.verify
+        && v.expect.trim().is_empty()
+    {
+        return Err(source.error("verify.expect", "empty: say what the probe should show"));
+    }
+    Ok(Knob {
+        id: doc.id,
+        title: doc.title,
+        kind,
+        hosts,
+        persistence: doc.persistence,
+        caveats: doc.caveats,
+        why: doc.why,
+        history,
+        verify: doc.verify,
+        source,
+        spec,
+    })
+}
+
+/// The manifest directory: `--manifest` (or `HOSTKNOB_MANIFEST`), else
+/// `./manifest` when it exists, else `/etc/hostknob/manifest` under the root.
+pub fn resolve_dir(explicit: Option<&Path>, root: &crate::root::Root) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_path_buf();
+    }
+    let local = Path::new("manifest");
+    if local.is_dir() {
+        return local.to_path_buf();
+    }
+    root.host_path("/etc/hostknob/manifest")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_messages_lose_their_position_and_name_the_field() {
+        let (f, m) = split_yaml_message(
+            "target.states: unknown field `bogus`, expected `names` or `min_exit_latency_us` at line 4 column 25",
+        );
+        assert_eq!(f.as_deref(), Some("target.states.bogus"));
+        assert!(m.starts_with("unknown field `bogus`"), "{m}");
+        assert!(!m.contains("line 4"));
+        let (f, m) = split_yaml_message("missing field `why`");
+        assert_eq!(f.as_deref(), Some("why"));
+        assert_eq!(m, "missing field `why`");
+        let (f, _) = split_yaml_message(
+            "did not find expected ',' or ']' at line 5 column 1, while parsing a flow sequence at line 4 column 8",
+        );
+        assert_eq!(f, None);
+    }
+
+    #[test]
+    fn splits_documents() {
+        let docs = documents("# head\n---\na: 1\n---\n# only a comment\n---\nb: 2\n");
+        assert_eq!(
+            docs,
+            vec![(3, "a: 1\n".to_string()), (7, "b: 2\n".to_string())]
+        );
+    }
+}

@@ -1,0 +1,205 @@
+//! `knobs` and `audit` for people (tables) and the `knobs` list for machines.
+
+use serde::Serialize;
+use tabled::builder::Builder;
+use tabled::settings::object::Columns;
+use tabled::settings::{Modify, Style, Width};
+
+use crate::audit::{KnobReport, Report, Status};
+use crate::cpulist::CpuList;
+use crate::knob::{Current, KindName};
+use crate::manifest::schema::Persistence;
+
+const DETAIL_WIDTH: usize = 70;
+const VALUE_WIDTH: usize = 36;
+
+/// `0-15: performance; 16-31: powersave`, `file: value` for files.
+pub fn describe_current(current: &[Current]) -> String {
+    let word = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    match current {
+        [] => "-".into(),
+        [one] => word(&one.value),
+        many => many
+            .iter()
+            .map(|c| match (&c.cpus, c.paths.as_slice()) {
+                (Some(cpus), _) => format!("{cpus}: {}", word(&c.value)),
+                (None, [p]) => format!("{p}: {}", word(&c.value)),
+                (None, ps) => format!("{} files: {}", ps.len(), word(&c.value)),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+fn header(r: &Report) -> String {
+    format!(
+        "host {} (from {}), booted {}, manifest {}\n\n",
+        r.host,
+        r.host_source,
+        r.boot_time.as_deref().unwrap_or("at an unknown time"),
+        r.manifest
+    )
+}
+
+fn summary(r: &Report) -> String {
+    let parts: Vec<String> = Status::ALL
+        .iter()
+        .filter_map(|s| {
+            let n = *r.summary.get(s).unwrap_or(&0);
+            (n > 0).then(|| format!("{n} {}", s.as_str()))
+        })
+        .collect();
+    let mut line = if parts.is_empty() {
+        "no knob targets this host".to_string()
+    } else {
+        parts.join(", ")
+    };
+    if r.other_hosts > 0 {
+        line.push_str(&match r.other_hosts {
+            1 => " (1 knob is for other hosts)".to_string(),
+            n => format!(" ({n} knobs are for other hosts)"),
+        });
+    }
+    line + "\n"
+}
+
+fn scope(cpus: &Option<CpuList>, paths: &[String]) -> String {
+    match (cpus, paths) {
+        (Some(c), _) => format!("CPUs {c}"),
+        (None, [p]) => p.clone(),
+        (None, ps) => format!("{} files", ps.len()),
+    }
+}
+
+pub fn audit_table(r: &Report) -> String {
+    let mut out = header(r);
+    if r.knobs.is_empty() {
+        return out + &summary(r);
+    }
+    let mut b = Builder::new();
+    b.push_record(["knob", "status", "desired", "current", "detail"]);
+    for k in &r.knobs {
+        let grouped = k.groups.len() > 1;
+        b.push_record([
+            k.id.clone(),
+            k.status.as_str().to_string(),
+            k.desired.clone(),
+            if grouped {
+                String::new()
+            } else {
+                describe_current(&k.current)
+            },
+            if grouped {
+                String::new()
+            } else {
+                k.detail.clone()
+            },
+        ]);
+        if grouped {
+            for g in &k.groups {
+                b.push_record([
+                    format!("  {}", scope(&g.cpus, &g.paths)),
+                    g.status.as_str().to_string(),
+                    String::new(),
+                    g.current.clone().unwrap_or_else(|| "-".into()),
+                    g.detail.clone(),
+                ]);
+            }
+        }
+    }
+    let mut table = b.build();
+    table
+        .with(Style::sharp())
+        .with(Modify::new(Columns::one(3)).with(Width::wrap(VALUE_WIDTH)))
+        .with(Modify::new(Columns::one(4)).with(Width::wrap(DETAIL_WIDTH).keep_words(true)));
+    out.push_str(&format!("{table}\n\n"));
+    for k in &r.knobs {
+        out.push_str(&notes(k));
+    }
+    out + &summary(r)
+}
+
+/// Managers, notes and (for knobs not simply ok) caveats, under the table.
+fn notes(k: &KnobReport) -> String {
+    let mut lines = Vec::new();
+    for m in &k.managers {
+        lines.push(format!("  may be overridden by {}: {}", m.name, m.evidence));
+    }
+    for n in &k.notes {
+        lines.push(format!("  note: {n}"));
+    }
+    if !matches!(k.status, Status::Ok | Status::NotApplicable) {
+        for c in &k.caveats {
+            lines.push(format!("  caveat: {c}"));
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("{} ({}):\n{}\n\n", k.id, k.source, lines.join("\n"))
+}
+
+/// One knob as `knobs --format json|yaml` lists it.
+#[derive(Debug, Serialize)]
+pub struct KnobLine<'r> {
+    pub id: &'r str,
+    pub title: &'r str,
+    pub kind: KindName,
+    pub target: &'r str,
+    pub desired: &'r str,
+    pub current: &'r [Current],
+    pub status: Status,
+    pub persistence: Persistence,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KnobList<'r> {
+    pub host: &'r str,
+    pub knobs: Vec<KnobLine<'r>>,
+}
+
+pub fn knob_list(r: &Report) -> KnobList<'_> {
+    KnobList {
+        host: &r.host,
+        knobs: r
+            .knobs
+            .iter()
+            .map(|k| KnobLine {
+                id: &k.id,
+                title: &k.title,
+                kind: k.kind,
+                target: &k.target,
+                desired: &k.desired,
+                current: &k.current,
+                status: k.status,
+                persistence: k.persistence,
+            })
+            .collect(),
+    }
+}
+
+pub fn knobs_table(r: &Report) -> String {
+    let mut out = header(r);
+    if r.knobs.is_empty() {
+        return out + &summary(r);
+    }
+    let mut b = Builder::new();
+    b.push_record(["knob", "kind", "target", "desired", "current", "status"]);
+    for k in &r.knobs {
+        b.push_record([
+            k.id.clone(),
+            k.kind.to_string(),
+            k.target.clone(),
+            k.desired.clone(),
+            describe_current(&k.current),
+            k.status.as_str().to_string(),
+        ]);
+    }
+    let mut table = b.build();
+    table
+        .with(Style::sharp())
+        .with(Modify::new(Columns::one(2)).with(Width::wrap(VALUE_WIDTH).keep_words(true)))
+        .with(Modify::new(Columns::one(4)).with(Width::wrap(VALUE_WIDTH)));
+    out.push_str(&format!("{table}\n\n"));
+    out + &summary(r)
+}
