@@ -257,3 +257,69 @@ fn documents_are_valid_markdown_with_consistent_tables() {
         assert_eq!(parsed, raw, "{host}: every table block parses as a table");
     }
 }
+
+#[test]
+fn knobs_section_shows_status_persistence_and_the_latest_evidence() {
+    let m = tempfile::tempdir().unwrap();
+    std::fs::write(
+        m.path().join("c6.yaml"),
+        "id: keep-c6\ntitle: C6 stays enabled\nkind: cpuidle-state\ntarget: {cpus: all, states: {names: [C6]}}\n\
+         set: enabled\nhosts: [\"*\"]\npersistence: runtime\ncaveats: [a runtime fact]\nwhy: test\n",
+    )
+    .unwrap();
+    std::fs::create_dir(m.path().join("ledger")).unwrap();
+    std::fs::write(
+        m.path().join("ledger/spr1.yaml"),
+        "- timestamp: 2026-11-01T10:00:00Z\n  host: spr1\n  knob: keep-c6\n  action: verified\n  persistence: runtime\n  \
+         hostknob: 0.1.0\n  note: old\n- timestamp: 2026-11-02T10:00:00Z\n  host: spr1\n  knob: keep-c6\n  action: verified\n  \
+         persistence: runtime\n  hostknob: 0.1.0\n  note: no detectable effect at this noise\n",
+    )
+    .unwrap();
+    let root = corpus_host("spr1");
+    let out = hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--host",
+        "spr1",
+        "--manifest",
+        m.path().to_str().unwrap(),
+        "doc",
+        "--out",
+        "-",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = String::from_utf8_lossy(&out.stdout);
+    let squeezed: String = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(squeezed.contains("| `keep-c6` | C6 on CPUs all | enabled | enabled | unpersisted | - | runtime: **not persistent** |"), "{doc}");
+    assert!(doc.contains("- caveat: a runtime fact"));
+    assert!(
+        squeezed
+            .contains("| `keep-c6` | 2026-11-02T10:00:00Z | no detectable effect at this noise |"),
+        "latest evidence"
+    );
+    assert!(!doc.contains("| old |"), "older evidence is not the latest");
+
+    // A broken manifest is an error, not a silent document.
+    std::fs::write(m.path().join("bad.yaml"), "id: [\n").unwrap();
+    let out = hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--host",
+        "spr1",
+        "--manifest",
+        m.path().to_str().unwrap(),
+        "doc",
+        "--out",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bad.yaml:1"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use crate::cli::{DocArgs, Global};
-use crate::doc::{self, DocInput, KnobSections, settings};
+use crate::doc::{self, DocInput, settings};
 use crate::inventory;
 use crate::root::Root;
 
@@ -11,11 +11,11 @@ pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
     let root = Root::open(&g.root)?;
     let inv = inventory::collect(&root)?;
     let sysctls = settings::read_sysctls(&root);
-    let host = crate::manifest::host::resolve(&root, g.host.as_deref()).name;
-    let knobs = KnobSections {
-        knobs: "No knob manifest is wired into documents yet: `hostknob knobs` will list the knobs in effect.\n".into(),
-        evidence: "No probe or verify evidence is recorded for this host.\n".into(),
-    };
+    let host = crate::manifest::host::resolve(&root, g.host.as_deref());
+    let manifest_dir = crate::manifest::resolve_dir(g.manifest.as_deref(), &root);
+    let ctx = crate::knob::HostCtx::new(&root, host.name.clone());
+    let knobs = doc::knobs::sections(&manifest_dir, &ctx, &host.source)?;
+    let host = host.name;
     let generated_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let text = doc::render(&DocInput {
         host: &host,

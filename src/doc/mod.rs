@@ -6,6 +6,7 @@
 //! ordered, so an unchanged host gives an identical file. Only the line
 //! starting with [`GENERATED_PREFIX`] carries the time; `--check` ignores it.
 
+pub mod knobs;
 pub mod settings;
 
 use std::fmt::Write;

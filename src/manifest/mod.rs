@@ -38,6 +38,8 @@ impl fmt::Display for ManifestError {
     }
 }
 
+impl std::error::Error for ManifestError {}
+
 /// All problems found, one per line.
 #[derive(Debug)]
 pub struct ManifestErrors(pub Vec<ManifestError>);

@@ -1,0 +1,169 @@
+//! The document's manifest sections: the knobs for this host with their
+//! status, since when, persistence and caveats, and the latest evidence.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::KnobSections;
+use crate::audit::{self, Status};
+use crate::knob::HostCtx;
+use crate::manifest::ledger::{self, Action};
+use crate::manifest::schema::{HistoryAction, Persistence};
+use crate::render::markdown::{code, table};
+
+pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Result<KnobSections> {
+    if !manifest_dir.is_dir() {
+        let text = format!(
+            "No knob manifest at {}: knobs in effect are listed when one is given (`--manifest DIR`).\n",
+            code(&manifest_dir.display().to_string())
+        );
+        return Ok(KnobSections {
+            knobs: text,
+            evidence: "No ledger: no evidence is recorded.\n".into(),
+        });
+    }
+    let manifest = crate::manifest::load(manifest_dir)?;
+    let report = audit::evaluate(&manifest, host, host_source, &[])?;
+    let events = ledger::read(manifest_dir, &host.name)?;
+
+    let mut knobs = String::new();
+    if report.knobs.is_empty() {
+        let _ = writeln!(
+            knobs,
+            "No knob in the manifest targets {} ({} target other hosts).",
+            code(&host.name),
+            report.other_hosts
+        );
+    } else {
+        let mut rows = Vec::new();
+        let mut reports: Vec<_> = report.knobs.iter().collect();
+        reports.sort_by(|a, b| a.id.cmp(&b.id));
+        for k in &reports {
+            let knob = manifest.get(&k.id);
+            let since = events
+                .iter()
+                .rev()
+                .find(|e| e.knob == k.id && e.action == Action::Applied)
+                .map(|e| e.timestamp.clone())
+                .or_else(|| {
+                    knob?
+                        .history
+                        .iter()
+                        .rev()
+                        .find(|h| h.action == HistoryAction::Applied && h.hosts.matches(&host.name))
+                        .map(|h| h.date.clone())
+                })
+                .unwrap_or_else(|| "-".into());
+            let persistence = match (&k.persisted_by, k.persistence) {
+                (Some(by), _) => format!("persisted by {by}"),
+                (None, Persistence::Runtime) => "runtime: **not persistent**".into(),
+                (None, p) if k.status == Status::Unpersisted => {
+                    format!("{p}: **not persistent yet**")
+                }
+                (None, p) => p.to_string(),
+            };
+            let current = k
+                .current
+                .iter()
+                .map(|c| {
+                    let v = c.value.clone().unwrap_or_else(|| "not exposed".into());
+                    match &c.cpus {
+                        Some(cpus) if k.current.len() > 1 => format!("{cpus}: {v}"),
+                        _ => v,
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            rows.push(vec![
+                code(&k.id),
+                k.target.clone(),
+                k.desired.clone(),
+                if current.is_empty() {
+                    "-".into()
+                } else {
+                    current
+                },
+                k.status.as_str().to_string(),
+                since,
+                persistence,
+            ]);
+        }
+        knobs += &table(
+            &[
+                "knob",
+                "target",
+                "desired",
+                "current",
+                "status",
+                "since",
+                "persistence",
+            ],
+            &rows,
+        );
+        knobs += "\n";
+        for k in &reports {
+            if k.caveats.is_empty() && k.status != Status::NotApplicable {
+                continue;
+            }
+            let _ = writeln!(knobs, "{} ({}):\n", code(&k.id), k.title);
+            if k.status == Status::NotApplicable {
+                let _ = writeln!(knobs, "- not applicable here: {}", k.detail);
+            }
+            for c in &k.caveats {
+                let _ = writeln!(
+                    knobs,
+                    "- caveat: {}",
+                    c.split_whitespace().collect::<Vec<_>>().join(" ")
+                );
+            }
+            knobs.push('\n');
+        }
+        let _ = writeln!(
+            knobs,
+            "Check with `hostknob audit`; the manifest is {}.",
+            code(&manifest_dir.display().to_string())
+        );
+    }
+
+    let verified: Vec<_> = events
+        .iter()
+        .filter(|e| e.action == Action::Verified)
+        .collect();
+    let mut evidence = String::new();
+    if verified.is_empty() {
+        let _ = writeln!(
+            evidence,
+            "No verify evidence is recorded for {} in {}.",
+            code(&host.name),
+            code(
+                &ledger::path_for(manifest_dir, &host.name)
+                    .display()
+                    .to_string()
+            )
+        );
+    } else {
+        let mut latest: Vec<&ledger::Entry> = Vec::new();
+        for e in verified.iter().rev() {
+            if !latest.iter().any(|l| l.knob == e.knob) {
+                latest.push(e);
+            }
+        }
+        latest.sort_by(|a, b| a.knob.cmp(&b.knob));
+        evidence += &table(
+            &["knob", "when", "evidence"],
+            &latest
+                .iter()
+                .map(|e| {
+                    vec![
+                        code(&e.knob),
+                        e.timestamp.clone(),
+                        e.note.clone().unwrap_or_else(|| "-".into()),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    Ok(KnobSections { knobs, evidence })
+}
