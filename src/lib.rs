@@ -9,5 +9,7 @@ pub mod cli;
 pub mod commands;
 pub mod cpulist;
 pub mod inventory;
+pub mod probe;
 pub mod render;
 pub mod root;
+pub mod stats;

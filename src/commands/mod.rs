@@ -2,6 +2,7 @@
 
 pub mod capture;
 pub mod inventory;
+pub mod probe;
 
 use anyhow::Result;
 
@@ -11,5 +12,6 @@ pub fn run(cli: Cli) -> Result<i32> {
     match &cli.command {
         Command::Inventory => inventory::run(&cli.global),
         Command::Capture(args) => capture::run(&cli.global, args),
+        Command::Probe(args) => probe::run(&cli.global, args),
     }
 }

@@ -2,6 +2,7 @@
 //! documented in the README).
 
 pub mod inventory;
+pub mod probe;
 
 use anyhow::Result;
 use serde::Serialize;
