@@ -136,7 +136,11 @@ pub fn histogram(samples: &[u64]) -> Vec<Bucket> {
         map.entry(lo).or_insert((hi, 0)).1 += 1;
     }
     map.into_iter()
-        .map(|(lo_ns, (hi_ns, count))| Bucket { lo_ns, hi_ns, count })
+        .map(|(lo_ns, (hi_ns, count))| Bucket {
+            lo_ns,
+            hi_ns,
+            count,
+        })
         .collect()
 }
 
@@ -234,7 +238,10 @@ mod tests {
     fn ties_and_tails() {
         let v: Vec<u64> = (1..=1000).collect();
         let s = Summary::from_ns(&v).unwrap();
-        assert_eq!((s.p50_ns, s.p95_ns, s.p99_ns, s.p999_ns), (500, 950, 990, 999));
+        assert_eq!(
+            (s.p50_ns, s.p95_ns, s.p99_ns, s.p999_ns),
+            (500, 950, 990, 999)
+        );
         assert_eq!(s.mean_ns, 500.5);
         let ties = Summary::from_ns(&[7, 7, 7, 7, 9]).unwrap();
         assert_eq!((ties.min_ns, ties.p50_ns, ties.p95_ns), (7, 7, 9));
@@ -270,9 +277,21 @@ mod tests {
         assert_eq!(
             h,
             vec![
-                Bucket { lo_ns: 10, hi_ns: 20, count: 4 },
-                Bucket { lo_ns: 20, hi_ns: 30, count: 1 },
-                Bucket { lo_ns: 200, hi_ns: 300, count: 1 },
+                Bucket {
+                    lo_ns: 10,
+                    hi_ns: 20,
+                    count: 4
+                },
+                Bucket {
+                    lo_ns: 20,
+                    hi_ns: 30,
+                    count: 1
+                },
+                Bucket {
+                    lo_ns: 200,
+                    hi_ns: 300,
+                    count: 1
+                },
             ]
         );
         assert_eq!(h.iter().map(|b| b.count).sum::<u64>(), 6);
@@ -287,8 +306,12 @@ mod tests {
             std::fs::read_to_string(&p).unwrap(),
             "i,name\n0,a\n1,\"b,c\"\n"
         );
-        let err = write_csv(&dir.path().join("no/such/dir.csv"), &["i"], Vec::<Vec<u8>>::new())
-            .unwrap_err();
+        let err = write_csv(
+            &dir.path().join("no/such/dir.csv"),
+            &["i"],
+            Vec::<Vec<u8>>::new(),
+        )
+        .unwrap_err();
         assert!(format!("{err:#}").contains("--raw"), "{err:#}");
     }
 }

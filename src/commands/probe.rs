@@ -181,7 +181,12 @@ pub struct RpcArgs {
     #[arg(long, value_name = "CPU", conflicts_with = "connect")]
     pub server_cpu: Option<u32>,
     /// Address the built-in echo server binds; the port is chosen by the kernel.
-    #[arg(long, default_value = "127.0.0.1", value_name = "IP", conflicts_with = "connect")]
+    #[arg(
+        long,
+        default_value = "127.0.0.1",
+        value_name = "IP",
+        conflicts_with = "connect"
+    )]
     pub bind: IpAddr,
     /// Measure your own service at HOST:PORT instead of the built-in echo server.
     #[arg(long, value_name = "HOST:PORT")]
@@ -233,7 +238,12 @@ pub struct RssArgs {
     #[arg(long, default_value = "90", value_parser = probe::parse_seconds, value_name = "TIME")]
     pub duration: Duration,
     /// Size of the self burst, MiB.
-    #[arg(long, default_value_t = 128, value_name = "MIB", requires = "self_burst")]
+    #[arg(
+        long,
+        default_value_t = 128,
+        value_name = "MIB",
+        requires = "self_burst"
+    )]
     pub burst_mib: u64,
     /// Threads that allocate the self burst.
     #[arg(long, default_value_t = 4, value_name = "N", requires = "self_burst")]
@@ -313,7 +323,11 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
                 },
             )?;
             if let Some(p) = &a.common.raw {
-                let rows = r.raw.iter().enumerate().map(|(i, &(gap, rtt))| vec![i as u64, gap, rtt]);
+                let rows = r
+                    .raw
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(gap, rtt))| vec![i as u64, gap, rtt]);
                 stats::write_csv(p, &["sample", "gap_ns", "rtt_ns"], rows)?;
             }
             emit(g, &r, render::probe::rpc)

@@ -159,7 +159,9 @@ impl Gaps {
     pub fn parse(text: &str, unit_us: u64, flag: &str) -> Result<Gaps> {
         let num = |s: &str| -> Result<u64> {
             s.trim().parse::<u64>().with_context(|| {
-                format!("{flag} {text}: {s:?} is not a whole number (expected A..B, e.g. 200..2000)")
+                format!(
+                    "{flag} {text}: {s:?} is not a whole number (expected A..B, e.g. 200..2000)"
+                )
             })
         };
         let (a, b) = match text.split_once("..") {
@@ -316,7 +318,10 @@ mod tests {
         assert_eq!(g.gap_ns(10), 2_000_000);
         assert!((0..100).all(|i| (200_000..=2_000_000).contains(&g.gap_ns(i))));
         assert_eq!(Gaps::parse("50..66", 1000, "--gap-ms").unwrap(), Gaps::SEED);
-        assert_eq!(Gaps::parse("7", 1000, "--gap-ms").unwrap().gap_ns(3), 7_000_000);
+        assert_eq!(
+            Gaps::parse("7", 1000, "--gap-ms").unwrap().gap_ns(3),
+            7_000_000
+        );
     }
 
     #[test]
@@ -354,7 +359,10 @@ mod tests {
         let e = c.check("--cpu", 2).unwrap_err().to_string();
         assert_eq!(e, "--cpu 2: CPU 2 is offline (online CPUs: 0-1,3)");
         let e = c.check("--cpu", 3).unwrap_err().to_string();
-        assert!(e.contains("outside this process's CPU affinity (allowed: 0-1)"), "{e}");
+        assert!(
+            e.contains("outside this process's CPU affinity (allowed: 0-1)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -59,8 +59,8 @@ pub fn hold(root: &Root, us: u32) -> Result<Hold> {
     drop(resolved);
     file.write_all(&(us as i32).to_ne_bytes())
         .with_context(|| format!("{flag}: cannot write {DEVICE}"))?;
-    let effective_us = read_aggregate(root)
-        .with_context(|| format!("{flag}: cannot read back {DEVICE}"))?;
+    let effective_us =
+        read_aggregate(root).with_context(|| format!("{flag}: cannot read back {DEVICE}"))?;
     if effective_us > i64::from(us) {
         bail!("{flag}: the request did not take effect ({DEVICE} reads {effective_us} µs)");
     }
@@ -112,7 +112,10 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("sys")).unwrap();
         let root = Root::open(dir.path()).unwrap();
         let e = format!("{:#}", hold(&root, 0).err().unwrap());
-        assert!(e.starts_with("--pmqos-us 0: cannot open /dev/cpu_dma_latency"), "{e}");
+        assert!(
+            e.starts_with("--pmqos-us 0: cannot open /dev/cpu_dma_latency"),
+            "{e}"
+        );
         assert_eq!(read_aggregate(&root), None);
     }
 }

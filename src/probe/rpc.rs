@@ -194,7 +194,8 @@ impl Server {
                 (Server::Udp(s), a)
             }
             Proto::Tcp => {
-                let s = TcpListener::bind(at).with_context(|| format!("{flag}: cannot bind TCP"))?;
+                let s =
+                    TcpListener::bind(at).with_context(|| format!("{flag}: cannot bind TCP"))?;
                 let a = s.local_addr()?;
                 (Server::Tcp(s), a)
             }
@@ -282,7 +283,10 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
     let cpus = Cpus::read(root)?;
     let (client_cpu, server_cpu, target, flag) = match &opts.connect {
         Some(t) => {
-            let c = opts.client_cpu.map(|c| cpus.check("--client-cpu", c)).transpose()?;
+            let c = opts
+                .client_cpu
+                .map(|c| cpus.check("--client-cpu", c))
+                .transpose()?;
             (c, None, t.clone(), format!("--connect {t}"))
         }
         None => {
@@ -307,7 +311,11 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
             (Some(s), a, format!("built-in echo server at {a}"))
         }
     };
-    let target = if target.is_empty() { addr.to_string() } else { target };
+    let target = if target.is_empty() {
+        addr.to_string()
+    } else {
+        target
+    };
     let hold = opts.pmqos_us.map(|us| pmqos::hold(root, us)).transpose()?;
 
     // The expected reply: the echo of the payload, or the user's --expect.
@@ -466,7 +474,10 @@ fn client(
                     );
                 }
                 Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                    bail!("{flag}: connection refused (nothing listens on that {} port)", opts.proto)
+                    bail!(
+                        "{flag}: connection refused (nothing listens on that {} port)",
+                        opts.proto
+                    )
                 }
                 Err(e) => return Err(e).context(format!("{flag}: sample {i}: receive")),
             }
@@ -501,7 +512,10 @@ mod tests {
 
     #[test]
     fn escapes_become_bytes() {
-        assert_eq!(unescape("GET / HTTP/1.0\\r\\n\\r\\n").unwrap(), b"GET / HTTP/1.0\r\n\r\n");
+        assert_eq!(
+            unescape("GET / HTTP/1.0\\r\\n\\r\\n").unwrap(),
+            b"GET / HTTP/1.0\r\n\r\n"
+        );
         assert_eq!(unescape("a\\x41\\\\\\t").unwrap(), b"aA\\\t");
         assert!(unescape("bad\\").is_err());
         assert!(unescape("\\q").is_err());

@@ -134,7 +134,9 @@ impl Reader<'_> {
             let path = format!("/proc/{}/smaps_rollup", self.pid);
             match self.root.read_string(&path) {
                 Ok(text) => {
-                    if let (Some(p), Some(l)) = (kb_field(&text, "Pss"), kb_field(&text, "LazyFree")) {
+                    if let (Some(p), Some(l)) =
+                        (kb_field(&text, "Pss"), kb_field(&text, "LazyFree"))
+                    {
                         self.rollup = Some((p, l));
                     }
                 }
@@ -363,44 +365,45 @@ fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<Leg> {
 
     let per_thread = opts.mib * (1 << 20) / opts.threads as u64;
     let barrier = Barrier::new(opts.threads + 1);
-    let (mut peak, t_peak, t_window, allocated_peak, series, counts) = std::thread::scope(|s| -> Result<_> {
-        let workers: Vec<_> = (0..opts.threads)
-            .map(|w| {
-                let barrier = &barrier;
-                s.spawn(move || {
-                    let mut held: Vec<Box<[u8]>> = Vec::new();
-                    let (mut bytes, mut k) = (0u64, w);
-                    while bytes < per_thread {
-                        let size = SIZES[k % SIZES.len()];
-                        // A non-zero fill writes every page, as a request body would.
-                        held.push(vec![(k as u8) | 1; size].into_boxed_slice());
-                        bytes += size as u64;
-                        k += 1;
-                    }
-                    let count = held.len() as u64;
-                    barrier.wait(); // all allocated: the peak is measured
-                    barrier.wait();
-                    drop(held);
-                    barrier.wait(); // all freed: the idle window starts
-                    barrier.wait(); // the window is over
-                    (count, bytes)
+    let (mut peak, t_peak, t_window, allocated_peak, series, counts) =
+        std::thread::scope(|s| -> Result<_> {
+            let workers: Vec<_> = (0..opts.threads)
+                .map(|w| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        let mut held: Vec<Box<[u8]>> = Vec::new();
+                        let (mut bytes, mut k) = (0u64, w);
+                        while bytes < per_thread {
+                            let size = SIZES[k % SIZES.len()];
+                            // A non-zero fill writes every page, as a request body would.
+                            held.push(vec![(k as u8) | 1; size].into_boxed_slice());
+                            bytes += size as u64;
+                            k += 1;
+                        }
+                        let count = held.len() as u64;
+                        barrier.wait(); // all allocated: the peak is measured
+                        barrier.wait();
+                        drop(held);
+                        barrier.wait(); // all freed: the idle window starts
+                        barrier.wait(); // the window is over
+                        (count, bytes)
+                    })
                 })
-            })
-            .collect();
-        barrier.wait();
-        let allocated_peak = jemalloc_allocated();
-        let t_peak = now_ns();
-        let peak = reader.sample(0, true);
-        barrier.wait();
-        barrier.wait();
-        let t_window = now_ns();
-        let window = reader.window(opts.duration);
-        barrier.wait();
-        let counts: Vec<(u64, u64)> = workers.into_iter().map(|h| h.join().unwrap()).collect();
-        let peak = peak?.ok_or_else(gone)?;
-        let (series, _) = window?;
-        Ok((peak, t_peak, t_window, allocated_peak?, series, counts))
-    })?;
+                .collect();
+            barrier.wait();
+            let allocated_peak = jemalloc_allocated();
+            let t_peak = now_ns();
+            let peak = reader.sample(0, true);
+            barrier.wait();
+            barrier.wait();
+            let t_window = now_ns();
+            let window = reader.window(opts.duration);
+            barrier.wait();
+            let counts: Vec<(u64, u64)> = workers.into_iter().map(|h| h.join().unwrap()).collect();
+            let peak = peak?.ok_or_else(gone)?;
+            let (series, _) = window?;
+            Ok((peak, t_peak, t_window, allocated_peak?, series, counts))
+        })?;
     if series.is_empty() {
         return Err(gone());
     }
@@ -453,13 +456,25 @@ mod tests {
             s(40_000, 110, 0),
         ];
         let d = Decay::of(&series, None, None);
-        assert_eq!((d.anchor.corrected_kb, d.peak.corrected_kb, d.growth_kb), (100, 300, 200));
+        assert_eq!(
+            (d.anchor.corrected_kb, d.peak.corrected_kb, d.growth_kb),
+            (100, 300, 200)
+        );
         assert_eq!(d.peak.rss_kb, 320);
         let at10 = d.at_10s.unwrap();
-        assert_eq!((at10.t_s, at10.residual_kb, at10.residual_pct_of_growth), (10.0, 50, Some(25.0)));
+        assert_eq!(
+            (at10.t_s, at10.residual_kb, at10.residual_pct_of_growth),
+            (10.0, 50, Some(25.0))
+        );
         let at30 = d.at_30s.unwrap();
-        assert_eq!((at30.t_s, at30.corrected_kb, at30.residual_pct_of_growth), (30.5, 120, Some(10.0)));
-        assert_eq!((d.end.residual_kb, d.end.residual_pct_of_growth), (10, Some(5.0)));
+        assert_eq!(
+            (at30.t_s, at30.corrected_kb, at30.residual_pct_of_growth),
+            (30.5, 120, Some(10.0))
+        );
+        assert_eq!(
+            (d.end.residual_kb, d.end.residual_pct_of_growth),
+            (10, Some(5.0))
+        );
         // A window shorter than 30 s has no +30 s point.
         assert!(Decay::of(&series[..4], None, None).at_30s.is_none());
     }
@@ -471,7 +486,10 @@ mod tests {
         assert_eq!(kb_field(status, "VmHWM"), Some(2048));
         assert_eq!(kb_field(status, "Rss"), None);
         let rollup = "Rss:  10 kB\nPss:   8 kB\nPss_Anon:  6 kB\nLazyFree:  0 kB\n";
-        assert_eq!((kb_field(rollup, "Pss"), kb_field(rollup, "LazyFree")), (Some(8), Some(0)));
+        assert_eq!(
+            (kb_field(rollup, "Pss"), kb_field(rollup, "LazyFree")),
+            (Some(8), Some(0))
+        );
     }
 
     #[test]
@@ -480,7 +498,11 @@ mod tests {
         let r = run_pid(&root, std::process::id() as i32, Duration::from_millis(600)).unwrap();
         assert!(!r.partial);
         assert_eq!(r.series.len(), 2);
-        assert!(r.series.iter().all(|s| s.rss_kb > 0 && s.hwm_kb >= s.rss_kb && s.lazyfree_kb.is_some()));
+        assert!(
+            r.series
+                .iter()
+                .all(|s| s.rss_kb > 0 && s.hwm_kb >= s.rss_kb && s.lazyfree_kb.is_some())
+        );
         assert!(r.series[1].t_ms >= 500);
     }
 }

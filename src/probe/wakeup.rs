@@ -241,7 +241,11 @@ fn read_some(fd: i32, buf: &mut [u8]) -> io::Result<()> {
 
 /// Sleeps while `word == expected`; returns on a wake, a spurious wake-up or
 /// the timeout (the caller re-checks the word).
-pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> io::Result<()> {
+pub(crate) fn futex_wait(
+    word: &AtomicU32,
+    expected: u32,
+    timeout: Option<Duration>,
+) -> io::Result<()> {
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs() as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
@@ -294,7 +298,11 @@ fn wait_for(word: &AtomicU32, target: u32, limit: Duration, failed: &AtomicBool)
         if now >= deadline {
             bail!("the sleeper did not answer within {} ms", limit.as_millis());
         }
-        futex_wait(word, v, Some(Duration::from_nanos((deadline - now).min(100_000_000))))?;
+        futex_wait(
+            word,
+            v,
+            Some(Duration::from_nanos((deadline - now).min(100_000_000))),
+        )?;
     }
 }
 
@@ -414,7 +422,9 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                 ready.store(1, Ordering::Release);
                 futex_wake(&ready);
                 for i in 0..n {
-                    channel.wait().context("the sleeper's blocking call failed")?;
+                    channel
+                        .wait()
+                        .context("the sleeper's blocking call failed")?;
                     let t1 = now_ns();
                     if failed.load(Ordering::Acquire) {
                         bail!("stopped");
@@ -574,7 +584,10 @@ mod tests {
                     woke.store(true, Ordering::Release);
                 });
                 std::thread::sleep(Duration::from_millis(20));
-                assert!(!woke.load(Ordering::Acquire), "{m:?} returned before the wake");
+                assert!(
+                    !woke.load(Ordering::Acquire),
+                    "{m:?} returned before the wake"
+                );
                 ch.wake().unwrap();
             });
             assert!(woke.load(Ordering::Acquire), "{m:?}");
@@ -601,7 +614,10 @@ mod tests {
         };
         let raw = [s(50, [1, 1]), s(5, [3, 0]), s(60, [0, 2]), s(1, [0, 0])];
         let g = by_deepest_state(&raw, &states);
-        let names: Vec<_> = g.iter().map(|g| (g.state.as_str(), g.samples, g.p50_ns)).collect();
+        let names: Vec<_> = g
+            .iter()
+            .map(|g| (g.state.as_str(), g.samples, g.p50_ns))
+            .collect();
         assert_eq!(names, [("none", 1, 1), ("POLL", 1, 5), ("C1", 2, 50)]);
     }
 }

@@ -67,7 +67,10 @@ fn overhead(o: &Overhead) -> Vec<(String, String)> {
         ),
         (
             "per-sample overhead".to_string(),
-            format!("{} ns (two timestamps and their bookkeeping)", o.per_sample_ns),
+            format!(
+                "{} ns (two timestamps and their bookkeeping)",
+                o.per_sample_ns
+            ),
         ),
     ];
     if let Some(w) = o.wake_call_ns {
@@ -117,12 +120,12 @@ pub fn wakeup(r: &WakeupResult) -> String {
             )
             .to_lowercase(),
         ),
-        (
-            "gaps".into(),
-            format!("{} ({})", s.gap_us, s.gap_rule),
-        ),
+        ("gaps".into(), format!("{} ({})", s.gap_us, s.gap_rule)),
         pm_qos(&s.pm_qos, &s.host),
-        ("run time".into(), format!("{:.1} s", r.duration_ms as f64 / 1000.0)),
+        (
+            "run time".into(),
+            format!("{:.1} s", r.duration_ms as f64 / 1000.0),
+        ),
     ];
     rows.extend(host_rows(&s.host));
     rows.extend(overhead(&r.overhead));
@@ -148,7 +151,14 @@ pub fn wakeup(r: &WakeupResult) -> String {
         .collect();
     out += &grid(
         &format!("Idle states of CPU {} over the run", s.sleeper_cpu),
-        &["state", "exit latency µs", "disabled", "entries", "per sample", "time µs"],
+        &[
+            "state",
+            "exit latency µs",
+            "disabled",
+            "entries",
+            "per sample",
+            "time µs",
+        ],
         states,
     );
     let by = r
@@ -193,7 +203,10 @@ pub fn timer(r: &TimerResult) -> String {
         ("clock".into(), s.clock.clone()),
         pm_qos(&s.pm_qos, &s.host),
         ("overruns".into(), r.overruns.to_string()),
-        ("run time".into(), format!("{:.1} s", r.duration_ms as f64 / 1000.0)),
+        (
+            "run time".into(),
+            format!("{:.1} s", r.duration_ms as f64 / 1000.0),
+        ),
     ];
     rows.extend(host_rows(&s.host));
     rows.extend(overhead(&r.overhead));
@@ -229,7 +242,10 @@ pub fn rpc(r: &RpcResult) -> String {
             "lost / reconnects / stray bytes".into(),
             format!("{} / {} / {}", r.lost, r.reconnects, r.stray_bytes),
         ),
-        ("run time".into(), format!("{:.1} s", r.duration_ms as f64 / 1000.0)),
+        (
+            "run time".into(),
+            format!("{:.1} s", r.duration_ms as f64 / 1000.0),
+        ),
     ];
     rows.extend(host_rows(&s.host));
     rows.extend(overhead(&r.overhead));
@@ -276,7 +292,11 @@ pub fn idle_cpu(r: &IdleCpuResult) -> String {
         })
         .collect();
     facts("CPU use, % of one core", &rows)
-        + &grid("Windows", &["window", "seconds", "ticks", "% of one core"], w)
+        + &grid(
+            "Windows",
+            &["window", "seconds", "ticks", "% of one core"],
+            w,
+        )
 }
 
 fn decay(title: &str, d: &Decay) -> String {
@@ -301,7 +321,14 @@ fn decay(title: &str, d: &Decay) -> String {
     rows.push(row("end", &d.end));
     grid(
         title,
-        &["point", "t s", "RSS MiB", "corrected MiB", "residual MiB", "of growth"],
+        &[
+            "point",
+            "t s",
+            "RSS MiB",
+            "corrected MiB",
+            "residual MiB",
+            "of growth",
+        ],
         rows,
     )
 }
