@@ -150,6 +150,9 @@ impl Gaps {
         max_us: 66_000,
     };
 
+    /// The rule, as reported in each result's settings.
+    pub const RULE: &str = "gap(i) = min + ((i*5) mod 17) * (max - min) / 16";
+
     pub fn gap_ns(&self, i: usize) -> u64 {
         let step = (i as u64 * 5) % 17;
         (self.min_us * 1000) + step * (self.max_us - self.min_us) * 1000 / 16

@@ -365,7 +365,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
             server_cpu,
             samples: opts.samples,
             gap_us: opts.gaps,
-            gap_rule: "gap(i) = min + ((i*5) mod 17) * (max - min) / 16".into(),
+            gap_rule: Gaps::RULE.into(),
             timeout_ms: opts.timeout.as_millis() as u64,
             pm_qos,
             host,

@@ -126,8 +126,9 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
                 let next = now_ns();
                 now_ns() - next
             });
-            // Touch every page of the results before the first sample.
-            let mut lat = vec![0u64; loops];
+            // A non-zero fill touches every page of the results before the
+            // first sample (zeroed memory may be mapped lazily).
+            let mut lat = vec![u64::MAX; loops];
             let mut overruns = 0;
             let mut next = now_ns() + interval_ns;
             for slot in lat.iter_mut() {

@@ -524,7 +524,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
             sleeper_cpu,
             samples: n,
             gap_us: opts.gaps,
-            gap_rule: "gap(i) = min + ((i*5) mod 17) * (max - min) / 16".into(),
+            gap_rule: Gaps::RULE.into(),
             mechanism: opts.mechanism,
             pm_qos,
             host,

@@ -124,7 +124,7 @@ pub fn wakeup(r: &WakeupResult) -> String {
         pm_qos(&s.pm_qos, &s.host),
         (
             "run time".into(),
-            format!("{:.1} s", r.duration_ms as f64 / 1000.0),
+            format!("{:.3} s", r.duration_ms as f64 / 1000.0),
         ),
     ];
     rows.extend(host_rows(&s.host));
@@ -205,7 +205,7 @@ pub fn timer(r: &TimerResult) -> String {
         ("overruns".into(), r.overruns.to_string()),
         (
             "run time".into(),
-            format!("{:.1} s", r.duration_ms as f64 / 1000.0),
+            format!("{:.3} s", r.duration_ms as f64 / 1000.0),
         ),
     ];
     rows.extend(host_rows(&s.host));
@@ -244,7 +244,7 @@ pub fn rpc(r: &RpcResult) -> String {
         ),
         (
             "run time".into(),
-            format!("{:.1} s", r.duration_ms as f64 / 1000.0),
+            format!("{:.3} s", r.duration_ms as f64 / 1000.0),
         ),
     ];
     rows.extend(host_rows(&s.host));
