@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Probe benchmarks behind the "## Probes" section of BENCHMARKS.md.
 #
-#   bench/probes.sh                 # everything, about 7 minutes
+#   bench/probes.sh                 # everything, about 8 minutes
 #   bench/probes.sh timer wakeup    # some parts: timer wakeup mechanisms rss
 #
 # Run as root from anywhere in the repository (cyclictest, SCHED_FIFO and
 # /dev/cpu_dma_latency need it). Settings come from the environment:
-#   ROUNDS=5 LOOPS=5000 INTERVAL=1000 CPU=<last online> PRIO=80   (timer vs cyclictest)
-#   WAKE_ROUNDS=3 WAKE_SAMPLES=200                                 (wakeup with/without PM QoS)
+#   ROUNDS=10 LOOPS=3000 INTERVAL=1000 CPU=<last online> PRIO=80  (timer vs cyclictest)
+#   WAKE_ROUNDS=4 WAKE_SAMPLES=200                                 (wakeup with/without PM QoS)
 #   RSS_DURATION=35s RSS_MIB=128                                   (rss --self-burst)
 #   OUT=<dir for raw files>                                        (default: a new /tmp dir)
 #
@@ -17,12 +17,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ROUNDS=${ROUNDS:-5}
-LOOPS=${LOOPS:-5000}
+# Many short interleaved rounds: on a shared VM the host's scheduling moves
+# the median by tens of percent from one run to the next.
+ROUNDS=${ROUNDS:-10}
+LOOPS=${LOOPS:-3000}
 INTERVAL=${INTERVAL:-1000}
 CPU=${CPU:-$(awk -F'[-,]' '{print $NF}' /sys/devices/system/cpu/online)}
 PRIO=${PRIO:-80}
-WAKE_ROUNDS=${WAKE_ROUNDS:-3}
+WAKE_ROUNDS=${WAKE_ROUNDS:-4}
 WAKE_SAMPLES=${WAKE_SAMPLES:-200}
 RSS_DURATION=${RSS_DURATION:-35s}
 RSS_MIB=${RSS_MIB:-128}
@@ -114,7 +116,7 @@ wakeup_part() {
     local r s f
     echo "## wakeup: hostknob probe wakeup --samples $WAKE_SAMPLES (gaps 50..66 ms), without and with --pmqos-us 0, $WAKE_ROUNDS interleaved rounds"
     printf '%-6s %-8s %-9s %-9s %-9s %-9s %s\n' round pmqos "p50 µs" "p95 µs" "p99 µs" "max µs" "idle entries per sample (state: n)"
-    for s in none 0; do : > "$OUT/wakeup-$s.all"; : > "$OUT/wakeup-$s.p50"; done
+    for s in none 0; do : > "$OUT/wakeup-$s.all"; : > "$OUT/wakeup-$s.p50"; : > "$OUT/wakeup-$s.bystate"; done
     for r in $(seq 1 "$WAKE_ROUNDS"); do
         if (( r % 2 )); then order="none 0"; else order="0 none"; fi
         for s in $order; do
@@ -125,6 +127,9 @@ wakeup_part() {
                 "$HK" probe wakeup --samples "$WAKE_SAMPLES" --format json --raw "$f.csv" > "$f.json"
             fi
             tail -n +2 "$f.csv" | cut -d, -f3 >> "$OUT/wakeup-$s.all"
+            # Each sample with the deepest idle state its CPU entered during the gap.
+            awk -F, 'NR == 1 { for (k = 4; k <= NF; k++) name[k] = substr($k, 9); next }
+                { d = "none"; for (k = 4; k <= NF; k++) if ($k > 0) d = name[k]; print d, $3 }' "$f.csv" >> "$OUT/wakeup-$s.bystate"
             jq .p50_ns "$f.json" >> "$OUT/wakeup-$s.p50"
             printf '%-6s %-8s %-9s %-9s %-9s %-9s %s\n' "$r" "$s" \
                 "$(us "$(jq .p50_ns "$f.json")")" "$(us "$(jq .p95_ns "$f.json")")" \
@@ -137,6 +142,14 @@ wakeup_part() {
             "$(us "$(pct 50 "$OUT/wakeup-$s.all")")" "$(us "$(pct 95 "$OUT/wakeup-$s.all")")" \
             "$(us "$(pct 99 "$OUT/wakeup-$s.all")")" "$(us "$(pct 100 "$OUT/wakeup-$s.all")")" \
             "$(us "$(pct 0 "$OUT/wakeup-$s.p50")")" "$(us "$(pct 100 "$OUT/wakeup-$s.p50")")"
+    done
+    echo "by the deepest idle state entered in the gap (pooled):"
+    for s in none 0; do
+        for st in $(cut -d' ' -f1 "$OUT/wakeup-$s.bystate" | sort -u); do
+            awk -v st="$st" '$1 == st { print $2 }' "$OUT/wakeup-$s.bystate" > "$OUT/wakeup-$s-$st.ns"
+            printf '  pmqos %-5s %-14s n %-5s p50 %-8s p99 %s µs\n' "$s" "$st" "$(wc -l < "$OUT/wakeup-$s-$st.ns")" \
+                "$(us "$(pct 50 "$OUT/wakeup-$s-$st.ns")")" "$(us "$(pct 99 "$OUT/wakeup-$s-$st.ns")")"
+        done
     done
     # The difference exceeds run-to-run noise when the per-run medians of the
     # two settings do not overlap.

@@ -268,6 +268,9 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
                     pmqos_us: a.common.pmqos_us,
                 },
             )?;
+            for w in &r.warnings {
+                eprintln!("hostknob: warning: {w}");
+            }
             if let Some(p) = &a.common.raw {
                 let header = r.raw_header();
                 let header: Vec<&str> = header.iter().map(String::as_str).collect();

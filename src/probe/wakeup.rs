@@ -3,9 +3,10 @@
 //! A sleeper thread blocks in the kernel on one CPU; a waker thread on another
 //! CPU leaves it idle for a gap from a deterministic schedule, takes
 //! CLOCK_MONOTONIC, and wakes it. The sleeper takes the clock as soon as its
-//! blocking call returns; the difference is one sample. Around every gap the
+//! blocking call returns; the difference is one sample. After every sample the
 //! waker reads the sleeper CPU's `cpuidle/stateN/usage`, so each sample knows
-//! which idle states the CPU entered while it waited.
+//! which idle states the CPU entered while it waited (including the one its
+//! wake ended).
 //!
 //! The sleeper blocks on a futex by default: it is the kernel's shortest
 //! block/wake path (what mutexes, condition variables and thread parking use),
@@ -58,10 +59,12 @@ pub struct WakeupResult {
     /// Per idle state of the sleeper's CPU: counter deltas over the whole run.
     pub idle_states: Vec<IdleStateDelta>,
     /// Samples grouped by the deepest idle state the sleeper's CPU entered
-    /// during that sample's gap (`none`: it entered none, something else ran).
+    /// during that sample's gap (`none`: its cpuidle counters recorded no entry).
     pub by_deepest_state: Vec<StateLatency>,
     /// Wall time of the run, ms.
     pub duration_ms: u64,
+    /// What makes the result less than it seems (e.g. a sleeper CPU that was busy).
+    pub warnings: Vec<String>,
     #[serde(skip)]
     pub raw: Vec<Sample>,
 }
@@ -448,20 +451,23 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                 let overhead = overhead(opts.mechanism)?;
                 wait_for(&ready, 1, Duration::from_secs(5), &failed)?;
                 let mut per_gap = Vec::with_capacity(n);
+                // The kernel counts an idle period when it ends, so the one
+                // this sample's wake ends is counted after the sleeper answers.
+                let mut before = read_all(&states, "usage")?;
                 for i in 0..n {
                     let gap = opts.gaps.gap_ns(i);
-                    let before = read_all(&states, "usage")?;
                     std::thread::sleep(Duration::from_nanos(gap));
-                    let after = read_all(&states, "usage")?;
                     t0.store(now_ns(), Ordering::Release);
                     channel.wake().context("the wake call failed")?;
                     wait_for(&done, i as u32 + 1, Duration::from_secs(5), &failed)?;
+                    let after = read_all(&states, "usage")?;
                     let entries = after
                         .iter()
                         .zip(&before)
                         .map(|(a, b)| a.saturating_sub(*b))
                         .collect();
                     per_gap.push((gap, entries));
+                    before = after;
                 }
                 Ok((overhead, per_gap))
             })();
@@ -516,6 +522,18 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         })
         .collect::<Vec<_>>();
     let by_deepest_state = by_deepest_state(&raw, &idle_states);
+    let mut warnings = Vec::new();
+    let busy = raw
+        .iter()
+        .filter(|s| s.entries.iter().all(|&e| e == 0))
+        .count();
+    if !states.is_empty() && busy * 10 > n {
+        warnings.push(format!(
+            "in {busy} of {n} gaps CPU {sleeper_cpu} counted no cpuidle entry: something else ran \
+             there, or it idled outside cpuidle; those samples are not tied to an idle state \
+             (see by_deepest_state)"
+        ));
+    }
     Ok(WakeupResult {
         probe: "wakeup".into(),
         latency: Latency::from_ns(&latencies)?,
@@ -533,6 +551,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         idle_states,
         by_deepest_state,
         duration_ms,
+        warnings,
         raw,
     })
 }

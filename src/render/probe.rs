@@ -129,6 +129,9 @@ pub fn wakeup(r: &WakeupResult) -> String {
     ];
     rows.extend(host_rows(&s.host));
     rows.extend(overhead(&r.overhead));
+    for w in &r.warnings {
+        rows.push(("WARNING".into(), w.clone()));
+    }
     let mut out = facts("Wakeup probe", &rows);
     out += &distribution("Wakeup latency (µs)", &r.latency);
     let states = r
