@@ -59,6 +59,11 @@ HK=$PWD/target/release/hostknob
 # Nearest-rank percentile (the rule hostknob uses) of the numbers in a file.
 pct() { sort -n "$2" | awk -v p="$1" '{a[NR]=$1} END {x=p*NR/100; r=int(x); if (r<x) r++; if (r<1) r=1; print a[r]}'; }
 us() { awk -v n="$1" 'BEGIN {printf "%.1f", n/1000}'; }
+# Busy and total jiffies of one CPU from /proc/stat, and the busy % between two
+# readings: how much else ran on the measured CPU (a shared host's noise).
+jiffies() { awk -v c="cpu$1" '$1 == c {print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+busy() { awk -v a="$1" -v b="$2" 'BEGIN {split(a, x, " "); split(b, y, " "); t = y[2] - x[2];
+    printf "%.0f", (t > 0 ? 100 * (y[1] - x[1]) / t : 0)}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a/b}'; }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $(uname -r), $(nproc) CPUs," \
@@ -73,8 +78,9 @@ timer_setting() { # timer_setting LABEL "HOSTKNOB QOS ARGS" "CYCLICTEST QOS ARGS
     : > "$OUT/timer-$label-hk.all"; : > "$OUT/timer-$label-ct.all"
     echo "## timer, PM QoS $label: hostknob probe timer --interval $INTERVAL --loops $LOOPS --cpu $CPU --priority $PRIO --mlock $hk_qos"
     echo "##                  vs cyclictest -i $INTERVAL -l $LOOPS -a $CPU -p $PRIO -m $ct_qos"
-    printf '%-6s %-18s %-18s %s\n' round "hostknob p50 µs" "cyclictest p50 µs" ratio
+    printf '%-6s %-18s %-18s %-7s %s\n' round "hostknob p50 µs" "cyclictest p50 µs" ratio "CPU $CPU busy %"
     for r in $(seq 1 "$ROUNDS"); do
+        local j0; j0=$(jiffies "$CPU")
         # Interleaved, alternating which runs first.
         if (( r % 2 )); then order="hk ct"; else order="ct hk"; fi
         for t in $order; do
@@ -95,7 +101,7 @@ timer_setting() { # timer_setting LABEL "HOSTKNOB QOS ARGS" "CYCLICTEST QOS ARGS
         [ "$n_ct" = "$LOOPS" ] || { echo "cyclictest gave $n_ct samples, not $LOOPS"; exit 1; }
         local a b; a=$(pct 50 "$OUT/timer-$label-hk-$r.ns"); b=$(pct 50 "$OUT/timer-$label-ct-$r.ns")
         ratios+=("$(ratio "$a" "$b")")
-        printf '%-6s %-18s %-18s %s\n' "$r" "$(us "$a")" "$(us "$b")" "${ratios[-1]}"
+        printf '%-6s %-18s %-18s %-7s %s\n' "$r" "$(us "$a")" "$(us "$b")" "${ratios[-1]}" "$(busy "$j0" "$(jiffies "$CPU")")"
     done
     local a b
     for t in hk ct; do
@@ -115,25 +121,30 @@ timer_setting() { # timer_setting LABEL "HOSTKNOB QOS ARGS" "CYCLICTEST QOS ARGS
 wakeup_part() {
     local r s f
     echo "## wakeup: hostknob probe wakeup --samples $WAKE_SAMPLES (gaps 50..66 ms), without and with --pmqos-us 0, $WAKE_ROUNDS interleaved rounds"
-    printf '%-6s %-8s %-9s %-9s %-9s %-9s %s\n' round pmqos "p50 µs" "p95 µs" "p99 µs" "max µs" "idle entries per sample (state: n)"
+    echo "## (busy %: how much else ran on the sleeper's CPU, from /proc/stat; none: samples whose gap counted no cpuidle entry)"
+    local sleeper; sleeper=$(awk -F'[-,]' '{print $NF}' /sys/devices/system/cpu/online)
+    printf '%-6s %-6s %-8s %-8s %-8s %-8s %-7s %-6s %s\n' round pmqos "p50 µs" "p95 µs" "p99 µs" "max µs" "busy %" "none" \
+        "idle entries per sample (state: n)"
     for s in none 0; do : > "$OUT/wakeup-$s.all"; : > "$OUT/wakeup-$s.p50"; : > "$OUT/wakeup-$s.bystate"; done
     for r in $(seq 1 "$WAKE_ROUNDS"); do
         if (( r % 2 )); then order="none 0"; else order="0 none"; fi
         for s in $order; do
             f="$OUT/wakeup-$s-$r"
+            local j0; j0=$(jiffies "$sleeper")
             if [ "$s" = 0 ]; then
-                "$HK" probe wakeup --samples "$WAKE_SAMPLES" --pmqos-us 0 --format json --raw "$f.csv" > "$f.json"
+                "$HK" probe wakeup --samples "$WAKE_SAMPLES" --pmqos-us 0 --format json --raw "$f.csv" > "$f.json" 2> "$f.err"
             else
-                "$HK" probe wakeup --samples "$WAKE_SAMPLES" --format json --raw "$f.csv" > "$f.json"
+                "$HK" probe wakeup --samples "$WAKE_SAMPLES" --format json --raw "$f.csv" > "$f.json" 2> "$f.err"
             fi
             tail -n +2 "$f.csv" | cut -d, -f3 >> "$OUT/wakeup-$s.all"
             # Each sample with the deepest idle state its CPU entered during the gap.
             awk -F, 'NR == 1 { for (k = 4; k <= NF; k++) name[k] = substr($k, 9); next }
                 { d = "none"; for (k = 4; k <= NF; k++) if ($k > 0) d = name[k]; print d, $3 }' "$f.csv" >> "$OUT/wakeup-$s.bystate"
             jq .p50_ns "$f.json" >> "$OUT/wakeup-$s.p50"
-            printf '%-6s %-8s %-9s %-9s %-9s %-9s %s\n' "$r" "$s" \
+            printf '%-6s %-6s %-8s %-8s %-8s %-8s %-7s %-6s %s\n' "$r" "$s" \
                 "$(us "$(jq .p50_ns "$f.json")")" "$(us "$(jq .p95_ns "$f.json")")" \
-                "$(us "$(jq .p99_ns "$f.json")")" "$(us "$(jq .max_ns "$f.json")")" \
+                "$(us "$(jq .p99_ns "$f.json")")" "$(us "$(jq .max_ns "$f.json")")" "$(busy "$j0" "$(jiffies "$sleeper")")" \
+                "$(jq '[.by_deepest_state[] | select(.state == "none") | .samples] | add // 0' "$f.json")" \
                 "$(jq -r '[.idle_states[] | "\(.name): \(.entries_per_sample)"] | join(", ")' "$f.json")"
         done
     done
@@ -170,7 +181,7 @@ mechanisms_part() {
     printf '%-8s %-9s %-9s %-9s %s\n' mechanism "p50 µs" "p99 µs" "min µs" "wake call ns"
     for m in futex eventfd pipe; do
         f="$OUT/mechanism-$m.json"
-        "$HK" probe wakeup --samples 200 --gap-ms 5..21 --mechanism "$m" --format json > "$f"
+        "$HK" probe wakeup --samples 200 --gap-ms 5..21 --mechanism "$m" --format json > "$f" 2> "$f.err"
         printf '%-8s %-9s %-9s %-9s %s\n' "$m" "$(us "$(jq .p50_ns "$f")")" "$(us "$(jq .p99_ns "$f")")" \
             "$(us "$(jq .min_ns "$f")")" "$(jq .overhead.wake_call_ns "$f")"
     done
@@ -191,6 +202,7 @@ rss_part() {
 }
 
 for part in $PARTS; do
+    echo "# load before $part: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu,comm --sort=-pcpu --no-headers | head -3 | awk '{printf "%s %s%%; ", $2, $1}')"
     case $part in
         timer)
             timer_setting "not-held" "" "--laptop"

@@ -39,6 +39,16 @@ pub enum Mechanism {
     Pipe,
 }
 
+impl std::fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mechanism::Futex => "futex",
+            Mechanism::Eventfd => "eventfd",
+            Mechanism::Pipe => "pipe",
+        })
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Options {
     pub waker_cpu: Option<u32>,

@@ -115,10 +115,9 @@ pub fn wakeup(r: &WakeupResult) -> String {
         (
             "threads".to_string(),
             format!(
-                "waker on CPU {}, sleeper on CPU {} (blocks on {:?})",
+                "waker on CPU {}, sleeper on CPU {} (blocks on {})",
                 s.waker_cpu, s.sleeper_cpu, s.mechanism
-            )
-            .to_lowercase(),
+            ),
         ),
         ("gaps".into(), format!("{} ({})", s.gap_us, s.gap_rule)),
         pm_qos(&s.pm_qos, &s.host),
@@ -222,7 +221,7 @@ pub fn rpc(r: &RpcResult) -> String {
     let mut rows = vec![
         (
             "target".to_string(),
-            format!("{:?} {} ({})", s.proto, s.target, s.server).to_lowercase(),
+            format!("{} {} ({})", s.proto, s.target, s.server),
         ),
         (
             "request".into(),
