@@ -484,10 +484,10 @@ fn client(
         };
         match t1 {
             Some(t1) => {
-                if let (Some(e), Proto::Udp) = (expect, opts.proto) {
-                    if !contains(&reply, e) {
-                        bail!("{flag}: the reply to sample {i} does not contain the expected text");
-                    }
+                if let (Some(e), Proto::Udp) = (expect, opts.proto)
+                    && !contains(&reply, e)
+                {
+                    bail!("{flag}: the reply to sample {i} does not contain the expected text");
                 }
                 out.raw.push((gap, t1 - t0));
             }

@@ -144,6 +144,9 @@ impl WakeupResult {
     }
 }
 
+/// A sample's gap (ns) and the idle-state entries counted over it.
+type GapEntries = (u64, Vec<u64>);
+
 /// The blocking primitive the sleeper waits on.
 struct Channel {
     mechanism: Mechanism,
@@ -455,7 +458,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
             }
             r
         });
-        let waker = s.spawn(|| -> Result<(Overhead, Vec<(u64, Vec<u64>)>)> {
+        let waker = s.spawn(|| -> Result<(Overhead, Vec<GapEntries>)> {
             let r = (|| {
                 pin_current_thread(waker_cpu)?;
                 let overhead = overhead(opts.mechanism)?;
