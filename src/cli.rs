@@ -111,6 +111,23 @@ lost-on-reboot; 1 when the manifest does not load or the root cannot be read.",
 hostknob audit cpuidle-no-deep-state"
     )]
     Audit(AuditArgs),
+    /// Measure the host: wakeup and timer latency, RPC round trips, a process's idle CPU and memory decay.
+    #[command(
+        long_about = "Built-in probes that measure what a knob is meant to change, with real threads, \
+clocks, sockets and the real allocator. Latency probes report n, min, p50, p95, p99, p99.9, max, mean \
+and stdev (nearest-rank percentiles of the exact samples) and a histogram; --raw FILE writes every \
+sample as CSV.\n\n\
+  wakeup    idle-settled wakeup of a thread blocked in the kernel, with its CPU's idle-state entries\n\
+  timer     timer lateness by cyclictest's method\n\
+  rpc       light request/response round trips with idle gaps\n\
+  idle-cpu  a process's CPU use in % of one core\n\
+  rss       memory decay after a burst (a process, or a jemalloc burst in hostknob itself)\n\n\
+No probe leaves anything changed: PM QoS (--pmqos-us) is held only while the probe runs.",
+        after_help = "Examples:\n  hostknob probe wakeup --format json\n  \
+hostknob probe timer --interval 1000 --loops 10000 --pmqos-us 0\n  \
+hostknob probe rss --self-burst --duration 35s"
+    )]
+    Probe(crate::commands::probe::ProbeArgs),
 }
 
 #[derive(Args, Debug)]

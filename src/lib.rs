@@ -14,5 +14,7 @@ pub mod inventory;
 pub mod journal;
 pub mod knob;
 pub mod manifest;
+pub mod probe;
 pub mod render;
 pub mod root;
+pub mod stats;

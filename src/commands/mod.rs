@@ -5,6 +5,7 @@ pub mod capture;
 pub mod doc;
 pub mod inventory;
 pub mod knobs;
+pub mod probe;
 
 use anyhow::Result;
 
@@ -17,5 +18,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Doc(args) => doc::run(&cli.global, args),
         Command::Knobs => knobs::run(&cli.global),
         Command::Audit(args) => audit::run(&cli.global, args),
+        Command::Probe(args) => probe::run(&cli.global, args),
     }
 }

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod inventory;
 pub mod markdown;
+pub mod probe;
 
 use anyhow::Result;
 use serde::Serialize;

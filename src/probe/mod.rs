@@ -1,0 +1,392 @@
+//! Built-in probes: each measures one thing on the live host with real
+//! threads, clocks, sockets and the real allocator, and returns a serializable
+//! result. Host files (`/sys`, `/proc`, `/dev/cpu_dma_latency`) are read
+//! through the root seam.
+
+pub mod idle_cpu;
+pub mod pmqos;
+pub mod rpc;
+pub mod rss;
+pub mod timer;
+pub mod wakeup;
+
+use std::fmt;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use crate::cpulist::CpuList;
+use crate::inventory::CPU_DIR;
+use crate::root::Root;
+use crate::stats::{self, Summary};
+
+/// CLOCK_MONOTONIC in nanoseconds (vDSO: no system call).
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_current_thread(cpu: u32) -> Result<()> {
+    let mut set = CpuSet::new();
+    set.set(cpu as usize)
+        .with_context(|| format!("CPU {cpu}: beyond the affinity mask size"))?;
+    sched_setaffinity(Pid::from_raw(0), &set)
+        .with_context(|| format!("cannot pin a thread to CPU {cpu}"))
+}
+
+/// The CPUs a probe may use: online on the host and allowed to this process.
+#[derive(Clone, Debug)]
+pub struct Cpus {
+    pub online: CpuList,
+    pub present: Option<CpuList>,
+    pub allowed: CpuList,
+}
+
+impl Cpus {
+    pub fn read(root: &Root) -> Result<Cpus> {
+        let path = format!("{CPU_DIR}/online");
+        let text = root
+            .read_string(&path)
+            .with_context(|| format!("{path}: cannot read the online CPUs"))?;
+        let online = CpuList::parse(&text).with_context(|| path.clone())?;
+        let present = root
+            .read_string(&format!("{CPU_DIR}/present"))
+            .ok()
+            .and_then(|t| CpuList::parse(&t).ok());
+        let mask = sched_getaffinity(Pid::from_raw(0)).context("sched_getaffinity")?;
+        let allowed = (0..CpuSet::count() as u32)
+            .filter(|&c| mask.is_set(c as usize).unwrap_or(false) && online.contains(c))
+            .collect();
+        Ok(Cpus {
+            online,
+            present,
+            allowed,
+        })
+    }
+
+    /// Checks that `cpu` (given with option `flag`) can run a probe thread.
+    pub fn check(&self, flag: &str, cpu: u32) -> Result<u32> {
+        if self.allowed.contains(cpu) {
+            return Ok(cpu);
+        }
+        let exists = match &self.present {
+            Some(p) => p.contains(cpu),
+            None => self.online.contains(cpu),
+        };
+        if !exists {
+            let all = self.present.as_ref().unwrap_or(&self.online);
+            bail!("{flag} {cpu}: no such CPU (this host has CPUs {all})");
+        }
+        if !self.online.contains(cpu) {
+            bail!(
+                "{flag} {cpu}: CPU {cpu} is offline (online CPUs: {})",
+                self.online
+            );
+        }
+        bail!(
+            "{flag} {cpu}: CPU {cpu} is online but outside this process's CPU affinity (allowed: {})",
+            self.allowed
+        )
+    }
+
+    /// Two different usable CPUs, the given ones or defaults: the last allowed
+    /// CPU (usually the one with least housekeeping) and the one before it.
+    pub fn pair(
+        &self,
+        (flag_a, a): (&str, Option<u32>),
+        (flag_b, b): (&str, Option<u32>),
+    ) -> Result<(u32, u32)> {
+        let a = a.map(|c| self.check(flag_a, c)).transpose()?;
+        let b = b.map(|c| self.check(flag_b, c)).transpose()?;
+        let cpus = self.allowed.as_slice();
+        let pick = |not: Option<u32>| cpus.iter().rev().copied().find(|&c| Some(c) != not);
+        let (a, b) = match (a, b) {
+            (Some(a), Some(b)) => (a, b),
+            (Some(a), None) => (a, pick(Some(a)).unwrap_or(a)),
+            (None, Some(b)) => (pick(Some(b)).unwrap_or(b), b),
+            (None, None) => {
+                let b = pick(None).context("no usable CPU")?;
+                (pick(Some(b)).unwrap_or(b), b)
+            }
+        };
+        if a == b {
+            if self.allowed.len() < 2 {
+                bail!(
+                    "this probe needs two CPUs, but only CPU {} is online and allowed",
+                    self.allowed
+                );
+            }
+            bail!(
+                "{flag_a} and {flag_b} are both {a}: they must differ, so that one CPU is idle while the other runs"
+            );
+        }
+        Ok((a, b))
+    }
+}
+
+/// The idle gap before each sample: a deterministic schedule over [min, max].
+/// Gap i is `min + ((i*5) mod 17) * (max - min) / 16`: 17 evenly spaced values
+/// visited in a fixed shuffled order, so the probe cannot phase-lock with a
+/// periodic timer yet runs the same every time. 50..66 ms reproduces the
+/// seed's `50 + (i*5) % 17` ms exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gaps {
+    pub min_us: u64,
+    pub max_us: u64,
+}
+
+impl Gaps {
+    pub const SEED: Gaps = Gaps {
+        min_us: 50_000,
+        max_us: 66_000,
+    };
+
+    /// The rule, as reported in each result's settings.
+    pub const RULE: &str = "gap(i) = min + ((i*5) mod 17) * (max - min) / 16";
+
+    pub fn gap_ns(&self, i: usize) -> u64 {
+        let step = (i as u64 * 5) % 17;
+        (self.min_us * 1000) + step * (self.max_us - self.min_us) * 1000 / 16
+    }
+
+    /// Parses `A..B` or `A` in the given unit (`us` or `ms`).
+    pub fn parse(text: &str, unit_us: u64, flag: &str) -> Result<Gaps> {
+        let num = |s: &str| -> Result<u64> {
+            s.trim().parse::<u64>().with_context(|| {
+                format!(
+                    "{flag} {text}: {s:?} is not a whole number (expected A..B, e.g. 200..2000)"
+                )
+            })
+        };
+        let (a, b) = match text.split_once("..") {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => {
+                let v = num(text)?;
+                (v, v)
+            }
+        };
+        if a > b {
+            bail!("{flag} {text}: the range is descending");
+        }
+        let (min_us, max_us) = (a * unit_us, b * unit_us);
+        if max_us > 3_600_000_000 {
+            bail!("{flag} {text}: gaps longer than an hour are not useful");
+        }
+        Ok(Gaps { min_us, max_us })
+    }
+}
+
+impl fmt::Display for Gaps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{} µs", self.min_us, self.max_us)
+    }
+}
+
+/// A duration option: a bare number is seconds; `90s`, `2m`, `500ms` also work.
+pub fn parse_seconds(text: &str) -> Result<Duration, String> {
+    parse_with_unit(text, Duration::from_secs)
+}
+
+/// An interval option: a bare number is microseconds (cyclictest's `-i`); `2ms` also works.
+pub fn parse_micros(text: &str) -> Result<Duration, String> {
+    parse_with_unit(text, Duration::from_micros)
+}
+
+fn parse_with_unit(text: &str, bare: fn(u64) -> Duration) -> Result<Duration, String> {
+    let d = match text.trim().parse::<u64>() {
+        Ok(n) => bare(n),
+        Err(_) => humantime::parse_duration(text.trim())
+            .map_err(|e| format!("{text:?}: {e} (examples: 1000, 2ms, 90s, 2m)"))?,
+    };
+    if d.is_zero() {
+        return Err(format!("{text:?}: must be longer than zero"));
+    }
+    Ok(d)
+}
+
+/// What a clock read and the probe's own bookkeeping cost, measured at start.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// Median cost of one CLOCK_MONOTONIC read, from 10,000 back-to-back reads.
+    pub clock_read_ns: u64,
+    /// The fastest of those reads (the clock's resolution shows here).
+    pub clock_read_min_ns: u64,
+    /// Median of what a sample reads when nothing happens between its two
+    /// timestamps: every sample includes this much of the probe itself.
+    pub per_sample_ns: u64,
+    /// Median cost of the wake call (or send) itself with no one waiting;
+    /// it is part of every sample, as it is of a real wakeup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wake_call_ns: Option<u64>,
+}
+
+/// Measures the clock read cost (median and minimum over back-to-back reads).
+pub fn clock_cost() -> (u64, u64) {
+    const N: usize = 10_000;
+    let mut t = vec![0u64; N + 1];
+    for slot in t.iter_mut() {
+        *slot = now_ns();
+    }
+    let mut d: Vec<u64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    d.sort_unstable();
+    (stats::percentile_sorted(&d, stats::P50), d[0])
+}
+
+/// Median of `f()`'s result over `n` runs.
+pub fn median_of(n: usize, mut f: impl FnMut() -> u64) -> u64 {
+    let mut v: Vec<u64> = (0..n).map(|_| f()).collect();
+    v.sort_unstable();
+    stats::percentile_sorted(&v, stats::P50)
+}
+
+/// Facts about the host that shape every latency result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostContext {
+    pub kernel: Option<String>,
+    pub cpuidle_driver: Option<String>,
+    pub cpuidle_governor: Option<String>,
+    /// The system-wide PM QoS CPU latency limit before the run (µs; 2000000000 = none),
+    /// read from `/dev/cpu_dma_latency` (root only). Another process holding it
+    /// low makes wakeups look fast.
+    pub cpu_dma_latency_before_us: Option<i64>,
+}
+
+impl HostContext {
+    pub fn read(root: &Root) -> HostContext {
+        let text = |p: &str| root.read_trimmed(p).ok().flatten();
+        HostContext {
+            kernel: text("/proc/sys/kernel/osrelease"),
+            cpuidle_driver: text(&format!("{CPU_DIR}/cpuidle/current_driver")),
+            cpuidle_governor: text(&format!("{CPU_DIR}/cpuidle/current_governor"))
+                .or_else(|| text(&format!("{CPU_DIR}/cpuidle/current_governor_ro"))),
+            cpu_dma_latency_before_us: pmqos::read_aggregate(root),
+        }
+    }
+}
+
+/// The fields every latency probe's JSON has: the distribution, its histogram
+/// and the run's overhead.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    #[serde(flatten)]
+    pub summary: Summary,
+    pub histogram: Vec<stats::Bucket>,
+}
+
+impl Latency {
+    pub fn from_ns(samples: &[u64]) -> Result<Latency> {
+        Ok(Latency {
+            summary: Summary::from_ns(samples).context("the run produced no samples")?,
+            histogram: stats::histogram(samples),
+        })
+    }
+}
+
+/// Warns (on stderr) that counters come from a tree that is not this host.
+pub fn warn_if_not_live(root: &Root) {
+    if !root.is_live() {
+        eprintln!(
+            "hostknob: warning: --root {} is not the live host; the probe runs here but reads its counters from that tree",
+            root.base().display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_schedule_is_reproduced() {
+        // The seed: 50 + (i*5) % 17 ms.
+        for i in 0..200 {
+            assert_eq!(
+                Gaps::SEED.gap_ns(i),
+                (50 + (i as u64 * 5) % 17) * 1_000_000,
+                "i = {i}"
+            );
+        }
+        let g = Gaps::parse("200..2000", 1, "--gap-us").unwrap();
+        assert_eq!(g.gap_ns(0), 200_000);
+        // i = 10: step (50 mod 17) = 16: the top of the range.
+        assert_eq!(g.gap_ns(10), 2_000_000);
+        assert!((0..100).all(|i| (200_000..=2_000_000).contains(&g.gap_ns(i))));
+        assert_eq!(Gaps::parse("50..66", 1000, "--gap-ms").unwrap(), Gaps::SEED);
+        assert_eq!(
+            Gaps::parse("7", 1000, "--gap-ms").unwrap().gap_ns(3),
+            7_000_000
+        );
+    }
+
+    #[test]
+    fn bad_gaps_are_refused_with_the_flag() {
+        for bad in ["9..1", "a..2", "1..", ""] {
+            let e = Gaps::parse(bad, 1, "--gap-us").unwrap_err().to_string();
+            assert!(e.starts_with("--gap-us"), "{e}");
+        }
+    }
+
+    #[test]
+    fn durations_take_bare_numbers_in_their_unit() {
+        assert_eq!(parse_seconds("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_seconds("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_micros("1000").unwrap(), Duration::from_millis(1));
+        assert_eq!(parse_micros("2ms").unwrap(), Duration::from_millis(2));
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_micros("fast").is_err());
+    }
+
+    fn cpus(online: &str, present: &str, allowed: &str) -> Cpus {
+        Cpus {
+            online: CpuList::parse(online).unwrap(),
+            present: Some(CpuList::parse(present).unwrap()),
+            allowed: CpuList::parse(allowed).unwrap(),
+        }
+    }
+
+    #[test]
+    fn cpu_checks_name_the_problem() {
+        let c = cpus("0-1,3", "0-3", "0-1");
+        assert_eq!(c.check("--cpu", 1).unwrap(), 1);
+        let e = c.check("--cpu", 9).unwrap_err().to_string();
+        assert_eq!(e, "--cpu 9: no such CPU (this host has CPUs 0-3)");
+        let e = c.check("--cpu", 2).unwrap_err().to_string();
+        assert_eq!(e, "--cpu 2: CPU 2 is offline (online CPUs: 0-1,3)");
+        let e = c.check("--cpu", 3).unwrap_err().to_string();
+        assert!(
+            e.contains("outside this process's CPU affinity (allowed: 0-1)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pairs_default_to_two_different_cpus() {
+        let c = cpus("0-3", "0-3", "0-3");
+        assert_eq!(c.pair(("--a", None), ("--b", None)).unwrap(), (2, 3));
+        assert_eq!(c.pair(("--a", None), ("--b", Some(1))).unwrap(), (3, 1));
+        assert_eq!(c.pair(("--a", Some(3)), ("--b", None)).unwrap(), (3, 2));
+        let e = c.pair(("--a", Some(1)), ("--b", Some(1))).unwrap_err();
+        assert!(e.to_string().contains("must differ"), "{e}");
+        let one = cpus("0", "0", "0");
+        let e = one.pair(("--a", None), ("--b", None)).unwrap_err();
+        assert!(e.to_string().contains("needs two CPUs"), "{e}");
+    }
+
+    #[test]
+    fn clock_is_cheap_and_monotonic() {
+        let (median, min) = clock_cost();
+        assert!(min <= median);
+        let a = now_ns();
+        let b = now_ns();
+        assert!(b >= a);
+    }
+}

@@ -1,0 +1,532 @@
+//! `probe rpc`: the "light call" floor. Small request/response round trips
+//! with idle gaps between them, to a built-in echo server on a pinned thread
+//! (loopback by default) or to the user's own service (`--connect`).
+//!
+//! Every round trip after a gap pays for waking both ends: the server's CPU
+//! for the request and the client's for the reply.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::pmqos::{self, PmQosSetting};
+use super::{Cpus, Gaps, HostContext, Latency, Overhead, now_ns, pin_current_thread};
+use crate::root::Root;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Udp,
+    Tcp,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub proto: Proto,
+    pub samples: usize,
+    pub gaps: Gaps,
+    pub client_cpu: Option<u32>,
+    pub server_cpu: Option<u32>,
+    /// Address the built-in server binds (port chosen by the kernel).
+    pub bind: IpAddr,
+    pub connect: Option<String>,
+    pub payload: Vec<u8>,
+    pub expect: Option<Vec<u8>>,
+    pub timeout: Duration,
+    pub pmqos_us: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RpcResult {
+    pub probe: String,
+    #[serde(flatten)]
+    pub latency: Latency,
+    pub settings: Settings,
+    pub overhead: Overhead,
+    /// UDP requests that got no reply within the timeout (not in the samples).
+    pub lost: u64,
+    /// TCP connections reopened because the server closed one between requests.
+    pub reconnects: u64,
+    /// Bytes that arrived after a reply was complete (discarded before the next request).
+    pub stray_bytes: u64,
+    pub duration_ms: u64,
+    #[serde(skip)]
+    pub raw: Vec<(u64, u64)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub proto: Proto,
+    /// `builtin-echo` or `connect`.
+    pub server: String,
+    pub target: String,
+    pub payload_bytes: usize,
+    pub expect: Option<String>,
+    pub client_cpu: Option<u32>,
+    pub server_cpu: Option<u32>,
+    pub samples: usize,
+    pub gap_us: Gaps,
+    pub gap_rule: String,
+    pub timeout_ms: u64,
+    pub pm_qos: PmQosSetting,
+    pub host: HostContext,
+}
+
+impl std::fmt::Display for Proto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Proto::Udp => "UDP",
+            Proto::Tcp => "TCP",
+        })
+    }
+}
+
+/// The client end of a connection.
+enum Conn {
+    Udp(UdpSocket),
+    Tcp(TcpStream),
+}
+
+impl Conn {
+    fn open(proto: Proto, addr: SocketAddr, timeout: Duration, flag: &str) -> Result<Conn> {
+        let conn = match proto {
+            Proto::Udp => {
+                let local: SocketAddr = if addr.is_ipv4() {
+                    "0.0.0.0:0".parse().unwrap()
+                } else {
+                    "[::]:0".parse().unwrap()
+                };
+                let s = UdpSocket::bind(local).context("cannot open a UDP socket")?;
+                s.connect(addr)
+                    .map_err(|e| refused(e, flag))
+                    .with_context(|| format!("{flag}: cannot connect"))?;
+                s.set_read_timeout(Some(timeout))?;
+                Conn::Udp(s)
+            }
+            Proto::Tcp => {
+                let s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| refused(e, flag))?;
+                s.set_nodelay(true)?;
+                s.set_read_timeout(Some(timeout))?;
+                Conn::Tcp(s)
+            }
+        };
+        Ok(conn)
+    }
+
+    fn send(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Conn::Udp(s) => s.send(buf).map(|_| ()),
+            Conn::Tcp(s) => s.write_all(buf),
+        }
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Udp(s) => s.recv(buf),
+            Conn::Tcp(s) => s.read(buf),
+        }
+    }
+
+    /// Discards whatever is already queued; `Ok(true)` when the peer has closed.
+    fn drain(&mut self, buf: &mut [u8]) -> io::Result<(u64, bool)> {
+        self.set_nonblocking(true)?;
+        let mut n = 0u64;
+        let mut closed = false;
+        loop {
+            match self.recv(buf) {
+                Ok(0) if matches!(self, Conn::Tcp(_)) => {
+                    closed = true;
+                    break;
+                }
+                Ok(k) => n += k as u64,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    self.set_nonblocking(false)?;
+                    return Err(e);
+                }
+                Err(_) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        self.set_nonblocking(false)?;
+        Ok((n, closed))
+    }
+
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Conn::Udp(s) => s.set_nonblocking(on),
+            Conn::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+}
+
+fn refused(e: io::Error, flag: &str) -> anyhow::Error {
+    match e.kind() {
+        ErrorKind::ConnectionRefused => anyhow::anyhow!("{flag}: connection refused"),
+        ErrorKind::TimedOut | ErrorKind::WouldBlock => {
+            anyhow::anyhow!("{flag}: no answer (timed out)")
+        }
+        _ => anyhow::Error::new(e).context(format!("{flag}: cannot connect")),
+    }
+}
+
+/// The built-in echo server: one UDP socket or one TCP connection, served on
+/// a pinned thread that blocks in recv between requests (so its CPU idles).
+enum Server {
+    Udp(UdpSocket),
+    Tcp(TcpListener),
+}
+
+impl Server {
+    fn bind(proto: Proto, ip: IpAddr) -> Result<(Server, SocketAddr)> {
+        let at = SocketAddr::new(ip, 0);
+        let flag = format!("--bind {ip}");
+        Ok(match proto {
+            Proto::Udp => {
+                let s = UdpSocket::bind(at).with_context(|| format!("{flag}: cannot bind UDP"))?;
+                let a = s.local_addr()?;
+                (Server::Udp(s), a)
+            }
+            Proto::Tcp => {
+                let s =
+                    TcpListener::bind(at).with_context(|| format!("{flag}: cannot bind TCP"))?;
+                let a = s.local_addr()?;
+                (Server::Tcp(s), a)
+            }
+        })
+    }
+
+    /// Echoes until the client says it is done (an empty datagram, or EOF).
+    fn serve(self, cpu: Option<u32>) -> Result<()> {
+        if let Some(c) = cpu {
+            pin_current_thread(c)?;
+        }
+        let mut buf = vec![0u8; 65_536];
+        match self {
+            Server::Udp(s) => loop {
+                let (n, from) = s.recv_from(&mut buf).context("echo server: recv")?;
+                if n == 0 {
+                    return Ok(());
+                }
+                s.send_to(&buf[..n], from).context("echo server: send")?;
+            },
+            Server::Tcp(l) => {
+                let (mut c, _) = l.accept().context("echo server: accept")?;
+                c.set_nodelay(true)?;
+                loop {
+                    let n = match c.read(&mut buf) {
+                        Ok(0) => return Ok(()),
+                        Ok(n) => n,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e).context("echo server: read"),
+                    };
+                    c.write_all(&buf[..n]).context("echo server: write")?;
+                }
+            }
+        }
+    }
+}
+
+/// Builds the payload for the built-in server: `size` bytes of a repeating pattern.
+pub fn pattern(size: usize) -> Vec<u8> {
+    (0..size).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+/// `\r`, `\n`, `\t`, `\\`, `\0` and `\xHH` in a payload or expect text.
+pub fn unescape(text: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let c = *b.get(i + 1).context("a lone backslash at the end")?;
+        i += 2;
+        out.push(match c {
+            b'r' => b'\r',
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'0' => 0,
+            b'\\' => b'\\',
+            b'x' => {
+                let hex = text.get(i..i + 2).context("\\x needs two hex digits")?;
+                i += 2;
+                u8::from_str_radix(hex, 16).with_context(|| format!("\\x{hex}: not hex"))?
+            }
+            other => bail!("unknown escape \\{}", other as char),
+        });
+    }
+    Ok(out)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
+    if opts.samples == 0 {
+        bail!("--samples 0: at least one sample is needed");
+    }
+    if opts.payload.is_empty() {
+        bail!("the request payload is empty");
+    }
+    let host = HostContext::read(root);
+    let cpus = Cpus::read(root)?;
+    let (client_cpu, server_cpu, target, flag) = match &opts.connect {
+        Some(t) => {
+            let c = opts
+                .client_cpu
+                .map(|c| cpus.check("--client-cpu", c))
+                .transpose()?;
+            (c, None, t.clone(), format!("--connect {t}"))
+        }
+        None => {
+            let (c, s) = cpus.pair(
+                ("--client-cpu", opts.client_cpu),
+                ("--server-cpu", opts.server_cpu),
+            )?;
+            (Some(c), Some(s), String::new(), String::new())
+        }
+    };
+    let (server, addr, flag) = match &opts.connect {
+        Some(t) => {
+            let addr = t
+                .to_socket_addrs()
+                .with_context(|| format!("{flag}: cannot resolve (expected HOST:PORT)"))?
+                .next()
+                .with_context(|| format!("{flag}: resolves to no address"))?;
+            (None, addr, flag)
+        }
+        None => {
+            let (s, a) = Server::bind(opts.proto, opts.bind)?;
+            (Some(s), a, format!("built-in echo server at {a}"))
+        }
+    };
+    let target = if target.is_empty() {
+        addr.to_string()
+    } else {
+        target
+    };
+    let hold = opts.pmqos_us.map(|us| pmqos::hold(root, us)).transpose()?;
+
+    // The expected reply: the echo of the payload, or the user's --expect.
+    let expect = match (&opts.connect, &opts.expect) {
+        (_, Some(e)) => Some(e.clone()),
+        (None, None) => Some(opts.payload.clone()),
+        (Some(_), None) => None,
+    };
+    let start = now_ns();
+    let outcome = std::thread::scope(|s| -> Result<_> {
+        let server_thread = server.map(|srv| s.spawn(move || srv.serve(server_cpu)));
+        let client = s.spawn(|| client(opts, addr, client_cpu, expect.as_deref(), &flag));
+        let result = client.join().expect("client thread panicked");
+        if let Some(t) = server_thread {
+            // Tell the server to stop, then make sure it did not fail first.
+            if result.is_err() {
+                stop_server(opts.proto, addr);
+            }
+            t.join().expect("server thread panicked")?;
+        }
+        result
+    })?;
+    let duration_ms = (now_ns() - start) / 1_000_000;
+    let pm_qos = PmQosSetting::of(&hold);
+    drop(hold);
+    let rtts: Vec<u64> = outcome.raw.iter().map(|r| r.1).collect();
+    if rtts.is_empty() {
+        bail!("{flag}: no replies within {} ms", opts.timeout.as_millis());
+    }
+    Ok(RpcResult {
+        probe: "rpc".into(),
+        latency: Latency::from_ns(&rtts)?,
+        settings: Settings {
+            proto: opts.proto,
+            server: if opts.connect.is_some() {
+                "connect".into()
+            } else {
+                "builtin-echo".into()
+            },
+            target,
+            payload_bytes: opts.payload.len(),
+            expect: opts
+                .expect
+                .as_ref()
+                .map(|e| String::from_utf8_lossy(e).into_owned()),
+            client_cpu,
+            server_cpu,
+            samples: opts.samples,
+            gap_us: opts.gaps,
+            gap_rule: Gaps::RULE.into(),
+            timeout_ms: opts.timeout.as_millis() as u64,
+            pm_qos,
+            host,
+        },
+        overhead: outcome.overhead,
+        lost: outcome.lost,
+        reconnects: outcome.reconnects,
+        stray_bytes: outcome.stray,
+        duration_ms,
+        raw: outcome.raw,
+    })
+}
+
+/// Unblocks a built-in server whose client gave up.
+fn stop_server(proto: Proto, addr: SocketAddr) {
+    match proto {
+        Proto::Udp => {
+            if let Ok(s) = UdpSocket::bind(SocketAddr::new(addr.ip(), 0)) {
+                let _ = s.send_to(&[], addr);
+            }
+        }
+        Proto::Tcp => {
+            // A connection that closes at once ends an accept-waiting server.
+            let _ = TcpStream::connect_timeout(&addr, Duration::from_millis(200));
+        }
+    }
+}
+
+struct Outcome {
+    raw: Vec<(u64, u64)>,
+    overhead: Overhead,
+    lost: u64,
+    reconnects: u64,
+    stray: u64,
+}
+
+fn client(
+    opts: &Options,
+    addr: SocketAddr,
+    cpu: Option<u32>,
+    expect: Option<&[u8]>,
+    flag: &str,
+) -> Result<Outcome> {
+    if let Some(c) = cpu {
+        pin_current_thread(c)?;
+    }
+    let (clock_read_ns, clock_read_min_ns) = super::clock_cost();
+    let per_sample_ns = super::median_of(10_000, || {
+        let a = now_ns();
+        now_ns() - a
+    });
+    let mut conn = Conn::open(opts.proto, addr, opts.timeout, flag)?;
+    let mut buf = vec![0u8; 65_536];
+    let mut reply = Vec::new();
+    let mut out = Outcome {
+        raw: Vec::with_capacity(opts.samples),
+        overhead: Overhead {
+            clock_read_ns,
+            clock_read_min_ns,
+            per_sample_ns,
+            wake_call_ns: None,
+        },
+        lost: 0,
+        reconnects: 0,
+        stray: 0,
+    };
+    for i in 0..opts.samples {
+        let gap = opts.gaps.gap_ns(i);
+        std::thread::sleep(Duration::from_nanos(gap));
+        let (stray, closed) = conn.drain(&mut buf).map_err(|e| refused(e, flag))?;
+        out.stray += stray;
+        if closed {
+            conn = Conn::open(opts.proto, addr, opts.timeout, flag)?;
+            out.reconnects += 1;
+        }
+        reply.clear();
+        let t0 = now_ns();
+        conn.send(&opts.payload).map_err(|e| match e.kind() {
+            ErrorKind::ConnectionRefused => refused(e, flag),
+            _ => anyhow::Error::new(e).context(format!("{flag}: sample {i}: send")),
+        })?;
+        let t1 = loop {
+            match conn.recv(&mut buf) {
+                Ok(0) if opts.proto == Proto::Tcp => {
+                    bail!("{flag}: the connection was closed before a reply (sample {i})")
+                }
+                Ok(n) => {
+                    let t = now_ns();
+                    reply.extend_from_slice(&buf[..n]);
+                    let done = match expect {
+                        Some(e) => contains(&reply, e),
+                        None => true,
+                    };
+                    if done || opts.proto == Proto::Udp {
+                        break Some(t);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    if opts.proto == Proto::Udp {
+                        break None;
+                    }
+                    bail!(
+                        "{flag}: no complete reply within {} ms (sample {i})",
+                        opts.timeout.as_millis()
+                    );
+                }
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    bail!(
+                        "{flag}: connection refused (nothing listens on that {} port)",
+                        opts.proto
+                    )
+                }
+                Err(e) => return Err(e).context(format!("{flag}: sample {i}: receive")),
+            }
+        };
+        match t1 {
+            Some(t1) => {
+                if let (Some(e), Proto::Udp) = (expect, opts.proto)
+                    && !contains(&reply, e)
+                {
+                    bail!("{flag}: the reply to sample {i} does not contain the expected text");
+                }
+                out.raw.push((gap, t1 - t0));
+            }
+            None => out.lost += 1,
+        }
+    }
+    // Tell the built-in server we are done.
+    match &mut conn {
+        Conn::Udp(s) => {
+            let _ = s.send(&[]);
+        }
+        Conn::Tcp(s) => {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_become_bytes() {
+        assert_eq!(
+            unescape("GET / HTTP/1.0\\r\\n\\r\\n").unwrap(),
+            b"GET / HTTP/1.0\r\n\r\n"
+        );
+        assert_eq!(unescape("a\\x41\\\\\\t").unwrap(), b"aA\\\t");
+        assert!(unescape("bad\\").is_err());
+        assert!(unescape("\\q").is_err());
+        assert!(unescape("\\xZZ").is_err());
+    }
+
+    #[test]
+    fn finds_the_expected_text() {
+        assert!(contains(b"HTTP/1.1 200 OK", b"200 OK"));
+        assert!(!contains(b"HTTP/1.1 500", b"200"));
+        assert!(contains(b"x", b""));
+        assert_eq!(pattern(28), b"abcdefghijklmnopqrstuvwxyzab");
+    }
+}

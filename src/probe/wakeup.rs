@@ -1,0 +1,655 @@
+//! `probe wakeup`: idle-settled wakeup latency.
+//!
+//! A sleeper thread blocks in the kernel on one CPU; a waker thread on another
+//! CPU leaves it idle for a gap from a deterministic schedule, takes
+//! CLOCK_MONOTONIC, and wakes it. The sleeper takes the clock as soon as its
+//! blocking call returns; the difference is one sample. After every sample the
+//! waker reads the sleeper CPU's `cpuidle/stateN/usage`, so each sample knows
+//! which idle states the CPU entered while it waited (including the one its
+//! wake ended).
+//!
+//! The sleeper blocks on a futex by default: it is the kernel's shortest
+//! block/wake path (what mutexes, condition variables and thread parking use),
+//! so the least of each sample is the probe and the most is the wakeup itself.
+//! `eventfd` (what epoll-driven servers are woken through) and `pipe` are there
+//! to compare.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::pmqos::{self, PmQosSetting};
+use super::{Cpus, Gaps, HostContext, Latency, Overhead, now_ns, pin_current_thread};
+use crate::inventory::CPU_DIR;
+use crate::root::{DirHandle, Root};
+use crate::stats::Summary;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mechanism {
+    /// FUTEX_WAIT / FUTEX_WAKE on a private futex word.
+    Futex,
+    /// A blocking read(2) of an eventfd; the waker writes 1.
+    Eventfd,
+    /// A blocking read(2) of one byte from a pipe.
+    Pipe,
+}
+
+impl std::fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mechanism::Futex => "futex",
+            Mechanism::Eventfd => "eventfd",
+            Mechanism::Pipe => "pipe",
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub waker_cpu: Option<u32>,
+    pub sleeper_cpu: Option<u32>,
+    pub samples: usize,
+    pub gaps: Gaps,
+    pub mechanism: Mechanism,
+    pub pmqos_us: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WakeupResult {
+    pub probe: String,
+    #[serde(flatten)]
+    pub latency: Latency,
+    pub settings: Settings,
+    pub overhead: Overhead,
+    /// Per idle state of the sleeper's CPU: counter deltas over the whole run.
+    pub idle_states: Vec<IdleStateDelta>,
+    /// Samples grouped by the deepest idle state the sleeper's CPU entered
+    /// during that sample's gap (`none`: its cpuidle counters recorded no entry).
+    pub by_deepest_state: Vec<StateLatency>,
+    /// Wall time of the run, ms.
+    pub duration_ms: u64,
+    /// What makes the result less than it seems (e.g. a sleeper CPU that was busy).
+    pub warnings: Vec<String>,
+    #[serde(skip)]
+    pub raw: Vec<Sample>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub waker_cpu: u32,
+    pub sleeper_cpu: u32,
+    pub samples: usize,
+    pub gap_us: Gaps,
+    pub gap_rule: String,
+    pub mechanism: Mechanism,
+    pub pm_qos: PmQosSetting,
+    pub host: HostContext,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IdleStateDelta {
+    pub index: u32,
+    pub name: String,
+    /// Exit latency the kernel advertises, µs.
+    pub latency_us: Option<u64>,
+    pub residency_us: Option<u64>,
+    pub disabled: Option<bool>,
+    /// Entries into the state over the run (`usage` delta).
+    pub entries: u64,
+    /// Time spent in the state over the run (`time` delta), µs.
+    pub time_us: u64,
+    pub entries_per_sample: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StateLatency {
+    pub state: String,
+    pub samples: usize,
+    pub min_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub gap_ns: u64,
+    pub latency_ns: u64,
+    /// Entries per idle state (in `idle_states` order) during this sample's gap.
+    pub entries: Vec<u64>,
+}
+
+impl WakeupResult {
+    pub fn raw_header(&self) -> Vec<String> {
+        let mut h = vec!["sample".into(), "gap_ns".into(), "latency_ns".into()];
+        h.extend(
+            self.idle_states
+                .iter()
+                .map(|s| format!("entries_{}", s.name.replace([' ', ','], "_"))),
+        );
+        h
+    }
+
+    pub fn raw_rows(&self) -> impl Iterator<Item = Vec<u64>> + '_ {
+        self.raw.iter().enumerate().map(|(i, s)| {
+            let mut r = vec![i as u64, s.gap_ns, s.latency_ns];
+            r.extend(&s.entries);
+            r
+        })
+    }
+}
+
+/// A sample's gap (ns) and the idle-state entries counted over it.
+type GapEntries = (u64, Vec<u64>);
+
+/// The blocking primitive the sleeper waits on.
+struct Channel {
+    mechanism: Mechanism,
+    word: AtomicU32,
+    fds: Option<(OwnedFd, OwnedFd)>,
+}
+
+impl Channel {
+    fn new(mechanism: Mechanism, nonblocking: bool) -> io::Result<Channel> {
+        let nb = if nonblocking { libc::O_NONBLOCK } else { 0 };
+        let fds = match mechanism {
+            Mechanism::Futex => None,
+            Mechanism::Eventfd => {
+                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | nb) };
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                Some((fd.try_clone()?, fd))
+            }
+            Mechanism::Pipe => {
+                let mut p = [0i32; 2];
+                if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC | nb) } < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                unsafe { Some((OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1]))) }
+            }
+        };
+        Ok(Channel {
+            mechanism,
+            word: AtomicU32::new(0),
+            fds,
+        })
+    }
+
+    fn wake(&self) -> io::Result<()> {
+        match self.mechanism {
+            Mechanism::Futex => {
+                self.word.store(1, Ordering::Release);
+                futex_wake(&self.word);
+                Ok(())
+            }
+            Mechanism::Eventfd => write_all(self.write_fd(), &1u64.to_ne_bytes()),
+            Mechanism::Pipe => write_all(self.write_fd(), b"w"),
+        }
+    }
+
+    /// Blocks until a wake is posted, and consumes it.
+    fn wait(&self) -> io::Result<()> {
+        match self.mechanism {
+            Mechanism::Futex => loop {
+                if self.word.swap(0, Ordering::Acquire) != 0 {
+                    return Ok(());
+                }
+                futex_wait(&self.word, 0, None)?;
+            },
+            Mechanism::Eventfd => read_some(self.read_fd(), &mut [0u8; 8]),
+            Mechanism::Pipe => read_some(self.read_fd(), &mut [0u8; 1]),
+        }
+    }
+
+    /// Takes back a wake nobody waited for (non-blocking channels only).
+    fn drain(&self) {
+        match self.mechanism {
+            Mechanism::Futex => self.word.store(0, Ordering::Relaxed),
+            _ => {
+                let _ = read_some(self.read_fd(), &mut [0u8; 8]);
+            }
+        }
+    }
+
+    fn read_fd(&self) -> i32 {
+        self.fds.as_ref().map_or(-1, |f| f.0.as_raw_fd())
+    }
+    fn write_fd(&self) -> i32 {
+        self.fds.as_ref().map_or(-1, |f| f.1.as_raw_fd())
+    }
+}
+
+fn write_all(fd: i32, buf: &[u8]) -> io::Result<()> {
+    loop {
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n == buf.len() as isize {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if n < 0 && e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn read_some(fd: i32, buf: &mut [u8]) -> io::Result<()> {
+    loop {
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Sleeps while `word == expected`; returns on a wake, a spurious wake-up or
+/// the timeout (the caller re-checks the word).
+pub(crate) fn futex_wait(
+    word: &AtomicU32,
+    expected: u32,
+    timeout: Option<Duration>,
+) -> io::Result<()> {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            ts_ptr,
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) | Some(libc::ETIMEDOUT) => {}
+            _ => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn futex_wake(word: &AtomicU32) {
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        )
+    };
+}
+
+/// Waits until `word >= target`, at most `limit`.
+fn wait_for(word: &AtomicU32, target: u32, limit: Duration, failed: &AtomicBool) -> Result<()> {
+    let deadline = now_ns() + limit.as_nanos() as u64;
+    loop {
+        let v = word.load(Ordering::Acquire);
+        if v >= target {
+            return Ok(());
+        }
+        if failed.load(Ordering::Acquire) {
+            bail!("the sleeper thread stopped");
+        }
+        let now = now_ns();
+        if now >= deadline {
+            bail!("the sleeper did not answer within {} ms", limit.as_millis());
+        }
+        futex_wait(
+            word,
+            v,
+            Some(Duration::from_nanos((deadline - now).min(100_000_000))),
+        )?;
+    }
+}
+
+/// One idle state of the sleeper's CPU, with its directory open.
+struct StateDir<'r> {
+    index: u32,
+    name: String,
+    latency_us: Option<u64>,
+    residency_us: Option<u64>,
+    disabled: Option<bool>,
+    dir: DirHandle<'r>,
+}
+
+impl StateDir<'_> {
+    fn counter(&self, name: &str) -> Result<u64> {
+        let text = self
+            .dir
+            .read_string(name)
+            .with_context(|| format!("{}/{name}", self.dir.logical()))?;
+        text.trim()
+            .parse()
+            .with_context(|| format!("{}/{name}: not a number: {text:?}", self.dir.logical()))
+    }
+}
+
+fn idle_states(root: &Root, cpu: u32) -> Result<Vec<StateDir<'_>>> {
+    let base = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
+    let names = match root.read_dir(&base) {
+        Ok(n) => n,
+        Err(e) if crate::root::is_absent(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| base.clone()),
+    };
+    let mut out = Vec::new();
+    for index in crate::inventory::numbered(&names, "state") {
+        let path = format!("{base}/state{index}");
+        let dir = root.dir_handle(&path).with_context(|| path.clone())?;
+        let text = |f: &str| dir.read_string(f).ok().map(|s| s.trim().to_string());
+        let num = |f: &str| text(f).and_then(|s| s.parse::<u64>().ok());
+        out.push(StateDir {
+            index,
+            name: text("name").unwrap_or_else(|| format!("state{index}")),
+            latency_us: num("latency"),
+            residency_us: num("residency"),
+            disabled: num("disable").map(|v| v != 0),
+            dir,
+        });
+    }
+    Ok(out)
+}
+
+fn read_all(states: &[StateDir], counter: &str) -> Result<Vec<u64>> {
+    states.iter().map(|s| s.counter(counter)).collect()
+}
+
+/// Measures the clock, the per-sample bookkeeping and the wake call, on the
+/// calling (waker) thread.
+fn overhead(mechanism: Mechanism) -> Result<Overhead> {
+    let (clock_read_ns, clock_read_min_ns) = super::clock_cost();
+    let t0 = AtomicU64::new(0);
+    let per_sample_ns = super::median_of(10_000, || {
+        let a = now_ns();
+        t0.store(a, Ordering::Release);
+        let seen = t0.load(Ordering::Acquire);
+        now_ns() - seen
+    });
+    let ch = Channel::new(mechanism, true).context("cannot create the wake channel")?;
+    let mut err = None;
+    let wake_call_ns = super::median_of(1000, || {
+        let a = now_ns();
+        if let Err(e) = ch.wake() {
+            err = Some(e);
+        }
+        let d = now_ns() - a;
+        ch.drain();
+        d
+    });
+    if let Some(e) = err {
+        return Err(e).context("wake call failed");
+    }
+    Ok(Overhead {
+        clock_read_ns,
+        clock_read_min_ns,
+        per_sample_ns,
+        wake_call_ns: Some(wake_call_ns),
+    })
+}
+
+pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
+    if opts.samples == 0 {
+        bail!("--samples 0: at least one sample is needed");
+    }
+    let cpus = Cpus::read(root)?;
+    let (waker_cpu, sleeper_cpu) = cpus.pair(
+        ("--waker-cpu", opts.waker_cpu),
+        ("--sleeper-cpu", opts.sleeper_cpu),
+    )?;
+    super::warn_if_not_live(root);
+    let host = HostContext::read(root);
+    let states = idle_states(root, sleeper_cpu)?;
+    let hold = opts.pmqos_us.map(|us| pmqos::hold(root, us)).transpose()?;
+    let channel = Channel::new(opts.mechanism, false).context("cannot create the wake channel")?;
+
+    let n = opts.samples;
+    let t0 = AtomicU64::new(0);
+    let ready = AtomicU32::new(0);
+    let done = AtomicU32::new(0);
+    let failed = AtomicBool::new(false);
+    let usage_before = read_all(&states, "usage")?;
+    let time_before = read_all(&states, "time")?;
+    let start = now_ns();
+
+    let (latencies, waker) = std::thread::scope(|s| {
+        let sleeper = s.spawn(|| -> Result<Vec<u64>> {
+            let r = (|| {
+                pin_current_thread(sleeper_cpu)?;
+                let mut lat = Vec::with_capacity(n);
+                ready.store(1, Ordering::Release);
+                futex_wake(&ready);
+                for i in 0..n {
+                    channel
+                        .wait()
+                        .context("the sleeper's blocking call failed")?;
+                    let t1 = now_ns();
+                    if failed.load(Ordering::Acquire) {
+                        bail!("stopped");
+                    }
+                    lat.push(t1.saturating_sub(t0.load(Ordering::Acquire)));
+                    done.store(i as u32 + 1, Ordering::Release);
+                    futex_wake(&done);
+                }
+                Ok(lat)
+            })();
+            if r.is_err() {
+                failed.store(true, Ordering::Release);
+                futex_wake(&ready);
+                futex_wake(&done);
+            }
+            r
+        });
+        let waker = s.spawn(|| -> Result<(Overhead, Vec<GapEntries>)> {
+            let r = (|| {
+                pin_current_thread(waker_cpu)?;
+                let overhead = overhead(opts.mechanism)?;
+                wait_for(&ready, 1, Duration::from_secs(5), &failed)?;
+                let mut per_gap = Vec::with_capacity(n);
+                // The kernel counts an idle period when it ends, so the one
+                // this sample's wake ends is counted after the sleeper answers.
+                let mut before = read_all(&states, "usage")?;
+                for i in 0..n {
+                    let gap = opts.gaps.gap_ns(i);
+                    std::thread::sleep(Duration::from_nanos(gap));
+                    t0.store(now_ns(), Ordering::Release);
+                    channel.wake().context("the wake call failed")?;
+                    wait_for(&done, i as u32 + 1, Duration::from_secs(5), &failed)?;
+                    let after = read_all(&states, "usage")?;
+                    let entries = after
+                        .iter()
+                        .zip(&before)
+                        .map(|(a, b)| a.saturating_sub(*b))
+                        .collect();
+                    per_gap.push((gap, entries));
+                    before = after;
+                }
+                Ok((overhead, per_gap))
+            })();
+            if r.is_err() {
+                // Release a sleeper blocked for a wake that will not come.
+                failed.store(true, Ordering::Release);
+                let _ = channel.wake();
+            }
+            r
+        });
+        let w = waker.join().expect("waker thread panicked");
+        let l = sleeper.join().expect("sleeper thread panicked");
+        // The first real failure explains the other thread's "stopped".
+        match (l, w) {
+            (Ok(l), Ok(w)) => Ok((l, w)),
+            (Err(e), Ok(_)) => Err(e),
+            (Ok(_), Err(e)) => Err(e),
+            (Err(le), Err(we)) => Err(if le.to_string() == "stopped" { we } else { le }),
+        }
+    })?;
+    let duration_ms = (now_ns() - start) / 1_000_000;
+    let usage_after = read_all(&states, "usage")?;
+    let time_after = read_all(&states, "time")?;
+    let pm_qos = PmQosSetting::of(&hold);
+    drop(hold);
+
+    let (overhead, per_gap) = waker;
+    let raw: Vec<Sample> = latencies
+        .iter()
+        .zip(per_gap)
+        .map(|(&latency_ns, (gap_ns, entries))| Sample {
+            gap_ns,
+            latency_ns,
+            entries,
+        })
+        .collect();
+    let idle_states = states
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let entries = usage_after[k].saturating_sub(usage_before[k]);
+            IdleStateDelta {
+                index: s.index,
+                name: s.name.clone(),
+                latency_us: s.latency_us,
+                residency_us: s.residency_us,
+                disabled: s.disabled,
+                entries,
+                time_us: time_after[k].saturating_sub(time_before[k]),
+                entries_per_sample: (entries as f64 / n as f64 * 100.0).round() / 100.0,
+            }
+        })
+        .collect::<Vec<_>>();
+    let by_deepest_state = by_deepest_state(&raw, &idle_states);
+    let mut warnings = Vec::new();
+    let busy = raw
+        .iter()
+        .filter(|s| s.entries.iter().all(|&e| e == 0))
+        .count();
+    if !states.is_empty() && busy * 10 > n {
+        warnings.push(format!(
+            "in {busy} of {n} gaps CPU {sleeper_cpu} counted no cpuidle entry: something else ran \
+             there, or it idled outside cpuidle; those samples are not tied to an idle state \
+             (see by_deepest_state)"
+        ));
+    }
+    Ok(WakeupResult {
+        probe: "wakeup".into(),
+        latency: Latency::from_ns(&latencies)?,
+        settings: Settings {
+            waker_cpu,
+            sleeper_cpu,
+            samples: n,
+            gap_us: opts.gaps,
+            gap_rule: Gaps::RULE.into(),
+            mechanism: opts.mechanism,
+            pm_qos,
+            host,
+        },
+        overhead,
+        idle_states,
+        by_deepest_state,
+        duration_ms,
+        warnings,
+        raw,
+    })
+}
+
+/// Groups samples by the deepest (highest-index) state entered in their gap.
+fn by_deepest_state(raw: &[Sample], states: &[IdleStateDelta]) -> Vec<StateLatency> {
+    let mut groups: Vec<(String, Vec<u64>)> = Vec::new();
+    for s in raw {
+        let deepest = s
+            .entries
+            .iter()
+            .rposition(|&e| e > 0)
+            .map_or("none".to_string(), |k| states[k].name.clone());
+        match groups.iter_mut().find(|(n, _)| *n == deepest) {
+            Some((_, v)) => v.push(s.latency_ns),
+            None => groups.push((deepest, vec![s.latency_ns])),
+        }
+    }
+    let order = |name: &str| states.iter().position(|s| s.name == name);
+    groups.sort_by_key(|(name, _)| order(name).map_or(-1, |p| p as i64));
+    groups
+        .into_iter()
+        .filter_map(|(state, v)| {
+            let s = Summary::from_ns(&v)?;
+            Some(StateLatency {
+                state,
+                samples: s.samples,
+                min_ns: s.min_ns,
+                p50_ns: s.p50_ns,
+                p99_ns: s.p99_ns,
+                max_ns: s.max_ns,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_channel_wakes_a_blocked_thread() {
+        for m in [Mechanism::Futex, Mechanism::Eventfd, Mechanism::Pipe] {
+            let ch = Channel::new(m, false).unwrap();
+            let woke = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    ch.wait().unwrap();
+                    woke.store(true, Ordering::Release);
+                });
+                std::thread::sleep(Duration::from_millis(20));
+                assert!(
+                    !woke.load(Ordering::Acquire),
+                    "{m:?} returned before the wake"
+                );
+                ch.wake().unwrap();
+            });
+            assert!(woke.load(Ordering::Acquire), "{m:?}");
+        }
+    }
+
+    #[test]
+    fn samples_group_by_the_deepest_state_entered() {
+        let st = |name: &str| IdleStateDelta {
+            index: 0,
+            name: name.into(),
+            latency_us: None,
+            residency_us: None,
+            disabled: None,
+            entries: 0,
+            time_us: 0,
+            entries_per_sample: 0.0,
+        };
+        let states = [st("POLL"), st("C1")];
+        let s = |lat, e: [u64; 2]| Sample {
+            gap_ns: 0,
+            latency_ns: lat,
+            entries: e.to_vec(),
+        };
+        let raw = [s(50, [1, 1]), s(5, [3, 0]), s(60, [0, 2]), s(1, [0, 0])];
+        let g = by_deepest_state(&raw, &states);
+        let names: Vec<_> = g
+            .iter()
+            .map(|g| (g.state.as_str(), g.samples, g.p50_ns))
+            .collect();
+        assert_eq!(names, [("none", 1, 1), ("POLL", 1, 5), ("C1", 2, 50)]);
+    }
+}
