@@ -18,3 +18,4 @@ pub mod probe;
 pub mod render;
 pub mod root;
 pub mod stats;
+pub mod verify;

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod inventory;
 pub mod markdown;
 pub mod probe;
+pub mod svg;
 
 use anyhow::Result;
 use serde::Serialize;
