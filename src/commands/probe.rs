@@ -257,17 +257,7 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
     let root = Root::open(&g.root)?;
     match &args.probe {
         ProbeCommand::Wakeup(a) => {
-            let r = wakeup::run(
-                &root,
-                &wakeup::Options {
-                    waker_cpu: a.waker_cpu,
-                    sleeper_cpu: a.sleeper_cpu,
-                    samples: a.samples,
-                    gaps: a.gaps.gaps()?,
-                    mechanism: a.mechanism,
-                    pmqos_us: a.common.pmqos_us,
-                },
-            )?;
+            let r = wakeup::run(&root, &wakeup_options(a)?)?;
             for w in &r.warnings {
                 eprintln!("hostknob: warning: {w}");
             }
@@ -279,17 +269,7 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
             emit(g, &r, render::probe::wakeup)
         }
         ProbeCommand::Timer(a) => {
-            let r = timer::run(
-                &root,
-                &timer::Options {
-                    interval: a.interval,
-                    loops: a.loops,
-                    cpu: a.cpu,
-                    priority: a.priority,
-                    mlock: a.mlock,
-                    pmqos_us: a.common.pmqos_us,
-                },
-            )?;
+            let r = timer::run(&root, &timer_options(a))?;
             if let Some(p) = &a.common.raw {
                 let rows = r.raw.iter().enumerate().map(|(i, &l)| vec![i as u64, l]);
                 stats::write_csv(p, &["sample", "lateness_ns"], rows)?;
@@ -297,34 +277,7 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
             emit(g, &r, render::probe::timer)
         }
         ProbeCommand::Rpc(a) => {
-            let unescape = |flag: &str, t: &str| {
-                rpc::unescape(t).map_err(|e| anyhow::anyhow!("{flag} {t:?}: {e}"))
-            };
-            let payload = match &a.payload {
-                Some(p) => unescape("--payload", p)?,
-                None => rpc::pattern(a.size),
-            };
-            let expect = a
-                .expect
-                .as_deref()
-                .map(|e| unescape("--expect", e))
-                .transpose()?;
-            let r = rpc::run(
-                &root,
-                &rpc::Options {
-                    proto: a.proto,
-                    samples: a.samples,
-                    gaps: a.gaps.gaps()?,
-                    client_cpu: a.client_cpu,
-                    server_cpu: a.server_cpu,
-                    bind: a.bind,
-                    connect: a.connect.clone(),
-                    payload,
-                    expect,
-                    timeout: a.timeout,
-                    pmqos_us: a.common.pmqos_us,
-                },
-            )?;
+            let r = rpc::run(&root, &rpc_options(a)?)?;
             if let Some(p) = &a.common.raw {
                 let rows = r
                     .raw
@@ -384,6 +337,99 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
             }
         }
     }
+}
+
+fn wakeup_options(a: &WakeupArgs) -> Result<wakeup::Options> {
+    Ok(wakeup::Options {
+        waker_cpu: a.waker_cpu,
+        sleeper_cpu: a.sleeper_cpu,
+        samples: a.samples,
+        gaps: a.gaps.gaps()?,
+        mechanism: a.mechanism,
+        pmqos_us: a.common.pmqos_us,
+    })
+}
+
+fn timer_options(a: &TimerArgs) -> timer::Options {
+    timer::Options {
+        interval: a.interval,
+        loops: a.loops,
+        cpu: a.cpu,
+        priority: a.priority,
+        mlock: a.mlock,
+        pmqos_us: a.common.pmqos_us,
+    }
+}
+
+fn rpc_options(a: &RpcArgs) -> Result<rpc::Options> {
+    let unescape =
+        |flag: &str, t: &str| rpc::unescape(t).map_err(|e| anyhow::anyhow!("{flag} {t:?}: {e}"));
+    let payload = match &a.payload {
+        Some(p) => unescape("--payload", p)?,
+        None => rpc::pattern(a.size),
+    };
+    let expect = a
+        .expect
+        .as_deref()
+        .map(|e| unescape("--expect", e))
+        .transpose()?;
+    Ok(rpc::Options {
+        proto: a.proto,
+        samples: a.samples,
+        gaps: a.gaps.gaps()?,
+        client_cpu: a.client_cpu,
+        server_cpu: a.server_cpu,
+        bind: a.bind,
+        connect: a.connect.clone(),
+        payload,
+        expect,
+        timeout: a.timeout,
+        pmqos_us: a.common.pmqos_us,
+    })
+}
+
+/// One run of a latency probe, as `verify` uses it: every sample and the
+/// settings that shaped the run.
+pub struct LatencyRun {
+    pub samples_ns: Vec<u64>,
+    pub settings: serde_json::Value,
+    pub warnings: Vec<String>,
+}
+
+/// Runs a latency probe (wakeup, timer or rpc); the others measure something
+/// else than latency and are refused.
+pub fn run_latency(root: &Root, probe: &ProbeCommand) -> Result<LatencyRun> {
+    Ok(match probe {
+        ProbeCommand::Wakeup(a) => {
+            let r = wakeup::run(root, &wakeup_options(a)?)?;
+            LatencyRun {
+                samples_ns: r.raw.iter().map(|s| s.latency_ns).collect(),
+                settings: serde_json::to_value(&r.settings)?,
+                warnings: r.warnings,
+            }
+        }
+        ProbeCommand::Timer(a) => {
+            let r = timer::run(root, &timer_options(a))?;
+            LatencyRun {
+                samples_ns: r.raw,
+                settings: serde_json::to_value(&r.settings)?,
+                warnings: Vec::new(),
+            }
+        }
+        ProbeCommand::Rpc(a) => {
+            let r = rpc::run(root, &rpc_options(a)?)?;
+            LatencyRun {
+                samples_ns: r.raw.iter().map(|&(_, rtt)| rtt).collect(),
+                settings: serde_json::to_value(&r.settings)?,
+                warnings: Vec::new(),
+            }
+        }
+        ProbeCommand::IdleCpu(_) | ProbeCommand::Rss(_) => {
+            bail!(
+                "verify compares latency distributions: use the wakeup, timer or rpc probe (idle-cpu and rss are run with `hostknob probe`)"
+            )
+        }
+    })
 }
 
 const RSS_HEADER: [&str; 7] = [
