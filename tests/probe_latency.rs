@@ -417,3 +417,33 @@ fn tables_name_the_percentiles() {
         assert!(text.contains(word), "{word} missing:\n{text}");
     }
 }
+
+#[test]
+fn plot_draws_the_distribution_as_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("w.svg");
+    let v = json(&[
+        "probe",
+        "wakeup",
+        "--samples",
+        "20",
+        "--gap-us",
+        "200..400",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let xml = roxmltree::Document::parse(&text).expect("SVG parses as XML");
+    let texts: Vec<&str> = xml.descendants().filter_map(|n| n.text()).collect();
+    assert!(
+        texts.iter().any(|t| t.contains("wakeup latency")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains(&format!("samples (n={})", v["samples"]))),
+        "{texts:?}"
+    );
+    assert!(texts.iter().any(|t| t.contains("latency (µs, log scale)")));
+}

@@ -138,6 +138,24 @@ pub struct CommonArgs {
     /// Also write every sample to FILE as CSV.
     #[arg(long, value_name = "FILE")]
     pub raw: Option<PathBuf>,
+    /// Also draw the distribution (a CDF on a log time axis) to FILE.svg.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Writes `--plot`: one distribution, titled with the host and the probe.
+fn plot(common: &CommonArgs, title: &str, samples_ns: &[u64]) -> Result<()> {
+    if let Some(path) = &common.plot {
+        let svg = render::svg::cdf(
+            title,
+            &[render::svg::Series {
+                name: "samples",
+                samples_ns,
+            }],
+        )?;
+        std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 #[derive(Args, Debug)]
@@ -255,6 +273,7 @@ pub struct RssArgs {
 
 pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
     let root = Root::open(&g.root)?;
+    let host = crate::manifest::host::resolve(&root, g.host.as_deref()).name;
     match &args.probe {
         ProbeCommand::Wakeup(a) => {
             let r = wakeup::run(&root, &wakeup_options(a)?)?;
@@ -266,6 +285,8 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
                 let header: Vec<&str> = header.iter().map(String::as_str).collect();
                 stats::write_csv(p, &header, r.raw_rows())?;
             }
+            let samples: Vec<u64> = r.raw.iter().map(|s| s.latency_ns).collect();
+            plot(&a.common, &format!("{host}: wakeup latency"), &samples)?;
             emit(g, &r, render::probe::wakeup)
         }
         ProbeCommand::Timer(a) => {
@@ -274,6 +295,7 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
                 let rows = r.raw.iter().enumerate().map(|(i, &l)| vec![i as u64, l]);
                 stats::write_csv(p, &["sample", "lateness_ns"], rows)?;
             }
+            plot(&a.common, &format!("{host}: timer lateness"), &r.raw)?;
             emit(g, &r, render::probe::timer)
         }
         ProbeCommand::Rpc(a) => {
@@ -286,6 +308,8 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
                     .map(|(i, &(gap, rtt))| vec![i as u64, gap, rtt]);
                 stats::write_csv(p, &["sample", "gap_ns", "rtt_ns"], rows)?;
             }
+            let rtts: Vec<u64> = r.raw.iter().map(|&(_, rtt)| rtt).collect();
+            plot(&a.common, &format!("{host}: request round trips"), &rtts)?;
             emit(g, &r, render::probe::rpc)
         }
         ProbeCommand::IdleCpu(a) => {
