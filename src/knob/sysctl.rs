@@ -134,12 +134,9 @@ impl KnobKind for Sysctl {
                 ));
             }
             ReadValue::Unreadable(e) => {
-                survey.targets.push(Target::absent(
-                    self.path.clone(),
-                    None,
-                    &self.value,
-                    format!("cannot read {}: {e}", self.path),
-                ));
+                survey
+                    .targets
+                    .push(Target::unreadable(self.path.clone(), None, &self.value, &e));
                 return Ok(survey);
             }
         };
