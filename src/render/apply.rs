@@ -7,6 +7,15 @@ use crate::apply::group::ChangeGroup;
 use crate::apply::{ApplyOutcome, RevertOutcome};
 use crate::persist::{Artifact, PersistOutcome};
 
+/// `1 file`, `320 files`.
+fn files(n: usize) -> String {
+    if n == 1 {
+        "1 file".into()
+    } else {
+        format!("{n} files")
+    }
+}
+
 /// Attribute values are one line without a newline: diff them as lines.
 fn as_lines(text: &str) -> String {
     if text.is_empty() || text.ends_with('\n') {
@@ -24,7 +33,7 @@ pub fn diff(g: &ChangeGroup) -> String {
         about.push(l.clone());
     }
     if g.files > 1 {
-        about.push(format!("{} files", g.files));
+        about.push(files(g.files));
     }
     let name = if about.is_empty() {
         g.display.clone()
@@ -81,14 +90,17 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
     }
     out.push('\n');
     if o.dry_run {
-        out += &format!("dry run: {planned} files would be written; nothing was changed\n");
+        out += &format!(
+            "dry run: {} would be written; nothing was changed\n",
+            files(planned)
+        );
         for w in &o.warnings {
             out += &format!("warning: {w}\n");
         }
     } else if o.written == 0 {
         out += "nothing to write: every chosen knob is in effect or not applicable here\n";
     } else {
-        out += &format!("wrote and read back {} files\n", o.written);
+        out += &format!("wrote and read back {}\n", files(o.written));
         if let Some(j) = &o.journal {
             out += &format!("values before: {j} (`hostknob revert` restores them)\n");
         }
@@ -121,13 +133,13 @@ pub fn revert_table(o: &RevertOutcome) -> String {
     }
     let mut out = String::new();
     for k in &o.knobs {
-        let files: usize = k.changes.iter().map(|g| g.files).sum();
-        out += &format!("{}: restored and read back {files} files\n", k.id);
+        let n: usize = k.changes.iter().map(|g| g.files).sum();
+        out += &format!("{}: restored and read back {}\n", k.id, files(n));
         for g in &k.changes {
             out += &diff(g);
         }
     }
-    out += &format!("\nrestored and read back {} files", o.restored);
+    out += &format!("\nrestored and read back {}", files(o.restored));
     if let Some(l) = &o.ledger {
         out += &format!("; recorded in {l}");
     }
