@@ -119,7 +119,10 @@ impl KnobKind for Sysctl {
         if host.root.is_dir(&self.path) {
             return Err(FieldError::new(
                 "target.name",
-                format!("{} is a directory of sysctls, not one sysctl", self.name),
+                format!(
+                    "{} is a directory of sysctls ({}), not one sysctl",
+                    self.name, self.path
+                ),
             ));
         }
         let current = match host.value(&self.path) {
