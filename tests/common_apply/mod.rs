@@ -56,8 +56,12 @@ pub fn tree(dir: &Path) -> Tree {
 
 /// Asserts `dir` holds exactly `expected`, naming the first differences.
 pub fn assert_tree(expected: &Tree, dir: &Path, context: &str) {
-    let now = tree(dir);
-    if &now == expected {
+    assert_same(expected, &tree(dir), context);
+}
+
+/// Asserts two trees are equal, naming the first differences.
+pub fn assert_same(expected: &Tree, now: &Tree, context: &str) {
+    if now == expected {
         return;
     }
     let mut diffs = Vec::new();
