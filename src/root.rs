@@ -632,6 +632,43 @@ mod tests {
     }
 
     #[test]
+    fn kernel_files_are_told_from_plain_ones() {
+        let live = Root::open(Path::new("/")).unwrap();
+        assert!(live.is_kernel_file("/proc/self/stat").unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        std::fs::write(dir.path().join("proc/self/stat"), "1 (x)\n").unwrap();
+        let copy = Root::open(dir.path()).unwrap();
+        assert!(!copy.is_kernel_file("/proc/self/stat").unwrap());
+    }
+
+    #[test]
+    fn replace_and_remove_files_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["sys", "etc", "tmp"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        let root = Root::open(dir.path()).unwrap();
+        let f = "/etc/a/b/c.conf";
+        assert_eq!(root.missing_dirs(f), vec!["/etc/a", "/etc/a/b"]);
+        root.probe_create(f).unwrap();
+        root.replace_file(f, b"one\n").unwrap();
+        assert_eq!(root.read(f).unwrap(), b"one\n");
+        root.replace_file(f, b"two\n").unwrap();
+        root.probe_write(f).unwrap();
+        assert_eq!(root.read(f).unwrap(), b"two\n", "a probe writes nothing");
+        root.remove_file(f).unwrap();
+        assert!(!root.exists(f));
+        assert!(root.remove_empty_dir("/etc/a/b").unwrap());
+        assert!(!root.remove_empty_dir("/etc").unwrap(), "not empty: kept");
+        // A link leading out of the root is followed inside it, never outside.
+        std::os::unix::fs::symlink("/tmp", dir.path().join("etc/out")).unwrap();
+        root.replace_file("/etc/out/hk-root-test", b"x").unwrap();
+        assert!(dir.path().join("tmp/hk-root-test").exists());
+        assert!(!Path::new("/tmp/hk-root-test").exists());
+    }
+
+    #[test]
     fn a_root_without_sys_or_proc_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let err = Root::open(dir.path()).err().unwrap().to_string();
