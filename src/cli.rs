@@ -148,33 +148,33 @@ hostknob never writes a boot loader's configuration."
     Persist(PersistArgs),
 }
 
+/// Which knobs an apply or a revert is about.
 #[derive(Args, Debug)]
-pub struct ApplyArgs {
+pub struct KnobChoice {
     /// Knob ids (see `hostknob knobs`).
     #[arg(value_name = "KNOB")]
     pub knobs: Vec<String>,
-    /// Every knob of the manifest that targets this host.
+    /// apply: every knob that targets this host; revert: everything the journal holds.
     #[arg(long, conflicts_with = "knobs")]
     pub all: bool,
-    /// Show the plan and check it; write nothing, take no lock.
-    #[arg(long)]
-    pub dry_run: bool,
     /// Wait for another apply or revert to finish instead of failing at once.
     #[arg(long)]
     pub wait: bool,
 }
 
 #[derive(Args, Debug)]
-pub struct RevertArgs {
-    /// Knob ids whose recorded values to restore.
-    #[arg(value_name = "KNOB")]
-    pub knobs: Vec<String>,
-    /// Everything the journal holds.
-    #[arg(long, conflicts_with = "knobs")]
-    pub all: bool,
-    /// Wait for another apply or revert to finish instead of failing at once.
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub choice: KnobChoice,
+    /// Show the plan and check it; write nothing, take no lock.
     #[arg(long)]
-    pub wait: bool,
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RevertArgs {
+    #[command(flatten)]
+    pub choice: KnobChoice,
 }
 
 #[derive(Args, Debug)]

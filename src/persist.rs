@@ -74,27 +74,32 @@ fn header(knob: &Knob, host: &str) -> String {
     )
 }
 
+/// Where the knob's `persistence:` is written (`file:line`), and the
+/// mechanisms its kind allows other than `runtime`: what to tell someone
+/// who wants a runtime knob permanent.
+pub fn how_to_persist(knob: &Knob) -> (String, Vec<&'static str>) {
+    let at = knob.source.error("persistence", "");
+    let durable = knob
+        .spec
+        .persistence_allowed()
+        .iter()
+        .filter(|p| **p != Persistence::Runtime)
+        .map(|p| p.as_str())
+        .collect();
+    (
+        format!("{}:{}", at.file.display(), at.line.unwrap_or(1)),
+        durable,
+    )
+}
+
 /// The artifact for `knob` on this host, or why there is none.
 pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
     let id = &knob.id;
     let mechanism = knob.persistence;
-    let refuse_by_design = |what: &str| {
-        let at = knob.source.error("persistence", "");
-        format!(
-            "{}:{}: persistence: {id} is `{mechanism}`: {what}",
-            at.file.display(),
-            at.line.unwrap_or(1)
-        )
-    };
+    let (at, durable) = how_to_persist(knob);
+    let refuse_by_design = |what: &str| format!("{at}: persistence: {id} is `{mechanism}`: {what}");
     match mechanism {
         Persistence::Runtime => {
-            let durable: Vec<&str> = knob
-                .spec
-                .persistence_allowed()
-                .iter()
-                .filter(|p| **p != Persistence::Runtime)
-                .map(|p| p.as_str())
-                .collect();
             return Err(refuse_by_design(&format!(
                 "nothing persists it, by the manifest's decision; to make it permanent, change \
                  it to {} in the manifest (reviewed like code), then run `hostknob persist {id}`",
@@ -269,7 +274,7 @@ pub fn install_or_remove(
         )));
     };
     let ledger_path = ledger::path_for(&s.manifest_dir, &s.host.name);
-    validate::permissions(root, [(path, true)])
+    validate::permissions(root, [(path, true)], false)
         .and_then(|_| validate::ledger_writable(&ledger_path))
         .map_err(ApplyError::Refused)?;
     let _lock = s.lock(wait)?;
@@ -308,9 +313,7 @@ pub fn install_or_remove(
     } else {
         ledger::Action::Unpersisted
     };
-    let entry = ledger_entry(&s.host.name, knob, action, changes, &who());
-    ledger::append(&s.manifest_dir, &entry)
-        .map_err(|e| ApplyError::Unrecorded(format!("the ledger could not be written: {e:#}")))?;
+    s.record(&ledger_entry(&s.host.name, knob, action, changes, &who()))?;
     outcome.ledger = Some(ledger_path.display().to_string());
     Ok(outcome)
 }

@@ -340,8 +340,14 @@ impl Root {
         if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let magic = st.f_type as i64;
-        Ok(magic == libc::SYSFS_MAGIC as i64 || magic == libc::PROC_SUPER_MAGIC as i64)
+        // The field's and the constants' types differ between architectures.
+        #[allow(clippy::unnecessary_cast)]
+        let (magic, sysfs, proc) = (
+            st.f_type as i64,
+            libc::SYSFS_MAGIC as i64,
+            libc::PROC_SUPER_MAGIC as i64,
+        );
+        Ok(magic == sysfs || magic == proc)
     }
 
     /// The ancestors of `logical` that do not exist yet, outermost first:

@@ -6,23 +6,16 @@
 mod common_apply;
 mod common_manifest;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common_apply::*;
-use common_manifest::{copy_host, write_files};
 
 const ITERATIONS: usize = 60;
 /// Test-only delay before each write (ms): spreads an apply over time so
 /// that random kills land between writes as well as inside them.
 const DELAY_MS: u64 = 4;
-
-fn vm() -> (tempfile::TempDir, PathBuf) {
-    let (tmp, root) = copy_host("fc-haltpoll-2cpu");
-    write_files(&root, &[UNIT]);
-    (tmp, root)
-}
 
 /// xorshift64*: reproducible from the printed seed.
 struct Rng(u64);
@@ -113,15 +106,8 @@ fn sigkill_before_each_write_then_revert_restores_the_tree() {
     let m = knobs(&VM_KNOBS);
     for k in 0..6 {
         let gate = tempfile::tempdir().unwrap();
-        for i in 0..k {
-            std::fs::write(gate.path().join(format!("go-{i}")), "").unwrap();
-        }
-        let mut child = command(&root, m.path(), &["apply", "--all"])
-            .env(hostknob::apply::GATE_VAR, gate.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        open_gate(gate.path(), k);
+        let mut child = gated(&root, m.path(), &["apply", "--all"], gate.path());
         wait_for(&gate.path().join(format!("at-{k}")));
         child.kill().unwrap();
         child.wait().unwrap();
@@ -161,12 +147,7 @@ fn two_applies_at_once_one_fails_naming_the_other_or_waits() {
     let m = knobs(&VM_KNOBS);
     let gate = tempfile::tempdir().unwrap();
     // The first apply holds the lock, stopped before its first write.
-    let first = command(&root, m.path(), &["apply", "idle", "thp"])
-        .env(hostknob::apply::GATE_VAR, gate.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let first = gated(&root, m.path(), &["apply", "idle", "thp"], gate.path());
     wait_for(&gate.path().join("at-0"));
     let journal_then = journal(&root);
 
@@ -196,9 +177,7 @@ fn two_applies_at_once_one_fails_naming_the_other_or_waits() {
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-    for i in 0..3 {
-        std::fs::write(gate.path().join(format!("go-{i}")), "").unwrap();
-    }
+    open_gate(gate.path(), 3);
     ok(&first.wait_with_output().unwrap());
     ok(&second.wait_with_output().unwrap());
     // One apply's entries, then the other's: never interleaved.

@@ -8,18 +8,10 @@ mod common_manifest;
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 
 use common_apply::*;
-use common_manifest::{copy_host, write_files};
-
-/// A copy of the VM with the unit the allocator knob targets.
-fn vm() -> (tempfile::TempDir, PathBuf) {
-    let (tmp, root) = copy_host("fc-haltpoll-2cpu");
-    write_files(&root, &[UNIT]);
-    (tmp, root)
-}
 
 /// The files `apply --all` of [`VM_KNOBS`] writes, in its order (from the
 /// journal of a scratch apply).
@@ -76,16 +68,9 @@ fn a_target_failing_in_the_middle_of_an_apply_is_rolled_back_at_every_position()
         let (_tmp, root) = vm();
         let pristine = tree(&root);
         let gate = tempfile::tempdir().unwrap();
-        for i in 0..k {
-            std::fs::write(gate.path().join(format!("go-{i}")), "").unwrap();
-        }
+        open_gate(gate.path(), k);
         let m = knobs(&VM_KNOBS);
-        let child = command(&root, m.path(), &["apply", "--all"])
-            .env(hostknob::apply::GATE_VAR, gate.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = gated(&root, m.path(), &["apply", "--all"], gate.path());
         wait_for(&gate.path().join(format!("at-{k}")));
         let undo = make_unwritable(&root, path);
         std::fs::write(gate.path().join(format!("go-{k}")), "").unwrap();
@@ -305,4 +290,76 @@ fn a_read_only_sys_is_refused_before_writing_anything() {
         &["/sys/devices/system/cpu/cpu0/cpuidle/state1/disable is on a read-only file system"],
     );
     assert_tree(&before, &root, "read-only /sys");
+}
+
+/// A write the file accepts but does not keep (as a kernel clamps a value):
+/// the read-back catches it and everything is put back. The file is a link
+/// to a null device inside the copy, which takes any write and keeps none.
+#[test]
+fn a_write_that_does_not_read_back_is_rolled_back() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: making a device node in the copy needs root");
+        return;
+    }
+    let (_tmp, root) = vm();
+    std::fs::create_dir_all(root.join("dev")).unwrap();
+    let null = root.join("dev/null");
+    let c = std::ffi::CString::new(null.to_str().unwrap()).unwrap();
+    let dev = libc::makedev(1, 3);
+    assert_eq!(
+        unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, dev) },
+        0
+    );
+    let target = "/sys/devices/system/cpu/cpu1/cpuidle/state1/disable";
+    let file = root.join(target.trim_start_matches('/'));
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink("/dev/null", &file).unwrap();
+    let before = tree(&root);
+    let m = knobs(&VM_KNOBS);
+    let o = run(&root, m.path(), &["apply", "idle", "thp"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains(&format!(
+            "{target}: the write did not take: read back \"\", expected \"disabled\""
+        )),
+        "{e}"
+    );
+    assert!(
+        e.contains(
+            "the 2 files already written were restored and read back: the host is as it was"
+        ),
+        "{e}"
+    );
+    assert_tree(&before, &root, "after a failed read-back");
+    assert!(journal(&root).is_empty());
+}
+
+/// Revert restores what it can; a file that is gone stays in the journal,
+/// named, until it can be restored.
+#[test]
+fn revert_restores_what_it_can_and_keeps_what_it_cannot() {
+    let (_tmp, root) = vm();
+    let pristine = tree(&root);
+    let m = knobs(&VM_KNOBS);
+    ok(&run(&root, m.path(), &["apply", "idle", "thp"]));
+    let gone = "/sys/devices/system/cpu/cpu1/cpuidle/state1/disable";
+    let file = root.join(gone.trim_start_matches('/'));
+    std::fs::rename(&file, file.with_extension("away")).unwrap();
+    let o = run(&root, m.path(), &["revert", "--all"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("restored 2 files, but not 1") && e.contains(gone),
+        "{e}"
+    );
+    assert_eq!(journal_paths(&root), vec![gone]);
+    assert_eq!(
+        std::fs::read_to_string(root.join("sys/kernel/mm/transparent_hugepage/enabled")).unwrap(),
+        "always [madvise] never\n"
+    );
+    // The file is back (the CPU came online again): the rest is restored.
+    std::fs::rename(file.with_extension("away"), &file).unwrap();
+    ok(&run(&root, m.path(), &["revert", "--all"]));
+    assert_tree(&pristine, &root, "after the second revert");
 }

@@ -6,6 +6,7 @@
 //! included: other work measures on this machine.
 
 mod common_apply;
+mod common_manifest;
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};

@@ -4,17 +4,11 @@
 mod common_apply;
 mod common_manifest;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common_apply::*;
-use common_manifest::{audit_json, copy_host, knob, write_files};
-
-fn vm() -> (tempfile::TempDir, PathBuf) {
-    let (tmp, root) = copy_host("fc-haltpoll-2cpu");
-    write_files(&root, &[UNIT]);
-    (tmp, root)
-}
+use common_manifest::{audit_json, knob};
 
 /// The knobs of [`VM_KNOBS`] that attribute files hold, persisted by tmpfiles.d.
 fn tmpfiles_knobs() -> Vec<(&'static str, String)> {

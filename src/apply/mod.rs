@@ -64,6 +64,13 @@ impl<'r> Session<'r> {
         Journal::open(&self.state_dir)
     }
 
+    /// Appends an event to this host's ledger.
+    pub fn record(&self, entry: &ledger::Entry) -> Result<(), ApplyError> {
+        ledger::append(&self.manifest_dir, entry)
+            .map(drop)
+            .map_err(|e| ApplyError::Unrecorded(format!("the ledger could not be written: {e:#}")))
+    }
+
     /// Takes the state directory's lock (or waits for it, with `wait`).
     pub fn lock(&self, wait: bool) -> Result<Lock, ApplyError> {
         Lock::acquire(&self.state_dir, wait).map_err(|e| self.lock_refusal(e))
@@ -271,6 +278,7 @@ pub fn apply(
             .steps
             .iter()
             .map(|st| (st.write.path.as_str(), st.write.mode == WriteMode::File)),
+        false,
     )
     .and_then(|_| match opts.record && !planned.steps.is_empty() {
         true => validate::ledger_writable(&ledger_path),
@@ -358,9 +366,7 @@ pub fn apply(
                 apply_groups(&p.writes),
                 &user,
             );
-            ledger::append(&s.manifest_dir, &entry).map_err(|e| {
-                ApplyError::Unrecorded(format!("the ledger could not be written: {e:#}"))
-            })?;
+            s.record(&entry)?;
         }
         outcome.ledger = Some(ledger_path.display().to_string());
     }
@@ -501,20 +507,11 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
     let id = &knob.id;
     let line = match knob.persistence {
         Persistence::Runtime => {
-            let durable: Vec<&str> = knob
-                .spec
-                .persistence_allowed()
-                .iter()
-                .filter(|p| **p != Persistence::Runtime)
-                .map(|p| p.as_str())
-                .collect();
-            let field = knob.source.error("persistence", "");
+            let (at, durable) = crate::persist::how_to_persist(knob);
             format!(
                 "runtime only: lost at the next boot; to make it permanent set `persistence: {}` \
-                 at {}:{} and run `hostknob persist {id} --install`",
-                durable.join(" | "),
-                field.file.display(),
-                field.line.unwrap_or(1)
+                 at {at} and run `hostknob persist {id} --install`",
+                durable.join(" | ")
             )
         }
         Persistence::Hold => {
@@ -634,6 +631,7 @@ pub fn revert(
         chosen
             .iter()
             .map(|e| (e.path.as_str(), e.mode == WriteMode::File)),
+        true,
     )
     .map_err(ApplyError::Refused)?;
 
@@ -648,11 +646,13 @@ pub fn revert(
     }
     restored.reverse();
     let paths: Vec<String> = restored.iter().map(|(e, _)| e.path.clone()).collect();
-    journal.forget(&paths).map_err(|e| {
-        ApplyError::Unrecorded(format!(
-            "the restored files could not be dropped from the journal: {e:#}"
-        ))
-    })?;
+    if !paths.is_empty() {
+        journal.forget(&paths).map_err(|e| {
+            ApplyError::Unrecorded(format!(
+                "the restored files could not be dropped from the journal: {e:#}"
+            ))
+        })?;
+    }
 
     let mut knobs: Vec<KnobRevert> = Vec::new();
     for (e, _) in &restored {
@@ -695,9 +695,7 @@ pub fn revert(
                 k.changes.clone(),
                 &user,
             );
-            ledger::append(&s.manifest_dir, &entry).map_err(|e| {
-                ApplyError::Unrecorded(format!("the ledger could not be written: {e:#}"))
-            })?;
+            s.record(&entry)?;
         }
         outcome.ledger = Some(
             ledger::path_for(&s.manifest_dir, &s.host.name)

@@ -55,10 +55,13 @@ pub fn refusal(id: &str, blocked: &[Blocked]) -> Result<(), String> {
 
 /// Permission, asked of the kernel without writing: each existing target is
 /// opened for writing and closed; for a file to be created, its nearest
-/// existing directory must be writable.
+/// existing directory must be writable. With `access_only`, only a refusal
+/// of access (no permission, a read-only file system) fails the check;
+/// other errors (a file that is gone) are left to each write to report.
 pub fn permissions<'p>(
     root: &Root,
     paths: impl IntoIterator<Item = (&'p str, bool)>,
+    access_only: bool,
 ) -> Result<(), String> {
     for (path, whole_file) in paths {
         let r = if whole_file && !root.exists(path) {
@@ -66,7 +69,18 @@ pub fn permissions<'p>(
         } else {
             root.probe_write(path)
         };
-        r.map_err(|e| describe_write_error(path, &e))?;
+        match r {
+            Err(e)
+                if !access_only
+                    || matches!(
+                        e.raw_os_error(),
+                        Some(libc::EACCES | libc::EPERM | libc::EROFS)
+                    ) =>
+            {
+                return Err(describe_write_error(path, &e));
+            }
+            _ => {}
+        }
     }
     Ok(())
 }

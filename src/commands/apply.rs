@@ -9,10 +9,10 @@ pub fn run(g: &Global, args: &ApplyArgs) -> Result<i32> {
     let t = super::Target::open(g)?;
     let manifest = manifest::load(&t.manifest_dir)?;
     let session = t.session(g);
-    let knobs = apply::select(&manifest, &t.host, &args.knobs, args.all)?;
+    let knobs = apply::select(&manifest, &t.host, &args.choice.knobs, args.choice.all)?;
     let opts = ApplyOptions {
         dry_run: args.dry_run,
-        wait: args.wait,
+        wait: args.choice.wait,
         record: true,
     };
     let outcome = apply::apply(&session, &knobs, &opts)?;

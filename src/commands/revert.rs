@@ -6,7 +6,8 @@ use crate::manifest;
 use crate::render;
 
 pub fn run(g: &Global, args: &RevertArgs) -> Result<i32> {
-    if args.knobs.is_empty() && !args.all {
+    let c = &args.choice;
+    if c.knobs.is_empty() && !c.all {
         bail!("name the knobs to revert, or pass --all: nothing was changed");
     }
     let t = super::Target::open(g)?;
@@ -22,7 +23,7 @@ pub fn run(g: &Global, args: &RevertArgs) -> Result<i32> {
         }
     };
     let session = t.session(g);
-    let outcome = apply::revert(&session, manifest.as_ref(), &args.knobs, args.wait)?;
+    let outcome = apply::revert(&session, manifest.as_ref(), &c.knobs, c.wait)?;
     match render::machine(g.format, &outcome)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::apply::revert_table(&outcome)),

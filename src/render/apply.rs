@@ -165,13 +165,14 @@ pub fn persist_hints(a: &Artifact) -> String {
             )
         }
     }
-    for c in &a.commands {
-        out += &format!("  {c}\n");
-    }
-    for n in &a.notes {
-        out += &format!("hostknob: {n}\n");
-    }
+    out += &prefixed("  ", &a.commands);
+    out += &prefixed("hostknob: ", &a.notes);
     out
+}
+
+/// One line per item, each after `prefix`.
+fn prefixed(prefix: &str, items: &[String]) -> String {
+    items.iter().map(|i| format!("{prefix}{i}\n")).collect()
 }
 
 pub fn persist_table(o: &PersistOutcome, a: &Artifact) -> String {
@@ -180,12 +181,8 @@ pub fn persist_table(o: &PersistOutcome, a: &Artifact) -> String {
         out += &format!("recorded in: {l}\n");
     }
     if o.action == "installed" {
-        for c in &a.commands {
-            out += &format!("then run: {c}\n");
-        }
-        for n in &a.notes {
-            out += &format!("note: {n}\n");
-        }
+        out += &prefixed("then run: ", &a.commands);
+        out += &prefixed("note: ", &a.notes);
     }
     out
 }

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+
+use crate::common_manifest::{copy_host, write_files};
 
 /// One entry of a tree: what it is, its bytes (or link target), its permission bits.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,6 +186,31 @@ pub const UNIT: (&str, &str) = (
     "etc/systemd/system/rpc-node.service",
     "[Unit]\nDescription=rpc\n[Service]\nExecStart=/usr/bin/rpc-node\n",
 );
+
+/// A copy of the VM capture with the unit the allocator knob targets.
+pub fn vm() -> (tempfile::TempDir, PathBuf) {
+    let (tmp, root) = copy_host("fc-haltpoll-2cpu");
+    write_files(&root, &[UNIT]);
+    (tmp, root)
+}
+
+/// Starts `hostknob ARGS` with the test-only write gate on `gate`
+/// (it stops before write I until `gate/go-I` exists); output piped.
+pub fn gated(root: &Path, manifest: &Path, args: &[&str], gate: &Path) -> Child {
+    command(root, manifest, args)
+        .env(hostknob::apply::GATE_VAR, gate)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Lets a gated apply make its first `n` writes.
+pub fn open_gate(gate: &Path, n: usize) {
+    for i in 0..n {
+        std::fs::write(gate.join(format!("go-{i}")), "").unwrap();
+    }
+}
 
 /// Knobs of every kind the VM capture (fc-haltpoll-2cpu) can take, one write each
 /// but the idle state (one per CPU): 6 writes, the last one creating a drop-in.
