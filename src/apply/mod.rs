@@ -312,46 +312,8 @@ pub fn apply(
     }
 
     let journal = s.journal();
-    let known: HashSet<String> = journal
-        .entries()
-        .map_err(|e| ApplyError::Refused(format!("{e:#}")))?
-        .into_iter()
-        .map(|e| e.path)
-        .collect();
-    let entries = journal_entries(root, &planned).map_err(ApplyError::Refused)?;
-    journal.record(&entries).map_err(|e| {
-        ApplyError::Refused(format!(
-            "cannot write the journal {}: {e:#}",
-            journal.path().display()
-        ))
-    })?;
-    let mut fresh: Vec<String> = entries
-        .iter()
-        .map(|e| e.path.clone())
-        .filter(|p| !known.contains(p))
-        .collect();
-    fresh.dedup();
-
-    let hooks = hooks::Hooks::from_env();
-    let mut touched: Vec<usize> = Vec::new();
-    for (i, st) in planned.steps.iter().enumerate() {
-        hooks.before_write(i);
-        let knob = planned.knobs[st.knob].knob;
-        let what = match st.write.mode {
-            WriteMode::File => Put::File(&st.write.after),
-            _ => Put::Attribute(&st.write.after),
-        };
-        let result = write::put(root, &st.write.path, what, || {
-            confirm(knob.spec.as_ref(), &s.host, &st.write)
-        });
-        if let Err(f) = result {
-            if f.touched {
-                touched.push(i);
-            }
-            return Err(rollback(root, &journal, &entries, &touched, &fresh, f.why));
-        }
-        touched.push(i);
-    }
+    let (entries, fresh) = journal_before(root, &journal, &planned)?;
+    write_in_order(s, &planned, &journal, &entries, &fresh)?;
     outcome.written = planned.steps.len();
     outcome.journal = Some(journal.path().display().to_string());
     // What persists each knob is known only now (an allocator's drop-in is its persistence).
@@ -371,6 +333,68 @@ pub fn apply(
         outcome.ledger = Some(ledger_path.display().to_string());
     }
     Ok(outcome)
+}
+
+/// Records every file's value before the first write, durably. Returns the
+/// entries (this apply's own record, index for index with the steps) and
+/// the paths the journal did not hold yet.
+fn journal_before(
+    root: &Root,
+    journal: &Journal,
+    planned: &Planned,
+) -> Result<(Vec<journal::Entry>, Vec<String>), ApplyError> {
+    let known: HashSet<String> = journal
+        .entries()
+        .map_err(|e| ApplyError::Refused(format!("{e:#}")))?
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    let entries = journal_entries(root, planned).map_err(ApplyError::Refused)?;
+    journal.record(&entries).map_err(|e| {
+        ApplyError::Refused(format!(
+            "cannot write the journal {}: {e:#}",
+            journal.path().display()
+        ))
+    })?;
+    let fresh = entries
+        .iter()
+        .map(|e| e.path.clone())
+        .filter(|p| !known.contains(p))
+        .collect();
+    Ok((entries, fresh))
+}
+
+/// Writes every step in order, reading each back; on the first failure
+/// restores what was touched, in reverse.
+fn write_in_order(
+    s: &Session,
+    planned: &Planned,
+    journal: &Journal,
+    entries: &[journal::Entry],
+    fresh: &[String],
+) -> Result<(), ApplyError> {
+    let root = s.root();
+    let hooks = hooks::Hooks::from_env();
+    let mut touched: Vec<usize> = Vec::new();
+    for (i, st) in planned.steps.iter().enumerate() {
+        hooks.before_write(i);
+        let knob = planned.knobs[st.knob].knob;
+        let what = match st.write.mode {
+            WriteMode::File => Put::File(&st.write.after),
+            _ => Put::Attribute(&st.write.after),
+        };
+        let result = write::put(root, &st.write.path, what, || {
+            confirm(knob.spec.as_ref(), &s.host, &st.write)
+        });
+        if let Err(f) = result {
+            if f.touched {
+                touched.push(i);
+            }
+            return Err(rollback(root, journal, entries, &touched, fresh, f.why));
+        }
+        touched.push(i);
+    }
+    Ok(())
 }
 
 /// Reads a written file back and checks it in the knob's words.
