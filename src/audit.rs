@@ -343,8 +343,28 @@ struct Applied {
     when: u64,
     label: String,
     persistence: Persistence,
-    /// Values before the apply, by path (ledger entries only).
-    before: BTreeMap<String, String>,
+    /// The files it changed, with their values before (ledger entries only).
+    changes: Vec<ledger::Change>,
+}
+
+impl Applied {
+    /// The value `target` had before the apply: from the change naming its
+    /// path, or the group (`cpu*`) covering it and its CPUs.
+    fn before(&self, target: &Target) -> Option<&str> {
+        self.changes
+            .iter()
+            .find(|c| {
+                c.path == target.path
+                    || (glob::Pattern::new(&c.path).is_ok_and(|p| p.matches(&target.path))
+                        && match (&c.cpus, &target.cpus) {
+                            (Some(group), Some(own)) => {
+                                own.as_slice().iter().all(|cpu| group.contains(*cpu))
+                            }
+                            _ => true,
+                        })
+            })
+            .and_then(|c| c.before.as_deref())
+    }
 }
 
 fn last_applied(knob: &Knob, host: &str, ledger: &[ledger::Entry]) -> Option<Applied> {
@@ -359,11 +379,6 @@ fn last_applied(knob: &Knob, host: &str, ledger: &[ledger::Entry]) -> Option<App
             Action::Reverted => false,
             _ => continue,
         };
-        let before = e
-            .changes
-            .iter()
-            .filter_map(|c| Some((c.path.clone(), c.before.clone()?)))
-            .collect();
         events.push((
             when,
             applied,
@@ -371,7 +386,7 @@ fn last_applied(knob: &Knob, host: &str, ledger: &[ledger::Entry]) -> Option<App
                 when,
                 label: format!("ledger {}", e.timestamp),
                 persistence: e.persistence,
-                before,
+                changes: e.changes.clone(),
             },
         ));
     }
@@ -388,7 +403,7 @@ fn last_applied(knob: &Knob, host: &str, ledger: &[ledger::Entry]) -> Option<App
                 when: h.when,
                 label: format!("history {}", h.date),
                 persistence: h.persistence,
-                before: BTreeMap::new(),
+                changes: Vec::new(),
             },
         ));
     }
@@ -477,7 +492,7 @@ fn persisted(
                     }
                 }
             }
-            Ok(by.into_iter().collect::<Vec<_>>().join(", "))
+            Ok(by_files(by))
         }
         Persistence::SysctlD => {
             let mut by = BTreeSet::new();
@@ -500,9 +515,40 @@ fn persisted(
                     }
                 }
             }
-            Ok(by.into_iter().collect::<Vec<_>>().join(", "))
+            Ok(by_files(by))
         }
     }
+}
+
+/// `file:line` places, one per file: `a.conf:2`, or `b.conf (320 lines)`.
+fn by_files(places: BTreeSet<String>) -> String {
+    let mut files: Vec<(String, Vec<String>)> = Vec::new();
+    for place in places {
+        let (file, line) = place.rsplit_once(':').unwrap_or((&place, ""));
+        match files.iter_mut().find(|(f, _)| f == file) {
+            Some((_, lines)) => lines.push(line.to_string()),
+            None => files.push((file.to_string(), vec![line.to_string()])),
+        }
+    }
+    files
+        .into_iter()
+        .map(|(file, lines)| match lines.as_slice() {
+            [one] => format!("{file}:{one}"),
+            many => format!("{file} ({} lines)", many.len()),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What keeps `knob` across a reboot on this host (`Ok`, naming it), or why
+/// nothing does: the check behind `ok` and `unpersisted`, for one knob.
+pub fn persistence_of(
+    knob: &Knob,
+    host: &HostCtx,
+) -> Result<Result<String, String>, crate::knob::FieldError> {
+    let survey = knob.spec.survey(host)?;
+    let config = HostConfig::read(host, &BTreeSet::from([knob.kind]), &BTreeSet::new());
+    Ok(persisted(knob, &survey.targets, host, &config))
 }
 
 /// Other things that set the same files: services, tmpfiles.d, sysctl.d, udev.
@@ -577,7 +623,9 @@ struct Judged<'t> {
 
 fn judge<'t>(target: &'t Target, persist: &Result<String, String>) -> Judged<'t> {
     let (status, detail) = match (&target.blocker, target.in_effect) {
-        (Some(Blocker::NotApplicable(r)), _) => (Status::NotApplicable, r.clone()),
+        (Some(Blocker::NotApplicable(r) | Blocker::Unreadable(r)), _) => {
+            (Status::NotApplicable, r.clone())
+        }
         (Some(Blocker::Unsupported(r)), false) => (Status::Unsupported, r.clone()),
         (_, true) => match persist {
             Ok(_) => (Status::Ok, String::new()),
@@ -610,8 +658,8 @@ fn tell_the_story(j: &mut Judged, applied: Option<&Applied>, boot: Option<u64>) 
         return;
     }
     let now = j.target.current.as_deref().unwrap_or("absent");
-    let back = match a.before.get(&j.target.path) {
-        Some(b) if j.target.restore.as_deref() == Some(b.as_str()) => {
+    let back = match a.before(j.target) {
+        Some(b) if j.target.restore.as_deref() == Some(b) => {
             format!(" (back to {b}, its value before the apply)")
         }
         _ => String::new(),

@@ -128,6 +128,86 @@ hostknob probe timer --interval 1000 --loops 10000 --pmqos-us 0\n  \
 hostknob probe rss --self-burst --duration 35s"
     )]
     Probe(crate::commands::probe::ProbeArgs),
+    /// Change knobs safely: plan (as a diff), check, journal, write, read back, record.
+    #[command(
+        long_about = "Plan every write of the chosen knobs that target this host and show it as a unified \
+diff per file (files that change alike over many CPUs as one: cpu0-319/cpuidle/state3/disable). \
+Then check every write before making the first (values the host accepts, values before that can be \
+read, permission asked without writing), take the lock in the state directory, journal the values \
+before (fsynced), write in an order that respects kernel dependencies (governor before EPP, a global \
+boost before per-policy ones) and read every file back. If any write or read-back fails, everything \
+already written is restored in reverse order and read back, and the failing file is named. On \
+success the change is appended to the ledger (<manifest>/ledger/<host>.yaml) and the knobs' caveats \
+are printed.\n\nExit codes: 0 applied (or nothing to do, or a dry run); 1 refused or failed, with \
+what happened to the host said on stderr.",
+        after_help = "Examples:\n  hostknob apply cpuidle-no-deep-state --dry-run\n  \
+sudo hostknob apply cpuidle-no-deep-state\n  sudo hostknob apply --all --wait"
+    )]
+    Apply(ApplyArgs),
+    /// Restore the values recorded before the first apply, read them back, record it.
+    #[command(
+        long_about = "Restore what the journal in the state directory recorded before the first apply \
+since the journal began (also after a crash in the middle of an apply), in reverse order, read every \
+file back, append to the ledger and drop the restored entries from the journal. Files that cannot \
+be restored stay in the journal, and revert exits 1 naming them."
+    )]
+    Revert(RevertArgs),
+    /// Print (or install) what makes a knob survive a reboot: tmpfiles.d, sysctl.d, drop-in, cmdline.
+    #[command(
+        long_about = "Produce what makes the knob survive a reboot, by the mechanism its manifest entry \
+names: systemd-tmpfiles.d `w` lines for sysfs knobs, a sysctl.d file for sysctl knobs, a systemd \
+drop-in with Environment= for allocator knobs, kernel command-line arguments for boot-time knobs. \
+Without --install the artifact goes to stdout (the file's content, or the arguments) and where it \
+would go to stderr. --install writes the file under --root (audit then reports the knob persisted); \
+--remove deletes it. Kernel command-line arguments are printed with the commands that add them; \
+hostknob never writes a boot loader's configuration."
+    )]
+    Persist(PersistArgs),
+}
+
+/// Which knobs an apply or a revert is about.
+#[derive(Args, Debug)]
+pub struct KnobChoice {
+    /// Knob ids (see `hostknob knobs`).
+    #[arg(value_name = "KNOB")]
+    pub knobs: Vec<String>,
+    /// apply: every knob that targets this host; revert: everything the journal holds.
+    #[arg(long, conflicts_with = "knobs")]
+    pub all: bool,
+    /// Wait for another apply or revert to finish instead of failing at once.
+    #[arg(long)]
+    pub wait: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub choice: KnobChoice,
+    /// Show the plan and check it; write nothing, take no lock.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RevertArgs {
+    #[command(flatten)]
+    pub choice: KnobChoice,
+}
+
+#[derive(Args, Debug)]
+pub struct PersistArgs {
+    /// The knob id.
+    #[arg(value_name = "KNOB")]
+    pub knob: String,
+    /// Write the artifact under --root.
+    #[arg(long, conflicts_with = "remove")]
+    pub install: bool,
+    /// Delete the artifact hostknob installed.
+    #[arg(long)]
+    pub remove: bool,
+    /// Wait for another hostknob holding the lock instead of failing at once.
+    #[arg(long)]
+    pub wait: bool,
 }
 
 #[derive(Args, Debug)]

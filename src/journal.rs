@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::knob::WriteMode;
+
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 pub const LOCK_FILE: &str = "lock";
 
@@ -25,12 +27,33 @@ pub const LOCK_FILE: &str = "lock";
 pub struct Entry {
     /// Logical path (`/sys/...`), as under `--root`.
     pub path: String,
-    /// The value read before the first write, as written back on revert.
-    pub before: String,
+    /// How the file is written back: a kernel attribute, or a whole file.
+    #[serde(default = "attribute")]
+    pub mode: WriteMode,
+    /// What revert writes into a kernel attribute (in the words the kernel
+    /// accepts: `madvise`, not `always [madvise] never`); for a whole file,
+    /// its content. `None`: the file did not exist, and revert removes it.
+    pub before: Option<String>,
+    /// The file's exact content as found. A plain file (a drop-in, or any
+    /// file of a captured tree) is restored to these bytes; a kernel
+    /// attribute is read back against them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found: Option<String>,
+    /// The CPUs the file acts for, to group entries like apply does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::cpulist::CpuList>,
+    /// Directories the write created for a new file, outermost first:
+    /// revert removes them again when they are empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_dirs: Vec<String>,
     /// The knob whose apply first recorded it.
     pub knob: String,
     /// RFC 3339 time it was recorded.
     pub recorded: String,
+}
+
+fn attribute() -> WriteMode {
+    WriteMode::Attribute
 }
 
 /// The state directory on the real filesystem (`<root>/var/lib/hostknob`, or
@@ -44,12 +67,35 @@ pub struct Lock {
     file: File,
 }
 
+/// Why the lock was not taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another hostknob holds it (the message names its pid).
+    Held(String),
+    /// The state directory or its lock file cannot be made or opened (not root,
+    /// a read-only file system).
+    Unavailable(anyhow::Error),
+}
+
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockError::Held(m) => f.write_str(m),
+            LockError::Unavailable(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for LockError {}
+
 impl Lock {
     /// Takes the lock, or fails at once naming the holder's pid; with `wait`,
     /// blocks until the holder is done.
-    pub fn acquire(dir: &Path, wait: bool) -> Result<Lock> {
+    pub fn acquire(dir: &Path, wait: bool) -> Result<Lock, LockError> {
+        let unavailable = LockError::Unavailable;
         std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create the state directory", dir.display()))?;
+            .with_context(|| format!("{}: cannot create the state directory", dir.display()))
+            .map_err(unavailable)?;
         let path = dir.join(LOCK_FILE);
         let mut file = OpenOptions::new()
             .read(true)
@@ -57,7 +103,8 @@ impl Lock {
             .create(true)
             .truncate(false)
             .open(&path)
-            .with_context(|| format!("{}: cannot open", path.display()))?;
+            .with_context(|| format!("{}: cannot open", path.display()))
+            .map_err(unavailable)?;
         let flags = if wait {
             libc::LOCK_EX
         } else {
@@ -69,20 +116,29 @@ impl Lock {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
                 let holder = holder.trim();
-                bail!(
+                return Err(LockError::Held(format!(
                     "another hostknob (pid {}) holds {}: it is applying or reverting; try again when it is done, or pass --wait",
                     if holder.is_empty() { "unknown" } else { holder },
                     path.display()
-                );
+                )));
             }
-            return Err(err).with_context(|| format!("{}: cannot lock", path.display()));
+            return Err(unavailable(
+                anyhow::Error::new(err).context(format!("{}: cannot lock", path.display())),
+            ));
         }
-        file.set_len(0)?;
-        file.seek(SeekFrom::Start(0))?;
-        write!(file, "{}", std::process::id())?;
-        file.flush()?;
+        stamp(&mut file)
+            .with_context(|| format!("{}: cannot write", path.display()))
+            .map_err(unavailable)?;
         Ok(Lock { file })
     }
+}
+
+/// Leaves the holder's pid in the lock file, for the message of a second hostknob.
+fn stamp(file: &mut File) -> std::io::Result<()> {
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0))?;
+    write!(file, "{}", std::process::id())?;
+    file.flush()
 }
 
 impl Drop for Lock {
@@ -193,7 +249,11 @@ mod tests {
     fn entry(path: &str, before: &str) -> Entry {
         Entry {
             path: path.into(),
-            before: before.into(),
+            mode: WriteMode::Attribute,
+            before: Some(before.into()),
+            found: Some(format!("{before}\n")),
+            cpus: None,
+            created_dirs: Vec::new(),
             knob: "k".into(),
             recorded: "t".into(),
         }
@@ -214,7 +274,14 @@ mod tests {
             1
         );
         let e = j.entries().unwrap();
-        assert_eq!(e.iter().find(|e| e.path == "/sys/a").unwrap().before, "0");
+        assert_eq!(
+            e.iter()
+                .find(|e| e.path == "/sys/a")
+                .unwrap()
+                .before
+                .as_deref(),
+            Some("0")
+        );
         j.forget(&["/sys/a".into(), "/sys/c".into()]).unwrap();
         assert_eq!(j.entries().unwrap(), vec![entry("/sys/b", "1")]);
     }

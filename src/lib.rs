@@ -4,6 +4,7 @@
 //! touch host files, `inventory` reads facts, `render` presents them,
 //! `commands` holds one file per subcommand.
 
+pub mod apply;
 pub mod audit;
 pub mod capture;
 pub mod cli;
@@ -14,6 +15,7 @@ pub mod inventory;
 pub mod journal;
 pub mod knob;
 pub mod manifest;
+pub mod persist;
 pub mod probe;
 pub mod render;
 pub mod root;

@@ -273,11 +273,233 @@ impl Root {
     /// Writes `value` to an existing file (sysfs style: no create, no truncate
     /// semantics beyond what the file does) and flushes.
     pub fn write_existing(&self, logical: &str, value: &[u8]) -> io::Result<()> {
-        let fd = self.open_raw(logical, libc::O_WRONLY | libc::O_TRUNC, 0)?;
-        let mut f = File::from(fd);
+        let mut f = self.open_write(logical)?;
         f.write_all(value)?;
         f.flush()
     }
+
+    /// Opens an existing file for one write (truncating a plain file).
+    pub fn open_write(&self, logical: &str) -> io::Result<File> {
+        Ok(File::from(self.open_raw(
+            logical,
+            libc::O_WRONLY | libc::O_TRUNC,
+            0,
+        )?))
+    }
+
+    /// Whether `write_existing` could write the file, asked without writing:
+    /// the file is opened for writing and closed. A kernel attribute changes
+    /// only on a write (a zero-length one included), never on an open; no
+    /// truncation; a FIFO is refused instead of waited on.
+    pub fn probe_write(&self, logical: &str) -> io::Result<()> {
+        self.open_raw(
+            logical,
+            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+            0,
+        )
+        .map(drop)
+    }
+
+    /// Whether a new file could be created at `logical`: its nearest existing
+    /// ancestor must be a directory this process may write (checked with
+    /// `faccessat2`, which also reports a read-only file system).
+    pub fn probe_create(&self, logical: &str) -> io::Result<()> {
+        let mut dir = split_parent(logical).0;
+        loop {
+            match self.open_raw(dir, libc::O_PATH | libc::O_DIRECTORY, 0) {
+                Ok(fd) => {
+                    let empty = c"";
+                    let r = unsafe {
+                        libc::syscall(
+                            libc::SYS_faccessat2,
+                            fd.as_raw_fd(),
+                            empty.as_ptr(),
+                            libc::W_OK,
+                            libc::AT_EMPTY_PATH | libc::AT_EACCESS,
+                        )
+                    };
+                    return if r == 0 {
+                        Ok(())
+                    } else {
+                        Err(io::Error::last_os_error())
+                    };
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) && dir != "/" => {
+                    dir = split_parent(dir).0;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Whether the file is a kernel attribute (on sysfs or procfs) rather than
+    /// a plain file, such as one in a captured tree.
+    pub fn is_kernel_file(&self, logical: &str) -> io::Result<bool> {
+        let fd = self.open_raw(logical, libc::O_PATH, 0)?;
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The field's and the constants' types differ between architectures.
+        #[allow(clippy::unnecessary_cast)]
+        let (magic, sysfs, proc) = (
+            st.f_type as i64,
+            libc::SYSFS_MAGIC as i64,
+            libc::PROC_SUPER_MAGIC as i64,
+        );
+        Ok(magic == sysfs || magic == proc)
+    }
+
+    /// The ancestors of `logical` that do not exist yet, outermost first:
+    /// what [`Root::replace_file`] would create.
+    pub fn missing_dirs(&self, logical: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut dir = split_parent(logical).0;
+        while dir != "/" && !self.exists(dir) {
+            out.push(dir.to_string());
+            dir = split_parent(dir).0;
+        }
+        out.reverse();
+        out
+    }
+
+    /// Creates or replaces a whole file atomically: missing parent
+    /// directories are made (0755), the bytes go to a temporary file beside
+    /// it, which is synced and renamed over the name, and the directory is
+    /// synced. A file that existed keeps its permission bits; a new one gets
+    /// 0644. On failure before the rename, the temporary file and the
+    /// directories made are removed again: nothing is left half-done.
+    pub fn replace_file(&self, logical: &str, bytes: &[u8]) -> io::Result<()> {
+        let mut created = Vec::new();
+        let result = self
+            .make_dirs(logical, &mut created)
+            .and_then(|_| self.write_and_rename(logical, bytes));
+        if result.is_err() {
+            let _ = self.discard_partial(logical);
+            for dir in created.iter().rev() {
+                let _ = self.remove_empty_dir(dir);
+            }
+        }
+        result
+    }
+
+    fn make_dirs(&self, logical: &str, created: &mut Vec<String>) -> io::Result<()> {
+        for dir in self.missing_dirs(logical) {
+            let (parent, name) = split_parent(&dir);
+            let pfd = self.open_raw(parent, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+            let c = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+            if unsafe { libc::mkdirat(pfd.as_raw_fd(), c.as_ptr(), 0o755) } != 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EEXIST) {
+                    return Err(e);
+                }
+            } else {
+                created.push(dir);
+            }
+        }
+        Ok(())
+    }
+
+    fn write_and_rename(&self, logical: &str, bytes: &[u8]) -> io::Result<()> {
+        let (parent, name) = split_parent(logical);
+        let dir = File::from(self.open_raw(parent, libc::O_RDONLY | libc::O_DIRECTORY, 0)?);
+        let cname = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let ctmp = CString::new(temp_name(name)).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let mode = if unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                cname.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        } == 0
+        {
+            st.st_mode & 0o7777
+        } else {
+            0o644
+        };
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                ctmp.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o600,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut f = unsafe { File::from_raw_fd(fd) };
+        f.write_all(bytes)?;
+        if unsafe { libc::fchmod(f.as_raw_fd(), mode) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        f.sync_all()?;
+        drop(f);
+        if unsafe {
+            libc::renameat(
+                dir.as_raw_fd(),
+                ctmp.as_ptr(),
+                dir.as_raw_fd(),
+                cname.as_ptr(),
+            )
+        } != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        dir.sync_all()
+    }
+
+    /// Removes a file and syncs its directory. Also removes the temporary
+    /// file an interrupted [`Root::replace_file`] may have left beside it.
+    pub fn remove_file(&self, logical: &str) -> io::Result<()> {
+        self.discard_partial(logical)?;
+        let (parent, name) = split_parent(logical);
+        let dir = File::from(self.open_raw(parent, libc::O_RDONLY | libc::O_DIRECTORY, 0)?);
+        unlink_at(&dir, name, 0)?;
+        dir.sync_all()
+    }
+
+    /// Removes the temporary file an interrupted [`Root::replace_file`] of
+    /// `logical` left, if any.
+    pub fn discard_partial(&self, logical: &str) -> io::Result<()> {
+        let (parent, name) = split_parent(logical);
+        let dir = match self.open_raw(parent, libc::O_RDONLY | libc::O_DIRECTORY, 0) {
+            Ok(fd) => File::from(fd),
+            Err(e) if is_absent(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match unlink_at(&dir, &temp_name(name), 0) {
+            Err(e) if e.raw_os_error() != Some(libc::ENOENT) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes a directory if it is empty; `Ok(false)` when it is not (or is gone).
+    pub fn remove_empty_dir(&self, logical: &str) -> io::Result<bool> {
+        let (parent, name) = split_parent(logical);
+        let dir = File::from(self.open_raw(parent, libc::O_RDONLY | libc::O_DIRECTORY, 0)?);
+        match unlink_at(&dir, name, libc::AT_REMOVEDIR) {
+            Ok(()) => dir.sync_all().map(|_| true),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::ENOENT)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The temporary name [`Root::replace_file`] writes before renaming: fixed,
+/// so that a later restore can find and remove one left by a crash.
+fn temp_name(name: &str) -> String {
+    format!(".{name}.hostknob-new")
+}
+
+fn unlink_at(dir: &File, name: &str, flags: i32) -> io::Result<()> {
+    let c = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), flags) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Reads a whole file. A sysfs attribute arrives whole in one read (at most a
@@ -413,6 +635,43 @@ mod tests {
         assert!(root.read("/sys/rel/hostname").is_err());
         assert!(root.read("/../../../etc/hostname").is_err());
         assert_eq!(root.resolve("/sys/ok").unwrap(), "/sys/a");
+    }
+
+    #[test]
+    fn kernel_files_are_told_from_plain_ones() {
+        let live = Root::open(Path::new("/")).unwrap();
+        assert!(live.is_kernel_file("/proc/self/stat").unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        std::fs::write(dir.path().join("proc/self/stat"), "1 (x)\n").unwrap();
+        let copy = Root::open(dir.path()).unwrap();
+        assert!(!copy.is_kernel_file("/proc/self/stat").unwrap());
+    }
+
+    #[test]
+    fn replace_and_remove_files_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["sys", "etc", "tmp"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        let root = Root::open(dir.path()).unwrap();
+        let f = "/etc/a/b/c.conf";
+        assert_eq!(root.missing_dirs(f), vec!["/etc/a", "/etc/a/b"]);
+        root.probe_create(f).unwrap();
+        root.replace_file(f, b"one\n").unwrap();
+        assert_eq!(root.read(f).unwrap(), b"one\n");
+        root.replace_file(f, b"two\n").unwrap();
+        root.probe_write(f).unwrap();
+        assert_eq!(root.read(f).unwrap(), b"two\n", "a probe writes nothing");
+        root.remove_file(f).unwrap();
+        assert!(!root.exists(f));
+        assert!(root.remove_empty_dir("/etc/a/b").unwrap());
+        assert!(!root.remove_empty_dir("/etc").unwrap(), "not empty: kept");
+        // A link leading out of the root is followed inside it, never outside.
+        std::os::unix::fs::symlink("/tmp", dir.path().join("etc/out")).unwrap();
+        root.replace_file("/etc/out/hk-root-test", b"x").unwrap();
+        assert!(dir.path().join("tmp/hk-root-test").exists());
+        assert!(!Path::new("/tmp/hk-root-test").exists());
     }
 
     #[test]

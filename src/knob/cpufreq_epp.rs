@@ -98,11 +98,11 @@ impl KnobKind for CpufreqEpp {
                     continue;
                 }
                 ReadValue::Unreadable(e) => {
-                    survey.targets.push(Target::absent(
-                        path.clone(),
+                    survey.targets.push(Target::unreadable(
+                        path,
                         Some(p.cpus.clone()),
                         &self.epp,
-                        format!("cannot read {path}: {e}"),
+                        &e,
                     ));
                     continue;
                 }

@@ -148,7 +148,7 @@ impl KnobKind for CpufreqGovernor {
                 ))),
                 Some(_) => None,
                 None => match host.value(&format!("{}/scaling_available_governors", p.dir)) {
-                    ReadValue::Unreadable(e) => Some(Blocker::NotApplicable(format!(
+                    ReadValue::Unreadable(e) => Some(Blocker::Unreadable(format!(
                         "cannot read {}/scaling_available_governors: {e}",
                         p.dir
                     ))),

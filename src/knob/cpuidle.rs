@@ -266,7 +266,7 @@ impl KnobKind for CpuidleState {
                 ReadValue::Unreadable(e) => (
                     None,
                     None,
-                    Some(Blocker::NotApplicable(format!("cannot read {path}: {e}"))),
+                    Some(Blocker::Unreadable(format!("cannot read {path}: {e}"))),
                 ),
             };
             survey.targets.push(Target {

@@ -107,10 +107,22 @@ pub enum Blocker {
     NotApplicable(String),
     /// It exists, but this host does not accept the desired value.
     Unsupported(String),
+    /// It exists but cannot be read (permission, I/O error): its value is
+    /// unknown, so it can be neither judged nor restored.
+    Unreadable(String),
+}
+
+impl Blocker {
+    /// The reason, in words.
+    pub fn reason(&self) -> &str {
+        match self {
+            Blocker::NotApplicable(r) | Blocker::Unsupported(r) | Blocker::Unreadable(r) => r,
+        }
+    }
 }
 
 /// How apply would write a target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WriteMode {
     /// Write the value into an existing kernel attribute (sysfs, /proc/sys).
@@ -161,6 +173,17 @@ impl Target {
             restore: None,
             mode: WriteMode::Attribute,
             blocker: Some(Blocker::NotApplicable(reason)),
+        }
+    }
+}
+
+impl Target {
+    /// A target that exists but cannot be read.
+    pub fn unreadable(path: String, cpus: Option<CpuList>, desired: &str, error: &str) -> Target {
+        let reason = format!("cannot read {path}: {error}");
+        Target {
+            blocker: Some(Blocker::Unreadable(reason)),
+            ..Target::absent(path, cpus, desired, String::new())
         }
     }
 }

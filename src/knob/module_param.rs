@@ -125,12 +125,11 @@ impl KnobKind for ModuleParam {
                     ),
                 ));
             }
-            ReadValue::Unreadable(e) => survey.targets.push(Target::absent(
-                path.clone(),
-                None,
-                &self.value,
-                format!("cannot read {path}: {e}"),
-            )),
+            ReadValue::Unreadable(e) => {
+                survey
+                    .targets
+                    .push(Target::unreadable(path, None, &self.value, &e))
+            }
         }
         Ok(survey)
     }

@@ -111,11 +111,11 @@ impl KnobKind for PmQosResumeLatency {
                     blocker: None,
                 }),
                 ReadValue::Absent => absent.push(cpu),
-                ReadValue::Unreadable(e) => survey.targets.push(Target::absent(
-                    path.clone(),
+                ReadValue::Unreadable(e) => survey.targets.push(Target::unreadable(
+                    path,
                     Some(CpuList::new(vec![cpu])),
                     &self.value,
-                    format!("cannot read {path}: {e}"),
+                    &e,
                 )),
             }
         }

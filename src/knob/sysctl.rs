@@ -119,7 +119,10 @@ impl KnobKind for Sysctl {
         if host.root.is_dir(&self.path) {
             return Err(FieldError::new(
                 "target.name",
-                format!("{} is a directory of sysctls, not one sysctl", self.name),
+                format!(
+                    "{} is a directory of sysctls ({}), not one sysctl",
+                    self.name, self.path
+                ),
             ));
         }
         let current = match host.value(&self.path) {
@@ -134,12 +137,9 @@ impl KnobKind for Sysctl {
                 ));
             }
             ReadValue::Unreadable(e) => {
-                survey.targets.push(Target::absent(
-                    self.path.clone(),
-                    None,
-                    &self.value,
-                    format!("cannot read {}: {e}", self.path),
-                ));
+                survey
+                    .targets
+                    .push(Target::unreadable(self.path.clone(), None, &self.value, &e));
                 return Ok(survey);
             }
         };

@@ -186,12 +186,11 @@ impl KnobKind for Sysfs {
                     });
                 }
                 ReadValue::Absent => {}
-                ReadValue::Unreadable(e) => survey.targets.push(Target::absent(
-                    path.clone(),
-                    cpus,
-                    &self.value,
-                    format!("cannot read {path}: {e}"),
-                )),
+                ReadValue::Unreadable(e) => {
+                    survey
+                        .targets
+                        .push(Target::unreadable(path, cpus, &self.value, &e))
+                }
             }
         }
         if survey.targets.is_empty() {

@@ -121,12 +121,9 @@ impl KnobKind for Thp {
                 return Ok(survey);
             }
             ReadValue::Unreadable(e) => {
-                survey.targets.push(Target::absent(
-                    path.clone(),
-                    None,
-                    &self.value,
-                    format!("cannot read {path}: {e}"),
-                ));
+                survey
+                    .targets
+                    .push(Target::unreadable(path, None, &self.value, &e));
                 return Ok(survey);
             }
         };

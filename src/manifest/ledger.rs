@@ -32,6 +32,8 @@ pub enum Action {
     Applied,
     Reverted,
     Persisted,
+    /// A persistence file hostknob installed was removed (`persist --remove`).
+    Unpersisted,
     Verified,
 }
 

@@ -1,6 +1,7 @@
 //! Renderers: tables for people, YAML/JSON for machines (stable field names,
 //! documented in the README).
 
+pub mod apply;
 pub mod audit;
 pub mod inventory;
 pub mod markdown;

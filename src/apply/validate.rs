@@ -1,0 +1,107 @@
+//! Every check apply makes before its first write. None of them changes
+//! anything: a refusal leaves the host exactly as it was.
+
+use std::path::Path;
+
+use super::plan::Planned;
+use super::write::describe_write_error;
+use crate::knob::{Blocked, Blocker, WriteMode};
+use crate::root::Root;
+
+/// The values: every target the host can take, the value accepted, the
+/// value before known (so it can be restored), and a mode apply can write.
+pub fn values(planned: &Planned) -> Result<(), String> {
+    for p in &planned.knobs {
+        refusal(&p.knob.id, &p.refused)?;
+    }
+    for s in &planned.steps {
+        let id = &planned.knobs[s.knob].knob.id;
+        match s.write.mode {
+            WriteMode::Hold => {
+                return Err(format!(
+                    "{id}: {} holds a request only while a process keeps it open; \
+                     apply cannot hold it (`persistence: hold` is for the coming `hostknob hold`)",
+                    s.write.path
+                ));
+            }
+            WriteMode::Attribute if s.write.before.is_none() => {
+                return Err(format!(
+                    "{id}: {}: its current value cannot be read, so it could not be restored",
+                    s.write.path
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The first of a knob's targets the host refuses (a value it does not
+/// accept, a file that cannot be read), as an error; not-applicable ones pass.
+pub fn refusal(id: &str, blocked: &[Blocked]) -> Result<(), String> {
+    let mut refused = blocked
+        .iter()
+        .filter(|b| !matches!(b.blocker, Blocker::NotApplicable(_)));
+    let Some(b) = refused.next() else {
+        return Ok(());
+    };
+    let reason = b.blocker.reason();
+    let more = match refused.count() {
+        0 => String::new(),
+        n => format!(" (and {n} more files)"),
+    };
+    Err(format!("{id}: {}: {reason}{more}", b.path))
+}
+
+/// Permission, asked of the kernel without writing: each existing target is
+/// opened for writing and closed; for a file to be created, its nearest
+/// existing directory must be writable. With `access_only`, only a refusal
+/// of access (no permission, a read-only file system) fails the check;
+/// other errors (a file that is gone) are left to each write to report.
+pub fn permissions<'p>(
+    root: &Root,
+    paths: impl IntoIterator<Item = (&'p str, bool)>,
+    access_only: bool,
+) -> Result<(), String> {
+    for (path, whole_file) in paths {
+        let r = if whole_file && !root.exists(path) {
+            root.probe_create(path)
+        } else {
+            root.probe_write(path)
+        };
+        match r {
+            Err(e)
+                if !access_only
+                    || matches!(
+                        e.raw_os_error(),
+                        Some(libc::EACCES | libc::EPERM | libc::EROFS)
+                    ) =>
+            {
+                return Err(describe_write_error(path, &e));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The ledger can be appended to (or created), checked without creating it.
+pub fn ledger_writable(path: &Path) -> Result<(), String> {
+    let mut p = path;
+    while !p.exists() {
+        match p.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => p = parent,
+            _ => {
+                p = Path::new(".");
+                break;
+            }
+        }
+    }
+    nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).map_err(|e| {
+        format!(
+            "cannot write the ledger {}: {} is not writable ({e})",
+            path.display(),
+            p.display()
+        )
+    })
+}

@@ -1,0 +1,175 @@
+//! The one place where apply, its rollback and revert change a file: put a
+//! value in place, then read it back. The write is a request, the read-back
+//! is the fact.
+
+use std::io::{self, Write as _};
+
+use crate::journal;
+use crate::knob::WriteMode;
+use crate::root::{Root, is_absent};
+
+/// What to put in place at a path.
+#[derive(Clone, Copy, Debug)]
+pub enum Put<'a> {
+    /// Text written into an existing file: a kernel attribute, or the plain
+    /// file standing for one in a captured tree.
+    Attribute(&'a str),
+    /// A whole file, created or replaced atomically.
+    File(&'a str),
+    /// No file: remove it, and the directories created for it when empty.
+    Absent { created_dirs: &'a [String] },
+}
+
+/// A write or read-back that did not hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub path: String,
+    /// Whether the file may have changed (the write began): then it must be restored.
+    pub touched: bool,
+    pub why: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
+/// Why writing `path` failed, in an operator's words.
+pub fn describe_write_error(path: &str, e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) if unsafe { libc::geteuid() } != 0 => {
+            format!("needs root to write {path}")
+        }
+        Some(libc::EROFS) => format!("{path} is on a read-only file system"),
+        Some(libc::EISDIR) => format!("{path} is a directory, not a file"),
+        _ => format!("cannot write {path}: {e}"),
+    }
+}
+
+/// Puts `what` in place at `path`, then runs `read_back`, which says whether
+/// the file now holds what was meant (`Err` says what it holds instead).
+pub fn put(
+    root: &Root,
+    path: &str,
+    what: Put,
+    read_back: impl FnOnce() -> Result<(), String>,
+) -> Result<(), Failure> {
+    let fail = |touched: bool, why: String| Failure {
+        path: path.to_string(),
+        touched,
+        why,
+    };
+    match what {
+        Put::Attribute(text) => {
+            let mut f = root
+                .open_write(path)
+                .map_err(|e| fail(false, describe_write_error(path, &e)))?;
+            // From here on a plain file is truncated: it counts as changed.
+            f.write_all(text.as_bytes())
+                .and_then(|_| f.flush())
+                .map_err(|e| fail(true, describe_write_error(path, &e)))?;
+        }
+        Put::File(new) => root.replace_file(path, new.as_bytes()).map_err(|e| {
+            // A failed replace leaves nothing behind, unless it failed after the rename.
+            let replaced = content(root, path).is_ok_and(|now| now.as_deref() == Some(new));
+            fail(replaced, describe_write_error(path, &e))
+        })?,
+        Put::Absent { created_dirs } => {
+            match root.remove_file(path) {
+                Err(e) if !is_absent(&e) => {
+                    return Err(fail(true, format!("cannot remove {path}: {e}")));
+                }
+                _ => {}
+            }
+            for dir in created_dirs.iter().rev() {
+                root.remove_empty_dir(dir)
+                    .map_err(|e| fail(true, format!("cannot remove {dir}: {e}")))?;
+            }
+        }
+    }
+    read_back().map_err(|why| fail(true, format!("{path}: {why}")))
+}
+
+/// The file's exact content now; `None` when it does not exist.
+pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
+    match root.read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text")),
+        Err(e) if is_absent(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Checks that `path` holds `want` (exactly, or trimmed when `trim`).
+fn holds(root: &Root, path: &str, want: Option<&str>, trim: bool) -> Result<(), String> {
+    let now = content(root, path).map_err(|e| format!("cannot read it back: {e}"))?;
+    let same = match (&now, want) {
+        (Some(n), Some(w)) if trim => n.trim() == w.trim(),
+        (n, w) => n.as_deref() == w,
+    };
+    if same {
+        return Ok(());
+    }
+    let show = |v: Option<&str>| match v {
+        Some(v) => format!("{:?}", v.trim()),
+        None => "no file".to_string(),
+    };
+    Err(format!(
+        "read back {}, expected {}",
+        show(now.as_deref()),
+        show(want)
+    ))
+}
+
+/// Puts back what a journal entry recorded and reads it back. A kernel
+/// attribute is written the recorded value in the words it accepts and must
+/// then read as it did when recorded; a plain file (a drop-in, or any file
+/// of a captured tree) gets its exact bytes back.
+pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
+    let path = entry.path.as_str();
+    let fail = |why: String| Failure {
+        path: path.to_string(),
+        touched: false,
+        why,
+    };
+    match entry.mode {
+        WriteMode::File => match entry.before.as_deref() {
+            None => put(
+                root,
+                path,
+                Put::Absent {
+                    created_dirs: &entry.created_dirs,
+                },
+                || holds(root, path, None, false),
+            ),
+            Some(c) => put(root, path, Put::File(c), || {
+                holds(root, path, Some(c), false)
+            }),
+        },
+        WriteMode::Attribute => {
+            let (Some(before), Some(found)) = (entry.before.as_deref(), entry.found.as_deref())
+            else {
+                return Err(fail(format!(
+                    "{path}: the journal holds no value to restore"
+                )));
+            };
+            let kernel = root
+                .is_kernel_file(path)
+                .map_err(|e| fail(format!("cannot open {path}: {e}")))?;
+            if kernel {
+                put(root, path, Put::Attribute(before), || {
+                    holds(root, path, Some(found), true)
+                })
+            } else {
+                put(root, path, Put::Attribute(found), || {
+                    holds(root, path, Some(found), false)
+                })
+            }
+        }
+        WriteMode::Hold => Err(fail(format!(
+            "{path}: a held request ends with its process; nothing to restore"
+        ))),
+    }
+}

@@ -1,0 +1,24 @@
+use anyhow::Result;
+
+use crate::apply::{self, ApplyOptions};
+use crate::cli::{ApplyArgs, Global};
+use crate::manifest;
+use crate::render;
+
+pub fn run(g: &Global, args: &ApplyArgs) -> Result<i32> {
+    let t = super::Target::open(g)?;
+    let manifest = manifest::load(&t.manifest_dir)?;
+    let session = t.session(g);
+    let knobs = apply::select(&manifest, &t.host, &args.choice.knobs, args.choice.all)?;
+    let opts = ApplyOptions {
+        dry_run: args.dry_run,
+        wait: args.choice.wait,
+        record: true,
+    };
+    let outcome = apply::apply(&session, &knobs, &opts)?;
+    match render::machine(g.format, &outcome)? {
+        Some(text) => print!("{text}"),
+        None => print!("{}", render::apply::apply_table(&outcome)),
+    }
+    Ok(0)
+}

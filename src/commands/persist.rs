@@ -1,0 +1,35 @@
+use anyhow::{Result, anyhow};
+
+use crate::apply;
+use crate::cli::{Global, PersistArgs};
+use crate::manifest;
+use crate::persist;
+use crate::render;
+
+pub fn run(g: &Global, args: &PersistArgs) -> Result<i32> {
+    let t = super::Target::open(g)?;
+    let manifest = manifest::load(&t.manifest_dir)?;
+    let session = t.session(g);
+    let knob = apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
+    let artifact =
+        persist::artifact(knob, &session.host).map_err(|m| anyhow!("{m}: nothing was changed"))?;
+    if !args.install && !args.remove {
+        match render::machine(g.format, &artifact)? {
+            Some(text) => print!("{text}"),
+            None => {
+                print!("{}", artifact.content);
+                if !artifact.content.ends_with('\n') {
+                    println!();
+                }
+                eprint!("{}", render::apply::persist_hints(&artifact));
+            }
+        }
+        return Ok(0);
+    }
+    let outcome = persist::install_or_remove(&session, knob, &artifact, args.install, args.wait)?;
+    match render::machine(g.format, &outcome)? {
+        Some(text) => print!("{text}"),
+        None => print!("{}", render::apply::persist_table(&outcome, &artifact)),
+    }
+    Ok(0)
+}

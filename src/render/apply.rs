@@ -1,0 +1,188 @@
+//! `apply`, `revert` and `persist` for people: unified diffs per file group,
+//! what was done, and what to know next.
+
+use similar::TextDiff;
+
+use crate::apply::group::ChangeGroup;
+use crate::apply::{ApplyOutcome, RevertOutcome};
+use crate::persist::{Artifact, PersistOutcome};
+
+/// `1 file`, `320 files`.
+fn files(n: usize) -> String {
+    if n == 1 {
+        "1 file".into()
+    } else {
+        format!("{n} files")
+    }
+}
+
+/// Attribute values are one line without a newline: diff them as lines.
+fn as_lines(text: &str) -> String {
+    if text.is_empty() || text.ends_with('\n') {
+        text.to_string()
+    } else {
+        format!("{text}\n")
+    }
+}
+
+/// One group's change as a unified diff; a created file comes from /dev/null,
+/// a removed one goes to it.
+pub fn diff(g: &ChangeGroup) -> String {
+    let mut about = Vec::new();
+    if let Some(l) = &g.label {
+        about.push(l.clone());
+    }
+    if g.files > 1 {
+        about.push(files(g.files));
+    }
+    let name = if about.is_empty() {
+        g.display.clone()
+    } else {
+        format!("{}\t({})", g.display, about.join(", "))
+    };
+    let old = g.before.as_deref().map(as_lines).unwrap_or_default();
+    let new = g.after.as_deref().map(as_lines).unwrap_or_default();
+    let from = if g.before.is_some() {
+        &name
+    } else {
+        "/dev/null"
+    };
+    let to = if g.after.is_some() {
+        &name
+    } else {
+        "/dev/null"
+    };
+    TextDiff::from_lines(&old, &new)
+        .unified_diff()
+        .context_radius(3)
+        .header(from, to)
+        .to_string()
+}
+
+pub fn apply_table(o: &ApplyOutcome) -> String {
+    let mut out = String::new();
+    let planned: usize = o
+        .knobs
+        .iter()
+        .flat_map(|k| &k.changes)
+        .map(|g| g.files)
+        .sum();
+    for k in &o.knobs {
+        if k.changes.is_empty() {
+            let why = if k.skipped.is_empty() {
+                "already in effect"
+            } else {
+                "not applicable here"
+            };
+            out += &format!("{}: {why}; nothing to write\n", k.id);
+        } else {
+            out += &format!("{} ({}): {}\n", k.id, k.kind, k.title.trim());
+            for g in &k.changes {
+                out += &diff(g);
+            }
+        }
+        for s in &k.skipped {
+            out += &format!("  left alone, not applicable here: {}\n", s.reason);
+        }
+        for n in &k.notes {
+            out += &format!("  note: {n}\n");
+        }
+    }
+    out.push('\n');
+    if o.dry_run {
+        out += &format!(
+            "dry run: {} would be written; nothing was changed\n",
+            files(planned)
+        );
+        for w in &o.warnings {
+            out += &format!("warning: {w}\n");
+        }
+    } else if o.written == 0 {
+        out += "nothing to write: every chosen knob is in effect or not applicable here\n";
+    } else {
+        out += &format!("wrote and read back {}\n", files(o.written));
+        if let Some(j) = &o.journal {
+            out += &format!("values before: {j} (`hostknob revert` restores them)\n");
+        }
+        if let Some(l) = &o.ledger {
+            out += &format!("recorded in: {l}\n");
+        }
+    }
+    let with_caveats: Vec<_> = o.knobs.iter().filter(|k| !k.changes.is_empty()).collect();
+    if !with_caveats.is_empty() {
+        out += "\ncaveats:\n";
+        for k in with_caveats {
+            for c in &k.caveats {
+                out += &format!(
+                    "  {}: {}\n",
+                    k.id,
+                    c.split_whitespace().collect::<Vec<_>>().join(" ")
+                );
+            }
+        }
+    }
+    out
+}
+
+pub fn revert_table(o: &RevertOutcome) -> String {
+    if o.restored == 0 {
+        return format!(
+            "nothing to revert: the journal {} holds no values for these knobs\n",
+            o.journal
+        );
+    }
+    let mut out = String::new();
+    for k in &o.knobs {
+        let n: usize = k.changes.iter().map(|g| g.files).sum();
+        out += &format!("{}: restored and read back {}\n", k.id, files(n));
+        for g in &k.changes {
+            out += &diff(g);
+        }
+    }
+    out += &format!("\nrestored and read back {}", files(o.restored));
+    if let Some(l) = &o.ledger {
+        out += &format!("; recorded in {l}");
+    }
+    out.push('\n');
+    out
+}
+
+/// What `persist` without `--install` tells on stderr: where the artifact
+/// goes and what else to know. Stdout carries the artifact alone.
+pub fn persist_hints(a: &Artifact) -> String {
+    let mut out = String::new();
+    match &a.path {
+        Some(p) => {
+            out += &format!(
+                "hostknob: {} for {}: `hostknob persist {} --install` writes it to {p}\n",
+                a.mechanism, a.knob, a.knob
+            )
+        }
+        None => {
+            out += &format!(
+                "hostknob: kernel command-line arguments for {}; hostknob never writes a boot loader: add them with\n",
+                a.knob
+            )
+        }
+    }
+    out += &prefixed("  ", &a.commands);
+    out += &prefixed("hostknob: ", &a.notes);
+    out
+}
+
+/// One line per item, each after `prefix`.
+fn prefixed(prefix: &str, items: &[String]) -> String {
+    items.iter().map(|i| format!("{prefix}{i}\n")).collect()
+}
+
+pub fn persist_table(o: &PersistOutcome, a: &Artifact) -> String {
+    let mut out = format!("{}: {} {}\n", o.knob, o.action, o.path);
+    if let Some(l) = &o.ledger {
+        out += &format!("recorded in: {l}\n");
+    }
+    if o.action == "installed" {
+        out += &prefixed("then run: ", &a.commands);
+        out += &prefixed("note: ", &a.notes);
+    }
+    out
+}
