@@ -163,6 +163,24 @@ would go to stderr. --install writes the file under --root (audit then reports t
 hostknob never writes a boot loader's configuration."
     )]
     Persist(PersistArgs),
+    /// A/B one knob with its probe in shuffled rounds; a verdict you can defend, recorded as evidence.
+    #[command(
+        long_about = "Runs the knob's declared probe (`verify.probe` in the manifest, or --probe) in R rounds. \
+Each round runs two legs, the knob as found and the knob applied, in an order shuffled per round (seeded; \
+the seed is printed so a run can be repeated). Each leg sets the state with apply's journal and lock, waits \
+--settle, then probes.\n\n\
+Reported: each leg's median across rounds of p50, p95, p99 and max; the per-round ratio applied / as found \
+and the median of those ratios; each leg's CV; a verdict: improved, regressed, or no detectable effect at \
+this noise (Mann-Whitney p < 0.01 over the pooled samples, a median ratio at least 5% from 1, and at least \
+5 rounds in 6 agreeing), and whether the manifest's `verify.expect` was met. The evidence is appended to \
+the ledger.\n\n\
+The host is left as found on every path: success, a probe error, a panic, Ctrl-C/SIGTERM (the run stops \
+and reverts); after a SIGKILL, `hostknob revert KNOB` restores from the journal.",
+        after_help = "Examples:\n  hostknob verify cpuidle-no-deep-state\n  \
+hostknob verify haltpoll-idle-off --rounds 6 --settle 1s --plot /tmp/v.svg -- --samples 100 --gap-us 500..5000\n  \
+hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order"
+    )]
+    Verify(crate::commands::verify::VerifyArgs),
 }
 
 /// Which knobs an apply or a revert is about.

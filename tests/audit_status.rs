@@ -181,6 +181,7 @@ fn ledger_entry(timestamp: &str, action: Action) -> Entry {
         user: Some("test".into()),
         hostknob: "0.1.0".into(),
         note: None,
+        evidence: None,
     }
 }
 

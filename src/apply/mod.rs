@@ -95,6 +95,9 @@ pub struct ApplyOptions {
     pub wait: bool,
     /// Append to the ledger (verify's own legs may not want an entry each).
     pub record: bool,
+    /// The caller already holds the state directory's lock (verify holds it
+    /// across all its legs).
+    pub lock_held: bool,
 }
 
 impl Default for ApplyOptions {
@@ -103,6 +106,7 @@ impl Default for ApplyOptions {
             dry_run: false,
             wait: false,
             record: true,
+            lock_held: false,
         }
     }
 }
@@ -265,10 +269,11 @@ pub fn apply(
     let root = s.root();
     // A held lock fails at once; a state directory this user cannot write is
     // reported after the checks, which name the host file that needs root.
-    let lock = match (!opts.dry_run).then(|| Lock::acquire(&s.state_dir, opts.wait)) {
-        Some(Err(LockError::Held(m))) => return Err(ApplyError::Refused(m)),
-        other => other,
-    };
+    let lock =
+        match (!opts.dry_run && !opts.lock_held).then(|| Lock::acquire(&s.state_dir, opts.wait)) {
+            Some(Err(LockError::Held(m))) => return Err(ApplyError::Refused(m)),
+            other => other,
+        };
     let planned = plan::plan(&s.host, knobs).map_err(ApplyError::Refused)?;
     validate::values(&planned).map_err(ApplyError::Refused)?;
     let ledger_path = ledger::path_for(&s.manifest_dir, &s.host.name);
@@ -302,8 +307,9 @@ pub fn apply(
     }
     permitted.map_err(ApplyError::Refused)?;
     let _lock = match lock {
-        Some(Ok(l)) => l,
+        Some(Ok(l)) => Some(l),
         Some(Err(e)) => return Err(s.lock_refusal(e)),
+        None if opts.lock_held => None,
         None => unreachable!("only dry runs go without the lock"),
     };
     if planned.steps.is_empty() {
@@ -599,6 +605,7 @@ fn ledger_entry_for(
         user: Some(user.to_string()),
         hostknob: env!("CARGO_PKG_VERSION").to_string(),
         note: None,
+        evidence: None,
     }
 }
 
@@ -630,8 +637,27 @@ pub fn revert(
     ids: &[String],
     wait: bool,
 ) -> Result<RevertOutcome, ApplyError> {
+    let opts = ApplyOptions {
+        wait,
+        ..ApplyOptions::default()
+    };
+    revert_with(s, manifest, ids, &opts)
+}
+
+/// [`revert`] with apply's options: `record` (a ledger entry) and `lock_held`
+/// (the caller holds the lock) are what verify's legs need.
+pub fn revert_with(
+    s: &Session,
+    manifest: Option<&Manifest>,
+    ids: &[String],
+    opts: &ApplyOptions,
+) -> Result<RevertOutcome, ApplyError> {
     let root = s.root();
-    let _lock = s.lock(wait)?;
+    let _lock = if opts.lock_held {
+        None
+    } else {
+        Some(s.lock(opts.wait)?)
+    };
     let journal = s.journal();
     let entries = journal
         .entries()
@@ -706,7 +732,7 @@ pub fn revert(
         journal: journal.path().display().to_string(),
         ledger: None,
     };
-    if !outcome.knobs.is_empty() {
+    if opts.record && !outcome.knobs.is_empty() {
         let user = who();
         let history = ledger::read(&s.manifest_dir, &s.host.name).unwrap_or_default();
         for k in &outcome.knobs {

@@ -13,7 +13,7 @@ pub fn run(g: &Global, args: &ApplyArgs) -> Result<i32> {
     let opts = ApplyOptions {
         dry_run: args.dry_run,
         wait: args.choice.wait,
-        record: true,
+        ..ApplyOptions::default()
     };
     let outcome = apply::apply(&session, &knobs, &opts)?;
     match render::machine(g.format, &outcome)? {

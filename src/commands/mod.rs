@@ -9,6 +9,7 @@ pub mod knobs;
 pub mod persist;
 pub mod probe;
 pub mod revert;
+pub mod verify;
 
 use anyhow::Result;
 
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Apply(args) => apply::run(&cli.global, args),
         Command::Revert(args) => revert::run(&cli.global, args),
         Command::Persist(args) => persist::run(&cli.global, args),
+        Command::Verify(args) => verify::run(&cli.global, args),
     }
 }
 

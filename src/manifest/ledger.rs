@@ -68,6 +68,9 @@ pub struct Entry {
     pub hostknob: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `verify`'s figures (probe, settings, rounds, medians, ratios, verdict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<serde_json::Value>,
 }
 
 impl Entry {
@@ -187,6 +190,7 @@ mod tests {
             user: Some("alice".into()),
             hostknob: env!("CARGO_PKG_VERSION").into(),
             note: None,
+            evidence: None,
         }
     }
 

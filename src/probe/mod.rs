@@ -23,6 +23,27 @@ use crate::inventory::CPU_DIR;
 use crate::root::Root;
 use crate::stats::{self, Summary};
 
+/// Set by a caller's signal handler (verify's Ctrl-C) to end a probe run
+/// early: the sampling loops check it and stop with an error.
+static CANCEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Asks running probes to stop (async-signal-safe: one atomic store).
+pub fn cancel() {
+    CANCEL.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+pub fn cancelled() -> bool {
+    CANCEL.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The error a probe stops with when cancelled.
+pub fn check_cancelled() -> Result<()> {
+    if cancelled() {
+        anyhow::bail!("interrupted");
+    }
+    Ok(())
+}
+
 /// CLOCK_MONOTONIC in nanoseconds (vDSO: no system call).
 #[inline]
 pub fn now_ns() -> u64 {

@@ -433,6 +433,7 @@ fn client(
         stray: 0,
     };
     for i in 0..opts.samples {
+        super::check_cancelled()?;
         let gap = opts.gaps.gap_ns(i);
         std::thread::sleep(Duration::from_nanos(gap));
         let (stray, closed) = conn.drain(&mut buf).map_err(|e| refused(e, flag))?;

@@ -132,6 +132,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
             let mut overruns = 0;
             let mut next = now_ns() + interval_ns;
             for slot in lat.iter_mut() {
+                super::check_cancelled()?;
                 let ts = timespec(next);
                 loop {
                     let r = unsafe {

@@ -415,7 +415,6 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         ("--waker-cpu", opts.waker_cpu),
         ("--sleeper-cpu", opts.sleeper_cpu),
     )?;
-    super::warn_if_not_live(root);
     let host = HostContext::read(root);
     let states = idle_states(root, sleeper_cpu)?;
     let hold = opts.pmqos_us.map(|us| pmqos::hold(root, us)).transpose()?;
@@ -468,6 +467,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                 // this sample's wake ends is counted after the sleeper answers.
                 let mut before = read_all(&states, "usage")?;
                 for i in 0..n {
+                    super::check_cancelled()?;
                     let gap = opts.gaps.gap_ns(i);
                     std::thread::sleep(Duration::from_nanos(gap));
                     t0.store(now_ns(), Ordering::Release);

@@ -7,6 +7,7 @@ pub mod inventory;
 pub mod markdown;
 pub mod probe;
 pub mod svg;
+pub mod verify;
 
 use anyhow::Result;
 use serde::Serialize;

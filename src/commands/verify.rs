@@ -1,0 +1,133 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use clap::{Args, Parser};
+
+use crate::cli::Global;
+use crate::commands::probe::ProbeCommand;
+use crate::manifest::{self, schema::Probe};
+use crate::render;
+use crate::verify::{self, Leg};
+
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// The knob id (see `hostknob knobs`).
+    #[arg(value_name = "KNOB")]
+    pub knob: String,
+    /// Rounds; each runs both legs, in an order shuffled per round.
+    #[arg(long, default_value_t = 6, value_name = "R")]
+    pub rounds: usize,
+    /// Wait after setting a leg's state before probing (e.g. 2s, 500ms).
+    #[arg(long, default_value = "2s", value_parser = crate::probe::parse_seconds, value_name = "DURATION")]
+    pub settle: Duration,
+    /// Seed of the leg order [default: from the clock; printed, so a run can be repeated].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Use this probe instead of the manifest's `verify.probe` (wakeup, timer or rpc).
+    #[arg(long, value_name = "PROBE")]
+    pub probe: Option<String>,
+    /// Draw both legs' latency distributions (CDFs, log time axis) to FILE.svg.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Wait for another hostknob holding the lock instead of failing at once.
+    #[arg(long)]
+    pub wait: bool,
+    /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
+    #[arg(last = true, value_name = "PROBE OPTIONS")]
+    pub probe_args: Vec<String>,
+}
+
+/// Parses the probe's own options as `hostknob probe NAME ...` would.
+#[derive(Parser, Debug)]
+#[command(name = "hostknob probe", no_binary_name = true)]
+struct ProbeLine {
+    #[command(subcommand)]
+    probe: ProbeCommand,
+}
+
+fn probe_name(p: Probe) -> &'static str {
+    match p {
+        Probe::Wakeup => "wakeup",
+        Probe::Timer => "timer",
+        Probe::Rpc => "rpc",
+        Probe::IdleCpu => "idle-cpu",
+        Probe::Rss => "rss",
+    }
+}
+
+pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
+    let t = crate::commands::Target::open(g)?;
+    let manifest = manifest::load(&t.manifest_dir)?;
+    let knob =
+        crate::apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
+    let name = match (&args.probe, &knob.verify) {
+        (Some(p), _) => p.clone(),
+        (None, Some(v)) => probe_name(v.probe).to_string(),
+        (None, None) => bail!(
+            "{}:{}: verify: knob {} declares no probe; add `verify: {{probe: wakeup, expect: ...}}` or pass --probe",
+            knob.source.file.display(),
+            knob.source.first_line,
+            knob.id
+        ),
+    };
+    if !matches!(name.as_str(), "wakeup" | "timer" | "rpc") {
+        bail!(
+            "verify compares latency distributions: probe {name:?} is not one (use wakeup, timer or rpc; run `hostknob probe {name}` for the other)"
+        );
+    }
+    let line = std::iter::once(name.clone()).chain(args.probe_args.iter().cloned());
+    let probe = match ProbeLine::try_parse_from(line) {
+        Ok(p) => p.probe,
+        Err(e) => bail!(
+            "probe options after `--`: {}",
+            e.to_string().lines().next().unwrap_or("invalid")
+        ),
+    };
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    });
+    let session = t.session(g);
+    let opts = verify::Options {
+        rounds: args.rounds,
+        settle: args.settle,
+        seed,
+        probe_name: name,
+        probe,
+        wait: args.wait,
+    };
+    let mut report = verify::run(&session, knob, &opts, &mut |line| {
+        eprintln!("hostknob: {line}")
+    })?;
+    verify::record(&session, knob, &mut report)?;
+    if let Some(path) = &args.plot {
+        let title = format!(
+            "{}: {}: {}",
+            report.host,
+            report.knob,
+            report.verdict.as_str()
+        );
+        let svg = render::svg::cdf(
+            &title,
+            &[
+                render::svg::Series {
+                    name: Leg::Baseline.as_str(),
+                    samples_ns: &report.samples[0],
+                },
+                render::svg::Series {
+                    name: Leg::Applied.as_str(),
+                    samples_ns: &report.samples[1],
+                },
+            ],
+        )?;
+        std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    match render::machine(g.format, &report)? {
+        Some(text) => print!("{text}"),
+        None => print!("{}", render::verify::table(&report)),
+    }
+    Ok(if report.restored { 0 } else { 1 })
+}

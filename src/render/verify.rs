@@ -1,0 +1,102 @@
+//! verify's report as tables for a person.
+
+use super::{facts, grid};
+use crate::verify::{Report, summary};
+
+fn us(ns: u64) -> String {
+    format!("{:.1} µs", ns as f64 / 1e3)
+}
+
+pub fn table(r: &Report) -> String {
+    let a = &r.analysis;
+    let mut out = facts(
+        &format!("Verify {} on {}", r.knob, r.host),
+        &[
+            (
+                "probe".into(),
+                format!(
+                    "{} ({} rounds, seed {}, settle {} ms)",
+                    r.probe, r.rounds, r.seed, r.settle_ms
+                ),
+            ),
+            (
+                "leg order".into(),
+                r.order
+                    .iter()
+                    .map(|o| format!("{}/{}", o[0].as_str(), o[1].as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        ],
+    );
+    let row = |name: &str, l: &crate::verify::verdict::LegFigures| {
+        vec![
+            name.to_string(),
+            l.samples.to_string(),
+            us(l.p50_ns),
+            us(l.p95_ns),
+            us(l.p99_ns),
+            us(l.max_ns),
+            format!("{:.1}%", l.cv * 100.0),
+        ]
+    };
+    out += &grid(
+        "Medians across rounds",
+        &["leg", "samples", "p50", "p95", "p99", "max", "CV of p50"],
+        vec![row("as found", &a.baseline), row("applied", &a.applied)],
+    );
+    out += &grid(
+        "Per round (applied / as found, p50)",
+        &["round", "as found p50", "applied p50", "ratio"],
+        a.ratios
+            .iter()
+            .enumerate()
+            .map(|(i, ratio)| {
+                vec![
+                    (i + 1).to_string(),
+                    us(a.baseline.round_p50_ns[i]),
+                    us(a.applied.round_p50_ns[i]),
+                    format!("{ratio:.3}"),
+                ]
+            })
+            .collect(),
+    );
+    let mut rows = vec![
+        (
+            "median ratio".into(),
+            format!(
+                "{:.3} ({} rounds lower, {} higher)",
+                a.median_ratio, a.rounds_lower, a.rounds_higher
+            ),
+        ),
+        ("Mann-Whitney p".into(), format!("{:.2e}", a.p_value)),
+        ("verdict".into(), r.verdict.as_str().to_string()),
+    ];
+    if let Some(e) = &r.expectation {
+        rows.push((
+            "expected".into(),
+            match (e.met, &e.measured) {
+                (Some(true), Some(m)) => format!("\"{}\": met ({m})", e.text),
+                (Some(false), Some(m)) => format!("\"{}\": not met ({m})", e.text),
+                _ => format!("\"{}\" (prose: not checked)", e.text),
+            },
+        ));
+    }
+    rows.push((
+        "host restored".into(),
+        if r.restored {
+            "yes: the knob's files read as before".into()
+        } else {
+            "NO: check `hostknob audit`".into()
+        },
+    ));
+    if let Some(l) = &r.ledger {
+        rows.push(("recorded in".into(), l.clone()));
+    }
+    out += &facts("Verdict", &rows);
+    for w in &r.warnings {
+        out += &format!("warning: {w}\n");
+    }
+    let _ = summary;
+    out.trim_end().to_string() + "\n"
+}
