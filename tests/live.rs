@@ -1,6 +1,7 @@
 //! Live and opt-in: on this machine, apply a `cpuidle-state` knob that
 //! disables the `haltpoll idle` state on CPU 1, read it back from the real
-//! sysfs, revert, and check it is restored. Runs only with HOSTKNOB_LIVE=1,
+//! sysfs, revert, and check it is restored; and verify the same knob with a
+//! short wakeup probe run, checking the host is restored after it. Runs only with HOSTKNOB_LIVE=1,
 //! as root, on a writable /sys that has the state; otherwise it says why it
 //! skipped. A guard writes the original value back on every path, a panic
 //! included: other work measures on this machine.
@@ -61,8 +62,72 @@ fn live_target() -> Result<PathBuf, String> {
     Err("CPU 1 has no `haltpoll idle` state".into())
 }
 
+/// Both tests write the same file: one at a time.
+static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+const LIVE_KNOB: (&str, &str) = (
+    "live-haltpoll",
+    "persistence: runtime\nkind: cpuidle-state\ntarget:\n  cpus: 1\n  states: {names: [haltpoll idle]}\nset: disabled\n\
+     verify: {probe: wakeup, expect: p50 lower by at least 20 µs}\n",
+);
+
+#[test]
+fn live_verify_of_haltpoll_idle_on_cpu1_leaves_the_host_as_found() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let disable = match live_target() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("live test skipped: {why}");
+            return;
+        }
+    };
+    let original = std::fs::read_to_string(&disable).unwrap();
+    let _guard = Restore {
+        path: disable.clone(),
+        original: original.clone(),
+    };
+    let state = tempfile::tempdir().unwrap();
+    let m = knobs(&[LIVE_KNOB]);
+    let o = run(
+        Path::new("/"),
+        m.path(),
+        &[
+            "--state-dir",
+            state.path().to_str().unwrap(),
+            "--host",
+            "live",
+            "--format",
+            "json",
+            "verify",
+            "live-haltpoll",
+            "--rounds",
+            "2",
+            "--settle",
+            "200ms",
+            "--",
+            "--samples",
+            "40",
+            "--gap-us",
+            "1000..5000",
+            "--sleeper-cpu",
+            "1",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    eprintln!("live verify: {}", v["verdict"]);
+    assert_eq!(v["restored"], true);
+    assert_eq!(
+        std::fs::read_to_string(&disable).unwrap().trim(),
+        original.trim(),
+        "the host is as found"
+    );
+    assert!(journal_of(state.path()).is_empty());
+    assert_eq!(v["analysis"]["applied"]["samples"], 80);
+}
+
 #[test]
 fn live_apply_disables_haltpoll_idle_on_cpu1_and_revert_restores_it() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
     let disable = match live_target() {
         Ok(p) => p,
         Err(why) => {
@@ -84,10 +149,7 @@ fn live_apply_disables_haltpoll_idle_on_cpu1_and_revert_restores_it() {
         original: original.clone(),
     };
     let state = tempfile::tempdir().unwrap();
-    let m = knobs(&[(
-        "live-haltpoll",
-        "persistence: runtime\nkind: cpuidle-state\ntarget:\n  cpus: 1\n  states: {names: [haltpoll idle]}\nset: disabled\n",
-    )]);
+    let m = knobs(&[LIVE_KNOB]);
     let state_dir = state.path().to_str().unwrap();
     let live = |args: &[&str]| {
         let mut all = vec!["--state-dir", state_dir, "--host", "live"];
