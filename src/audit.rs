@@ -104,6 +104,33 @@ pub struct KnobReport {
     pub detail: String,
     pub notes: Vec<String>,
     pub source: String,
+    /// The latest `verify` of this knob on this host, from the ledger.
+    pub evidence: Option<Evidence>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Evidence {
+    pub timestamp: String,
+    /// improved, regressed or no-detectable-effect.
+    pub verdict: Option<String>,
+    pub summary: Option<String>,
+}
+
+/// The knob's latest `verified` event in the ledger.
+fn latest_evidence(id: &str, ledger: &[ledger::Entry]) -> Option<Evidence> {
+    let e = ledger
+        .iter()
+        .rev()
+        .find(|e| e.knob == id && e.action == ledger::Action::Verified)?;
+    Some(Evidence {
+        timestamp: e.timestamp.clone(),
+        verdict: e
+            .evidence
+            .as_ref()
+            .and_then(|v| v["verdict"].as_str())
+            .map(str::to_string),
+        summary: e.note.clone(),
+    })
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -866,6 +893,7 @@ fn report_knob(
         detail,
         notes: survey.notes,
         source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
+        evidence: latest_evidence(&knob.id, ledger),
     }
 }
 

@@ -109,6 +109,33 @@ fn a_verify_reports_a_verdict_records_evidence_and_restores_the_tree() {
             .unwrap()
             .contains("median per-round ratio")
     );
+    // knobs and audit show the latest evidence.
+    let k = run(
+        &root,
+        m.path(),
+        &["--host", "vm", "--format", "json", "knobs"],
+    );
+    let k: serde_json::Value = serde_json::from_str(&ok(&k)).unwrap();
+    let ours = k["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == "idle-off-cpu1")
+        .unwrap();
+    assert_eq!(ours["evidence"]["verdict"].as_str(), w["verdict"].as_str());
+    assert_eq!(
+        ours["evidence"]["timestamp"].as_str(),
+        entries[1]["timestamp"].as_str(),
+        "the latest of two"
+    );
+    // The knob is not applied here after the run: audit says drift (exit 2).
+    let audit = run(&root, m.path(), &["--host", "vm", "audit"]);
+    assert_eq!(audit.status.code(), Some(2));
+    let table = out(&audit);
+    assert!(
+        table.contains("Latest verify evidence:") && table.contains("median per-round ratio"),
+        "{table}"
+    );
     // The host document shows the latest evidence.
     let doc = run(&root, m.path(), &["--host", "vm", "doc", "--out", "-"]);
     assert!(ok(&doc).contains("median per-round ratio"));

@@ -127,11 +127,13 @@ pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Resul
         );
     }
 
-    let verified: Vec<_> = events
-        .iter()
-        .filter(|e| e.action == Action::Verified)
-        .collect();
     let mut evidence = String::new();
+    let mut verified: Vec<_> = report
+        .knobs
+        .iter()
+        .filter_map(|k| Some((k, k.evidence.as_ref()?)))
+        .collect();
+    verified.sort_by(|a, b| a.0.id.cmp(&b.0.id));
     if verified.is_empty() {
         let _ = writeln!(
             evidence,
@@ -144,22 +146,15 @@ pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Resul
             )
         );
     } else {
-        let mut latest: Vec<&ledger::Entry> = Vec::new();
-        for e in verified.iter().rev() {
-            if !latest.iter().any(|l| l.knob == e.knob) {
-                latest.push(e);
-            }
-        }
-        latest.sort_by(|a, b| a.knob.cmp(&b.knob));
         evidence += &table(
             &["knob", "when", "evidence"],
-            &latest
+            &verified
                 .iter()
-                .map(|e| {
+                .map(|(k, e)| {
                     vec![
-                        code(&e.knob),
+                        code(&k.id),
                         e.timestamp.clone(),
-                        e.note.clone().unwrap_or_else(|| "-".into()),
+                        e.summary.clone().unwrap_or_else(|| "-".into()),
                     ]
                 })
                 .collect::<Vec<_>>(),

@@ -116,7 +116,7 @@ pub fn audit_table(r: &Report) -> String {
     for k in &r.knobs {
         out.push_str(&notes(k));
     }
-    out + &summary(r)
+    out + &evidence_lines(r) + &summary(r)
 }
 
 /// Managers, notes and (for knobs not simply ok) caveats, under the table.
@@ -150,6 +150,8 @@ pub struct KnobLine<'r> {
     pub current: &'r [Current],
     pub status: Status,
     pub persistence: Persistence,
+    /// The latest verify of the knob here, if any.
+    pub evidence: Option<&'r crate::audit::Evidence>,
 }
 
 #[derive(Debug, Serialize)]
@@ -173,8 +175,42 @@ pub fn knob_list(r: &Report) -> KnobList<'_> {
                 current: &k.current,
                 status: k.status,
                 persistence: k.persistence,
+                evidence: k.evidence.as_ref(),
             })
             .collect(),
+    }
+}
+
+/// `regressed (2026-11-30)`, or `-` when never verified here.
+fn evidence_cell(k: &crate::audit::KnobReport) -> String {
+    match &k.evidence {
+        Some(e) => format!(
+            "{} ({})",
+            e.verdict.as_deref().unwrap_or("recorded").replace('-', " "),
+            e.timestamp.split('T').next().unwrap_or(&e.timestamp)
+        ),
+        None => "-".into(),
+    }
+}
+
+/// The latest evidence under a table, one line per verified knob.
+fn evidence_lines(r: &Report) -> String {
+    let lines: Vec<String> = r
+        .knobs
+        .iter()
+        .filter_map(|k| {
+            Some(format!(
+                "  {} ({}): {}",
+                k.id,
+                k.evidence.as_ref()?.timestamp,
+                k.evidence.as_ref()?.summary.as_deref()?
+            ))
+        })
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("Latest verify evidence:\n{}\n\n", lines.join("\n"))
     }
 }
 
@@ -184,7 +220,9 @@ pub fn knobs_table(r: &Report) -> String {
         return out + &summary(r);
     }
     let mut b = Builder::new();
-    b.push_record(["knob", "kind", "target", "desired", "current", "status"]);
+    b.push_record([
+        "knob", "kind", "target", "desired", "current", "status", "verified",
+    ]);
     for k in &r.knobs {
         b.push_record([
             k.id.clone(),
@@ -193,6 +231,7 @@ pub fn knobs_table(r: &Report) -> String {
             k.desired.clone(),
             describe_current(&k.current),
             k.status.as_str().to_string(),
+            evidence_cell(k),
         ]);
     }
     let mut table = b.build();
@@ -201,5 +240,5 @@ pub fn knobs_table(r: &Report) -> String {
         .with(Modify::new(Columns::one(2)).with(Width::wrap(VALUE_WIDTH).keep_words(true)))
         .with(Modify::new(Columns::one(4)).with(Width::wrap(VALUE_WIDTH)));
     out.push_str(&format!("{table}\n\n"));
-    out + &summary(r)
+    out + &evidence_lines(r) + &summary(r)
 }
