@@ -449,13 +449,16 @@ fn allocator_reads_a_running_process_environment() {
         .env("MALLOC_CONF", "background_thread:true,narenas:2")
         .spawn()
         .unwrap();
-    // Until the child has exec'd, its comm and environ are the test's own.
+    // Until the child has exec'd, its comm and environ are the test's own;
+    // during exec the comm changes before the new environment is mapped.
     let comm = format!("/proc/{}/comm", child.id());
+    let environ = format!("/proc/{}/environ", child.id());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while std::fs::read_to_string(&comm)
-        .map(|c| c.trim() != "hk-alloc-test")
-        .unwrap_or(true)
-    {
+    let execd = || {
+        std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "hk-alloc-test")
+            && std::fs::read(&environ).is_ok_and(|e| e.windows(11).any(|w| w == b"MALLOC_CONF"))
+    };
+    while !execd() {
         assert!(std::time::Instant::now() < deadline, "child never exec'd");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }

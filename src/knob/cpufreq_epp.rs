@@ -50,12 +50,7 @@ impl KnobKind for CpufreqEpp {
     }
 
     fn services(&self) -> &'static [Service] {
-        &[
-            Service::Tuned,
-            Service::PowerProfilesDaemon,
-            Service::Tlp,
-            Service::Cpupower,
-        ]
+        &Service::ALL
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {

@@ -127,12 +127,7 @@ impl KnobKind for CpufreqGovernor {
     }
 
     fn services(&self) -> &'static [Service] {
-        &[
-            Service::Tuned,
-            Service::PowerProfilesDaemon,
-            Service::Tlp,
-            Service::Cpupower,
-        ]
+        &Service::ALL
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {

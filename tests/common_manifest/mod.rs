@@ -4,10 +4,8 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 
 /// The project's shared folder: `$HOSTKNOB_SHARED`, `../shared` beside the
 /// checkout (as CI lays it out), or `/work/shared`.
@@ -22,41 +20,14 @@ pub fn shared_dir() -> PathBuf {
     PathBuf::from("/work/shared")
 }
 
-static UNPACK: Mutex<()> = Mutex::new(());
+#[path = "../common/corpus.rs"]
+mod corpus;
 
 /// A corpus host unpacked read-only-by-convention into a directory named
 /// after the host (so the host name resolves to it). Do not modify it: use
 /// `copy_host` for that.
 pub fn corpus_host(name: &str) -> PathBuf {
-    let tarball = shared_dir().join(format!("corpus/hosts/{name}.tar.gz"));
-    let bytes = std::fs::read(&tarball).unwrap_or_else(|e| panic!("{}: {e}", tarball.display()));
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    h.write(&bytes);
-    let key = format!("{name}-{:016x}", h.finish());
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-manifest");
-    let dir = cache.join(&key);
-    let host = dir.join(name);
-    let _guard = UNPACK.lock().unwrap_or_else(|e| e.into_inner());
-    if host.join("sys").is_dir() || host.join("proc").is_dir() {
-        return host;
-    }
-    std::fs::create_dir_all(&cache).unwrap();
-    let tmp = cache.join(format!("{key}.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(tmp.join(name)).unwrap();
-    let status = Command::new("tar")
-        .arg("-xzf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(tmp.join(name))
-        .status()
-        .expect("tar runs");
-    assert!(status.success(), "unpacking {}", tarball.display());
-    if std::fs::rename(&tmp, &dir).is_err() {
-        // Another test process won the race.
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    host
+    corpus::corpus_host(name)
 }
 
 /// A private copy of a corpus host, at `<tempdir>/<name>`, for tests that change it.
