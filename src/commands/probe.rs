@@ -276,8 +276,8 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
     let host = crate::manifest::host::resolve(&root, g.host.as_deref()).name;
     match &args.probe {
         ProbeCommand::Wakeup(a) => {
-            probe::warn_if_not_live(&root);
             let r = wakeup::run(&root, &wakeup_options(a)?)?;
+            probe::warn_if_not_live(&root);
             for w in &r.warnings {
                 eprintln!("hostknob: warning: {w}");
             }
