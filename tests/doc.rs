@@ -139,7 +139,7 @@ fn document_facts_match_expected_yaml() {
         );
         let driver = exp["cpuidle"]["current_driver"].as_str().unwrap();
         assert!(
-            doc.contains(&format!("| cpuidle driver ")) && doc.contains(&format!("| {driver} ")),
+            doc.contains("| cpuidle driver ") && doc.contains(&format!("| {driver} ")),
             "{host}: {driver}"
         );
         for s in exp["cpuidle"]["cpu0_states"].as_sequence().unwrap() {

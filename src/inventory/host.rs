@@ -42,7 +42,7 @@ pub fn read(ctx: &Ctx) -> Host {
     }
     let distribution = os_release(ctx);
     let boot_time_unix = boot_time(ctx);
-    let boot_time = boot_time_unix.map(|t| rfc3339(t));
+    let boot_time = boot_time_unix.map(rfc3339);
     let uptime_s = ctx
         .text("/proc/uptime")
         .and_then(|t| t.split_whitespace().next()?.parse().ok());
