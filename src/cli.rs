@@ -17,7 +17,11 @@ checks them against a reviewed knob manifest, changes them safely and measures w
 Every path is read under --root (default /), so a tree made by `hostknob capture` can be \
 inspected offline exactly like the live host.",
     after_help = "Examples:\n  hostknob inventory\n  hostknob inventory --format json | jq .idle.states\n  \
-hostknob capture /tmp/web-7 && hostknob --root /tmp/web-7 inventory\n\n\
+hostknob capture /tmp/web-7 && hostknob --root /tmp/web-7 inventory\n  \
+hostknob audit                                   # does the host match the manifest?\n  \
+hostknob apply cpuidle-no-deep-state --dry-run   # the writes, as a diff\n  \
+hostknob verify cpuidle-no-deep-state            # did it move the latency floor?\n  \
+hostknob persist cpuidle-no-deep-state           # what keeps it across a reboot\n\n\
 Exit codes: 0 success, 1 error (nothing changed), 2 audit drift or stale document."
 )]
 pub struct Cli {
