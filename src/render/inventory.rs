@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{NOT_EXPOSED, cache_row, cpus, facts, grid, kib, opt};
+use super::{NOT_EXPOSED, cache_row, cores_text, cpus, facts, grid, kib, opt, smt_state};
 use crate::cpulist::{Group, describe};
 use crate::inventory::Inventory;
 
@@ -49,11 +49,6 @@ pub fn render(inv: &Inventory) -> String {
     );
 
     let c = &inv.cpu;
-    let hist = c
-        .threads_per_core_histogram
-        .iter()
-        .map(|(t, n)| format!("{n} cores x {t}"))
-        .collect::<Vec<_>>();
     let siblings = match c.smt.sibling_lists.len() {
         0 => "none".to_string(),
         n if n <= 4 => c
@@ -83,30 +78,9 @@ pub fn render(inv: &Inventory) -> String {
         ),
         ("packages".into(), opt(&c.packages)),
         ("dies".into(), opt(&c.dies)),
-        (
-            "cores".into(),
-            match c.cores {
-                Some(n) => format!("{n} ({})", hist.join(", ")),
-                None => NOT_EXPOSED.into(),
-            },
-        ),
+        ("cores".into(), cores_text(c)),
         ("threads per core".into(), opt(&c.threads_per_core)),
-        (
-            "SMT".into(),
-            format!(
-                "{}{}",
-                match c.smt.active {
-                    Some(true) => "active",
-                    Some(false) => "inactive",
-                    None => NOT_EXPOSED,
-                },
-                c.smt
-                    .control
-                    .as_ref()
-                    .map(|s| format!(" (control: {s})"))
-                    .unwrap_or_default()
-            ),
-        ),
+        ("SMT".into(), smt_state(c)),
         ("SMT siblings".into(), siblings),
         ("isolated".into(), cpus(&c.isolated)),
         ("nohz_full".into(), cpus(&c.nohz_full)),

@@ -106,3 +106,29 @@ pub fn cache_row(k: &crate::inventory::Cache) -> Vec<String> {
             .unwrap_or_default(),
     ]
 }
+
+/// `active (control: on)`, as inventory and the host document show SMT.
+pub fn smt_state(c: &crate::inventory::Cpu) -> String {
+    let state = match c.smt.active {
+        Some(true) => "active",
+        Some(false) => "inactive",
+        None => NOT_EXPOSED,
+    };
+    match &c.smt.control {
+        Some(ctl) => format!("{state} (control: {ctl})"),
+        None => state.to_string(),
+    }
+}
+
+/// `12 (8 cores x 1, 4 cores x 2)`: the core count with threads per core.
+pub fn cores_text(c: &crate::inventory::Cpu) -> String {
+    let hist: Vec<String> = c
+        .threads_per_core_histogram
+        .iter()
+        .map(|(t, n)| format!("{n} cores x {t}"))
+        .collect();
+    match c.cores {
+        Some(n) => format!("{n} ({})", hist.join(", ")),
+        None => NOT_EXPOSED.into(),
+    }
+}
