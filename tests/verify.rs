@@ -284,21 +284,30 @@ fn wait_until_applied(root: &std::path::Path, child: &mut std::process::Child) {
     }
 }
 
+/// Starts a verify whose legs last long enough to be interrupted.
+fn spawn_long_verify(
+    root: &std::path::Path,
+    m: &std::path::Path,
+    out: fn() -> Stdio,
+) -> std::process::Child {
+    let args = verify_args(
+        &["--rounds", "6", "--seed", "42"],
+        &["--samples", "2000", "--gap-us", "2000..4000"],
+    );
+    command(root, m, &args)
+        .stdout(out())
+        .stderr(out())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn sigint_stops_the_run_and_restores_the_tree() {
     let (_t, root) = vm();
     let m = knobs(&[KNOB]);
     let before = tree(&root);
     // Long legs: the signal lands inside a probe run or a settle.
-    let args = verify_args(
-        &["--rounds", "6", "--seed", "42"],
-        &["--samples", "2000", "--gap-us", "2000..4000"],
-    );
-    let mut child = command(&root, m.path(), &args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_long_verify(&root, m.path(), Stdio::piped);
     wait_until_applied(&root, &mut child);
     std::thread::sleep(Duration::from_millis(50));
     let sent = Instant::now();
@@ -332,15 +341,7 @@ fn after_sigkill_revert_restores_the_tree_from_the_journal() {
     let (_t, root) = vm();
     let m = knobs(&[KNOB]);
     let before = tree(&root);
-    let args = verify_args(
-        &["--rounds", "6", "--seed", "42"],
-        &["--samples", "2000", "--gap-us", "2000..4000"],
-    );
-    let mut child = command(&root, m.path(), &args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_long_verify(&root, m.path(), Stdio::null);
     // Killed once the write has landed (the journal is written just before it).
     let disable = root.join("sys/devices/system/cpu/cpu1/cpuidle/state1/disable");
     let deadline = Instant::now() + Duration::from_secs(60);

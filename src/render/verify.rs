@@ -1,7 +1,7 @@
 //! verify's report as tables for a person.
 
 use super::{facts, grid};
-use crate::verify::{Report, summary};
+use crate::verify::Report;
 
 fn us(ns: u64) -> String {
     format!("{:.1} µs", ns as f64 / 1e3)
@@ -97,6 +97,5 @@ pub fn table(r: &Report) -> String {
     for w in &r.warnings {
         out += &format!("warning: {w}\n");
     }
-    let _ = summary;
     out.trim_end().to_string() + "\n"
 }

@@ -90,12 +90,16 @@ struct Guard<'a, 's> {
 }
 
 impl Guard<'_, '_> {
+    /// A leg's switch: no ledger entry each, under the lock verify already holds.
+    const LEG: ApplyOptions = ApplyOptions {
+        dry_run: false,
+        wait: false,
+        record: false,
+        lock_held: true,
+    };
+
     fn set(&mut self, leg: Leg, knob: &Knob) -> Result<()> {
-        let opts = ApplyOptions {
-            record: false,
-            lock_held: true,
-            ..ApplyOptions::default()
-        };
+        let opts = Guard::LEG;
         match (leg, self.applied) {
             (Leg::Applied, false) => {
                 // Marked first: a failure part-way is rolled back by apply, and
@@ -112,11 +116,7 @@ impl Guard<'_, '_> {
     }
 
     fn restore(&mut self) -> Result<()> {
-        let opts = ApplyOptions {
-            record: false,
-            lock_held: true,
-            ..ApplyOptions::default()
-        };
+        let opts = Guard::LEG;
         apply::revert_with(self.session, None, std::slice::from_ref(&self.id), &opts)
             .map_err(|e: ApplyError| anyhow::anyhow!("{e}"))?;
         self.applied = false;
