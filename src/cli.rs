@@ -5,7 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::render::Format;
+use clap::ArgGroup;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::probe::{rpc, wakeup};
+use crate::render;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -131,7 +136,7 @@ No probe leaves anything changed: PM QoS (--pmqos-us) is held only while the pro
 hostknob probe timer --interval 1000 --loops 10000 --pmqos-us 0\n  \
 hostknob probe rss --self-burst --duration 35s"
     )]
-    Probe(crate::commands::probe::ProbeArgs),
+    Probe(ProbeArgs),
     /// Change knobs safely: plan (as a diff), check, journal, write, read back, record.
     #[command(
         long_about = "Plan every write of the chosen knobs that target this host and show it as a unified \
@@ -184,7 +189,7 @@ and reverts); after a SIGKILL, `hostknob revert KNOB` restores from the journal.
 hostknob verify haltpoll-idle-off --rounds 6 --settle 1s --plot /tmp/v.svg -- --samples 100 --gap-us 500..5000\n  \
 hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order"
     )]
-    Verify(crate::commands::verify::VerifyArgs),
+    Verify(VerifyArgs),
 }
 
 /// Which knobs an apply or a revert is about.
@@ -253,4 +258,316 @@ pub struct AuditArgs {
 pub struct CaptureArgs {
     /// Directory to create (or an empty one).
     pub out: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Yaml,
+    Json,
+}
+
+impl From<Format> for render::Format {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Table => render::Format::Table,
+            Format::Yaml => render::Format::Yaml,
+            Format::Json => render::Format::Json,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mechanism {
+    /// FUTEX_WAIT / FUTEX_WAKE on a private futex word.
+    Futex,
+    /// A blocking read(2) of an eventfd; the waker writes 1.
+    Eventfd,
+    /// A blocking read(2) of one byte from a pipe.
+    Pipe,
+}
+
+impl From<Mechanism> for wakeup::Mechanism {
+    fn from(m: Mechanism) -> Self {
+        match m {
+            Mechanism::Futex => wakeup::Mechanism::Futex,
+            Mechanism::Eventfd => wakeup::Mechanism::Eventfd,
+            Mechanism::Pipe => wakeup::Mechanism::Pipe,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Proto {
+    Udp,
+    Tcp,
+}
+
+impl From<Proto> for rpc::Proto {
+    fn from(p: Proto) -> Self {
+        match p {
+            Proto::Udp => rpc::Proto::Udp,
+            Proto::Tcp => rpc::Proto::Tcp,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    #[command(subcommand)]
+    pub probe: ProbeCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProbeCommand {
+    /// Idle-settled wakeup latency of a thread blocked in the kernel, with the idle states its CPU entered.
+    #[command(
+        long_about = "Idle-settled wakeup latency. A sleeper thread pinned to --sleeper-cpu blocks in the \
+kernel (a futex by default); a waker pinned to --waker-cpu leaves it idle for a gap from a deterministic \
+schedule, reads CLOCK_MONOTONIC and wakes it; the sleeper reads the clock as its first act after waking. \
+One sample = that difference.\n\n\
+Reported: n, min, p50, p95, p99, p99.9, max, mean, stdev; a histogram; the sleeper CPU's idle-state \
+entries and residency over the run (cpuidle usage/time deltas) and the samples grouped by the deepest \
+state entered in their gap, so a latency floor can be tied to a state's exit latency; the clock read \
+cost and the probe's own per-sample overhead, measured at start.\n\n\
+PM QoS is not held unless --pmqos-us is given, so C-state exits are measured.",
+        after_help = "Examples:\n  hostknob probe wakeup\n  hostknob probe wakeup --samples 500 --gap-us 200..2000 --format json\n  \
+hostknob probe wakeup --pmqos-us 0          # the same with deep idle states held off\n  \
+hostknob probe wakeup --raw /tmp/wakeup.csv"
+    )]
+    Wakeup(WakeupArgs),
+    /// Timer wakeup lateness by cyclictest's method (absolute clock_nanosleep on CLOCK_MONOTONIC).
+    #[command(
+        long_about = "Timer wakeup lateness, cyclictest's method: a thread sleeps with absolute \
+clock_nanosleep(CLOCK_MONOTONIC) until the next interval boundary and records how late it woke. \
+Options mirror cyclictest: --interval (-i), --loops (-l), --cpu (-a), --priority (-p, SCHED_FIFO), \
+--mlock (-m). Unlike cyclictest, PM QoS is NOT held by default, so C-state exits are part of the \
+result; --pmqos-us 0 matches cyclictest's default, and no --pmqos-us matches `cyclictest --laptop`.",
+        after_help = "Examples:\n  hostknob probe timer --interval 1000 --loops 10000\n  \
+hostknob probe timer --interval 2ms --loops 2000 --cpu 1 --priority 80 --mlock --pmqos-us 0\n  \
+  (the same as: cyclictest -i 2000 -l 2000 -a 1 -p 80 -m)"
+    )]
+    Timer(TimerArgs),
+    /// Light request/response round trips with idle gaps: the built-in echo server or your own service.
+    #[command(
+        long_about = "The \"light call\" floor: small request/response round trips with idle gaps between \
+them, over UDP or TCP, to a built-in echo server on a pinned thread (bound to loopback unless --bind says \
+otherwise) or to your own service with --connect HOST:PORT. Each round trip after a gap pays for waking \
+both ends, which is where a C-state tax shows.",
+        after_help = "Examples:\n  hostknob probe rpc                       # UDP echo over loopback\n  \
+hostknob probe rpc --proto tcp --gap-us 200..2000 --samples 1000\n  \
+hostknob probe rpc --proto tcp --connect 10.0.0.5:8080 \\\n      --payload 'GET /health HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' --expect '\\r\\n\\r\\nok'"
+    )]
+    Rpc(RpcArgs),
+    /// CPU use of a process as % of one core, from utime + stime in /proc/PID/stat over windows.
+    #[command(
+        long_about = "CPU use of a process (all its threads) as a percentage of one core: the change of \
+utime + stime in /proc/PID/stat over each window of wall time. Default: three consecutive 10 s windows; \
+the median and range are reported. With --cmd the command is started, measured and killed at the end. \
+If the process ends during the run the completed windows are printed, flagged partial, and the exit \
+code is 1.",
+        after_help = "Examples:\n  hostknob probe idle-cpu --pid 1234\n  \
+hostknob probe idle-cpu --window 2s --windows 5 --cmd my-server --idle"
+    )]
+    IdleCpu(IdleCpuArgs),
+    /// Memory decay after a burst: a process's RSS over time, or a jemalloc burst in hostknob itself.
+    #[command(
+        long_about = "Memory decay after a burst, the jemalloc PR's method: VmRSS/VmHWM from \
+/proc/PID/status about twice a second and Pss/LazyFree from /proc/PID/smaps_rollup about once a second; \
+corrected = rss - lazyfree. The summary gives the anchor, the peak, the values at +10 s, +30 s and the \
+end, and each one's residual against the anchor (also as a % of the growth from anchor to peak).\n\n\
+--self-burst reproduces the PR here: hostknob (jemalloc is its global allocator) allocates about \
+--burst-mib MiB in mixed sizes from --threads threads, frees it, and samples its own memory over the \
+idle window, first with jemalloc's background_thread false, then true (each written with a mallctl and \
+read back; the read-back is reported). The original value is restored at the end.",
+        after_help = "Examples:\n  hostknob probe rss --pid 1234 --duration 2m\n  \
+hostknob probe rss --self-burst --duration 35s"
+    )]
+    Rss(RssArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct WakeupArgs {
+    /// CPU of the waker thread [default: an allowed online CPU other than the sleeper's].
+    #[arg(long, value_name = "CPU")]
+    pub waker_cpu: Option<u32>,
+    /// CPU of the sleeper thread, the one left idle [default: the last allowed online CPU].
+    #[arg(long, value_name = "CPU")]
+    pub sleeper_cpu: Option<u32>,
+    /// Number of wakeups measured.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub samples: usize,
+    #[command(flatten)]
+    pub gaps: GapArgs,
+    /// What the sleeper blocks on: futex (the shortest kernel path), eventfd (what epoll servers wake through), pipe.
+    #[arg(long, value_enum, default_value = "futex")]
+    pub mechanism: Mechanism,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct GapArgs {
+    /// Idle gap before each sample, in ms: A..B (or one value). Gap i is
+    /// A + ((i*5) mod 17) * (B-A)/16, the seed's schedule [default: 50..66].
+    #[arg(long, value_name = "A..B", conflicts_with = "gap_us")]
+    pub gap_ms: Option<String>,
+    /// The same in µs, for short gaps (e.g. 200..2000).
+    #[arg(long, value_name = "A..B")]
+    pub gap_us: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CommonArgs {
+    /// Hold /dev/cpu_dma_latency at N µs for the run (0 keeps CPUs out of every
+    /// idle state with an exit latency). Released when the run ends [default: not held].
+    #[arg(long, value_name = "N")]
+    pub pmqos_us: Option<u32>,
+    /// Also write every sample to FILE as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub raw: Option<PathBuf>,
+    /// Also draw the distribution (a CDF on a log time axis) to FILE.svg.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct TimerArgs {
+    /// Interval between wakeups: µs when a bare number (cyclictest's -i), or e.g. 2ms.
+    #[arg(long, default_value = "1000", value_parser = crate::probe::parse_micros, value_name = "US")]
+    pub interval: Duration,
+    /// Number of wakeups measured.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub loops: usize,
+    /// Pin the timer thread to this CPU [default: not pinned].
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<u32>,
+    /// Run the timer thread as SCHED_FIFO at this priority, 1-99 (needs root) [default: SCHED_OTHER].
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub priority: Option<u32>,
+    /// Lock all memory (mlockall) for the run.
+    #[arg(long)]
+    pub mlock: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct RpcArgs {
+    /// Transport.
+    #[arg(long, value_enum, default_value = "udp")]
+    pub proto: Proto,
+    /// Number of round trips measured.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub samples: usize,
+    #[command(flatten)]
+    pub gaps: GapArgs,
+    /// Request size in bytes (a repeating a-z pattern) when no --payload is given.
+    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    pub size: usize,
+    /// CPU of the client thread [default: with the built-in server, an allowed CPU other than the server's; else not pinned].
+    #[arg(long, value_name = "CPU")]
+    pub client_cpu: Option<u32>,
+    /// CPU of the built-in echo server thread [default: the last allowed online CPU].
+    #[arg(long, value_name = "CPU", conflicts_with = "connect")]
+    pub server_cpu: Option<u32>,
+    /// Address the built-in echo server binds; the port is chosen by the kernel.
+    #[arg(
+        long,
+        default_value = "127.0.0.1",
+        value_name = "IP",
+        conflicts_with = "connect"
+    )]
+    pub bind: IpAddr,
+    /// Measure your own service at HOST:PORT instead of the built-in echo server.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub connect: Option<String>,
+    /// Request bytes to send (escapes: \r \n \t \0 \\ \xHH) [default: --size bytes of a-z].
+    #[arg(long, value_name = "TEXT", requires = "connect")]
+    pub payload: Option<String>,
+    /// The reply is complete once this text has arrived (same escapes); pick text at its end
+    /// [default: the first bytes of the reply end it].
+    #[arg(long, value_name = "TEXT", requires = "connect")]
+    pub expect: Option<String>,
+    /// How long to wait for a reply: seconds, or e.g. 500ms.
+    #[arg(long, default_value = "1", value_parser = crate::probe::parse_seconds, value_name = "TIME")]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("target").required(true).args(["pid", "cmd"])))]
+pub struct IdleCpuArgs {
+    /// The process to measure.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<i32>,
+    /// Start this command (everything after --cmd), measure it, then kill it. Must come last.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "CMD")]
+    pub cmd: Option<Vec<String>>,
+    /// Length of each window: seconds, or e.g. 500ms, 1m.
+    #[arg(long, default_value = "10", value_parser = crate::probe::parse_seconds, value_name = "TIME")]
+    pub window: Duration,
+    /// Number of consecutive windows.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub windows: usize,
+    /// Wait this long before the first window (e.g. 4s, as the seed did) [default: 0].
+    #[arg(long, value_parser = crate::probe::parse_seconds, value_name = "TIME")]
+    pub settle: Option<Duration>,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("target").required(true).args(["pid", "self_burst"])))]
+pub struct RssArgs {
+    /// The process to sample.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<i32>,
+    /// Burst, free and sample hostknob itself, with jemalloc's background_thread off then on.
+    #[arg(long)]
+    pub self_burst: bool,
+    /// Length of the sampling window (per leg with --self-burst): seconds, or e.g. 90s, 2m.
+    #[arg(long, default_value = "90", value_parser = crate::probe::parse_seconds, value_name = "TIME")]
+    pub duration: Duration,
+    /// Size of the self burst, MiB.
+    #[arg(
+        long,
+        default_value_t = 128,
+        value_name = "MIB",
+        requires = "self_burst"
+    )]
+    pub burst_mib: u64,
+    /// Threads that allocate the self burst.
+    #[arg(long, default_value_t = 4, value_name = "N", requires = "self_burst")]
+    pub threads: usize,
+    /// Also write every sample to FILE as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub raw: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// The knob id (see `hostknob knobs`).
+    #[arg(value_name = "KNOB")]
+    pub knob: String,
+    /// Rounds; each runs both legs, in an order shuffled per round.
+    #[arg(long, default_value_t = 6, value_name = "R")]
+    pub rounds: usize,
+    /// Wait after setting a leg's state before probing (e.g. 2s, 500ms).
+    #[arg(long, default_value = "2s", value_parser = crate::probe::parse_seconds, value_name = "DURATION")]
+    pub settle: Duration,
+    /// Seed of the leg order [default: from the clock; printed, so a run can be repeated].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Use this probe instead of the manifest's `verify.probe` (wakeup, timer or rpc).
+    #[arg(long, value_name = "PROBE")]
+    pub probe: Option<String>,
+    /// Draw both legs' latency distributions (CDFs, log time axis) to FILE.svg.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Wait for another hostknob holding the lock instead of failing at once.
+    #[arg(long)]
+    pub wait: bool,
+    /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
+    #[arg(last = true, value_name = "PROBE OPTIONS")]
+    pub probe_args: Vec<String>,
 }

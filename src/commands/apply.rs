@@ -16,7 +16,7 @@ pub fn run(g: &Global, args: &ApplyArgs) -> Result<i32> {
         ..ApplyOptions::default()
     };
     let outcome = apply::apply(&session, &knobs, &opts)?;
-    match render::machine(g.format, &outcome)? {
+    match render::machine(g.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::apply::apply_table(&outcome)),
     }

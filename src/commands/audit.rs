@@ -13,7 +13,7 @@ pub fn run(g: &Global, args: &AuditArgs) -> Result<i32> {
     let dir = manifest::resolve_dir(g.manifest.as_deref(), &root);
     let ctx = HostCtx::new(&root, host.name.clone());
     let report = audit::run(&dir, &ctx, &host.source, &args.knobs)?;
-    match render::machine(g.format, &report)? {
+    match render::machine(g.format.into(), &report)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::audit::audit_table(&report)),
     }

@@ -17,7 +17,7 @@ pub fn run(g: &Global, args: &CaptureArgs) -> Result<i32> {
     let _ = crate::doc::settings::read_sysctls(&root);
     let host = g.host.as_deref().or(inv.host.hostname.as_deref());
     let report = capture::mirror_recorded(&root, &args.out, host)?;
-    match render::machine(g.format, &report)? {
+    match render::machine(g.format.into(), &report)? {
         Some(text) => print!("{text}"),
         None => {
             println!(

@@ -14,7 +14,7 @@ pub fn run(g: &Global) -> Result<i32> {
     for w in &inv.warnings {
         eprintln!("hostknob: warning: {w}");
     }
-    match render::machine(g.format, &inv)? {
+    match render::machine(g.format.into(), &inv)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::inventory::render(&inv)),
     }

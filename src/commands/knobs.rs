@@ -14,7 +14,7 @@ pub fn run(g: &Global) -> Result<i32> {
     let ctx = HostCtx::new(&root, host.name.clone());
     let report = audit::run(&dir, &ctx, &host.source, &[])?;
     let list = render::audit::knob_list(&report);
-    match render::machine(g.format, &list)? {
+    match render::machine(g.format.into(), &list)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::audit::knobs_table(&report)),
     }

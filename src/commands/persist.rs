@@ -14,7 +14,7 @@ pub fn run(g: &Global, args: &PersistArgs) -> Result<i32> {
     let artifact =
         persist::artifact(knob, &session.host).map_err(|m| anyhow!("{m}: nothing was changed"))?;
     if !args.install && !args.remove {
-        match render::machine(g.format, &artifact)? {
+        match render::machine(g.format.into(), &artifact)? {
             Some(text) => print!("{text}"),
             None => {
                 print!("{}", artifact.content);
@@ -27,7 +27,7 @@ pub fn run(g: &Global, args: &PersistArgs) -> Result<i32> {
         return Ok(0);
     }
     let outcome = persist::install_or_remove(&session, knob, &artifact, args.install, args.wait)?;
-    match render::machine(g.format, &outcome)? {
+    match render::machine(g.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::apply::persist_table(&outcome, &artifact)),
     }

@@ -24,7 +24,7 @@ pub fn run(g: &Global, args: &RevertArgs) -> Result<i32> {
     };
     let session = t.session(g);
     let outcome = apply::revert(&session, manifest.as_ref(), &c.knobs, c.wait)?;
-    match render::machine(g.format, &outcome)? {
+    match render::machine(g.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::apply::revert_table(&outcome)),
     }

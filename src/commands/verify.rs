@@ -1,42 +1,11 @@
-use std::path::PathBuf;
-use std::time::Duration;
-
 use anyhow::{Result, bail};
-use clap::{Args, Parser};
+use clap::Parser;
 
 use crate::cli::Global;
-use crate::commands::probe::ProbeCommand;
+use crate::cli::{ProbeCommand, VerifyArgs};
 use crate::manifest::{self, schema::Probe};
 use crate::render;
 use crate::verify::{self, Leg};
-
-#[derive(Args, Debug)]
-pub struct VerifyArgs {
-    /// The knob id (see `hostknob knobs`).
-    #[arg(value_name = "KNOB")]
-    pub knob: String,
-    /// Rounds; each runs both legs, in an order shuffled per round.
-    #[arg(long, default_value_t = 6, value_name = "R")]
-    pub rounds: usize,
-    /// Wait after setting a leg's state before probing (e.g. 2s, 500ms).
-    #[arg(long, default_value = "2s", value_parser = crate::probe::parse_seconds, value_name = "DURATION")]
-    pub settle: Duration,
-    /// Seed of the leg order [default: from the clock; printed, so a run can be repeated].
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-    /// Use this probe instead of the manifest's `verify.probe` (wakeup, timer or rpc).
-    #[arg(long, value_name = "PROBE")]
-    pub probe: Option<String>,
-    /// Draw both legs' latency distributions (CDFs, log time axis) to FILE.svg.
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<PathBuf>,
-    /// Wait for another hostknob holding the lock instead of failing at once.
-    #[arg(long)]
-    pub wait: bool,
-    /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
-    #[arg(last = true, value_name = "PROBE OPTIONS")]
-    pub probe_args: Vec<String>,
-}
 
 /// Parses the probe's own options as `hostknob probe NAME ...` would.
 #[derive(Parser, Debug)]
@@ -96,7 +65,7 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
         settle: args.settle,
         seed,
         probe_name: name,
-        probe,
+        probe: crate::commands::probe::latency_probe(&probe)?,
         wait: args.wait,
     };
     let mut report = verify::run(&session, knob, &opts, &mut |line| {
@@ -125,7 +94,7 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
         )?;
         std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
-    match render::machine(g.format, &report)? {
+    match render::machine(g.format.into(), &report)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::verify::table(&report)),
     }

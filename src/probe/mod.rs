@@ -4,6 +4,7 @@
 //! through the root seam.
 
 pub mod idle_cpu;
+pub mod latency;
 pub mod pmqos;
 pub mod rpc;
 pub mod rss;

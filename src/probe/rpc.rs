@@ -16,7 +16,7 @@ use super::pmqos::{self, PmQosSetting};
 use super::{Cpus, Gaps, HostContext, Latency, Overhead, now_ns, pin_current_thread};
 use crate::root::Root;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
     Udp,

@@ -28,7 +28,7 @@ use crate::inventory::CPU_DIR;
 use crate::root::{DirHandle, Root};
 use crate::stats::Summary;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mechanism {
     /// FUTEX_WAIT / FUTEX_WAKE on a private futex word.

@@ -18,7 +18,7 @@ use tabled::settings::{Modify, Style, Width};
 /// Long values (command lines, mitigation texts) wrap instead of widening every row.
 const VALUE_WIDTH: usize = 100;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Table,
     Yaml,

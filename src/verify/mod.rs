@@ -19,9 +19,9 @@ use rand::seq::SliceRandom;
 use serde::Serialize;
 
 use crate::apply::{self, ApplyError, ApplyOptions, Session};
-use crate::commands::probe::{ProbeCommand, run_latency};
 use crate::manifest::{Knob, ledger};
 use crate::probe;
+use crate::probe::latency::{self, LatencyProbe};
 use verdict::{Analysis, Expectation, Rule, Verdict};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -45,7 +45,7 @@ pub struct Options {
     pub settle: Duration,
     pub seed: u64,
     pub probe_name: String,
-    pub probe: ProbeCommand,
+    pub probe: LatencyProbe,
     pub wait: bool,
 }
 
@@ -264,7 +264,7 @@ pub fn run(
             if !settle(opts.settle) {
                 return Err(interrupted(done, total));
             }
-            let run = match run_latency(session.root(), &opts.probe) {
+            let run = match latency::run(session.root(), &opts.probe) {
                 Ok(r) => r,
                 Err(_) if probe::cancelled() => return Err(interrupted(done, total)),
                 Err(e) => {
