@@ -19,5 +19,6 @@ pub mod persist;
 pub mod probe;
 pub mod render;
 pub mod root;
+pub mod schema;
 pub mod stats;
 pub mod verify;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use common_manifest::*;
 use hostknob::manifest::ledger::{self, Action, Change, Entry};
-use hostknob::manifest::schema::Persistence;
+use hostknob::schema::Persistence;
 
 /// fc-haltpoll-2cpu booted at btime 1796031636 (2026-11-30T09:40:36Z).
 const FC_BOOT: &str = "2026-11-30T09:40:36Z";

@@ -16,6 +16,7 @@
 
 pub mod group;
 mod hooks;
+pub mod install;
 pub mod plan;
 pub mod validate;
 pub mod write;
@@ -28,9 +29,9 @@ use serde::Serialize;
 
 use crate::journal::{self, Journal, Lock, LockError};
 use crate::knob::{Blocked, HostCtx, KindName, KnobKind, Write, WriteMode};
-use crate::manifest::schema::Persistence;
 use crate::manifest::{Knob, Manifest, ledger};
 use crate::root::Root;
+use crate::schema::Persistence;
 use group::{Change, ChangeGroup};
 use plan::{Planned, Step};
 use write::Put;
@@ -545,9 +546,10 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
             )
         }
         Persistence::Hold => {
-            "held only while a process keeps the request open (`hostknob hold`)".into()
+            "held only while a process keeps the request open (`hostknob hold`, not built yet)"
+                .into()
         }
-        p => match crate::audit::persistence_of(knob, host) {
+        p => match crate::persist::persistence_of(knob, host) {
             Ok(Ok(by)) => format!("persisted ({p}): {by}"),
             Ok(Err(why)) if p == Persistence::Cmdline => format!(
                 "not persistent yet: {why}; `hostknob persist {id}` prints the kernel arguments \

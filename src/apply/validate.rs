@@ -5,14 +5,14 @@ use std::path::Path;
 
 use super::plan::Planned;
 use super::write::describe_write_error;
-use crate::knob::{Blocked, Blocker, WriteMode};
+use crate::knob::WriteMode;
 use crate::root::Root;
 
 /// The values: every target the host can take, the value accepted, the
 /// value before known (so it can be restored), and a mode apply can write.
 pub fn values(planned: &Planned) -> Result<(), String> {
     for p in &planned.knobs {
-        refusal(&p.knob.id, &p.refused)?;
+        crate::knob::refusal(&p.knob.id, &p.refused)?;
     }
     for s in &planned.steps {
         let id = &planned.knobs[s.knob].knob.id;
@@ -20,7 +20,7 @@ pub fn values(planned: &Planned) -> Result<(), String> {
             WriteMode::Hold => {
                 return Err(format!(
                     "{id}: {} holds a request only while a process keeps it open; \
-                     apply cannot hold it (`persistence: hold` is for the coming `hostknob hold`)",
+                     apply cannot hold it (`persistence: hold` is for `hostknob hold`, not built yet)",
                     s.write.path
                 ));
             }
@@ -34,23 +34,6 @@ pub fn values(planned: &Planned) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The first of a knob's targets the host refuses (a value it does not
-/// accept, a file that cannot be read), as an error; not-applicable ones pass.
-pub fn refusal(id: &str, blocked: &[Blocked]) -> Result<(), String> {
-    let mut refused = blocked
-        .iter()
-        .filter(|b| !matches!(b.blocker, Blocker::NotApplicable(_)));
-    let Some(b) = refused.next() else {
-        return Ok(());
-    };
-    let reason = b.blocker.reason();
-    let more = match refused.count() {
-        0 => String::new(),
-        n => format!(" (and {n} more files)"),
-    };
-    Err(format!("{id}: {}: {reason}{more}", b.path))
 }
 
 /// Permission, asked of the kernel without writing: each existing target is

@@ -26,7 +26,13 @@ pub fn run(g: &Global, args: &PersistArgs) -> Result<i32> {
         }
         return Ok(0);
     }
-    let outcome = persist::install_or_remove(&session, knob, &artifact, args.install, args.wait)?;
+    let outcome = crate::apply::install::install_or_remove(
+        &session,
+        knob,
+        &artifact,
+        args.install,
+        args.wait,
+    )?;
     match render::machine(g.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::apply::persist_table(&outcome, &artifact)),

@@ -3,8 +3,9 @@ use clap::Parser;
 
 use crate::cli::Global;
 use crate::cli::{ProbeCommand, VerifyArgs};
-use crate::manifest::{self, schema::Probe};
+use crate::manifest;
 use crate::render;
+use crate::schema::Probe;
 use crate::verify::{self, Leg};
 
 /// Parses the probe's own options as `hostknob probe NAME ...` would.

@@ -10,8 +10,8 @@ use super::KnobSections;
 use crate::audit::{self, Status};
 use crate::knob::HostCtx;
 use crate::manifest::ledger::{self, Action};
-use crate::manifest::schema::{HistoryAction, Persistence};
 use crate::render::markdown::{code, table};
+use crate::schema::{HistoryAction, Persistence};
 
 pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Result<KnobSections> {
     if !manifest_dir.is_dir() {

@@ -8,7 +8,7 @@
 use serde::Deserialize;
 
 use super::{FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target, WriteMode, check_name};
-use crate::manifest::schema::Persistence;
+use crate::schema::Persistence;
 
 const UNIT_DIRS: [&str; 4] = [
     "/etc/systemd/system",

@@ -10,7 +10,7 @@ use super::{
     Service, Spec, Survey, Target, WriteMode,
 };
 use crate::inventory::{CPU_DIR, par_map};
-use crate::manifest::schema::Persistence;
+use crate::schema::Persistence;
 
 #[derive(Debug)]
 pub struct CpufreqEpp {
@@ -20,7 +20,7 @@ pub struct CpufreqEpp {
 
 impl Spec for CpufreqEpp {
     type Target = TargetDoc;
-    type Set = crate::manifest::schema::Scalar;
+    type Set = crate::schema::Scalar;
 
     fn new(target: Option<TargetDoc>, set: Self::Set) -> Result<Self, FieldError> {
         check_word("set", &set.0, "energy-performance preference")?;

@@ -8,13 +8,13 @@ use super::{
     ReadValue, Service, Spec, Survey, Target, WriteMode, offline_target,
 };
 use crate::cpulist::CpuList;
-use crate::manifest::schema::Persistence;
+use crate::schema::Persistence;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetDoc {
     #[serde(default)]
-    pub cpus: Option<crate::manifest::schema::Scalar>,
+    pub cpus: Option<crate::schema::Scalar>,
 }
 
 #[derive(Debug)]

@@ -10,7 +10,7 @@ use super::{
 use crate::cpulist::CpuList;
 use crate::inventory::CPU_DIR;
 use crate::inventory::par_map;
-use crate::manifest::schema::{Persistence, Scalar};
+use crate::schema::{Persistence, Scalar};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::cpulist::{CpuList, Group};
-use crate::manifest::schema::{KnobDoc, Persistence};
+use crate::schema::{KnobDoc, Persistence};
 
 pub use ctx::{CpuIdle, HostCtx, PolicyInfo, ReadValue, idle_path};
 
@@ -551,4 +551,20 @@ pub fn check_name(field: &str, text: &str, what: &str) -> Result<(), FieldError>
             format!("{text:?} is not a {what} name (letters, digits, _ - . @ : only)"),
         ))
     }
+}
+/// The first of a knob's targets the host refuses (a value it does not
+/// accept, a file that cannot be read), as an error; not-applicable ones pass.
+pub fn refusal(id: &str, blocked: &[Blocked]) -> Result<(), String> {
+    let mut refused = blocked
+        .iter()
+        .filter(|b| !matches!(b.blocker, Blocker::NotApplicable(_)));
+    let Some(b) = refused.next() else {
+        return Ok(());
+    };
+    let reason = b.blocker.reason();
+    let more = match refused.count() {
+        0 => String::new(),
+        n => format!(" (and {n} more files)"),
+    };
+    Err(format!("{id}: {}: {reason}{more}", b.path))
 }

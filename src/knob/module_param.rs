@@ -8,7 +8,7 @@ use super::{
     FieldError, HostCtx, KindName, KnobKind, ReadValue, Service, Spec, Survey, Target, WriteMode,
     check_name,
 };
-use crate::manifest::schema::{Persistence, Scalar};
+use crate::schema::{Persistence, Scalar};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,13 +1,13 @@
 //! `pm-qos`: the global CPU latency request, `/dev/cpu_dma_latency`. A request
 //! holds only while the process that wrote it keeps the file open; the value
 //! read back is the aggregate of all requests (the smallest), and
-//! 2000000000 µs means nobody asks for anything. `hostknob hold` (a later
-//! command) will own the request by keeping the file open.
+//! 2000000000 µs means nobody asks for anything. `hostknob hold`, which
+//! would own the request by keeping the file open, is not built yet.
 
 use super::{
     Blocker, FieldError, HostCtx, KindName, KnobKind, Service, Spec, Survey, Target, WriteMode,
 };
-use crate::manifest::schema::Persistence;
+use crate::schema::Persistence;
 
 pub const DEVICE: &str = "/dev/cpu_dma_latency";
 /// `PM_QOS_CPU_LATENCY_DEFAULT_VALUE`: no request.
@@ -120,7 +120,7 @@ impl KnobKind for PmQos {
             return Ok(survey);
         };
         survey.notes.push(format!(
-            "the request holds only while a process keeps {DEVICE} open; `hostknob hold` will own it"
+            "the request holds only while a process keeps {DEVICE} open; `hostknob hold`, not built yet, would own it"
         ));
         // Any request at least as strict as ours keeps the constraint in force.
         let in_effect = current <= self.max_latency_us;

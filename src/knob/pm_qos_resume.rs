@@ -12,7 +12,7 @@ use super::{
 };
 use crate::cpulist::CpuList;
 use crate::inventory::CPU_DIR;
-use crate::manifest::schema::{Persistence, Scalar};
+use crate::schema::{Persistence, Scalar};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

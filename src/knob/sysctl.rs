@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::{
     FieldError, HostCtx, KindName, KnobKind, ReadValue, Service, Spec, Survey, Target, WriteMode,
 };
-use crate::manifest::schema::{Persistence, Scalar};
+use crate::schema::{Persistence, Scalar};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::cpulist::CpuList;
 use crate::inventory::bracketed;
-use crate::manifest::schema::{Persistence, Scalar};
+use crate::schema::{Persistence, Scalar};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -9,7 +9,7 @@ use super::{
     Spec, Survey, Target, WriteMode,
 };
 use crate::inventory::bracketed;
-use crate::manifest::schema::Persistence;
+use crate::schema::Persistence;
 
 pub const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
 

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::ManifestError;
-use super::schema::Persistence;
 use crate::cpulist::CpuList;
+use crate::schema::Persistence;
 
 pub const LEDGER_DIR: &str = "ledger";
 
@@ -76,7 +76,7 @@ pub struct Entry {
 impl Entry {
     /// Unix seconds of `timestamp`.
     pub fn when(&self) -> Option<u64> {
-        super::schema::parse_when(&self.timestamp)
+        crate::schema::parse_when(&self.timestamp)
             .ok()
             .map(|(t, _)| t)
     }
@@ -120,7 +120,7 @@ pub fn read(manifest_dir: &Path, host: &str) -> Result<Vec<Entry>, ManifestError
         err(e.location().map(|l| l.line()), field, message)
     })?;
     for (i, e) in entries.iter().enumerate() {
-        if super::schema::parse_when(&e.timestamp).is_err() {
+        if crate::schema::parse_when(&e.timestamp).is_err() {
             let line = super::locate::line_of(&text, &format!("[{i}].timestamp"));
             return Err(err(
                 line,

@@ -7,13 +7,12 @@
 pub mod host;
 pub mod ledger;
 pub mod locate;
-pub mod schema;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::knob::{self, BuildError, FieldError, KindName, KnobKind};
-use schema::{HistoryAction, KnobDoc, Persistence, Verify};
+use crate::schema::{HistoryAction, KnobDoc, Persistence, Verify};
 
 /// One problem in the manifest, as `file:line: field: message`.
 #[derive(Clone, Debug, PartialEq)]
@@ -515,7 +514,7 @@ fn read_knob(source: Source) -> Result<Knob, ManifestError> {
     }
     let mut history = Vec::new();
     for (i, h) in doc.history.iter().enumerate() {
-        let (when, _) = schema::parse_when(&h.date)
+        let (when, _) = crate::schema::parse_when(&h.date)
             .map_err(|m| source.error(&format!("history[{i}].date"), m))?;
         let hosts = HostSel::parse(&format!("history[{i}].hosts"), &h.hosts)
             .map_err(|e| source.field_error(e))?;

@@ -4,8 +4,9 @@
 use similar::TextDiff;
 
 use crate::apply::group::ChangeGroup;
+use crate::apply::install::PersistOutcome;
 use crate::apply::{ApplyOutcome, RevertOutcome};
-use crate::persist::{Artifact, PersistOutcome};
+use crate::persist::Artifact;
 
 /// `1 file`, `320 files`.
 fn files(n: usize) -> String {

@@ -8,7 +8,7 @@ use tabled::settings::{Modify, Style, Width};
 use crate::audit::{KnobReport, Report, Status};
 use crate::cpulist::CpuList;
 use crate::knob::{Current, KindName};
-use crate::manifest::schema::Persistence;
+use crate::schema::Persistence;
 
 const DETAIL_WIDTH: usize = 70;
 const VALUE_WIDTH: usize = 36;

@@ -1,6 +1,6 @@
 //! The knob document as written in the manifest. Every struct rejects unknown
 //! fields; values that serde cannot judge alone (ids, CPU lists, dates, host
-//! lists) are checked afterwards in `manifest::check_common`.
+//! lists) are checked afterwards, as `manifest::load` reads each knob.
 
 use std::fmt;
 

@@ -1,0 +1,158 @@
+//! The record: what the ledger and the knob's history say was applied here,
+//! and the latest evidence; turns drift into lost-on-reboot.
+
+use serde::Serialize;
+
+use super::status::{Judged, Status};
+use crate::knob::Target;
+use crate::manifest::Knob;
+use crate::manifest::ledger::{self, Action};
+use crate::schema::{HistoryAction, Persistence};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Evidence {
+    pub timestamp: String,
+    /// improved, regressed or no-detectable-effect.
+    pub verdict: Option<String>,
+    pub summary: Option<String>,
+}
+
+/// The knob's latest `verified` event in the ledger.
+pub(super) fn latest_evidence(id: &str, ledger: &[ledger::Entry]) -> Option<Evidence> {
+    let e = ledger
+        .iter()
+        .rev()
+        .find(|e| e.knob == id && e.action == ledger::Action::Verified)?;
+    Some(Evidence {
+        timestamp: e.timestamp.clone(),
+        verdict: e
+            .evidence
+            .as_ref()
+            .and_then(|v| v["verdict"].as_str())
+            .map(str::to_string),
+        summary: e.note.clone(),
+    })
+}
+
+/// What applied this knob here last, if it was applied and not reverted since.
+pub(super) struct Applied {
+    pub(super) when: u64,
+    pub(super) label: String,
+    pub(super) persistence: Persistence,
+    /// The files it changed, with their values before (ledger entries only).
+    changes: Vec<ledger::Change>,
+}
+
+impl Applied {
+    /// The value `target` had before the apply: from the change naming its
+    /// path, or the group (`cpu*`) covering it and its CPUs.
+    fn before(&self, target: &Target) -> Option<&str> {
+        self.changes
+            .iter()
+            .find(|c| {
+                c.path == target.path
+                    || (glob::Pattern::new(&c.path).is_ok_and(|p| p.matches(&target.path))
+                        && match (&c.cpus, &target.cpus) {
+                            (Some(group), Some(own)) => {
+                                own.as_slice().iter().all(|cpu| group.contains(*cpu))
+                            }
+                            _ => true,
+                        })
+            })
+            .and_then(|c| c.before.as_deref())
+    }
+}
+
+pub(super) fn last_applied(knob: &Knob, host: &str, ledger: &[ledger::Entry]) -> Option<Applied> {
+    let mut events: Vec<(u64, bool, Applied)> = Vec::new();
+    for e in ledger
+        .iter()
+        .filter(|e| e.knob == knob.id && e.host == host)
+    {
+        let Some(when) = e.when() else { continue };
+        let applied = match e.action {
+            Action::Applied => true,
+            Action::Reverted => false,
+            _ => continue,
+        };
+        events.push((
+            when,
+            applied,
+            Applied {
+                when,
+                label: format!("ledger {}", e.timestamp),
+                persistence: e.persistence,
+                changes: e.changes.clone(),
+            },
+        ));
+    }
+    for h in knob.history.iter().filter(|h| h.hosts.matches(host)) {
+        let applied = match h.action {
+            HistoryAction::Applied => true,
+            HistoryAction::Reverted => false,
+            _ => continue,
+        };
+        events.push((
+            h.when,
+            applied,
+            Applied {
+                when: h.when,
+                label: format!("history {}", h.date),
+                persistence: h.persistence,
+                changes: Vec::new(),
+            },
+        ));
+    }
+    events.sort_by_key(|(when, _, _)| *when);
+    match events.pop() {
+        Some((_, true, a)) => Some(a),
+        _ => None,
+    }
+}
+
+/// Turns drift into lost-on-reboot when the record says it was applied here,
+/// runtime only, before the current boot.
+pub(super) fn tell_the_story(j: &mut Judged, applied: Option<&Applied>, boot: Option<u64>) {
+    let Some(a) = applied else { return };
+    if j.status != Status::Drift {
+        return;
+    }
+    let now = j.target.current.as_deref().unwrap_or("absent");
+    let back = match a.before(j.target) {
+        Some(b) if j.target.restore.as_deref() == Some(b) => {
+            format!(" (back to {b}, its value before the apply)")
+        }
+        _ => String::new(),
+    };
+    let when = crate::schema::rfc3339(a.when);
+    match (a.persistence, boot) {
+        (Persistence::Runtime, Some(b)) if b > a.when => {
+            j.status = Status::LostOnReboot;
+            j.detail = format!(
+                "applied runtime-only ({}); the host booted at {} since, and the value is {now} again{back}: \
+                 the reboot undid it",
+                a.label,
+                crate::schema::rfc3339(b)
+            );
+        }
+        (Persistence::Runtime, Some(_)) => {
+            j.detail = format!(
+                "{}; applied in this boot ({}, {when}) and changed since by something else",
+                j.detail, a.label
+            );
+        }
+        (Persistence::Runtime, None) => {
+            j.detail = format!(
+                "{}; applied runtime-only ({}), but this tree has no boot time (/proc/stat btime), \
+                 so whether a reboot undid it cannot be told",
+                j.detail, a.label
+            );
+        }
+        (p, _) => {
+            j.detail = format!(
+                "{}; applied with persistence {p} ({}) and not in effect",
+                j.detail, a.label
+            );
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Other managers of a knob's files: services (tuned, power-profiles-daemon,
+//! TLP, cpupower) and tmpfiles.d, sysctl.d or udev entries.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::knob::{HostCtx, KindName, Service, Target};
+use crate::manifest::Knob;
+use crate::persist::{BootConfig, ConfLine};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Manager {
+    pub name: String,
+    pub evidence: String,
+}
+
+/// Configuration files and services that can set knobs, read once per run.
+#[derive(Default)]
+pub struct HostConfig {
+    boot: BootConfig,
+    services: Vec<(Service, String)>,
+}
+
+impl HostConfig {
+    pub fn read(
+        host: &HostCtx,
+        kinds: &BTreeSet<KindName>,
+        services: &BTreeSet<Service>,
+    ) -> HostConfig {
+        let mut c = HostConfig {
+            boot: BootConfig::read(host, kinds),
+            services: Vec::new(),
+        };
+        if !services.is_empty() {
+            c.services = detect_services(host, services);
+        }
+        c
+    }
+
+    pub fn boot(&self) -> &BootConfig {
+        &self.boot
+    }
+}
+
+/// Services found running or enabled, with what shows it.
+fn detect_services(host: &HostCtx, wanted: &BTreeSet<Service>) -> Vec<(Service, String)> {
+    let wants: Vec<String> = host
+        .list("/etc/systemd/system")
+        .into_iter()
+        .filter(|n| n.ends_with(".wants"))
+        .map(|n| format!("/etc/systemd/system/{n}"))
+        .collect();
+    let mut out = Vec::new();
+    for &s in wanted {
+        let mut evidence = Vec::new();
+        if let Some(comm) = s.comm() {
+            let pids: Vec<String> = host
+                .processes()
+                .iter()
+                .filter(|p| p.comm == comm)
+                .map(|p| p.pid.to_string())
+                .collect();
+            if !pids.is_empty() {
+                evidence.push(format!("running (PID {})", pids.join(", ")));
+            }
+        }
+        for w in &wants {
+            let link = format!("{w}/{}", s.unit());
+            // The link is the fact; its target may be missing from a capture.
+            if host.root.read_link(&link).is_ok() || host.root.exists(&link) {
+                evidence.push(format!("enabled ({link})"));
+            }
+        }
+        if s == Service::Tuned
+            && !evidence.is_empty()
+            && let Some(p) = host.text("/etc/tuned/active_profile")
+        {
+            evidence.push(format!("profile {p}"));
+        }
+        if !evidence.is_empty() {
+            out.push((s, evidence.join("; ")));
+        }
+    }
+    out
+}
+
+/// Other things that set the same files: services, tmpfiles.d, sysctl.d, udev.
+pub(super) fn managers(knob: &Knob, targets: &[Target], config: &HostConfig) -> Vec<Manager> {
+    let mut out: Vec<Manager> = Vec::new();
+    for (s, evidence) in &config.services {
+        if knob.spec.services().contains(s) {
+            out.push(Manager {
+                name: s.unit().trim_end_matches(".service").into(),
+                evidence: evidence.clone(),
+            });
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut add = |name: &str, l: &ConfLine, what: String| {
+        if seen.insert((name.to_string(), l.at())) {
+            out.push(Manager {
+                name: name.into(),
+                evidence: format!("{} {what}", l.at()),
+            });
+        }
+    };
+    let paths: Vec<&str> = targets
+        .iter()
+        .filter(|t| t.mode == crate::knob::WriteMode::Attribute && t.blocker.is_none())
+        .map(|t| t.path.as_str())
+        .collect();
+    if paths.is_empty() {
+        return out;
+    }
+    for l in &config.boot.tmpfiles {
+        let pattern = glob::Pattern::new(&l.key).ok();
+        if paths
+            .iter()
+            .any(|p| *p == l.key || pattern.as_ref().is_some_and(|pat| pat.matches(p)))
+        {
+            add(
+                "tmpfiles.d",
+                l,
+                format!("writes {:?} to {}", l.value, l.key),
+            );
+        }
+    }
+    for l in &config.boot.sysctl {
+        let pattern = glob::Pattern::new(&l.key).ok();
+        if paths
+            .iter()
+            .any(|p| *p == l.key || pattern.as_ref().is_some_and(|pat| pat.matches(p)))
+        {
+            add("sysctl.d", l, format!("sets {} = {}", l.key, l.value));
+        }
+    }
+    for l in &config.boot.udev {
+        // A rule names the attribute relative to its device: match its tail.
+        let suffix = format!("/{}", l.key);
+        let leaf = format!("/{}", l.key.rsplit('/').next().unwrap_or(&l.key));
+        if paths
+            .iter()
+            .any(|p| p.ends_with(&suffix) || p.ends_with(&leaf))
+        {
+            add("udev", l, format!("sets ATTR{{{}}}={:?}", l.key, l.value));
+        }
+    }
+    out
+}

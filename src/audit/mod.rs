@@ -1,0 +1,208 @@
+//! `audit` and `knobs`: each knob that targets this host, its current value
+//! per CPU group or file, and one status per group and per knob.
+//!
+//! `lost-on-reboot` is the sleep-tax lesson: when the ledger or the knob's
+//! history says the knob was applied here runtime-only at T, the host booted
+//! after T, and the value is no longer the desired one, the report says so
+//! instead of a bare `drift`.
+
+mod history;
+mod managers;
+mod status;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::knob::{Current, HostCtx, KindName, Service};
+use crate::manifest::ledger;
+use crate::manifest::{Knob, Manifest, ManifestError, ManifestErrors};
+use crate::persist;
+use crate::schema::Persistence;
+
+pub use history::Evidence;
+use history::{last_applied, latest_evidence, tell_the_story};
+pub use managers::{HostConfig, Manager};
+use status::{Judged, groups, judge};
+pub use status::{Status, StatusGroup};
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub host: String,
+    pub host_source: String,
+    /// RFC 3339, UTC, from `btime` in `/proc/stat`; `None` when the tree lacks it.
+    pub boot_time: Option<String>,
+    pub manifest: String,
+    pub knobs: Vec<KnobReport>,
+    /// Knobs per status.
+    pub summary: BTreeMap<Status, usize>,
+    /// Knobs in the manifest that target other hosts.
+    pub other_hosts: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KnobReport {
+    pub id: String,
+    pub title: String,
+    pub kind: KindName,
+    pub target: String,
+    pub status: Status,
+    pub desired: String,
+    pub current: Vec<Current>,
+    /// One status per CPU group or file group, where they differ.
+    pub groups: Vec<StatusGroup>,
+    pub persistence: Persistence,
+    /// What keeps it across a reboot, when something does.
+    pub persisted_by: Option<String>,
+    pub caveats: Vec<String>,
+    /// Other things on this host that may set the same files.
+    pub managers: Vec<Manager>,
+    pub detail: String,
+    pub notes: Vec<String>,
+    pub source: String,
+    /// The latest `verify` of this knob on this host, from the ledger.
+    pub evidence: Option<Evidence>,
+}
+
+/// Evaluates every knob that targets this host (or only `only`, when given).
+pub fn evaluate(
+    manifest: &Manifest,
+    host: &HostCtx,
+    host_source: &str,
+    only: &[String],
+) -> Result<Report, ManifestErrors> {
+    let mut errors: Vec<ManifestError> = Vec::new();
+    for id in only {
+        if manifest.get(id).is_none() {
+            errors.push(ManifestError {
+                file: manifest.dir.clone(),
+                line: None,
+                field: None,
+                message: format!("no knob with id {id:?} in this manifest"),
+            });
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ManifestErrors(errors));
+    }
+    let chosen: Vec<&Knob> = manifest
+        .for_host(&host.name)
+        .filter(|k| only.is_empty() || only.contains(&k.id))
+        .collect();
+    let other_hosts = manifest.knobs.len() - manifest.for_host(&host.name).count();
+    let ledger = ledger::read(&manifest.dir, &host.name).map_err(|e| ManifestErrors(vec![e]))?;
+    let kinds: BTreeSet<KindName> = chosen.iter().map(|k| k.kind).collect();
+    let services: BTreeSet<Service> = chosen
+        .iter()
+        .flat_map(|k| k.spec.services().iter().copied())
+        .collect();
+    let config = HostConfig::read(host, &kinds, &services);
+    let boot = host.boot_time();
+    let mut knobs = Vec::new();
+    for knob in chosen {
+        let survey = match knob.spec.survey(host) {
+            Ok(s) => s,
+            Err(e) => {
+                errors.push(knob.source.field_error(e));
+                continue;
+            }
+        };
+        knobs.push(report_knob(knob, survey, host, &config, &ledger, boot));
+    }
+    if !errors.is_empty() {
+        return Err(ManifestErrors(errors));
+    }
+    let mut summary: BTreeMap<Status, usize> = Status::ALL.iter().map(|s| (*s, 0)).collect();
+    for k in &knobs {
+        *summary.entry(k.status).or_default() += 1;
+    }
+    Ok(Report {
+        host: host.name.clone(),
+        host_source: host_source.to_string(),
+        boot_time: boot.map(crate::schema::rfc3339),
+        manifest: manifest.dir.display().to_string(),
+        knobs,
+        summary,
+        other_hosts,
+    })
+}
+
+fn report_knob(
+    knob: &Knob,
+    survey: crate::knob::Survey,
+    host: &HostCtx,
+    config: &HostConfig,
+    ledger: &[ledger::Entry],
+    boot: Option<u64>,
+) -> KnobReport {
+    let targets = survey.targets;
+    let persist = persist::check(knob, &targets, host, config.boot());
+    let applied = last_applied(knob, &host.name, ledger);
+    let mut judged: Vec<Judged> = targets.iter().map(|t| judge(t, &persist)).collect();
+    for j in &mut judged {
+        tell_the_story(j, applied.as_ref(), boot);
+    }
+    let groups = groups(&judged);
+    let status = groups
+        .iter()
+        .map(|g| g.status)
+        .max_by_key(|s| s.rank())
+        .unwrap_or(Status::NotApplicable);
+    let worst: Vec<&StatusGroup> = groups.iter().filter(|g| g.status == status).collect();
+    let detail = if groups.len() == 1 {
+        worst[0].detail.clone()
+    } else {
+        worst
+            .iter()
+            .filter(|g| !g.detail.is_empty())
+            .map(|g| match (&g.cpus, g.paths.as_slice()) {
+                (Some(c), _) => format!("CPUs {c}: {}", g.detail),
+                (None, [one]) => format!("{one}: {}", g.detail),
+                (None, many) => format!("{} files: {}", many.len(), g.detail),
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    KnobReport {
+        id: knob.id.clone(),
+        title: knob.title.clone(),
+        kind: knob.kind,
+        target: knob.spec.target_summary(),
+        status,
+        desired: knob.spec.desired(),
+        current: crate::knob::group_current(&targets),
+        groups,
+        persistence: knob.persistence,
+        persisted_by: persist.ok().filter(|s| !s.is_empty()),
+        caveats: knob.caveats.clone(),
+        managers: managers::managers(knob, &targets, config),
+        detail,
+        notes: survey.notes,
+        source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
+        evidence: latest_evidence(&knob.id, ledger),
+    }
+}
+
+impl Report {
+    /// 0 when every knob is ok, unpersisted or not-applicable; 2 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        if self.knobs.iter().any(|k| k.status.fails()) {
+            2
+        } else {
+            0
+        }
+    }
+}
+
+/// Loads the manifest and evaluates it on the host: the shared first half of
+/// `knobs` and `audit`.
+pub fn run(
+    manifest_dir: &Path,
+    host: &HostCtx,
+    host_source: &str,
+    only: &[String],
+) -> Result<Report, ManifestErrors> {
+    let manifest = crate::manifest::load(manifest_dir)?;
+    evaluate(&manifest, host, host_source, only)
+}

@@ -1,0 +1,162 @@
+//! One status per CPU group or file, from what the host holds and what
+//! persists it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::cpulist::{self, CpuList};
+use crate::knob::{Blocker, Target, per_cpu_value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Ok,
+    Unpersisted,
+    NotApplicable,
+    Drift,
+    Unsupported,
+    LostOnReboot,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Ok,
+        Status::Unpersisted,
+        Status::NotApplicable,
+        Status::Drift,
+        Status::Unsupported,
+        Status::LostOnReboot,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Unpersisted => "unpersisted",
+            Status::NotApplicable => "not-applicable",
+            Status::Drift => "drift",
+            Status::Unsupported => "unsupported",
+            Status::LostOnReboot => "lost-on-reboot",
+        }
+    }
+
+    /// Whether this status makes `audit` exit 2.
+    pub fn fails(self) -> bool {
+        matches!(
+            self,
+            Status::Drift | Status::Unsupported | Status::LostOnReboot
+        )
+    }
+
+    /// Which of two statuses speaks for a knob: the one that needs attention most.
+    pub(super) fn rank(self) -> u8 {
+        match self {
+            Status::NotApplicable => 0,
+            Status::Ok => 1,
+            Status::Unpersisted => 2,
+            Status::Unsupported => 3,
+            Status::Drift => 4,
+            Status::LostOnReboot => 5,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StatusGroup {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<CpuList>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    pub status: Status,
+    pub current: Option<String>,
+    pub detail: String,
+}
+
+pub(super) struct Judged<'t> {
+    pub(super) target: &'t Target,
+    pub(super) status: Status,
+    pub(super) detail: String,
+}
+
+pub(super) fn judge<'t>(target: &'t Target, persist: &Result<String, String>) -> Judged<'t> {
+    let (status, detail) = match (&target.blocker, target.in_effect) {
+        (Some(Blocker::NotApplicable(r) | Blocker::Unreadable(r)), _) => {
+            (Status::NotApplicable, r.clone())
+        }
+        (Some(Blocker::Unsupported(r)), false) => (Status::Unsupported, r.clone()),
+        (_, true) => match persist {
+            Ok(_) => (Status::Ok, String::new()),
+            Err(why) => (
+                Status::Unpersisted,
+                format!("in effect now, but gone at the next boot: {why}"),
+            ),
+        },
+        (_, false) => (
+            Status::Drift,
+            format!(
+                "is {}, should be {}",
+                target.current.as_deref().unwrap_or("absent"),
+                target.desired
+            ),
+        ),
+    };
+    Judged {
+        target,
+        status,
+        detail,
+    }
+}
+
+/// Groups judged targets: per CPU where they name CPUs, else per file.
+pub(super) fn groups(judged: &[Judged]) -> Vec<StatusGroup> {
+    let mut out = Vec::new();
+    let mut per_cpu: BTreeMap<u32, Vec<&Judged>> = BTreeMap::new();
+    for j in judged {
+        for &cpu in j.target.cpus.iter().flat_map(|c| c.as_slice()) {
+            per_cpu.entry(cpu).or_default().push(j);
+        }
+    }
+    // A CPU's status is its worst target's; its value names each target when it has several.
+    let verdicts = per_cpu.into_iter().map(|(cpu, js)| {
+        let worst = js
+            .iter()
+            .max_by_key(|j| j.status.rank())
+            .expect("a CPU has targets");
+        let targets: Vec<&Target> = js.iter().map(|j| j.target).collect();
+        let value = if targets.iter().all(|t| t.current.is_none()) {
+            None
+        } else {
+            Some(per_cpu_value(&targets, |t| t.current.clone()))
+        };
+        (cpu, (worst.status, worst.detail.clone(), value))
+    });
+    for g in cpulist::group(verdicts) {
+        let (status, detail, current) = g.value;
+        out.push(StatusGroup {
+            cpus: Some(g.cpus),
+            paths: Vec::new(),
+            status,
+            current,
+            detail,
+        });
+    }
+    for j in judged.iter().filter(|j| j.target.cpus.is_none()) {
+        let key_current = j.target.current.clone();
+        match out.iter_mut().find(|g| {
+            g.cpus.is_none()
+                && g.status == j.status
+                && g.detail == j.detail
+                && g.current == key_current
+        }) {
+            Some(g) => g.paths.push(j.target.path.clone()),
+            None => out.push(StatusGroup {
+                cpus: None,
+                paths: vec![j.target.path.clone()],
+                status: j.status,
+                current: key_current,
+                detail: j.detail.clone(),
+            }),
+        }
+    }
+    out
+}

@@ -1,0 +1,284 @@
+//! `persist`: what makes a knob survive a reboot, by the mechanism its
+//! manifest entry names.
+//!
+//! - `tmpfiles`: `/etc/tmpfiles.d/hostknob-<id>.conf`, one `w` line per file
+//!   the knob controls here (systemd-tmpfiles writes them at every boot);
+//! - `sysctl.d`: `/etc/sysctl.d/90-hostknob-<id>.conf`, `name = value`;
+//! - `systemd-dropin`: the service's drop-in with `Environment=` (the same
+//!   file apply writes);
+//! - `cmdline`: kernel command-line arguments, printed with the commands that
+//!   add them; hostknob never writes a boot loader's configuration.
+//!
+//! The artifact is computed from this host (its CPUs, states, policies), so
+//! it is exact here; it carries no time, so regenerating it is stable.
+
+pub mod cmdline;
+pub mod dropin;
+pub mod sysctl_d;
+pub mod tmpfiles;
+pub mod udev;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::knob::{Blocked, HostCtx, KindName, Target};
+use crate::manifest::Knob;
+use crate::schema::Persistence;
+
+pub use sysctl_d::{SYSCTL_DIR, sysctl_name};
+pub use tmpfiles::TMPFILES_DIR;
+
+/// What makes one knob survive a reboot on this host.
+#[derive(Clone, Debug, Serialize)]
+pub struct Artifact {
+    pub knob: String,
+    pub mechanism: Persistence,
+    /// Where `--install` writes it (under `--root`); `None` for kernel
+    /// command-line arguments, which are only printed.
+    pub path: Option<String>,
+    /// The file's content, or the arguments on one line.
+    pub content: String,
+    /// Commands for the operator (never run by hostknob).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+pub(crate) fn header(knob: &Knob, host: &str) -> String {
+    let file = knob
+        .source
+        .file
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(
+        "# hostknob persist: {id} ({kind}) for host {host}\n# {title}\n\
+         # From the manifest's {file}; `hostknob persist {id}` regenerates this file, \
+         `hostknob persist {id} --remove` deletes it.\n",
+        id = knob.id,
+        kind = knob.kind,
+        title = knob.title.trim(),
+    )
+}
+
+/// Where the knob's `persistence:` is written (`file:line`), and the
+/// mechanisms its kind allows other than `runtime`: what to tell someone
+/// who wants a runtime knob permanent.
+pub fn how_to_persist(knob: &Knob) -> (String, Vec<&'static str>) {
+    let at = knob.source.error("persistence", "");
+    let durable = knob
+        .spec
+        .persistence_allowed()
+        .iter()
+        .filter(|p| **p != Persistence::Runtime)
+        .map(|p| p.as_str())
+        .collect();
+    (
+        format!("{}:{}", at.file.display(), at.line.unwrap_or(1)),
+        durable,
+    )
+}
+
+/// The artifact for `knob` on this host, or why there is none.
+pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
+    let id = &knob.id;
+    let mechanism = knob.persistence;
+    let (at, durable) = how_to_persist(knob);
+    let refuse_by_design = |what: &str| format!("{at}: persistence: {id} is `{mechanism}`: {what}");
+    match mechanism {
+        Persistence::Runtime => {
+            return Err(refuse_by_design(&format!(
+                "nothing persists it, by the manifest's decision; to make it permanent, change \
+                 it to {} in the manifest (reviewed like code), then run `hostknob persist {id}`",
+                durable.join(" or ")
+            )));
+        }
+        Persistence::Hold => {
+            return Err(refuse_by_design(
+                "a process holds the request open (`hostknob hold`, not built yet); there is no file to persist",
+            ));
+        }
+        Persistence::Cmdline => return cmdline::artifact(knob, refuse_by_design),
+        _ => {}
+    }
+    let survey = knob
+        .spec
+        .survey(host)
+        .map_err(|e| knob.source.field_error(e).to_string())?;
+    let blocked: Vec<Blocked> = survey
+        .targets
+        .iter()
+        .filter_map(|t| {
+            Some(Blocked {
+                path: t.path.clone(),
+                cpus: t.cpus.clone(),
+                blocker: t.blocker.clone()?,
+            })
+        })
+        .collect();
+    crate::knob::refusal(id, &blocked)?;
+    let targets: Vec<_> = survey
+        .targets
+        .iter()
+        .filter(|t| t.blocker.is_none() && t.write.is_some())
+        .collect();
+    if targets.is_empty() {
+        let why: Vec<String> = blocked
+            .iter()
+            .map(|b| format!("{}: {}", b.path, b.blocker.reason()))
+            .collect();
+        return Err(format!(
+            "{id}: nothing to persist on host {}: no file here takes it ({})",
+            host.name,
+            why.join("; ")
+        ));
+    }
+    match mechanism {
+        Persistence::Tmpfiles => tmpfiles::artifact(knob, host, &targets),
+        Persistence::SysctlD => sysctl_d::artifact(knob, host, &targets),
+        Persistence::SystemdDropin => dropin::artifact(knob, survey.notes.clone(), &targets),
+        Persistence::Runtime | Persistence::Hold | Persistence::Cmdline => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// A line of a configuration file read at boot.
+pub struct ConfLine {
+    pub file: String,
+    pub line: usize,
+    /// tmpfiles: the path (may hold globs); sysctl.d: the /proc/sys path; udev: the ATTR name.
+    pub key: String,
+    /// tmpfiles: the argument; sysctl.d: the value; udev: the assigned value.
+    pub value: String,
+}
+
+impl ConfLine {
+    pub fn at(&self) -> String {
+        format!("{}:{}", self.file, self.line)
+    }
+}
+
+/// Files of systemd-style config directories: a name in an earlier directory
+/// hides the same name in later ones; read in name order.
+pub(crate) fn config_files(host: &HostCtx, dirs: &[&str], suffix: &str) -> Vec<(String, String)> {
+    let mut by_name: BTreeMap<String, String> = BTreeMap::new();
+    for dir in dirs {
+        for name in host.list(dir) {
+            if name.ends_with(suffix) {
+                by_name
+                    .entry(name.clone())
+                    .or_insert_with(|| format!("{dir}/{name}"));
+            }
+        }
+    }
+    by_name
+        .into_values()
+        .filter_map(|path| Some((host.text(&path)?, path)))
+        .map(|(text, path)| (path, text))
+        .collect()
+}
+
+/// Configuration files read at boot that can set knobs, read once per run.
+#[derive(Default)]
+pub struct BootConfig {
+    pub tmpfiles: Vec<ConfLine>,
+    pub sysctl: Vec<ConfLine>,
+    pub udev: Vec<ConfLine>,
+}
+
+impl BootConfig {
+    /// Reads only what the knob kinds at hand can be set by.
+    pub fn read(host: &HostCtx, kinds: &BTreeSet<KindName>) -> BootConfig {
+        let mut c = BootConfig::default();
+        let attributes = kinds
+            .iter()
+            .any(|k| *k != KindName::Allocator && *k != KindName::PmQos);
+        if attributes {
+            c.tmpfiles = tmpfiles::read(host);
+            c.udev = udev::read(host);
+        }
+        if kinds.contains(&KindName::Sysctl) {
+            c.sysctl = sysctl_d::read(host);
+        }
+        c
+    }
+}
+
+/// What keeps the knob after a reboot on this host, or why nothing does.
+pub fn check(
+    knob: &Knob,
+    targets: &[Target],
+    host: &HostCtx,
+    config: &BootConfig,
+) -> Result<String, String> {
+    let writable: Vec<&Target> = targets
+        .iter()
+        .filter(|t| t.blocker.is_none() && t.write.is_some())
+        .collect();
+    match knob.persistence {
+        Persistence::Runtime => {
+            Err("persistence: runtime; nothing makes it survive a reboot".into())
+        }
+        Persistence::Hold => Err(
+            "persistence: hold; the request lasts only while a process holds it open (`hostknob hold` is not built yet)".into(),
+        ),
+        Persistence::SystemdDropin => dropin::check(&writable),
+        Persistence::Cmdline => cmdline::check(knob, host),
+        Persistence::Tmpfiles => tmpfiles::check(&writable, &config.tmpfiles),
+        Persistence::SysctlD => sysctl_d::check(&writable, &config.sysctl),
+    }
+}
+
+/// `file:line` places, one per file: `a.conf:2`, or `b.conf (320 lines)`.
+pub(crate) fn by_files(places: BTreeSet<String>) -> String {
+    let mut files: Vec<(String, Vec<String>)> = Vec::new();
+    for place in places {
+        let (file, line) = place.rsplit_once(':').unwrap_or((&place, ""));
+        match files.iter_mut().find(|(f, _)| f == file) {
+            Some((_, lines)) => lines.push(line.to_string()),
+            None => files.push((file.to_string(), vec![line.to_string()])),
+        }
+    }
+    files
+        .into_iter()
+        .map(|(file, lines)| match lines.as_slice() {
+            [one] => format!("{file}:{one}"),
+            many => format!("{file} ({} lines)", many.len()),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What keeps `knob` across a reboot on this host (`Ok`, naming it), or why
+/// nothing does: the check behind `ok` and `unpersisted`, for one knob.
+pub fn persistence_of(
+    knob: &Knob,
+    host: &HostCtx,
+) -> Result<Result<String, String>, crate::knob::FieldError> {
+    let survey = knob.spec.survey(host)?;
+    let config = BootConfig::read(host, &BTreeSet::from([knob.kind]));
+    Ok(check(knob, &survey.targets, host, &config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sysctl_d::sysctl_name;
+    use super::tmpfiles::tmpfiles_arg;
+
+    #[test]
+    fn names_and_arguments() {
+        assert_eq!(
+            sysctl_name("/proc/sys/vm/swappiness").as_deref(),
+            Some("vm.swappiness")
+        );
+        assert_eq!(
+            sysctl_name("/proc/sys/net/ipv4/conf/eth0.100/rp_filter").as_deref(),
+            Some("net/ipv4/conf/eth0.100/rp_filter")
+        );
+        assert_eq!(sysctl_name("/sys/kernel/mm/x"), None);
+        assert_eq!(tmpfiles_arg("50%\\n"), "50%%\\\\n");
+    }
+}

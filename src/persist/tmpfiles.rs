@@ -1,0 +1,123 @@
+//! systemd-tmpfiles.d: the `w` lines `persist` writes for attribute knobs,
+//! and the parser audit reads every tmpfiles.d `w` line with.
+
+use std::collections::BTreeSet;
+
+use super::{Artifact, ConfLine, by_files, config_files, header};
+use crate::knob::{HostCtx, Target};
+use crate::manifest::Knob;
+use crate::schema::Persistence;
+
+pub const TMPFILES_DIR: &str = "/etc/tmpfiles.d";
+
+const DIRS: [&str; 4] = [
+    "/etc/tmpfiles.d",
+    "/run/tmpfiles.d",
+    "/usr/lib/tmpfiles.d",
+    "/lib/tmpfiles.d",
+];
+
+/// A value as a tmpfiles.d argument: specifiers (`%`) and C escapes (`\`) are literal.
+fn tmpfiles_arg(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('%', "%%")
+}
+
+pub(super) fn artifact(
+    knob: &Knob,
+    host: &HostCtx,
+    targets: &[&Target],
+) -> Result<Artifact, String> {
+    let id = &knob.id;
+    let mechanism = Persistence::Tmpfiles;
+    let write = |t: &&Target| t.write.clone().unwrap_or_default();
+    let mut content = header(knob, &host.name);
+    content.push_str("# Type Path Mode User Group Age Argument\n");
+    for t in targets {
+        if t.path
+            .contains(|c: char| c.is_whitespace() || c == '"' || c == '\\')
+        {
+            return Err(format!(
+                "{id}: {} cannot be named in a tmpfiles.d line",
+                t.path
+            ));
+        }
+        content.push_str(&format!(
+            "w {} - - - - {}\n",
+            t.path,
+            tmpfiles_arg(write(t).trim())
+        ));
+    }
+    Ok(Artifact {
+        knob: id.clone(),
+        mechanism,
+        path: Some(format!("{TMPFILES_DIR}/hostknob-{id}.conf")),
+        content,
+        commands: Vec::new(),
+        notes: vec![format!(
+            "systemd-tmpfiles writes these {} files at every boot (systemd-tmpfiles-setup.service)",
+            targets.len()
+        )],
+    })
+}
+
+/// Every `w` line of the tmpfiles.d directories, in the order systemd reads them.
+pub fn read(host: &HostCtx) -> Vec<ConfLine> {
+    let mut out = Vec::new();
+    for (file, text) in config_files(host, &DIRS, ".conf") {
+        for (i, line) in text.lines().enumerate() {
+            let mut f = line.split_whitespace();
+            let (Some(ty), Some(path)) = (f.next(), f.next()) else {
+                continue;
+            };
+            if !ty.starts_with('w') {
+                continue;
+            }
+            // Type Path Mode User Group Age Argument: the argument is the rest.
+            let arg = line
+                .split_whitespace()
+                .skip(6)
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push(ConfLine {
+                file: file.clone(),
+                line: i + 1,
+                key: path.to_string(),
+                value: arg,
+            });
+        }
+    }
+    out
+}
+
+/// `Ok(where)` when a `w` line writes each target's value.
+pub(super) fn check(writable: &[&Target], lines: &[ConfLine]) -> Result<String, String> {
+    let config_tmpfiles = lines;
+    let mut by = BTreeSet::new();
+    for t in writable {
+        let Some(w) = &t.write else { continue };
+        let hit = config_tmpfiles.iter().rev().find(|l| {
+            l.key == t.path || glob::Pattern::new(&l.key).is_ok_and(|p| p.matches(&t.path))
+        });
+        match hit {
+            Some(l) if l.value.trim() == w.trim() => {
+                by.insert(l.at());
+            }
+            Some(l) => {
+                return Err(format!(
+                    "{} writes {:?} to {}, not {:?}",
+                    l.at(),
+                    l.value,
+                    t.path,
+                    w
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "persistence: tmpfiles, but no tmpfiles.d `w` line writes {}",
+                    t.path
+                ));
+            }
+        }
+    }
+    Ok(by_files(by))
+}
