@@ -53,7 +53,7 @@ pub struct Global {
     /// Host name used for the manifest and ledger [default: the host's hostname].
     #[arg(long, global = true, value_name = "NAME", env = "HOSTKNOB_HOST")]
     pub host: Option<String>,
-    /// The knob manifest directory [default: ./manifest if it exists, else /etc/hostknob/manifest under --root].
+    /// The knob manifest directory [default: /etc/hostknob/manifest under --root].
     #[arg(long, global = true, value_name = "DIR", env = "HOSTKNOB_MANIFEST")]
     pub manifest: Option<PathBuf>,
     /// Where apply keeps its journal and state, resolved under --root.

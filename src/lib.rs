@@ -22,3 +22,6 @@ pub mod root;
 pub mod schema;
 pub mod stats;
 pub mod verify;
+
+#[cfg(test)]
+mod layering;

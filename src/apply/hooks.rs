@@ -1,6 +1,7 @@
 //! Test-only hooks, read from the environment, that let the test suite
-//! interrupt an apply between two writes. Not for production use; documented
-//! as such in the README.
+//! interrupt an apply between two writes. Built only with the `test-hooks`
+//! feature (the test suite's); otherwise `Hooks` does nothing and no
+//! variable is read.
 //!
 //! - `HOSTKNOB_TEST_WRITE_DELAY_MS=N`: sleep N ms before each write, so that
 //!   a test can kill the process (SIGKILL) at random points of an apply.
@@ -8,38 +9,56 @@
 //!   `DIR/at-i` and wait until `DIR/go-i` exists, so that a test can change
 //!   the tree at an exact point (make the next target unwritable).
 
-use std::path::PathBuf;
-use std::time::Duration;
+#[cfg(feature = "test-hooks")]
+pub use enabled::{DELAY_VAR, GATE_VAR, Hooks};
 
-pub const DELAY_VAR: &str = "HOSTKNOB_TEST_WRITE_DELAY_MS";
-pub const GATE_VAR: &str = "HOSTKNOB_TEST_WRITE_GATE";
+#[cfg(not(feature = "test-hooks"))]
+pub struct Hooks;
 
-pub struct Hooks {
-    delay: Option<Duration>,
-    gate: Option<PathBuf>,
-}
-
+#[cfg(not(feature = "test-hooks"))]
 impl Hooks {
     pub fn from_env() -> Hooks {
-        Hooks {
-            delay: std::env::var(DELAY_VAR)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .map(Duration::from_millis),
-            gate: std::env::var_os(GATE_VAR).map(PathBuf::from),
-        }
+        Hooks
     }
 
-    /// Called by apply before its write number `index`.
-    pub fn before_write(&self, index: usize) {
-        if let Some(d) = self.delay {
-            std::thread::sleep(d);
+    pub fn before_write(&self, _index: usize) {}
+}
+
+#[cfg(feature = "test-hooks")]
+mod enabled {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    pub const DELAY_VAR: &str = "HOSTKNOB_TEST_WRITE_DELAY_MS";
+    pub const GATE_VAR: &str = "HOSTKNOB_TEST_WRITE_GATE";
+
+    pub struct Hooks {
+        delay: Option<Duration>,
+        gate: Option<PathBuf>,
+    }
+
+    impl Hooks {
+        pub fn from_env() -> Hooks {
+            Hooks {
+                delay: std::env::var(DELAY_VAR)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .map(Duration::from_millis),
+                gate: std::env::var_os(GATE_VAR).map(PathBuf::from),
+            }
         }
-        if let Some(dir) = &self.gate {
-            let _ = std::fs::write(dir.join(format!("at-{index}")), b"");
-            let go = dir.join(format!("go-{index}"));
-            while !go.exists() {
-                std::thread::sleep(Duration::from_millis(2));
+
+        /// Called by apply before its write number `index`.
+        pub fn before_write(&self, index: usize) {
+            if let Some(d) = self.delay {
+                std::thread::sleep(d);
+            }
+            if let Some(dir) = &self.gate {
+                let _ = std::fs::write(dir.join(format!("at-{index}")), b"");
+                let go = dir.join(format!("go-{index}"));
+                while !go.exists() {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
             }
         }
     }

@@ -36,6 +36,7 @@ use group::{Change, ChangeGroup};
 use plan::{Planned, Step};
 use write::Put;
 
+#[cfg(feature = "test-hooks")]
 pub use hooks::{DELAY_VAR, GATE_VAR};
 
 /// One host to change: its root, name, manifest directory and state directory.

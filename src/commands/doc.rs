@@ -12,7 +12,7 @@ pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
     let inv = inventory::collect(&root)?;
     let sysctls = settings::read_sysctls(&root);
     let host = crate::manifest::host::resolve(&root, g.host.as_deref());
-    let manifest_dir = crate::manifest::resolve_dir(g.manifest.as_deref(), &root);
+    let manifest_dir = super::manifest_dir(g, &root);
     let ctx = crate::knob::HostCtx::new(&root, host.name.clone());
     let knobs = doc::knobs::sections(&manifest_dir, &ctx, &host.source)?;
     let host = host.name;

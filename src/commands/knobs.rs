@@ -10,7 +10,7 @@ use crate::root::Root;
 pub fn run(g: &Global) -> Result<i32> {
     let root = Root::open(&g.root)?;
     let host = manifest::host::resolve(&root, g.host.as_deref());
-    let dir = manifest::resolve_dir(g.manifest.as_deref(), &root);
+    let dir = super::manifest_dir(g, &root);
     let ctx = HostCtx::new(&root, host.name.clone());
     let report = audit::run(&dir, &ctx, &host.source, &[])?;
     let list = render::audit::knob_list(&report);

@@ -33,6 +33,27 @@ pub fn run(cli: Cli) -> Result<i32> {
     }
 }
 
+/// Where the manifest lives unless `--manifest` (or `HOSTKNOB_MANIFEST`) says.
+pub const DEFAULT_MANIFEST: &str = "/etc/hostknob/manifest";
+
+/// The manifest directory: `--manifest DIR` (or `HOSTKNOB_MANIFEST`), else
+/// `/etc/hostknob/manifest` under `--root`. The working directory is never
+/// looked at, so a `./manifest` cannot be picked up by surprise; a defaulted
+/// choice is said on stderr.
+pub fn manifest_dir(g: &Global, root: &Root) -> std::path::PathBuf {
+    match &g.manifest {
+        Some(dir) => dir.clone(),
+        None => {
+            let dir = root.host_path(DEFAULT_MANIFEST);
+            eprintln!(
+                "hostknob: manifest: {} (the default; --manifest DIR chooses another)",
+                dir.display()
+            );
+            dir
+        }
+    }
+}
+
 /// The root, host name and manifest directory of a command that changes the
 /// host; the caller builds the [`Session`] from them.
 pub struct Target {
@@ -45,7 +66,7 @@ impl Target {
     pub fn open(g: &Global) -> Result<Target> {
         let root = Root::open(&g.root)?;
         let host = manifest::host::resolve(&root, g.host.as_deref()).name;
-        let manifest_dir = manifest::resolve_dir(g.manifest.as_deref(), &root);
+        let manifest_dir = manifest_dir(g, &root);
         Ok(Target {
             root,
             host,

@@ -547,19 +547,6 @@ fn read_knob(source: Source) -> Result<Knob, ManifestError> {
     })
 }
 
-/// The manifest directory: `--manifest` (or `HOSTKNOB_MANIFEST`), else
-/// `./manifest` when it exists, else `/etc/hostknob/manifest` under the root.
-pub fn resolve_dir(explicit: Option<&Path>, root: &crate::root::Root) -> PathBuf {
-    if let Some(p) = explicit {
-        return p.to_path_buf();
-    }
-    let local = Path::new("manifest");
-    if local.is_dir() {
-        return local.to_path_buf();
-    }
-    root.host_path("/etc/hostknob/manifest")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

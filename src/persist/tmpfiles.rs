@@ -18,7 +18,7 @@ const DIRS: [&str; 4] = [
 ];
 
 /// A value as a tmpfiles.d argument: specifiers (`%`) and C escapes (`\`) are literal.
-fn tmpfiles_arg(value: &str) -> String {
+pub(super) fn tmpfiles_arg(value: &str) -> String {
     value.replace('\\', "\\\\").replace('%', "%%")
 }
 
