@@ -66,9 +66,28 @@ fn sibling_pattern(lists: &[CpuList]) -> Option<String> {
         .then(|| format!("CPU n and CPU n+{step} share a core"))
 }
 
+/// The document: one function per section, in order.
 pub fn render(d: &DocInput) -> String {
+    let sections: [fn(&DocInput) -> String; 12] = [
+        title,
+        cpu_layout,
+        caches,
+        frequencies,
+        idle_states,
+        memory,
+        kernel,
+        partitioning,
+        network,
+        services,
+        knobs_and_evidence,
+        provenance,
+    ];
+    sections.iter().map(|section| section(d)).collect()
+}
+
+fn title(d: &DocInput) -> String {
     let inv = d.inv;
-    let c = &inv.cpu;
+    let c = &d.inv.cpu;
     let mut o = String::new();
     let _ = writeln!(o, "# Host document: {}\n", d.host);
     let _ = writeln!(
@@ -89,6 +108,12 @@ pub fn render(d: &DocInput) -> String {
     );
 
     // CPU and SMT layout
+    o
+}
+
+fn cpu_layout(d: &DocInput) -> String {
+    let c = &d.inv.cpu;
+    let mut o = String::new();
     o += "## CPU and SMT layout\n\n";
     let mut rows = vec![
         vec!["model".into(), opt(&c.model_name)],
@@ -156,6 +181,12 @@ pub fn render(d: &DocInput) -> String {
     o += "\n";
 
     // Caches
+    o
+}
+
+fn caches(d: &DocInput) -> String {
+    let inv = d.inv;
+    let mut o = String::new();
     o += "## Caches\n\n";
     if inv.caches.is_empty() {
         o += "Caches are not exposed by this host.\n\n";
@@ -174,6 +205,12 @@ pub fn render(d: &DocInput) -> String {
     }
 
     // Frequency
+    o
+}
+
+fn frequencies(d: &DocInput) -> String {
+    let inv = d.inv;
+    let mut o = String::new();
     o += "## Frequencies, scaling driver, governor and energy preference\n\n";
     match &inv.frequency {
         None => {
@@ -241,6 +278,12 @@ pub fn render(d: &DocInput) -> String {
     }
 
     // Idle
+    o
+}
+
+fn idle_states(d: &DocInput) -> String {
+    let inv = d.inv;
+    let mut o = String::new();
     o += "## Idle states and PM QoS\n\n";
     let i = &inv.idle;
     o += &table(
@@ -333,6 +376,12 @@ pub fn render(d: &DocInput) -> String {
     }
 
     // Memory
+    o
+}
+
+fn memory(d: &DocInput) -> String {
+    let inv = d.inv;
+    let mut o = String::new();
     o += "## Memory, NUMA, huge pages and THP\n\n";
     let m = &inv.memory;
     let mut rows = vec![
@@ -369,6 +418,12 @@ pub fn render(d: &DocInput) -> String {
     }
 
     // Kernel
+    o
+}
+
+fn kernel(d: &DocInput) -> String {
+    let inv = d.inv;
+    let mut o = String::new();
     o += "## Kernel, distribution, command line and mitigations\n\n";
     o += &table(
         &["fact", "value"],
@@ -398,6 +453,13 @@ pub fn render(d: &DocInput) -> String {
     }
 
     // Partitioning
+    o
+}
+
+fn partitioning(d: &DocInput) -> String {
+    let inv = d.inv;
+    let c = &d.inv.cpu;
+    let mut o = String::new();
     o += "## CPU partitioning\n\n";
     let params = inv
         .host
@@ -426,6 +488,12 @@ pub fn render(d: &DocInput) -> String {
     }
 
     // Network
+    o
+}
+
+fn network(d: &DocInput) -> String {
+    let inv = d.inv;
+    let mut o = String::new();
     o += "## NIC interrupt placement and loopback settings\n\n";
     if inv.network.is_empty() {
         o += "Network interfaces are not exposed (`/sys/class/net`).\n\n";
@@ -486,6 +554,12 @@ pub fn render(d: &DocInput) -> String {
     }
 
     // Services
+    o
+}
+
+fn services(d: &DocInput) -> String {
+    let inv = d.inv;
+    let mut o = String::new();
     o += "## Services sharing the host\n\n";
     match &inv.processes {
         None => o += "Processes are not exposed (no `/proc/PID` in this tree).\n\n",
@@ -508,12 +582,22 @@ pub fn render(d: &DocInput) -> String {
             );
         }
     }
+    o
+}
 
+fn knobs_and_evidence(d: &DocInput) -> String {
+    let mut o = String::new();
     o += "## Knobs in effect\n\n";
     o += &d.knobs.knobs;
     o += "\n## Latest probe and verify evidence\n\n";
     o += &d.knobs.evidence;
+    o
+}
 
+fn provenance(d: &DocInput) -> String {
+    let inv = d.inv;
+    let c = &d.inv.cpu;
+    let mut o = String::new();
     // Provenance
     o += "\n## How this was gathered\n\n";
     o += "Every fact above can be checked without hostknob, read-only:\n\n";

@@ -34,7 +34,25 @@ fn list(v: &Option<Vec<String>>) -> String {
         .unwrap_or_else(|| NOT_EXPOSED.into())
 }
 
+/// The inventory as text: one function per section, in order.
 pub fn render(inv: &Inventory) -> String {
+    let sections: [fn(&Inventory) -> String; 10] = [
+        host,
+        cpu,
+        caches,
+        frequency,
+        idle,
+        memory,
+        vulnerabilities,
+        network,
+        processes,
+        not_exposed,
+    ];
+    let out: String = sections.iter().map(|section| section(inv)).collect();
+    out.trim_end().to_string() + "\n"
+}
+
+fn host(inv: &Inventory) -> String {
     let mut out = String::new();
     let h = &inv.host;
     out += &facts(
@@ -47,7 +65,11 @@ pub fn render(inv: &Inventory) -> String {
             ("command line".into(), opt(&h.cmdline)),
         ],
     );
+    out
+}
 
+fn cpu(inv: &Inventory) -> String {
+    let mut out = String::new();
     let c = &inv.cpu;
     let siblings = match c.smt.sibling_lists.len() {
         0 => "none".to_string(),
@@ -99,13 +121,21 @@ pub fn render(inv: &Inventory) -> String {
         cpu_rows.push(("virtualized".into(), "yes (hypervisor flag)".into()));
     }
     out += &facts("CPU", &cpu_rows);
+    out
+}
 
+fn caches(inv: &Inventory) -> String {
+    let mut out = String::new();
     out += &grid(
         "Caches",
         &["level", "type", "size", "instances", "shared by (first)"],
         inv.caches.iter().map(cache_row).collect(),
     );
+    out
+}
 
+fn frequency(inv: &Inventory) -> String {
+    let mut out = String::new();
     match &inv.frequency {
         None => out += "Frequency\n  cpufreq not exposed (no cpufreq policies)\n\n",
         Some(f) => {
@@ -134,7 +164,11 @@ pub fn render(inv: &Inventory) -> String {
             )
         }
     }
+    out
+}
 
+fn idle(inv: &Inventory) -> String {
+    let mut out = String::new();
     let i = &inv.idle;
     out += &facts(
         "Idle",
@@ -213,7 +247,11 @@ pub fn render(inv: &Inventory) -> String {
                 .collect::<Vec<_>>(),
         );
     }
+    out
+}
 
+fn memory(inv: &Inventory) -> String {
+    let mut out = String::new();
     let m = &inv.memory;
     let mut mem_rows = vec![
         ("total".into(), kib(m.mem_total_kib)),
@@ -236,7 +274,11 @@ pub fn render(inv: &Inventory) -> String {
         ));
     }
     out += &facts("Memory", &mem_rows);
+    out
+}
 
+fn vulnerabilities(inv: &Inventory) -> String {
+    let mut out = String::new();
     if !inv.vulnerabilities.is_empty() {
         out += &facts(
             "Vulnerabilities",
@@ -246,7 +288,11 @@ pub fn render(inv: &Inventory) -> String {
                 .collect::<Vec<_>>(),
         );
     }
+    out
+}
 
+fn network(inv: &Inventory) -> String {
+    let mut out = String::new();
     let mut net_rows = Vec::new();
     for n in &inv.network {
         let irqs = if n.irqs.is_empty() {
@@ -290,7 +336,11 @@ pub fn render(inv: &Inventory) -> String {
         ],
         net_rows,
     );
+    out
+}
 
+fn processes(inv: &Inventory) -> String {
+    let mut out = String::new();
     if let Some(p) = &inv.processes {
         let rows = |v: &Vec<crate::inventory::Process>| {
             v.iter()
@@ -315,7 +365,11 @@ pub fn render(inv: &Inventory) -> String {
             rows(&p.by_rss),
         );
     }
+    out
+}
 
+fn not_exposed(inv: &Inventory) -> String {
+    let mut out = String::new();
     if !inv.not_exposed.is_empty() {
         let _ = writeln!(out, "Not exposed by this host");
         for n in &inv.not_exposed {
@@ -323,5 +377,5 @@ pub fn render(inv: &Inventory) -> String {
         }
         out.push('\n');
     }
-    out.trim_end().to_string() + "\n"
+    out
 }
