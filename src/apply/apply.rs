@@ -1,0 +1,404 @@
+//! apply: plan, check, journal, write in order, read back, roll back on failure.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use super::group::{self, Change, ChangeGroup};
+use super::plan::{self, Planned, Step};
+use super::record::{ledger_entry, who};
+use super::write::{self, Put};
+use super::{ApplyError, ApplyOptions, Session, hooks, validate};
+use crate::journal::{self, Journal, Lock, LockError};
+use crate::knob::{Blocked, HostCtx, KindName, KnobKind, Write, WriteMode};
+use crate::manifest::{Knob, Manifest, ledger};
+use crate::root::Root;
+use crate::schema::Persistence;
+
+/// A target left alone because this host lacks it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::cpulist::CpuList>,
+    pub reason: String,
+}
+
+/// What apply did (or would do) for one knob.
+#[derive(Clone, Debug, Serialize)]
+pub struct KnobApply {
+    pub id: String,
+    pub title: String,
+    pub kind: KindName,
+    pub persistence: Persistence,
+    /// The writes, grouped where files change alike.
+    pub changes: Vec<ChangeGroup>,
+    pub skipped: Vec<Skipped>,
+    pub notes: Vec<String>,
+    /// The manifest's caveats, then what persists the knob (or does not).
+    pub caveats: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ApplyOutcome {
+    pub host: String,
+    pub dry_run: bool,
+    pub knobs: Vec<KnobApply>,
+    /// Files written and read back.
+    pub written: usize,
+    /// Why apply would refuse (dry runs only: apply itself fails instead).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    pub journal: Option<String>,
+    pub ledger: Option<String>,
+}
+
+/// The knobs `ids` names (or, with `all`, every knob for this host),
+/// checked: each exists and targets this host.
+pub fn select<'m>(
+    manifest: &'m Manifest,
+    host: &str,
+    ids: &[String],
+    all: bool,
+) -> Result<Vec<&'m Knob>, ApplyError> {
+    if all {
+        return Ok(manifest
+            .knobs
+            .iter()
+            .filter(|k| k.hosts.matches(host))
+            .collect());
+    }
+    if ids.is_empty() {
+        return Err(ApplyError::Refused(
+            "name the knobs (ids from `hostknob knobs`), or pass --all".into(),
+        ));
+    }
+    let mut out: Vec<&Knob> = Vec::new();
+    for id in ids {
+        let knob = manifest.get(id).ok_or_else(|| {
+            ApplyError::Refused(format!(
+                "no knob with id {id:?} in the manifest {}",
+                manifest.dir.display()
+            ))
+        })?;
+        if !knob.hosts.matches(host) {
+            return Err(ApplyError::Refused(format!(
+                "{}:{}: hosts: knob {id} does not target host {host} (hosts: {})",
+                knob.source.file.display(),
+                knob.source.first_line,
+                knob.hosts
+            )));
+        }
+        if !out.iter().any(|k| k.id == knob.id) {
+            out.push(knob);
+        }
+    }
+    Ok(out)
+}
+
+/// Plans, checks, journals, writes, reads back and records `knobs`.
+pub fn apply(
+    s: &Session,
+    knobs: &[&Knob],
+    opts: &ApplyOptions,
+) -> Result<ApplyOutcome, ApplyError> {
+    let root = s.root();
+    // A held lock fails at once; a state directory this user cannot write is
+    // reported after the checks, which name the host file that needs root.
+    let lock =
+        match (!opts.dry_run && !opts.lock_held).then(|| Lock::acquire(&s.state_dir, opts.wait)) {
+            Some(Err(LockError::Held(m))) => return Err(ApplyError::Refused(m)),
+            other => other,
+        };
+    let planned = plan::plan(&s.host, knobs).map_err(ApplyError::Refused)?;
+    validate::values(&planned).map_err(ApplyError::Refused)?;
+    let ledger_path = ledger::path_for(&s.manifest_dir, &s.host.name);
+    let permitted = validate::permissions(
+        root,
+        planned
+            .steps
+            .iter()
+            .map(|st| (st.write.path.as_str(), st.write.mode == WriteMode::File)),
+        false,
+    )
+    .and_then(|_| match opts.record && !planned.steps.is_empty() {
+        true => validate::ledger_writable(&ledger_path),
+        false => Ok(()),
+    });
+    let mut outcome = ApplyOutcome {
+        host: s.host.name.clone(),
+        dry_run: opts.dry_run,
+        knobs: planned.knobs.iter().map(knob_apply).collect(),
+        written: 0,
+        warnings: Vec::new(),
+        journal: None,
+        ledger: None,
+    };
+    if opts.dry_run {
+        if let Err(m) = permitted {
+            outcome.warnings.push(format!("apply would refuse: {m}"));
+        }
+        fill_caveats(&mut outcome, &planned, &s.host);
+        return Ok(outcome);
+    }
+    permitted.map_err(ApplyError::Refused)?;
+    let _lock = match lock {
+        Some(Ok(l)) => Some(l),
+        Some(Err(e)) => return Err(s.lock_refusal(e)),
+        None if opts.lock_held => None,
+        None => unreachable!("only dry runs go without the lock"),
+    };
+    if planned.steps.is_empty() {
+        fill_caveats(&mut outcome, &planned, &s.host);
+        return Ok(outcome);
+    }
+
+    let journal = s.journal();
+    let (entries, fresh) = journal_before(root, &journal, &planned)?;
+    write_in_order(s, &planned, &journal, &entries, &fresh)?;
+    outcome.written = planned.steps.len();
+    outcome.journal = Some(journal.path().display().to_string());
+    // What persists each knob is known only now (an allocator's drop-in is its persistence).
+    fill_caveats(&mut outcome, &planned, &s.host);
+    if opts.record {
+        let user = who();
+        for p in planned.knobs.iter().filter(|p| !p.writes.is_empty()) {
+            let entry = ledger_entry(
+                &s.host.name,
+                p.knob,
+                ledger::Action::Applied,
+                apply_groups(&p.writes),
+                &user,
+            );
+            s.record(&entry)?;
+        }
+        outcome.ledger = Some(ledger_path.display().to_string());
+    }
+    Ok(outcome)
+}
+
+/// Records every file's value before the first write, durably. Returns the
+/// entries (this apply's own record, index for index with the steps) and
+/// the paths the journal did not hold yet.
+pub(super) fn journal_before(
+    root: &Root,
+    journal: &Journal,
+    planned: &Planned,
+) -> Result<(Vec<journal::Entry>, Vec<String>), ApplyError> {
+    let known: HashSet<String> = journal
+        .entries()
+        .map_err(|e| ApplyError::Refused(format!("{e:#}")))?
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    let entries = journal_entries(root, planned).map_err(ApplyError::Refused)?;
+    journal.record(&entries).map_err(|e| {
+        ApplyError::Refused(format!(
+            "cannot write the journal {}: {e:#}",
+            journal.path().display()
+        ))
+    })?;
+    let fresh = entries
+        .iter()
+        .map(|e| e.path.clone())
+        .filter(|p| !known.contains(p))
+        .collect();
+    Ok((entries, fresh))
+}
+
+/// Writes every step in order, reading each back; on the first failure
+/// restores what was touched, in reverse.
+pub(super) fn write_in_order(
+    s: &Session,
+    planned: &Planned,
+    journal: &Journal,
+    entries: &[journal::Entry],
+    fresh: &[String],
+) -> Result<(), ApplyError> {
+    let root = s.root();
+    let hooks = hooks::Hooks::from_env();
+    let mut touched: Vec<usize> = Vec::new();
+    for (i, st) in planned.steps.iter().enumerate() {
+        hooks.before_write(i);
+        let knob = planned.knobs[st.knob].knob;
+        let what = match st.write.mode {
+            WriteMode::File => Put::File(&st.write.after),
+            _ => Put::Attribute(&st.write.after),
+        };
+        let result = write::put(root, &st.write.path, what, || {
+            confirm(knob.spec.as_ref(), &s.host, &st.write)
+        });
+        if let Err(f) = result {
+            if f.touched {
+                touched.push(i);
+            }
+            return Err(rollback(root, journal, entries, &touched, fresh, f.why));
+        }
+        touched.push(i);
+    }
+    Ok(())
+}
+
+/// Reads a written file back and checks it in the knob's words.
+pub(super) fn confirm(kind: &dyn KnobKind, host: &HostCtx, w: &Write) -> Result<(), String> {
+    match kind.read_back(host, &w.path) {
+        Ok(Some(v)) if kind.confirms(&w.expect, &v) => Ok(()),
+        Ok(Some(v)) => Err(format!(
+            "the write did not take: read back {v:?}, expected {:?}",
+            w.expect
+        )),
+        Ok(None) => Err("the file is gone after the write".into()),
+        Err(e) => Err(format!("cannot read it back: {e}")),
+    }
+}
+
+/// Restores, in reverse, every step the apply touched, from this apply's own
+/// record of the values before; reads each back.
+pub(super) fn rollback(
+    root: &Root,
+    journal: &Journal,
+    entries: &[journal::Entry],
+    touched: &[usize],
+    fresh: &[String],
+    why: String,
+) -> ApplyError {
+    let unrestored: Vec<String> = touched
+        .iter()
+        .rev()
+        .filter_map(|&i| write::restore(root, &entries[i]).err())
+        .map(|f| f.why)
+        .collect();
+    if !unrestored.is_empty() {
+        return ApplyError::Stranded {
+            why,
+            unrestored,
+            journal: journal.path().to_path_buf(),
+        };
+    }
+    // The host is as it was: what this apply journaled is no longer a change.
+    match journal.forget(fresh) {
+        Ok(()) => ApplyError::RolledBack {
+            why,
+            restored: touched.len(),
+        },
+        Err(e) => ApplyError::RolledBack {
+            why: format!("{why} (and the journal still lists the restored files: {e:#}; harmless)"),
+            restored: touched.len(),
+        },
+    }
+}
+
+/// The journal entry of each step, read before the first write: the exact
+/// content of each file and the value that restores it.
+pub(super) fn journal_entries(
+    root: &Root,
+    planned: &Planned,
+) -> Result<Vec<journal::Entry>, String> {
+    let recorded = ledger::now_rfc3339();
+    planned
+        .steps
+        .iter()
+        .map(|st: &Step| {
+            let w = &st.write;
+            let found = write::content(root, &w.path)
+                .map_err(|e| format!("cannot read {} to record it: {e}", w.path))?;
+            let (before, found, created_dirs) = match w.mode {
+                WriteMode::File => {
+                    let dirs = match found {
+                        None => root.missing_dirs(&w.path),
+                        Some(_) => Vec::new(),
+                    };
+                    (found, None, dirs)
+                }
+                _ => {
+                    if found.is_none() {
+                        return Err(format!("{} is gone: nothing to record", w.path));
+                    }
+                    (w.before.clone(), found, Vec::new())
+                }
+            };
+            Ok(journal::Entry {
+                path: w.path.clone(),
+                mode: w.mode,
+                before,
+                found,
+                cpus: w.cpus.clone(),
+                created_dirs,
+                knob: planned.knobs[st.knob].knob.id.clone(),
+                recorded: recorded.clone(),
+            })
+        })
+        .collect()
+}
+
+pub(super) fn apply_groups(writes: &[Write]) -> Vec<ChangeGroup> {
+    group::group(writes.iter().map(|w| Change {
+        path: &w.path,
+        cpus: w.cpus.as_ref(),
+        label: w.label.as_deref(),
+        before: w.before.as_deref(),
+        after: Some(&w.after),
+    }))
+}
+
+pub(super) fn knob_apply(p: &plan::KnobPlan) -> KnobApply {
+    let k = p.knob;
+    KnobApply {
+        id: k.id.clone(),
+        title: k.title.clone(),
+        kind: k.kind,
+        persistence: k.persistence,
+        changes: apply_groups(&p.writes),
+        skipped: p.skipped.iter().map(skipped).collect(),
+        notes: p.notes.clone(),
+        caveats: Vec::new(),
+    }
+}
+
+/// Each knob's caveats, as things stand on the host now.
+pub(super) fn fill_caveats(outcome: &mut ApplyOutcome, planned: &Planned, host: &HostCtx) {
+    for (k, p) in outcome.knobs.iter_mut().zip(&planned.knobs) {
+        k.caveats = caveats(p.knob, host);
+    }
+}
+
+pub(super) fn skipped(b: &Blocked) -> Skipped {
+    Skipped {
+        path: b.path.clone(),
+        cpus: b.cpus.clone(),
+        reason: b.blocker.reason().to_string(),
+    }
+}
+
+/// The knob's caveats, then what persists it here or what would.
+pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
+    let mut out = knob.caveats.clone();
+    let id = &knob.id;
+    let line = match knob.persistence {
+        Persistence::Runtime => {
+            let (at, durable) = crate::persist::how_to_persist(knob);
+            format!(
+                "runtime only: lost at the next boot; to make it permanent set `persistence: {}` \
+                 at {at} and run `hostknob persist {id} --install`",
+                durable.join(" | ")
+            )
+        }
+        Persistence::Hold => {
+            "held only while a process keeps the request open (`hostknob hold`, not built yet)"
+                .into()
+        }
+        p => match crate::persist::persistence_of(knob, host) {
+            Ok(Ok(by)) => format!("persisted ({p}): {by}"),
+            Ok(Err(why)) if p == Persistence::Cmdline => format!(
+                "not persistent yet: {why}; `hostknob persist {id}` prints the kernel arguments \
+                 and how to add them"
+            ),
+            Ok(Err(why)) => format!(
+                "not persistent yet: {why}; `hostknob persist {id} --install` makes it permanent"
+            ),
+            Err(e) => e.message,
+        },
+    };
+    out.push(line);
+    out
+}
