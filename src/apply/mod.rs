@@ -32,7 +32,6 @@ pub use revert::{KnobRevert, RevertOutcome, revert, revert_with};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-
 use crate::journal::{self, Journal, Lock, LockError};
 use crate::knob::HostCtx;
 use crate::manifest::ledger;

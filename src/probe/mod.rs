@@ -3,6 +3,8 @@
 //! result. Host files (`/sys`, `/proc`, `/dev/cpu_dma_latency`) are read
 //! through the root seam.
 
+mod handoff;
+mod idle_counters;
 pub mod idle_cpu;
 pub mod latency;
 pub mod pmqos;

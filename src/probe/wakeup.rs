@@ -14,40 +14,19 @@
 //! `eventfd` (what epoll-driven servers are woken through) and `pipe` are there
 //! to compare.
 
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+pub use super::handoff::Mechanism;
+use super::handoff::{Channel, futex_wake, wait_for};
+use super::idle_counters::{idle_states, read_counters};
 use super::pmqos::{self, PmQosSetting};
 use super::{Cpus, Gaps, HostContext, Latency, Overhead, now_ns, pin_current_thread};
-use crate::inventory::CPU_DIR;
-use crate::root::{DirHandle, Root};
+use crate::root::Root;
 use crate::stats::Summary;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mechanism {
-    /// FUTEX_WAIT / FUTEX_WAKE on a private futex word.
-    Futex,
-    /// A blocking read(2) of an eventfd; the waker writes 1.
-    Eventfd,
-    /// A blocking read(2) of one byte from a pipe.
-    Pipe,
-}
-
-impl std::fmt::Display for Mechanism {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Mechanism::Futex => "futex",
-            Mechanism::Eventfd => "eventfd",
-            Mechanism::Pipe => "pipe",
-        })
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -147,232 +126,6 @@ impl WakeupResult {
 /// A sample's gap (ns) and the idle-state entries counted over it.
 type GapEntries = (u64, Vec<u64>);
 
-/// The blocking primitive the sleeper waits on.
-struct Channel {
-    mechanism: Mechanism,
-    word: AtomicU32,
-    fds: Option<(OwnedFd, OwnedFd)>,
-}
-
-impl Channel {
-    fn new(mechanism: Mechanism, nonblocking: bool) -> io::Result<Channel> {
-        let nb = if nonblocking { libc::O_NONBLOCK } else { 0 };
-        let fds = match mechanism {
-            Mechanism::Futex => None,
-            Mechanism::Eventfd => {
-                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | nb) };
-                if fd < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-                Some((fd.try_clone()?, fd))
-            }
-            Mechanism::Pipe => {
-                let mut p = [0i32; 2];
-                if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC | nb) } < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                unsafe { Some((OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1]))) }
-            }
-        };
-        Ok(Channel {
-            mechanism,
-            word: AtomicU32::new(0),
-            fds,
-        })
-    }
-
-    fn wake(&self) -> io::Result<()> {
-        match self.mechanism {
-            Mechanism::Futex => {
-                self.word.store(1, Ordering::Release);
-                futex_wake(&self.word);
-                Ok(())
-            }
-            Mechanism::Eventfd => write_all(self.write_fd(), &1u64.to_ne_bytes()),
-            Mechanism::Pipe => write_all(self.write_fd(), b"w"),
-        }
-    }
-
-    /// Blocks until a wake is posted, and consumes it.
-    fn wait(&self) -> io::Result<()> {
-        match self.mechanism {
-            Mechanism::Futex => loop {
-                if self.word.swap(0, Ordering::Acquire) != 0 {
-                    return Ok(());
-                }
-                futex_wait(&self.word, 0, None)?;
-            },
-            Mechanism::Eventfd => read_some(self.read_fd(), &mut [0u8; 8]),
-            Mechanism::Pipe => read_some(self.read_fd(), &mut [0u8; 1]),
-        }
-    }
-
-    /// Takes back a wake nobody waited for (non-blocking channels only).
-    fn drain(&self) {
-        match self.mechanism {
-            Mechanism::Futex => self.word.store(0, Ordering::Relaxed),
-            _ => {
-                let _ = read_some(self.read_fd(), &mut [0u8; 8]);
-            }
-        }
-    }
-
-    fn read_fd(&self) -> i32 {
-        self.fds.as_ref().map_or(-1, |f| f.0.as_raw_fd())
-    }
-    fn write_fd(&self) -> i32 {
-        self.fds.as_ref().map_or(-1, |f| f.1.as_raw_fd())
-    }
-}
-
-fn write_all(fd: i32, buf: &[u8]) -> io::Result<()> {
-    loop {
-        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
-        if n == buf.len() as isize {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if n < 0 && e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-fn read_some(fd: i32, buf: &mut [u8]) -> io::Result<()> {
-    loop {
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n > 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-/// Sleeps while `word == expected`; returns on a wake, a spurious wake-up or
-/// the timeout (the caller re-checks the word).
-pub(crate) fn futex_wait(
-    word: &AtomicU32,
-    expected: u32,
-    timeout: Option<Duration>,
-) -> io::Result<()> {
-    let ts = timeout.map(|d| libc::timespec {
-        tv_sec: d.as_secs() as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
-    });
-    let ts_ptr = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            ts_ptr,
-        )
-    };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) | Some(libc::ETIMEDOUT) => {}
-            _ => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn futex_wake(word: &AtomicU32) {
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        )
-    };
-}
-
-/// Waits until `word >= target`, at most `limit`.
-fn wait_for(word: &AtomicU32, target: u32, limit: Duration, failed: &AtomicBool) -> Result<()> {
-    let deadline = now_ns() + limit.as_nanos() as u64;
-    loop {
-        let v = word.load(Ordering::Acquire);
-        if v >= target {
-            return Ok(());
-        }
-        if failed.load(Ordering::Acquire) {
-            bail!("the sleeper thread stopped");
-        }
-        let now = now_ns();
-        if now >= deadline {
-            bail!("the sleeper did not answer within {} ms", limit.as_millis());
-        }
-        futex_wait(
-            word,
-            v,
-            Some(Duration::from_nanos((deadline - now).min(100_000_000))),
-        )?;
-    }
-}
-
-/// One idle state of the sleeper's CPU, with its directory open.
-struct StateDir<'r> {
-    index: u32,
-    name: String,
-    latency_us: Option<u64>,
-    residency_us: Option<u64>,
-    disabled: Option<bool>,
-    dir: DirHandle<'r>,
-}
-
-impl StateDir<'_> {
-    fn counter(&self, name: &str) -> Result<u64> {
-        let text = self
-            .dir
-            .read_string(name)
-            .with_context(|| format!("{}/{name}", self.dir.logical()))?;
-        text.trim()
-            .parse()
-            .with_context(|| format!("{}/{name}: not a number: {text:?}", self.dir.logical()))
-    }
-}
-
-fn idle_states(root: &Root, cpu: u32) -> Result<Vec<StateDir<'_>>> {
-    let base = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
-    let names = match root.read_dir(&base) {
-        Ok(n) => n,
-        Err(e) if crate::root::is_absent(&e) => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| base.clone()),
-    };
-    let mut out = Vec::new();
-    for index in crate::inventory::numbered(&names, "state") {
-        let path = format!("{base}/state{index}");
-        let dir = root.dir_handle(&path).with_context(|| path.clone())?;
-        let text = |f: &str| dir.read_string(f).ok().map(|s| s.trim().to_string());
-        let num = |f: &str| text(f).and_then(|s| s.parse::<u64>().ok());
-        out.push(StateDir {
-            index,
-            name: text("name").unwrap_or_else(|| format!("state{index}")),
-            latency_us: num("latency"),
-            residency_us: num("residency"),
-            disabled: num("disable").map(|v| v != 0),
-            dir,
-        });
-    }
-    Ok(out)
-}
-
-fn read_all(states: &[StateDir], counter: &str) -> Result<Vec<u64>> {
-    states.iter().map(|s| s.counter(counter)).collect()
-}
-
 /// Measures the clock, the per-sample bookkeeping and the wake call, on the
 /// calling (waker) thread.
 fn overhead(mechanism: Mechanism) -> Result<Overhead> {
@@ -425,8 +178,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
     let ready = AtomicU32::new(0);
     let done = AtomicU32::new(0);
     let failed = AtomicBool::new(false);
-    let usage_before = read_all(&states, "usage")?;
-    let time_before = read_all(&states, "time")?;
+    let usage_before = read_counters(&states, "usage")?;
+    let time_before = read_counters(&states, "time")?;
     let start = now_ns();
 
     let (latencies, waker) = std::thread::scope(|s| {
@@ -465,7 +218,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                 let mut per_gap = Vec::with_capacity(n);
                 // The kernel counts an idle period when it ends, so the one
                 // this sample's wake ends is counted after the sleeper answers.
-                let mut before = read_all(&states, "usage")?;
+                let mut before = read_counters(&states, "usage")?;
                 for i in 0..n {
                     super::check_cancelled()?;
                     let gap = opts.gaps.gap_ns(i);
@@ -473,7 +226,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                     t0.store(now_ns(), Ordering::Release);
                     channel.wake().context("the wake call failed")?;
                     wait_for(&done, i as u32 + 1, Duration::from_secs(5), &failed)?;
-                    let after = read_all(&states, "usage")?;
+                    let after = read_counters(&states, "usage")?;
                     let entries = after
                         .iter()
                         .zip(&before)
@@ -502,8 +255,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         }
     })?;
     let duration_ms = (now_ns() - start) / 1_000_000;
-    let usage_after = read_all(&states, "usage")?;
-    let time_after = read_all(&states, "time")?;
+    let usage_after = read_counters(&states, "usage")?;
+    let time_after = read_counters(&states, "time")?;
     let pm_qos = PmQosSetting::of(&hold);
     drop(hold);
 
