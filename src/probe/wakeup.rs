@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::handoff::Mechanism;
 use super::handoff::{Channel, futex_wake, wait_for};
-use super::idle_counters::{idle_states, read_counters};
+use super::idle_counters::{StateDir, idle_states, read_counters};
 use super::pmqos::{self, PmQosSetting};
 use super::{Cpus, Gaps, HostContext, Latency, Overhead, now_ns, pin_current_thread};
 use crate::root::Root;
@@ -270,36 +270,18 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
             entries,
         })
         .collect();
-    let idle_states = states
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            let entries = usage_after[k].saturating_sub(usage_before[k]);
-            IdleStateDelta {
-                index: s.index,
-                name: s.name.clone(),
-                latency_us: s.latency_us,
-                residency_us: s.residency_us,
-                disabled: s.disabled,
-                entries,
-                time_us: time_after[k].saturating_sub(time_before[k]),
-                entries_per_sample: (entries as f64 / n as f64 * 100.0).round() / 100.0,
-            }
-        })
-        .collect::<Vec<_>>();
+    let idle_states = state_deltas(
+        &states,
+        (&usage_before, &usage_after),
+        (&time_before, &time_after),
+        n,
+    );
     let by_deepest_state = by_deepest_state(&raw, &idle_states);
-    let mut warnings = Vec::new();
-    let busy = raw
-        .iter()
-        .filter(|s| s.entries.iter().all(|&e| e == 0))
-        .count();
-    if !states.is_empty() && busy * 10 > n {
-        warnings.push(format!(
-            "in {busy} of {n} gaps CPU {sleeper_cpu} counted no cpuidle entry: something else ran \
-             there, or it idled outside cpuidle; those samples are not tied to an idle state \
-             (see by_deepest_state)"
-        ));
-    }
+    let warnings = if states.is_empty() {
+        Vec::new()
+    } else {
+        busy_warning(&raw, sleeper_cpu).into_iter().collect()
+    };
     Ok(WakeupResult {
         probe: "wakeup".into(),
         latency: Latency::from_ns(&latencies)?,
@@ -319,6 +301,48 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         duration_ms,
         warnings,
         raw,
+    })
+}
+
+/// Each idle state's entries and residency over the run.
+fn state_deltas(
+    states: &[StateDir],
+    (usage_before, usage_after): (&[u64], &[u64]),
+    (time_before, time_after): (&[u64], &[u64]),
+    n: usize,
+) -> Vec<IdleStateDelta> {
+    states
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let entries = usage_after[k].saturating_sub(usage_before[k]);
+            IdleStateDelta {
+                index: s.index,
+                name: s.name.clone(),
+                latency_us: s.latency_us,
+                residency_us: s.residency_us,
+                disabled: s.disabled,
+                entries,
+                time_us: time_after[k].saturating_sub(time_before[k]),
+                entries_per_sample: (entries as f64 / n as f64 * 100.0).round() / 100.0,
+            }
+        })
+        .collect()
+}
+
+/// A warning when over a tenth of the gaps counted no cpuidle entry.
+fn busy_warning(raw: &[Sample], sleeper_cpu: u32) -> Option<String> {
+    let n = raw.len();
+    let busy = raw
+        .iter()
+        .filter(|s| s.entries.iter().all(|&e| e == 0))
+        .count();
+    (busy * 10 > n).then(|| {
+        format!(
+            "in {busy} of {n} gaps CPU {sleeper_cpu} counted no cpuidle entry: something else ran \
+             there, or it idled outside cpuidle; those samples are not tied to an idle state \
+             (see by_deepest_state)"
+        )
     })
 }
 

@@ -204,28 +204,7 @@ pub fn run(
     let _lock = session
         .lock(opts.wait)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    if session
-        .journal()
-        .entries()?
-        .iter()
-        .any(|e| e.knob == knob.id)
-    {
-        bail!(
-            "{} has unreverted changes in the journal {}: run `hostknob revert {}` first, so that `as found` is the host's own state",
-            knob.id,
-            session.journal().path().display(),
-            knob.id
-        );
-    }
-    let planned = apply::plan::plan(&session.host, &[knob]).map_err(|e| anyhow::anyhow!(e))?;
-    apply::validate::values(&planned).map_err(|e| anyhow::anyhow!(e))?;
-    if planned.steps.is_empty() {
-        bail!(
-            "{} is already in effect on {} (nothing to write): there is no `as found` leg to compare; verify it where it is not applied, or revert it first",
-            knob.id,
-            session.host.name
-        );
-    }
+    check_verifiable(session, knob)?;
     let before = snapshot(session, knob)?;
     catch_signals()?;
     probe::warn_if_not_live(session.root());
@@ -312,24 +291,7 @@ pub fn run(
     }
 
     let analysis = verdict::analyze(&samples[0], &samples[1], Rule::default());
-    let expectation = knob
-        .verify
-        .as_ref()
-        .map(|v| match Expectation::parse(&v.expect) {
-            Some(e) => {
-                let (met, words) = e.check(&analysis);
-                ExpectationCheck {
-                    text: v.expect.clone(),
-                    met: Some(met),
-                    measured: Some(words),
-                }
-            }
-            None => ExpectationCheck {
-                text: v.expect.clone(),
-                met: None,
-                measured: None,
-            },
-        });
+    let expectation = check_expectation(knob, &analysis);
     let flat = |legs: &Vec<Vec<u64>>| legs.iter().flatten().copied().collect::<Vec<u64>>();
     Ok(Report {
         host: session.host.name.clone(),
@@ -348,6 +310,56 @@ pub fn run(
         warnings,
         ledger: None,
     })
+}
+
+/// Refuses a knob with unreverted changes or already in effect: either
+/// would leave no `as found` leg to compare.
+fn check_verifiable(session: &Session, knob: &Knob) -> Result<()> {
+    if session
+        .journal()
+        .entries()?
+        .iter()
+        .any(|e| e.knob == knob.id)
+    {
+        bail!(
+            "{} has unreverted changes in the journal {}: run `hostknob revert {}` first, so that `as found` is the host's own state",
+            knob.id,
+            session.journal().path().display(),
+            knob.id
+        );
+    }
+    let planned = apply::plan::plan(&session.host, &[knob]).map_err(|e| anyhow::anyhow!(e))?;
+    apply::validate::values(&planned).map_err(|e| anyhow::anyhow!(e))?;
+    if planned.steps.is_empty() {
+        bail!(
+            "{} is already in effect on {} (nothing to write): there is no `as found` leg to compare; verify it where it is not applied, or revert it first",
+            knob.id,
+            session.host.name
+        );
+    }
+    Ok(())
+}
+
+/// The manifest's `verify.expect`, checked against the analysis when
+/// hostknob can read it.
+fn check_expectation(knob: &Knob, analysis: &Analysis) -> Option<ExpectationCheck> {
+    knob.verify
+        .as_ref()
+        .map(|v| match Expectation::parse(&v.expect) {
+            Some(e) => {
+                let (met, words) = e.check(analysis);
+                ExpectationCheck {
+                    text: v.expect.clone(),
+                    met: Some(met),
+                    measured: Some(words),
+                }
+            }
+            None => ExpectationCheck {
+                text: v.expect.clone(),
+                met: None,
+                measured: None,
+            },
+        })
 }
 
 /// The one-line summary the ledger and the host document show.
