@@ -110,9 +110,9 @@ pub fn apply(
             Some(Err(LockError::Held(m))) => return Err(ApplyError::Refused(m)),
             other => other,
         };
-    let planned = plan::plan(&s.host, knobs).map_err(ApplyError::Refused)?;
+    let planned = plan::plan(&s.ctx, knobs).map_err(ApplyError::Refused)?;
     validate::values(&planned).map_err(ApplyError::Refused)?;
-    let ledger_path = ledger::path_for(&s.manifest_dir, &s.host.name);
+    let ledger_path = ledger::path_for(&s.manifest_dir, &s.ctx.name);
     let permitted = validate::permissions(
         root,
         planned
@@ -126,7 +126,7 @@ pub fn apply(
         false => Ok(()),
     });
     let mut outcome = ApplyOutcome {
-        host: s.host.name.clone(),
+        host: s.ctx.name.clone(),
         dry_run: opts.dry_run,
         knobs: planned.knobs.iter().map(knob_apply).collect(),
         written: 0,
@@ -138,7 +138,7 @@ pub fn apply(
         if let Err(m) = permitted {
             outcome.warnings.push(format!("apply would refuse: {m}"));
         }
-        fill_caveats(&mut outcome, &planned, &s.host);
+        fill_caveats(&mut outcome, &planned, &s.ctx);
         return Ok(outcome);
     }
     permitted.map_err(ApplyError::Refused)?;
@@ -149,7 +149,7 @@ pub fn apply(
         None => unreachable!("only dry runs go without the lock"),
     };
     if planned.steps.is_empty() {
-        fill_caveats(&mut outcome, &planned, &s.host);
+        fill_caveats(&mut outcome, &planned, &s.ctx);
         return Ok(outcome);
     }
 
@@ -159,12 +159,12 @@ pub fn apply(
     outcome.written = planned.steps.len();
     outcome.journal = Some(journal.path().display().to_string());
     // What persists each knob is known only now (an allocator's drop-in is its persistence).
-    fill_caveats(&mut outcome, &planned, &s.host);
+    fill_caveats(&mut outcome, &planned, &s.ctx);
     if opts.record {
         let user = who();
         for p in planned.knobs.iter().filter(|p| !p.writes.is_empty()) {
             let entry = ledger_entry(
-                &s.host.name,
+                &s.ctx.name,
                 p.knob,
                 ledger::Action::Applied,
                 apply_groups(&p.writes),
@@ -226,7 +226,7 @@ pub(super) fn write_in_order(
             _ => Put::Attribute(&st.write.after),
         };
         let result = write::put(root, &st.write.path, what, || {
-            confirm(knob.spec.as_ref(), &s.host, &st.write)
+            confirm(knob.spec.as_ref(), &s.ctx, &st.write)
         });
         if let Err(f) = result {
             if f.touched {

@@ -50,8 +50,8 @@ impl ChangeGroup {
 }
 
 /// `/sys/.../cpu12/cpuidle/...` -> (`/sys/.../cpu*/cpuidle/...`, 12): the
-/// first `cpuN` or `policyN` component, numbered.
-fn numbered(path: &str) -> Option<(String, u32)> {
+/// first `cpuN` or `policyN` component, indexed_component.
+fn indexed_component(path: &str) -> Option<(String, u32)> {
     let mut start = 0;
     for comp in path.split('/') {
         for prefix in ["cpu", "policy"] {
@@ -85,8 +85,11 @@ struct Building {
 pub fn group<'a>(changes: impl IntoIterator<Item = Change<'a>>) -> Vec<ChangeGroup> {
     let mut building: Vec<Building> = Vec::new();
     for c in changes {
-        let numbered = numbered(c.path);
-        let key_path = numbered.as_ref().map(|(p, _)| p.as_str()).unwrap_or(c.path);
+        let indexed_component = indexed_component(c.path);
+        let key_path = indexed_component
+            .as_ref()
+            .map(|(p, _)| p.as_str())
+            .unwrap_or(c.path);
         let same = |b: &&mut Building| {
             b.pattern.as_deref().unwrap_or(&b.path) == key_path
                 && b.label.as_deref() == c.label
@@ -97,7 +100,7 @@ pub fn group<'a>(changes: impl IntoIterator<Item = Change<'a>>) -> Vec<ChangeGro
             Some(b) => b,
             None => {
                 building.push(Building {
-                    pattern: numbered.as_ref().map(|(p, _)| p.clone()),
+                    pattern: indexed_component.as_ref().map(|(p, _)| p.clone()),
                     path: c.path.to_string(),
                     numbers: Vec::new(),
                     cpus: Vec::new(),
@@ -109,7 +112,7 @@ pub fn group<'a>(changes: impl IntoIterator<Item = Change<'a>>) -> Vec<ChangeGro
                 building.last_mut().expect("just pushed")
             }
         };
-        if let Some((_, n)) = numbered {
+        if let Some((_, n)) = indexed_component {
             b.numbers.push(n);
         }
         if let Some(cpus) = c.cpus {
@@ -190,13 +193,16 @@ mod tests {
         }]);
         assert_eq!((g[0].path.as_str(), g[0].files), (p, 1));
         assert_eq!(
-            numbered(p),
+            indexed_component(p),
             Some((
                 "/sys/devices/system/cpu/cpufreq/policy*/scaling_governor".into(),
                 8
             ))
         );
-        assert_eq!(numbered("/sys/devices/system/cpu/cpufreq/boost"), None);
-        assert_eq!(numbered("/proc/sys/vm/swappiness"), None);
+        assert_eq!(
+            indexed_component("/sys/devices/system/cpu/cpufreq/boost"),
+            None
+        );
+        assert_eq!(indexed_component("/proc/sys/vm/swappiness"), None);
     }
 }

@@ -36,7 +36,7 @@ pub fn install_or_remove(
             artifact.content, knob.id
         )));
     };
-    let ledger_path = ledger::path_for(&s.manifest_dir, &s.host.name);
+    let ledger_path = ledger::path_for(&s.manifest_dir, &s.ctx.name);
     validate::permissions(root, [(path, true)], false)
         .and_then(|_| validate::ledger_writable(&ledger_path))
         .map_err(ApplyError::Refused)?;
@@ -76,7 +76,7 @@ pub fn install_or_remove(
     } else {
         ledger::Action::Unpersisted
     };
-    s.record(&ledger_entry(&s.host.name, knob, action, changes, &who()))?;
+    s.record(&ledger_entry(&s.ctx.name, knob, action, changes, &who()))?;
     outcome.ledger = Some(ledger_path.display().to_string());
     Ok(outcome)
 }

@@ -42,7 +42,8 @@ pub use hooks::{DELAY_VAR, GATE_VAR};
 
 /// One host to change: its root, name, manifest directory and state directory.
 pub struct Session<'r> {
-    pub host: HostCtx<'r>,
+    /// The host's files and facts, as the knobs read them.
+    pub ctx: HostCtx<'r>,
     /// Where the ledger is (`<manifest>/ledger/<host>.yaml`).
     pub manifest_dir: PathBuf,
     /// The state directory on the real filesystem (lock and journal).
@@ -53,14 +54,14 @@ impl<'r> Session<'r> {
     /// `state_dir` is the configured one (`--state-dir`), resolved under the root.
     pub fn new(root: &'r Root, host: String, manifest_dir: &Path, state_dir: &Path) -> Session<'r> {
         Session {
-            host: HostCtx::new(root, host),
+            ctx: HostCtx::new(root, host),
             manifest_dir: manifest_dir.to_path_buf(),
             state_dir: journal::state_dir(root, state_dir),
         }
     }
 
     pub fn root(&self) -> &'r Root {
-        self.host.root
+        self.ctx.root
     }
 
     pub fn journal(&self) -> Journal {

@@ -128,7 +128,7 @@ pub fn revert_with(
         }));
     }
     let mut outcome = RevertOutcome {
-        host: s.host.name.clone(),
+        host: s.ctx.name.clone(),
         restored: restored.len(),
         knobs,
         journal: journal.path().display().to_string(),
@@ -136,11 +136,11 @@ pub fn revert_with(
     };
     if opts.record && !outcome.knobs.is_empty() {
         let user = who();
-        let history = ledger::read(&s.manifest_dir, &s.host.name).unwrap_or_default();
+        let history = ledger::read(&s.manifest_dir, &s.ctx.name).unwrap_or_default();
         for k in &outcome.knobs {
             let persistence = persistence_for(manifest, &history, &k.id);
             let entry = ledger_entry_for(
-                &s.host.name,
+                &s.ctx.name,
                 &k.id,
                 persistence,
                 ledger::Action::Reverted,
@@ -150,7 +150,7 @@ pub fn revert_with(
             s.record(&entry)?;
         }
         outcome.ledger = Some(
-            ledger::path_for(&s.manifest_dir, &s.host.name)
+            ledger::path_for(&s.manifest_dir, &s.ctx.name)
                 .display()
                 .to_string(),
         );

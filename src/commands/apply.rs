@@ -6,7 +6,7 @@ use crate::manifest;
 use crate::render;
 
 pub fn run(g: &Global, args: &ApplyArgs) -> Result<i32> {
-    let t = super::Target::open(g)?;
+    let t = super::OpenHost::open(g)?;
     let manifest = manifest::load(&t.manifest_dir)?;
     let session = t.session(g);
     let knobs = apply::select(&manifest, &t.host, &args.choice.knobs, args.choice.all)?;

@@ -56,18 +56,18 @@ pub fn manifest_dir(g: &Global, root: &Root) -> std::path::PathBuf {
 
 /// The root, host name and manifest directory of a command that changes the
 /// host; the caller builds the [`Session`] from them.
-pub struct Target {
+pub struct OpenHost {
     pub root: Root,
     pub host: String,
     pub manifest_dir: std::path::PathBuf,
 }
 
-impl Target {
-    pub fn open(g: &Global) -> Result<Target> {
+impl OpenHost {
+    pub fn open(g: &Global) -> Result<OpenHost> {
         let root = Root::open(&g.root)?;
         let host = manifest::host::resolve(&root, g.host.as_deref()).name;
         let manifest_dir = manifest_dir(g, &root);
-        Ok(Target {
+        Ok(OpenHost {
             root,
             host,
             manifest_dir,

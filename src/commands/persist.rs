@@ -7,12 +7,12 @@ use crate::persist;
 use crate::render;
 
 pub fn run(g: &Global, args: &PersistArgs) -> Result<i32> {
-    let t = super::Target::open(g)?;
+    let t = super::OpenHost::open(g)?;
     let manifest = manifest::load(&t.manifest_dir)?;
     let session = t.session(g);
     let knob = apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
     let artifact =
-        persist::artifact(knob, &session.host).map_err(|m| anyhow!("{m}: nothing was changed"))?;
+        persist::artifact(knob, &session.ctx).map_err(|m| anyhow!("{m}: nothing was changed"))?;
     if !args.install && !args.remove {
         match render::machine(g.format.into(), &artifact)? {
             Some(text) => print!("{text}"),

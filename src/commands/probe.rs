@@ -73,8 +73,8 @@ pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
         }
         ProbeCommand::IdleCpu(a) => {
             let target = match (&a.pid, &a.cmd) {
-                (Some(p), _) => idle_cpu::Target::Pid(*p),
-                (None, Some(cmd)) => idle_cpu::Target::Cmd(cmd.clone()),
+                (Some(p), _) => idle_cpu::Subject::Pid(*p),
+                (None, Some(cmd)) => idle_cpu::Subject::Cmd(cmd.clone()),
                 (None, None) => bail!("give --pid PID or --cmd COMMAND..."),
             };
             let r = idle_cpu::run(

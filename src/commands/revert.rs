@@ -10,7 +10,7 @@ pub fn run(g: &Global, args: &RevertArgs) -> Result<i32> {
     if c.knobs.is_empty() && !c.all {
         bail!("name the knobs to revert, or pass --all: nothing was changed");
     }
-    let t = super::Target::open(g)?;
+    let t = super::OpenHost::open(g)?;
     // The journal, not the manifest, says what to restore: a manifest that no
     // longer loads must not keep a host from being put back.
     let manifest = match manifest::load(&t.manifest_dir) {

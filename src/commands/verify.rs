@@ -27,7 +27,7 @@ fn probe_name(p: Probe) -> &'static str {
 }
 
 pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
-    let t = crate::commands::Target::open(g)?;
+    let t = crate::commands::OpenHost::open(g)?;
     let manifest = manifest::load(&t.manifest_dir)?;
     let knob =
         crate::apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CPU_DIR, Ctx, numbered};
+use super::{CPU_DIR, Reader, numbered};
 use crate::cpulist::CpuList;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -21,7 +21,7 @@ pub struct Cache {
     pub shared_cpu_lists: Vec<CpuList>,
 }
 
-pub fn read(ctx: &Ctx, online: &CpuList) -> Vec<Cache> {
+pub fn read(ctx: &Reader, online: &CpuList) -> Vec<Cache> {
     let Some(first) = online.first() else {
         return Vec::new();
     };
@@ -87,7 +87,7 @@ pub fn read(ctx: &Ctx, online: &CpuList) -> Vec<Cache> {
 }
 
 /// `32K`, `1024K`, `32M` as the kernel writes them.
-fn parse_size_kib(ctx: &Ctx, dir: &str, s: &str) -> Option<u64> {
+fn parse_size_kib(ctx: &Reader, dir: &str, s: &str) -> Option<u64> {
     let (num, mult) = match s.chars().last()? {
         'K' => (&s[..s.len() - 1], 1),
         'M' => (&s[..s.len() - 1], 1024),

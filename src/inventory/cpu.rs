@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::cpuinfo::{self, CpuEntry};
-use super::{CPU_DIR, Ctx, numbered};
+use super::{CPU_DIR, Reader, numbered};
 use crate::cpulist::CpuList;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -78,7 +78,7 @@ struct Place {
     core: u32,
 }
 
-pub fn read(ctx: &Ctx) -> Result<Cpu> {
+pub fn read(ctx: &Reader) -> Result<Cpu> {
     let cpuinfo = read_cpuinfo(ctx);
     let online = online_cpus(ctx, cpuinfo.as_ref())?;
     let present = ctx.cpulist(&format!("{CPU_DIR}/present"));
@@ -174,7 +174,7 @@ pub fn read(ctx: &Ctx) -> Result<Cpu> {
     })
 }
 
-fn read_cpuinfo(ctx: &Ctx) -> Option<Vec<CpuEntry>> {
+fn read_cpuinfo(ctx: &Reader) -> Option<Vec<CpuEntry>> {
     let text = match ctx.root.read_string("/proc/cpuinfo") {
         Ok(t) => t,
         Err(e) => {
@@ -196,7 +196,7 @@ fn read_cpuinfo(ctx: &Ctx) -> Option<Vec<CpuEntry>> {
 
 /// `cpu/online`, else the per-CPU `online` files (cpu0 has none: it is online),
 /// else the processors listed in `/proc/cpuinfo`.
-fn online_cpus(ctx: &Ctx, cpuinfo: Option<&Vec<CpuEntry>>) -> Result<CpuList> {
+fn online_cpus(ctx: &Reader, cpuinfo: Option<&Vec<CpuEntry>>) -> Result<CpuList> {
     if let Some(list) = ctx.cpulist(&format!("{CPU_DIR}/online")) {
         return Ok(list);
     }
@@ -225,7 +225,7 @@ fn online_cpus(ctx: &Ctx, cpuinfo: Option<&Vec<CpuEntry>>) -> Result<CpuList> {
     )
 }
 
-fn places_from_sysfs(ctx: &Ctx, online: &CpuList) -> Vec<Place> {
+fn places_from_sysfs(ctx: &Reader, online: &CpuList) -> Vec<Place> {
     online
         .as_slice()
         .iter()
@@ -238,7 +238,11 @@ fn places_from_sysfs(ctx: &Ctx, online: &CpuList) -> Vec<Place> {
         .collect()
 }
 
-fn places_from_cpuinfo(ctx: &Ctx, cpuinfo: Option<&Vec<CpuEntry>>, online: &CpuList) -> Vec<Place> {
+fn places_from_cpuinfo(
+    ctx: &Reader,
+    cpuinfo: Option<&Vec<CpuEntry>>,
+    online: &CpuList,
+) -> Vec<Place> {
     let Some(info) = cpuinfo else {
         ctx.not_exposed(
             "CPU topology",
@@ -268,7 +272,7 @@ fn places_from_cpuinfo(ctx: &Ctx, cpuinfo: Option<&Vec<CpuEntry>>, online: &CpuL
     out
 }
 
-fn count_dies(ctx: &Ctx, online: &CpuList, packages: &BTreeMap<u32, Vec<u32>>) -> Option<usize> {
+fn count_dies(ctx: &Reader, online: &CpuList, packages: &BTreeMap<u32, Vec<u32>>) -> Option<usize> {
     let first = online.first()?;
     if !ctx
         .root
@@ -290,7 +294,7 @@ fn count_dies(ctx: &Ctx, online: &CpuList, packages: &BTreeMap<u32, Vec<u32>>) -
     Some(dies.len())
 }
 
-fn hybrid(ctx: &Ctx) -> Option<Vec<Hybrid>> {
+fn hybrid(ctx: &Reader) -> Option<Vec<Hybrid>> {
     // cpu_core, cpu_atom, and on Arrow/Lunar Lake also cpu_lowpower.
     let kinds: Vec<Hybrid> = ctx
         .dir("/sys/devices")?

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CPU_DIR, Ctx, numbered, par_map};
+use super::{CPU_DIR, Reader, numbered, par_map};
 use crate::cpulist::{CpuList, Group, group};
 
 pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
@@ -47,7 +47,7 @@ struct Policy {
     smax: Option<u64>,
 }
 
-pub fn read(ctx: &Ctx, online: &CpuList) -> Option<Frequency> {
+pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
     let names = ctx.dir(CPUFREQ_DIR).unwrap_or_default();
     let ids = numbered(&names, "policy");
     if ids.is_empty() {

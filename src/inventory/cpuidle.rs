@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CPU_DIR, Ctx, numbered, par_map};
+use super::{CPU_DIR, Reader, numbered, par_map};
 use crate::cpulist::{CpuList, Group, group};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -49,7 +49,7 @@ struct Shape {
     residency: Option<u64>,
 }
 
-pub fn read(ctx: &Ctx, online: &CpuList) -> Idle {
+pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
     let base = format!("{CPU_DIR}/cpuidle");
     let driver = ctx.text(&format!("{base}/current_driver"));
     if driver.is_none() {
@@ -179,7 +179,7 @@ struct RawState {
 /// One CPU's states. Given the first CPU's table, a CPU with the same state
 /// directories (and no more) is taken to have it, and only `disable` and the
 /// counters are read: on a 512-CPU host each file per CPU costs about 2 ms.
-fn read_cpu(ctx: &Ctx, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawState> {
+fn read_cpu(ctx: &Reader, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawState> {
     let dir = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
     let Some(at) = ctx.at(&dir) else {
         return Vec::new();

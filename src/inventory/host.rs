@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::{CPU_DIR, Ctx};
+use super::{CPU_DIR, Reader};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Host {
@@ -20,7 +20,7 @@ pub struct Host {
     pub cmdline: Option<String>,
 }
 
-pub fn read(ctx: &Ctx) -> Host {
+pub fn read(ctx: &Reader) -> Host {
     let hostname = ctx
         .text("/proc/sys/kernel/hostname")
         .or_else(|| ctx.text("/etc/hostname"));
@@ -66,7 +66,7 @@ pub fn rfc3339(unix: u64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(unix)).to_string()
 }
 
-fn boot_time(ctx: &Ctx) -> Option<u64> {
+fn boot_time(ctx: &Reader) -> Option<u64> {
     let Some(stat) = ctx.text("/proc/stat") else {
         ctx.not_exposed("boot time", "/proc/stat");
         return None;
@@ -80,7 +80,7 @@ fn boot_time(ctx: &Ctx) -> Option<u64> {
     found
 }
 
-fn os_release(ctx: &Ctx) -> Option<String> {
+fn os_release(ctx: &Reader) -> Option<String> {
     let text = ctx
         .text("/etc/os-release")
         .or_else(|| ctx.text("/usr/lib/os-release"));
@@ -101,7 +101,7 @@ fn os_release(ctx: &Ctx) -> Option<String> {
     field("PRETTY_NAME").or_else(|| field("NAME"))
 }
 
-pub fn vulnerabilities(ctx: &Ctx) -> BTreeMap<String, String> {
+pub fn vulnerabilities(ctx: &Reader) -> BTreeMap<String, String> {
     let dir = format!("{CPU_DIR}/vulnerabilities");
     let Some(names) = ctx.dir(&dir) else {
         ctx.not_exposed("vulnerabilities", &dir);

@@ -3,7 +3,7 @@
 use procfs::FromBufRead;
 use serde::{Deserialize, Serialize};
 
-use super::{Ctx, bracketed, numbered};
+use super::{Reader, bracketed, numbered};
 use crate::cpulist::CpuList;
 
 pub const NODE_DIR: &str = "/sys/devices/system/node";
@@ -40,7 +40,7 @@ pub struct NumaNode {
     pub mem_total_kib: Option<u64>,
 }
 
-pub fn read(ctx: &Ctx) -> Memory {
+pub fn read(ctx: &Reader) -> Memory {
     let meminfo = match ctx.root.read("/proc/meminfo") {
         Ok(bytes) => match procfs::Meminfo::from_buf_read(bytes.as_slice()) {
             Ok(m) => Some(m),
@@ -74,7 +74,7 @@ pub fn read(ctx: &Ctx) -> Memory {
     }
 }
 
-fn hugepages(ctx: &Ctx) -> Option<Vec<HugePages>> {
+fn hugepages(ctx: &Reader) -> Option<Vec<HugePages>> {
     let dir = "/sys/kernel/mm/hugepages";
     let Some(names) = ctx.dir(dir) else {
         ctx.not_exposed("huge pages", dir);
@@ -99,7 +99,7 @@ fn hugepages(ctx: &Ctx) -> Option<Vec<HugePages>> {
     Some(out)
 }
 
-pub fn read_numa(ctx: &Ctx) -> Numa {
+pub fn read_numa(ctx: &Reader) -> Numa {
     let Some(names) = ctx.dir(NODE_DIR) else {
         ctx.not_exposed("NUMA nodes", NODE_DIR);
         return Numa { nodes: Vec::new() };

@@ -68,15 +68,15 @@ pub struct NotExposed {
 }
 
 /// Reading context: the root plus what the readers noticed on the way.
-pub struct Ctx<'a> {
+pub struct Reader<'a> {
     pub root: &'a Root,
     warnings: Mutex<Vec<String>>,
     missing: Mutex<Vec<NotExposed>>,
 }
 
-impl<'a> Ctx<'a> {
-    pub fn new(root: &'a Root) -> Ctx<'a> {
-        Ctx {
+impl<'a> Reader<'a> {
+    pub fn new(root: &'a Root) -> Reader<'a> {
+        Reader {
             root,
             warnings: Mutex::new(Vec::new()),
             missing: Mutex::new(Vec::new()),
@@ -180,9 +180,9 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// A directory opened once for several reads, with `Ctx`'s reporting.
+/// A directory opened once for several reads, with `Reader`'s reporting.
 pub struct At<'a> {
-    ctx: &'a Ctx<'a>,
+    ctx: &'a Reader<'a>,
     handle: crate::root::DirHandle<'a>,
 }
 
@@ -273,7 +273,7 @@ pub fn bracketed(text: &str) -> Option<String> {
 /// Reads every section. Never fails on what a host lacks; fails only on a root
 /// that has no CPUs to describe at all.
 pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
-    let ctx = Ctx::new(root);
+    let ctx = Reader::new(root);
     let host = host::read(&ctx);
     let cpu = cpu::read(&ctx)?;
     let online = cpu.online.clone();

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Ctx;
+use super::Reader;
 use crate::cpulist::CpuList;
 
 const NET_DIR: &str = "/sys/class/net";
@@ -43,7 +43,7 @@ struct IrqLine {
     fired_on: CpuList,
 }
 
-pub fn read(ctx: &Ctx) -> Vec<Interface> {
+pub fn read(ctx: &Reader) -> Vec<Interface> {
     let Some(names) = ctx.dir(NET_DIR) else {
         ctx.not_exposed("network interfaces", NET_DIR);
         return Vec::new();

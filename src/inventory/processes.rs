@@ -4,7 +4,7 @@
 use procfs::FromRead;
 use serde::{Deserialize, Serialize};
 
-use super::Ctx;
+use super::Reader;
 
 const SHOWN: usize = 5;
 
@@ -24,7 +24,7 @@ pub struct Process {
     pub threads: i64,
 }
 
-pub fn read(ctx: &Ctx) -> Option<Processes> {
+pub fn read(ctx: &Reader) -> Option<Processes> {
     let names = ctx.root.read_dir("/proc").ok()?;
     let tick = ticks_per_second();
     let page_kib = page_size() / 1024;

@@ -64,7 +64,7 @@ pub fn clock_ticks_per_s() -> u64 {
 }
 
 #[derive(Clone, Debug)]
-pub enum Target {
+pub enum Subject {
     Pid(i32),
     /// A command to spawn, measure, and kill at the end.
     Cmd(Vec<String>),
@@ -72,7 +72,7 @@ pub enum Target {
 
 #[derive(Clone, Debug)]
 pub struct Options {
-    pub target: Target,
+    pub target: Subject,
     pub windows: usize,
     pub window: Duration,
     pub settle: Duration,
@@ -126,8 +126,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<IdleCpuResult> {
         bail!("--windows 0: at least one window is needed");
     }
     let (pid, command, _child, flag) = match &opts.target {
-        Target::Pid(p) => (*p, None, None, format!("--pid {p}")),
-        Target::Cmd(argv) => {
+        Subject::Pid(p) => (*p, None, None, format!("--pid {p}")),
+        Subject::Cmd(argv) => {
             let child = Command::new(&argv[0])
                 .args(&argv[1..])
                 .stdin(Stdio::null())

@@ -274,7 +274,7 @@ pub fn median_of(n: usize, mut f: impl FnMut() -> u64) -> u64 {
 
 /// Facts about the host that shape every latency result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HostContext {
+pub struct HostFacts {
     pub kernel: Option<String>,
     pub cpuidle_driver: Option<String>,
     pub cpuidle_governor: Option<String>,
@@ -284,10 +284,10 @@ pub struct HostContext {
     pub cpu_dma_latency_before_us: Option<i64>,
 }
 
-impl HostContext {
-    pub fn read(root: &Root) -> HostContext {
+impl HostFacts {
+    pub fn read(root: &Root) -> HostFacts {
         let text = |p: &str| root.read_trimmed(p).ok().flatten();
-        HostContext {
+        HostFacts {
             kernel: text("/proc/sys/kernel/osrelease"),
             cpuidle_driver: text(&format!("{CPU_DIR}/cpuidle/current_driver")),
             cpuidle_governor: text(&format!("{CPU_DIR}/cpuidle/current_governor"))

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::pmqos::{self, PmQosSetting};
-use super::{Cpus, Gaps, HostContext, Latency, Overhead, now_ns, pin_current_thread};
+use super::{Cpus, Gaps, HostFacts, Latency, Overhead, now_ns, pin_current_thread};
 use crate::root::Root;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ pub struct Settings {
     pub gap_rule: String,
     pub timeout_ms: u64,
     pub pm_qos: PmQosSetting,
-    pub host: HostContext,
+    pub host: HostFacts,
 }
 
 impl std::fmt::Display for Proto {
@@ -279,7 +279,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
     if opts.payload.is_empty() {
         bail!("the request payload is empty");
     }
-    let host = HostContext::read(root);
+    let host = HostFacts::read(root);
     let cpus = Cpus::read(root)?;
     let (client_cpu, server_cpu, target, flag) = match &opts.connect {
         Some(t) => {

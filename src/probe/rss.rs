@@ -237,7 +237,7 @@ pub struct SelfBurstResult {
     pub pid: i32,
     pub settings: BurstSettings,
     /// background_thread false, then true.
-    pub legs: Vec<Leg>,
+    pub legs: Vec<BurstLeg>,
     /// The value found at start, written back at the end (and read back).
     pub background_thread_restored: bool,
 }
@@ -254,7 +254,7 @@ pub struct BurstSettings {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Leg {
+pub struct BurstLeg {
     /// The value written to `background_thread`.
     pub background_thread_set: bool,
     /// The value read back after the write: the fact.
@@ -348,7 +348,7 @@ pub fn run_self_burst(root: &Root, opts: &BurstOptions) -> Result<SelfBurstResul
     })
 }
 
-fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<Leg> {
+fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<BurstLeg> {
     let read_back = set_background_thread(on)?;
     purge_all_arenas()?;
     let stat = first_stat(root, pid, "--self-burst")?;
@@ -418,7 +418,7 @@ fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<Leg> {
     }
     anchor.t_ms = -(((t_window - t_anchor) / 1_000_000) as i64);
     peak.t_ms = -(((t_window - t_peak) / 1_000_000) as i64);
-    Ok(Leg {
+    Ok(BurstLeg {
         background_thread_set: on,
         background_thread_read_back: read_back,
         allocations: counts.iter().map(|c| c.0).sum(),

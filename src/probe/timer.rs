@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::pmqos::{self, PmQosSetting};
-use super::{Cpus, HostContext, Latency, Overhead, now_ns, pin_current_thread};
+use super::{Cpus, HostFacts, Latency, Overhead, now_ns, pin_current_thread};
 use crate::root::Root;
 
 #[derive(Clone, Debug)]
@@ -49,7 +49,7 @@ pub struct Settings {
     pub mlock: bool,
     pub clock: String,
     pub pm_qos: PmQosSetting,
-    pub host: HostContext,
+    pub host: HostFacts,
 }
 
 fn timespec(ns: u64) -> libc::timespec {
@@ -103,7 +103,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
         Some(c) => Some(Cpus::read(root)?.check("--cpu", c)?),
         None => None,
     };
-    let host = HostContext::read(root);
+    let host = HostFacts::read(root);
     let hold = opts.pmqos_us.map(|us| pmqos::hold(root, us)).transpose()?;
     let lock = if opts.mlock {
         Some(MemLock::new()?)

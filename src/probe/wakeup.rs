@@ -24,7 +24,7 @@ pub use super::handoff::Mechanism;
 use super::handoff::{Channel, futex_wake, wait_for};
 use super::idle_counters::{StateDir, idle_states, read_counters};
 use super::pmqos::{self, PmQosSetting};
-use super::{Cpus, Gaps, HostContext, Latency, Overhead, now_ns, pin_current_thread};
+use super::{Cpus, Gaps, HostFacts, Latency, Overhead, now_ns, pin_current_thread};
 use crate::root::Root;
 use crate::stats::Summary;
 
@@ -67,7 +67,7 @@ pub struct Settings {
     pub gap_rule: String,
     pub mechanism: Mechanism,
     pub pm_qos: PmQosSetting,
-    pub host: HostContext,
+    pub host: HostFacts,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -168,7 +168,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         ("--waker-cpu", opts.waker_cpu),
         ("--sleeper-cpu", opts.sleeper_cpu),
     )?;
-    let host = HostContext::read(root);
+    let host = HostFacts::read(root);
     let states = idle_states(root, sleeper_cpu)?;
     let hold = opts.pmqos_us.map(|us| pmqos::hold(root, us)).transpose()?;
     let channel = Channel::new(opts.mechanism, false).context("cannot create the wake channel")?;

@@ -8,7 +8,7 @@ use crate::probe::rpc::RpcResult;
 use crate::probe::rss::{Decay, PidResult, SelfBurstResult};
 use crate::probe::timer::TimerResult;
 use crate::probe::wakeup::WakeupResult;
-use crate::probe::{HostContext, Latency, Overhead};
+use crate::probe::{HostFacts, Latency, Overhead};
 use crate::stats::Bucket;
 
 fn us(ns: u64) -> String {
@@ -82,7 +82,7 @@ fn overhead(o: &Overhead) -> Vec<(String, String)> {
     v
 }
 
-fn pm_qos(p: &PmQosSetting, host: &HostContext) -> (String, String) {
+fn pm_qos(p: &PmQosSetting, host: &HostFacts) -> (String, String) {
     let before = host
         .cpu_dma_latency_before_us
         .map(|v| format!("; before the run {v} µs"))
@@ -94,7 +94,7 @@ fn pm_qos(p: &PmQosSetting, host: &HostContext) -> (String, String) {
     ("PM QoS (/dev/cpu_dma_latency)".into(), text)
 }
 
-fn host_rows(host: &HostContext) -> Vec<(String, String)> {
+fn host_rows(host: &HostFacts) -> Vec<(String, String)> {
     let o = |v: &Option<String>| v.clone().unwrap_or_else(|| super::NOT_EXPOSED.into());
     vec![
         ("kernel".into(), o(&host.kernel)),

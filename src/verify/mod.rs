@@ -180,7 +180,7 @@ fn settle(d: Duration) -> bool {
 fn snapshot(session: &Session, knob: &Knob) -> Result<Vec<(String, Option<String>)>> {
     let survey = knob
         .spec
-        .survey(&session.host)
+        .survey(&session.ctx)
         .map_err(|e| anyhow::anyhow!("{}: {}", e.field, e.message))?;
     Ok(survey
         .targets
@@ -294,7 +294,7 @@ pub fn run(
     let expectation = check_expectation(knob, &analysis);
     let flat = |legs: &Vec<Vec<u64>>| legs.iter().flatten().copied().collect::<Vec<u64>>();
     Ok(Report {
-        host: session.host.name.clone(),
+        host: session.ctx.name.clone(),
         knob: knob.id.clone(),
         probe: opts.probe_name.clone(),
         settings,
@@ -328,13 +328,13 @@ fn check_verifiable(session: &Session, knob: &Knob) -> Result<()> {
             knob.id
         );
     }
-    let planned = apply::plan::plan(&session.host, &[knob]).map_err(|e| anyhow::anyhow!(e))?;
+    let planned = apply::plan::plan(&session.ctx, &[knob]).map_err(|e| anyhow::anyhow!(e))?;
     apply::validate::values(&planned).map_err(|e| anyhow::anyhow!(e))?;
     if planned.steps.is_empty() {
         bail!(
             "{} is already in effect on {} (nothing to write): there is no `as found` leg to compare; verify it where it is not applied, or revert it first",
             knob.id,
-            session.host.name
+            session.ctx.name
         );
     }
     Ok(())
@@ -396,7 +396,7 @@ pub fn summary(r: &Report) -> String {
 /// Appends the evidence to the host's ledger.
 pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
     let mut entry = apply::ledger_entry(
-        &session.host.name,
+        &session.ctx.name,
         knob,
         ledger::Action::Verified,
         Vec::new(),
@@ -419,7 +419,7 @@ pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
     }));
     session.record(&entry).map_err(|e| anyhow::anyhow!("{e}"))?;
     r.ledger = Some(
-        ledger::path_for(&session.manifest_dir, &session.host.name)
+        ledger::path_for(&session.manifest_dir, &session.ctx.name)
             .display()
             .to_string(),
     );
