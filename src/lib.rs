@@ -2,26 +2,27 @@
 //!
 //! The binary is a thin layer over these modules: `root` is the only way to
 //! touch host files, `inventory` reads facts, `render` presents them,
-//! `commands` holds one file per subcommand.
+//! `commands` holds one file per subcommand and `cli` its options. Public
+//! are what the binary and the test suite use; the rest is crate-private.
 
 pub mod apply;
-pub mod audit;
-pub mod capture;
+pub(crate) mod audit;
+pub(crate) mod capture;
 pub mod cli;
 pub mod commands;
 pub mod cpulist;
-pub mod doc;
+pub(crate) mod doc;
 pub mod inventory;
-pub mod journal;
+pub(crate) mod journal;
 pub mod knob;
 pub mod manifest;
-pub mod persist;
-pub mod probe;
-pub mod render;
+pub(crate) mod persist;
+pub(crate) mod probe;
+pub(crate) mod render;
 pub mod root;
 pub mod schema;
-pub mod stats;
-pub mod verify;
+pub(crate) mod stats;
+pub(crate) mod verify;
 
 #[cfg(test)]
 mod layering;

@@ -16,14 +16,14 @@
 
 #[allow(clippy::module_inception)]
 mod apply;
-pub mod group;
+pub(crate) mod group;
 mod hooks;
-pub mod install;
-pub mod plan;
+pub(crate) mod install;
+pub(crate) mod plan;
 mod record;
 mod revert;
-pub mod validate;
-pub mod write;
+pub(crate) mod validate;
+pub(crate) mod write;
 
 pub use apply::{ApplyOutcome, KnobApply, Skipped, apply, caveats, select};
 pub use record::{ledger_entry, who};

@@ -1,15 +1,15 @@
 //! One file per subcommand; each returns the process exit code.
 
-pub mod apply;
-pub mod audit;
-pub mod capture;
-pub mod doc;
-pub mod inventory;
-pub mod knobs;
-pub mod persist;
-pub mod probe;
-pub mod revert;
-pub mod verify;
+pub(crate) mod apply;
+pub(crate) mod audit;
+pub(crate) mod capture;
+pub(crate) mod doc;
+pub(crate) mod inventory;
+pub(crate) mod knobs;
+pub(crate) mod persist;
+pub(crate) mod probe;
+pub(crate) mod revert;
+pub(crate) mod verify;
 
 use anyhow::Result;
 

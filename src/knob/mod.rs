@@ -3,19 +3,9 @@
 //! ([`KnobKind::survey`]); reading, planning and validating follow from that.
 //!
 //! A new kind is one new file implementing [`KnobKind`] and [`Spec`], plus one
-//! line in [`KindName`] and [`build`].
+//! line in the `kinds!` registry below.
 
-pub mod allocator;
-pub mod cpufreq_epp;
-pub mod cpufreq_governor;
-pub mod cpuidle;
 mod ctx;
-pub mod module_param;
-pub mod pm_qos;
-pub mod pm_qos_resume;
-pub mod sysctl;
-pub mod sysfs;
-pub mod thp;
 
 use std::fmt;
 
@@ -27,50 +17,51 @@ use crate::schema::{KnobDoc, Persistence};
 
 pub use ctx::{CpuIdle, HostCtx, PolicyInfo, ReadValue, idle_path};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum KindName {
-    CpuidleState,
-    CpufreqGovernor,
-    CpufreqEpp,
-    PmQosResumeLatency,
-    Thp,
-    Sysctl,
-    Sysfs,
-    Allocator,
-    ModuleParam,
-    PmQos,
+/// Every knob kind: its module and type, its name in `KindName` and in the
+/// manifest's `kind:`. A new kind is one file implementing [`KnobKind`] and
+/// [`Spec`] and one line here.
+macro_rules! kinds {
+    ($($module:ident :: $kind:ident => $variant:ident $name:literal,)*) => {
+        $(pub(crate) mod $module;)*
+
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum KindName {
+            $(#[serde(rename = $name)] $variant,)*
+        }
+
+        impl KindName {
+            pub const ALL: [KindName; [$($name),*].len()] = [$(KindName::$variant,)*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(KindName::$variant => $name,)*
+                }
+            }
+        }
+
+        /// Reads a knob document with its kind's types.
+        pub fn build(kind: KindName, doc: &str) -> Result<Box<dyn KnobKind>, BuildError> {
+            match kind {
+                $(KindName::$variant => build_as::<$module::$kind>(doc),)*
+            }
+        }
+    };
+}
+
+kinds! {
+    cpuidle::CpuidleState => CpuidleState "cpuidle-state",
+    cpufreq_governor::CpufreqGovernor => CpufreqGovernor "cpufreq-governor",
+    cpufreq_epp::CpufreqEpp => CpufreqEpp "cpufreq-epp",
+    pm_qos_resume::PmQosResumeLatency => PmQosResumeLatency "pm-qos-resume-latency",
+    thp::Thp => Thp "thp",
+    sysctl::Sysctl => Sysctl "sysctl",
+    sysfs::Sysfs => Sysfs "sysfs",
+    allocator::Allocator => Allocator "allocator",
+    module_param::ModuleParam => ModuleParam "module-param",
+    pm_qos::PmQos => PmQos "pm-qos",
 }
 
 impl KindName {
-    pub const ALL: [KindName; 10] = [
-        KindName::CpuidleState,
-        KindName::CpufreqGovernor,
-        KindName::CpufreqEpp,
-        KindName::PmQosResumeLatency,
-        KindName::Thp,
-        KindName::Sysctl,
-        KindName::Sysfs,
-        KindName::Allocator,
-        KindName::ModuleParam,
-        KindName::PmQos,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KindName::CpuidleState => "cpuidle-state",
-            KindName::CpufreqGovernor => "cpufreq-governor",
-            KindName::CpufreqEpp => "cpufreq-epp",
-            KindName::PmQosResumeLatency => "pm-qos-resume-latency",
-            KindName::Thp => "thp",
-            KindName::Sysctl => "sysctl",
-            KindName::Sysfs => "sysfs",
-            KindName::Allocator => "allocator",
-            KindName::ModuleParam => "module-param",
-            KindName::PmQos => "pm-qos",
-        }
-    }
-
     pub fn parse(text: &str) -> Option<KindName> {
         KindName::ALL.into_iter().find(|k| k.as_str() == text)
     }
@@ -378,22 +369,6 @@ fn build_as<K: Spec>(doc: &str) -> Result<Box<dyn KnobKind>, BuildError> {
     Ok(Box::new(
         K::new(parsed.target, parsed.set).map_err(BuildError::Field)?,
     ))
-}
-
-/// Reads a knob document with its kind's types.
-pub fn build(kind: KindName, doc: &str) -> Result<Box<dyn KnobKind>, BuildError> {
-    match kind {
-        KindName::CpuidleState => build_as::<cpuidle::CpuidleState>(doc),
-        KindName::CpufreqGovernor => build_as::<cpufreq_governor::CpufreqGovernor>(doc),
-        KindName::CpufreqEpp => build_as::<cpufreq_epp::CpufreqEpp>(doc),
-        KindName::PmQosResumeLatency => build_as::<pm_qos_resume::PmQosResumeLatency>(doc),
-        KindName::Thp => build_as::<thp::Thp>(doc),
-        KindName::Sysctl => build_as::<sysctl::Sysctl>(doc),
-        KindName::Sysfs => build_as::<sysfs::Sysfs>(doc),
-        KindName::Allocator => build_as::<allocator::Allocator>(doc),
-        KindName::ModuleParam => build_as::<module_param::ModuleParam>(doc),
-        KindName::PmQos => build_as::<pm_qos::PmQos>(doc),
-    }
 }
 
 /// Current values grouped: CPUs that agree, or files that agree.

@@ -26,9 +26,6 @@ use crate::knob::{Blocked, HostCtx, KindName, Target};
 use crate::manifest::Knob;
 use crate::schema::Persistence;
 
-pub use sysctl_d::{SYSCTL_DIR, sysctl_name};
-pub use tmpfiles::TMPFILES_DIR;
-
 /// What makes one knob survive a reboot on this host.
 #[derive(Clone, Debug, Serialize)]
 pub struct Artifact {
