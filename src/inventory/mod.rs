@@ -307,17 +307,26 @@ pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
     })
 }
 
-/// Opening the device adds a request at the default value (no constraint), so
-/// reading it does not change the aggregate; the file is closed at once.
-fn read_cpu_dma_latency(root: &Root) -> Option<i64> {
-    let bytes = root.read("/dev/cpu_dma_latency").ok()?;
+/// The global PM QoS CPU latency request: the one path and parser that
+/// inventory, the `pm-qos` knob and the probes' `--pmqos-us` hold share.
+pub const PM_QOS_DEVICE: &str = "/dev/cpu_dma_latency";
+
+/// The aggregate request: 4 bytes, native-endian s32 (some kernels print hex text).
+pub fn parse_pm_qos_request(bytes: &[u8]) -> Option<i64> {
     match bytes.len() {
         4 => Some(i32::from_ne_bytes(bytes[..4].try_into().ok()?) as i64),
         _ => {
-            let text = String::from_utf8_lossy(&bytes);
+            let text = String::from_utf8_lossy(bytes);
             i64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
         }
     }
+}
+
+/// The limit in force (the minimum of all requests), µs. Opening the device
+/// adds a request at the default value (no constraint), so reading it does
+/// not change the aggregate; the file is closed at once.
+pub fn read_cpu_dma_latency(root: &Root) -> Option<i64> {
+    parse_pm_qos_request(&root.read(PM_QOS_DEVICE).ok()?)
 }
 
 impl Inventory {

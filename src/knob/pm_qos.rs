@@ -9,7 +9,7 @@ use super::{
 };
 use crate::schema::Persistence;
 
-pub const DEVICE: &str = "/dev/cpu_dma_latency";
+pub use crate::inventory::{PM_QOS_DEVICE as DEVICE, parse_pm_qos_request as parse_request};
 /// `PM_QOS_CPU_LATENCY_DEFAULT_VALUE`: no request.
 pub const NO_REQUEST: i64 = 2_000_000_000;
 
@@ -38,17 +38,6 @@ impl Spec for PmQos {
         Ok(PmQos {
             max_latency_us: set,
         })
-    }
-}
-
-/// The aggregate request: 4 bytes, native-endian s32 (some kernels print hex text).
-pub fn parse_request(bytes: &[u8]) -> Option<i64> {
-    match bytes.len() {
-        4 => Some(i32::from_ne_bytes(bytes.try_into().ok()?) as i64),
-        _ => {
-            let text = String::from_utf8_lossy(bytes);
-            i64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
-        }
     }
 }
 

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::root::Root;
 
-pub const DEVICE: &str = "/dev/cpu_dma_latency";
+use crate::inventory::PM_QOS_DEVICE as DEVICE;
+pub use crate::inventory::read_cpu_dma_latency as read_aggregate;
 
 /// A PM QoS request held open; dropped, it is withdrawn.
 pub struct Hold {
@@ -69,19 +70,6 @@ pub fn hold(root: &Root, us: u32) -> Result<Hold> {
         requested_us: us,
         effective_us,
     })
-}
-
-/// The limit in force (the minimum of all requests), µs. Opening the device
-/// adds a request at the default (no limit), so reading changes nothing.
-pub fn read_aggregate(root: &Root) -> Option<i64> {
-    let bytes = root.read(DEVICE).ok()?;
-    match bytes.len() {
-        4 => Some(i64::from(i32::from_ne_bytes(bytes[..4].try_into().ok()?))),
-        _ => {
-            let text = String::from_utf8_lossy(&bytes);
-            i64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
-        }
-    }
 }
 
 #[cfg(test)]
