@@ -168,6 +168,22 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
     }
 }
 
+/// One CPU's idle-state directory. The one place the layout of idle states
+/// is spelled, for inventory, the cpuidle knob and the wakeup probe.
+pub fn cpuidle_dir(cpu: u32) -> String {
+    format!("{CPU_DIR}/cpu{cpu}/cpuidle")
+}
+
+/// One file of one idle state: `.../cpuN/cpuidle/stateI/attr`.
+pub fn state_path(cpu: u32, index: u32, attr: &str) -> String {
+    format!("{}/state{index}/{attr}", cpuidle_dir(cpu))
+}
+
+/// The idle states among a cpuidle directory's entries, by index.
+pub fn state_indices(names: &[String]) -> Vec<u32> {
+    numbered(names, "state")
+}
+
 struct RawState {
     index: u32,
     shape: Shape,
@@ -180,7 +196,7 @@ struct RawState {
 /// directories (and no more) is taken to have it, and only `disable` and the
 /// counters are read: on a 512-CPU host each file per CPU costs about 2 ms.
 fn read_cpu(ctx: &Reader, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawState> {
-    let dir = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
+    let dir = cpuidle_dir(cpu);
     let Some(at) = ctx.at(&dir) else {
         return Vec::new();
     };
@@ -203,7 +219,7 @@ fn read_cpu(ctx: &Reader, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawSt
     let Some(names) = ctx.dir(&dir) else {
         return Vec::new();
     };
-    numbered(&names, "state")
+    state_indices(&names)
         .into_iter()
         .map(|index| {
             let shape = Shape {

@@ -26,7 +26,7 @@ use crate::root::{Root, is_absent};
 pub use cache::Cache;
 pub use cpu::{Cpu, CpuTopology, Hybrid, Smt};
 pub use cpufreq::Frequency;
-pub use cpuidle::{Idle, IdleState};
+pub use cpuidle::{Idle, IdleState, cpuidle_dir, state_indices, state_path};
 pub use host::Host;
 pub use memory::{HugePages, Memory, Numa, NumaNode};
 pub use network::{Interface, Irq};

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use super::{
     ATTRIBUTE_PERSISTENCE, Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
-    Service, Spec, Survey, Target, WriteMode, idle_path, offline_target,
+    Service, Spec, Survey, Target, WriteMode, state_path, offline_target,
 };
 use crate::cpulist::CpuList;
 use crate::inventory::CPU_DIR;
@@ -172,9 +172,9 @@ fn states_of(host: &HostCtx, cpu: u32, indices: &[u32]) -> String {
         .iter()
         .map(|&i| {
             let name = host
-                .text(&idle_path(cpu, i, "name"))
+                .text(&state_path(cpu, i, "name"))
                 .unwrap_or_else(|| format!("state{i}"));
-            match host.text(&idle_path(cpu, i, "latency")) {
+            match host.text(&state_path(cpu, i, "latency")) {
                 Some(l) => format!("{name} {l} µs"),
                 None => name,
             }
@@ -248,12 +248,12 @@ impl KnobKind for CpuidleState {
         let read = par_map(&chosen, |(cpu, index, value)| {
             let label = match &self.states {
                 StateSel::Names(_) => value.clone(),
-                StateSel::MinExitLatency(_) => host.text(&idle_path(*cpu, *index, "name")),
+                StateSel::MinExitLatency(_) => host.text(&state_path(*cpu, *index, "name")),
             };
-            (label, host.value(&idle_path(*cpu, *index, "disable")))
+            (label, host.value(&state_path(*cpu, *index, "disable")))
         });
         for ((cpu, index, _), (label, disable)) in chosen.iter().zip(read) {
-            let path = idle_path(*cpu, *index, "disable");
+            let path = state_path(*cpu, *index, "disable");
             let (current, restore, blocker) = match disable {
                 ReadValue::Value(v) => (Some(self.normalize(&v)), Some(v), None),
                 ReadValue::Absent => (

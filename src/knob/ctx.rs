@@ -28,9 +28,7 @@ pub struct CpuIdle {
     pub states: Vec<(u32, Option<String>)>,
 }
 
-pub fn idle_path(cpu: u32, index: u32, attr: &str) -> String {
-    format!("{CPU_DIR}/cpu{cpu}/cpuidle/state{index}/{attr}")
-}
+pub use crate::inventory::state_path;
 
 #[derive(Clone, Debug)]
 pub struct PolicyInfo {
@@ -112,7 +110,7 @@ impl<'r> HostCtx<'r> {
         par_map(self.online().as_slice(), |&cpu| {
             let mut states = Vec::new();
             for index in 0.. {
-                match self.value(&idle_path(cpu, index, attr)) {
+                match self.value(&state_path(cpu, index, attr)) {
                     ReadValue::Value(v) => states.push((index, Some(v))),
                     ReadValue::Unreadable(_) => states.push((index, None)),
                     ReadValue::Absent => break,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpulist::{CpuList, Group};
 use crate::schema::{KnobDoc, Persistence};
 
-pub use ctx::{CpuIdle, HostCtx, PolicyInfo, ReadValue, idle_path};
+pub use ctx::{CpuIdle, HostCtx, PolicyInfo, ReadValue, state_path};
 
 /// Every knob kind: its module and type, its name in `KindName` and in the
 /// manifest's `kind:`. A new kind is one file implementing [`KnobKind`] and

@@ -3,7 +3,6 @@
 
 use anyhow::{Context, Result};
 
-use crate::inventory::CPU_DIR;
 use crate::root::{DirHandle, Root};
 
 /// One idle state of the sleeper's CPU, with its directory open.
@@ -29,14 +28,14 @@ impl StateDir<'_> {
 }
 
 pub(super) fn idle_states(root: &Root, cpu: u32) -> Result<Vec<StateDir<'_>>> {
-    let base = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
+    let base = crate::inventory::cpuidle_dir(cpu);
     let names = match root.read_dir(&base) {
         Ok(n) => n,
         Err(e) if crate::root::is_absent(&e) => return Ok(Vec::new()),
         Err(e) => return Err(e).with_context(|| base.clone()),
     };
     let mut out = Vec::new();
-    for index in crate::inventory::numbered(&names, "state") {
+    for index in crate::inventory::state_indices(&names) {
         let path = format!("{base}/state{index}");
         let dir = root.dir_handle(&path).with_context(|| path.clone())?;
         let text = |f: &str| dir.read_string(f).ok().map(|s| s.trim().to_string());
