@@ -3,14 +3,11 @@
 //! restores the byte-identical tree. Two applies at once: the second fails
 //! naming the first's pid, or waits; the journal is never interleaved.
 
-mod common_apply;
-mod common_manifest;
-
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common_apply::*;
+use crate::support::*;
 
 const ITERATIONS: usize = 60;
 /// Test-only delay before each write (ms): spreads an apply over time so

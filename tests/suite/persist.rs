@@ -1,14 +1,10 @@
 //! `persist`: the artifacts by mechanism, checked by the real tools that read
 //! them (systemd-tmpfiles, sysctl), installed under the root, and seen by audit.
 
-mod common_apply;
-mod common_manifest;
-
 use std::path::Path;
 use std::process::Command;
 
-use common_apply::*;
-use common_manifest::{audit_json, knob};
+use crate::support::*;
 
 /// The knobs of [`VM_KNOBS`] that attribute files hold, persisted by tmpfiles.d.
 fn tmpfiles_knobs() -> Vec<(&'static str, String)> {

@@ -1,12 +1,10 @@
 //! `probe rss`: a spawned process's allocation seen growing and shrinking,
 //! and the in-process jemalloc burst with background_thread off and on.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 
 const CHILD_ENV: &str = "HOSTKNOB_TEST_RSS_CHILD";
 const MIB: usize = 1 << 20;
@@ -35,7 +33,7 @@ fn kb(v: &serde_json::Value, point: &str, field: &str) -> i64 {
 fn sees_a_process_grow_and_shrink() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
-            "rss_child_process",
+            "probe_rss::rss_child_process",
             "--exact",
             "--nocapture",
             "--test-threads=1",

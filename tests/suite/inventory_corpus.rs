@@ -1,9 +1,7 @@
 //! `inventory --format json` on every captured host, checked against the facts
 //! an independent reader took from the same data (`<host>.expected.yaml`).
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use serde_json::Value as J;
 use serde_yaml::Value as Y;
 

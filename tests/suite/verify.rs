@@ -2,15 +2,10 @@
 //! capture, the probe runs on real threads here. The tree is restored after
 //! success, a probe error and SIGINT, and `revert` restores it after SIGKILL.
 
-#[path = "common_apply/mod.rs"]
-mod common_apply;
-#[path = "common_manifest/mod.rs"]
-mod common_manifest;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common_apply::*;
+use crate::support::*;
 
 const KNOB: (&str, &str) = (
     "idle-off-cpu1",

@@ -1,13 +1,11 @@
 //! Bad roots and bad files: a clear one-line message naming what was wrong,
 //! no panic, and for a damaged file the rest of the inventory still printed.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use common::*;
+use crate::support::*;
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -117,8 +115,7 @@ fn an_unreadable_file_is_reported_and_capture_lists_it() {
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
     let is_root = unsafe { libc::geteuid() } == 0;
     let run = |args: &[&str]| {
-        let mut cmd = Command::new(bin());
-        cmd.args(args);
+        let mut cmd = hostknob_command(args);
         if is_root {
             // The temp tree must be traversable by nobody.
             Command::new("chmod")

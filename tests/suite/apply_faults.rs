@@ -3,15 +3,12 @@
 //! not accept, unknown knobs, no permission, a read-only /sys. Every time:
 //! exit 1, one line naming the file, and the tree as it was.
 
-mod common_apply;
-mod common_manifest;
-
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use common_apply::*;
+use crate::support::*;
 
 /// The files `apply --all` of [`VM_KNOBS`] writes, in its order (from the
 /// journal of a scratch apply).
@@ -277,6 +274,7 @@ fn a_read_only_sys_is_refused_before_writing_anything() {
         .arg("--manifest")
         .arg(m.path())
         .args(["apply", "idle"]);
+    isolate(&mut c);
     let o = c.output().unwrap();
     if !err(&o).contains("hostknob") {
         eprintln!(

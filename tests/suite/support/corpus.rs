@@ -1,20 +1,43 @@
-//! The real host captures in `../shared/corpus`, unpacked once per machine
-//! into `target/corpus/<host>-<hash>/<host>/` and reused by every test crate.
+//! The real host captures in `tests/corpus/hosts/` (or `$HOSTKNOB_CORPUS`),
+//! unpacked once per checkout into `target/corpus/<host>-<hash>/<host>/` and
+//! reused; private copies for tests that change a host.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
+/// The directory of host tarballs. Without it no corpus test can mean
+/// anything: one line saying so and exit 1, rather than a panic per test.
 pub fn corpus_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("HOSTKNOB_CORPUS") {
-        return PathBuf::from(d);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/hosts")
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let (dir, from) = match std::env::var_os("HOSTKNOB_CORPUS") {
+            Some(d) => (PathBuf::from(d), "HOSTKNOB_CORPUS"),
+            None => (
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/hosts"),
+                "the repository",
+            ),
+        };
+        let has_tarball = std::fs::read_dir(&dir).is_ok_and(|mut d| {
+            d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".tar.gz")))
+        });
+        if !has_tarball {
+            eprintln!(
+                "hostknob tests: no host captures (*.tar.gz) in {} (from {from}); \
+                 restore tests/corpus/hosts/ or set HOSTKNOB_CORPUS=DIR",
+                dir.display()
+            );
+            std::process::exit(1);
+        }
+        dir
+    })
+    .clone()
 }
 
 /// Every captured host's name, sorted.
 pub fn corpus_hosts() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(corpus_dir())
-        .expect("corpus directory ../shared/corpus/hosts")
+        .expect("corpus directory")
         .filter_map(|e| {
             e.ok()?
                 .file_name()
@@ -37,7 +60,9 @@ fn fnv64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// The unpacked, read-only-by-convention tree of one captured host.
+/// The unpacked, read-only-by-convention tree of one captured host, in a
+/// directory named after the host (so the host name resolves to it). Do not
+/// modify it: use `copy_host` or `corpus_copy` for that.
 pub fn corpus_host(name: &str) -> PathBuf {
     // One unpack at a time in this process: tests run on parallel threads.
     static UNPACK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -79,7 +104,8 @@ pub fn corpus_host(name: &str) -> PathBuf {
     tree
 }
 
-/// A private, writable copy of a captured host (for tests that change files).
+/// A private, writable copy of a captured host, the tree directly in the
+/// temporary directory.
 pub fn corpus_copy(name: &str) -> tempfile::TempDir {
     let src = corpus_host(name);
     let dir = tempfile::Builder::new()
@@ -96,6 +122,23 @@ pub fn corpus_copy(name: &str) -> tempfile::TempDir {
     dir
 }
 
+/// A private copy of a captured host at `<tempdir>/<name>` (so the host name
+/// still resolves to it), for tests that change it.
+pub fn copy_host(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let src = corpus_host(name);
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join(name);
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(&src)
+        .arg(&dst)
+        .status()
+        .expect("cp runs");
+    assert!(status.success());
+    (tmp, dst)
+}
+
+/// The independent reading of a captured host (`<name>.expected.yaml`).
 pub fn expected(name: &str) -> serde_yaml::Value {
     let p = corpus_dir().join(format!("{name}.expected.yaml"));
     serde_yaml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()

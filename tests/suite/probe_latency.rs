@@ -2,12 +2,10 @@
 //! live host, and their bad-input messages. Nothing here changes the host:
 //! PM QoS is never held (that path is tested under a temporary root).
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
 
-use common::*;
+use crate::support::*;
 use serde_json::Value;
 
 fn online_cpus() -> Vec<u64> {

@@ -1,8 +1,6 @@
 //! The command line contract: global options anywhere, exit codes, teaching help.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 
 #[test]
 fn global_options_work_before_or_after_the_subcommand() {
@@ -15,8 +13,7 @@ fn global_options_work_before_or_after_the_subcommand() {
     assert_eq!(a, json_of(&after));
     assert_eq!(a, json_of(&mixed));
     assert_eq!(a["cpu"]["online"], "0-1");
-    let env = std::process::Command::new(bin())
-        .args(["inventory", "--format", "json"])
+    let env = hostknob_command(&["inventory", "--format", "json"])
         .env("HOSTKNOB_ROOT", r)
         .output()
         .unwrap();

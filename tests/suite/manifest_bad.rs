@@ -2,11 +2,9 @@
 //! the line and the field, exits 1, and changes nothing (neither the host
 //! tree nor the manifest directory).
 
-mod common_manifest;
-
 use std::path::Path;
 
-use common_manifest::*;
+use crate::support::*;
 
 /// (case directory, file, line, field, part of the message)
 const CASES: &[(&str, &str, usize, &str, &str)] = &[

@@ -1,12 +1,10 @@
 //! Inventory of this machine's live `/` against `lscpu`, an independent reader,
 //! and the capture round trip (live host and a captured host). Read-only.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use common::*;
+use crate::support::*;
 use hostknob::cpulist::CpuList;
 use hostknob::inventory::Inventory;
 

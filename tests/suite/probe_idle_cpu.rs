@@ -1,8 +1,6 @@
 //! `probe idle-cpu` against spawned processes whose CPU use is known.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 
 fn windows(v: &serde_json::Value) -> Vec<f64> {
     v["windows"]

@@ -2,13 +2,9 @@
 //! a grouped diff, the order of dependent writes, the journal's first value,
 //! the ledger.
 
-mod common_apply;
-mod common_manifest;
-
 use std::path::Path;
 
-use common_apply::*;
-use common_manifest::{copy_host, corpus_host, snapshot, write_files};
+use crate::support::*;
 
 /// Applies every knob of `docs` on a copy of `host`, checks each is in
 /// effect, reverts, and checks the tree is byte-identical to the original.
@@ -23,9 +19,9 @@ fn apply_then_revert(host: &str, docs: &[(&str, &str)], prepare: &[(&str, &str)]
     let written = journal_paths(&root);
     assert!(!written.is_empty());
     // Every knob is now in effect: audit sees no drift.
-    let (report, _) = common_manifest::audit_json(&root, m.path(), None);
+    let (report, _) = audit_json(&root, m.path(), None);
     for (id, _) in docs {
-        let k = common_manifest::knob(&report, id);
+        let k = knob(&report, id);
         assert!(
             ["ok", "unpersisted"].contains(&k["status"].as_str().unwrap()),
             "{id} after apply: {k:#}"
@@ -213,8 +209,8 @@ fn the_ledger_records_grouped_changes_and_audit_tells_a_reboot_undid_them() {
         })
         .collect();
     std::fs::write(root.join("proc/stat"), stat).unwrap();
-    let (report, code) = common_manifest::audit_json(&root, m.path(), None);
-    let k = common_manifest::knob(&report, "idle");
+    let (report, code) = audit_json(&root, m.path(), None);
+    let k = knob(&report, "idle");
     assert_eq!(
         (k["status"].as_str(), code),
         (Some("lost-on-reboot"), 2),

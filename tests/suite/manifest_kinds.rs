@@ -1,10 +1,8 @@
 //! Each knob kind reads, plans and validates on copies of real hosts.
 
-mod common_manifest;
-
 use std::path::Path;
 
-use common_manifest::*;
+use crate::support::*;
 use hostknob::cpulist::CpuList;
 use hostknob::knob::{Blocker, HostCtx, Plan, Survey, WriteMode};
 use hostknob::manifest::{self, Manifest};
@@ -40,9 +38,7 @@ fn union(cpus: impl Iterator<Item = CpuList>) -> CpuList {
 
 /// cpu0's idle states from the corpus's independent reader: (name, latency µs).
 fn expected_states(host: &str) -> Vec<(String, u64)> {
-    let text =
-        std::fs::read_to_string(shared_dir().join(format!("corpus/hosts/{host}.expected.yaml")))
-            .unwrap();
+    let text = std::fs::read_to_string(corpus_dir().join(format!("{host}.expected.yaml"))).unwrap();
     let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
     doc["cpuidle"]["cpu0_states"]
         .as_sequence()

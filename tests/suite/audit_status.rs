@@ -1,11 +1,9 @@
 //! `audit` statuses, exit codes and managers on copies of real hosts, and the
 //! shipped catalog.
 
-mod common_manifest;
-
 use std::path::Path;
 
-use common_manifest::*;
+use crate::support::*;
 use hostknob::manifest::ledger::{self, Action, Change, Entry};
 use hostknob::manifest::schema::Persistence;
 
@@ -493,8 +491,12 @@ fn an_unreadable_root_or_unknown_knob_is_an_error() {
 
 #[test]
 fn the_spec_example_loads_exactly_as_written() {
-    let spec = std::fs::read_to_string(shared_dir().join("SPEC.md")).unwrap();
-    let start = spec.find("```yaml\n").expect("SPEC.md has a yaml block") + 8;
+    // The manifest reference opens with the product's example knob.
+    let spec = std::fs::read_to_string(repo().join("docs/manifest.md")).unwrap();
+    let start = spec
+        .find("```yaml\n")
+        .expect("docs/manifest.md has a yaml block")
+        + 8;
     let end = start + spec[start..].find("```").unwrap();
     let example = &spec[start..end];
     assert!(example.contains("id: cpuidle-no-deep-state"));
@@ -543,19 +545,16 @@ fn the_host_name_comes_from_the_capture_file_then_the_directory() {
 fn the_manifest_can_come_from_the_environment() {
     let host = corpus_host("fc-haltpoll-2cpu");
     let m = manifest(&[("k.yaml", THP_TMPFILES)]);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hostknob"))
-        .args([
-            "--root",
-            host.to_str().unwrap(),
-            "audit",
-            "--format",
-            "json",
-        ])
-        .env("HOSTKNOB_MANIFEST", m.path())
-        .env_remove("HOSTKNOB_HOST")
-        .env_remove("HOSTKNOB_ROOT")
-        .output()
-        .unwrap();
+    let out = hostknob_command(&[
+        "--root",
+        host.to_str().unwrap(),
+        "audit",
+        "--format",
+        "json",
+    ])
+    .env("HOSTKNOB_MANIFEST", m.path())
+    .output()
+    .unwrap();
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["manifest"], m.path().display().to_string());
     assert_eq!(knob(&r, "thp")["status"], "unpersisted");
