@@ -27,19 +27,22 @@ fn committed(host: &str) -> std::path::PathBuf {
     repo().join("hosts").join(format!("{host}.md"))
 }
 
-/// The manifest shipped in the repository, which the committed documents
-/// were generated with (given explicitly: tests run outside the repository).
-fn shipped_manifest() -> String {
-    repo().join("manifest").to_str().unwrap().to_string()
+/// `hostknob --manifest manifest ARGS...` in a fresh directory where
+/// `manifest` links to the repository's shipped manifest: the committed
+/// documents were generated at the repository's root and name it `manifest`.
+fn with_shipped_manifest(args: &[&str]) -> std::process::Output {
+    let cwd = fresh_cwd();
+    std::os::unix::fs::symlink(repo().join("manifest"), cwd.join("manifest")).unwrap();
+    let mut c = hostknob_command(&["--manifest", "manifest"]);
+    c.args(args).current_dir(cwd);
+    c.output().unwrap()
 }
 
 fn generate(host: &str) -> String {
     let root = corpus_host(host);
-    let out = hostknob(&[
+    let out = with_shipped_manifest(&[
         "--root",
         root.to_str().unwrap(),
-        "--manifest",
-        &shipped_manifest(),
         "--host",
         host,
         "doc",
@@ -59,11 +62,9 @@ fn committed_documents_are_current() {
     for host in COMMITTED {
         let root = corpus_host(host);
         let path = committed(host);
-        let out = hostknob(&[
+        let out = with_shipped_manifest(&[
             "--root",
             root.to_str().unwrap(),
-            "--manifest",
-            &shipped_manifest(),
             "--host",
             host,
             "doc",
@@ -87,12 +88,9 @@ fn check_reports_an_edited_document_with_a_diff() {
     let text = std::fs::read_to_string(committed("spr1")).unwrap();
     std::fs::write(&path, text.replace("| governor", "| gouvernor")).unwrap();
     let root = corpus_host("spr1");
-    let manifest = shipped_manifest();
     let args = [
         "--root",
         root.to_str().unwrap(),
-        "--manifest",
-        &manifest,
         "--host",
         "spr1",
         "doc",
@@ -100,7 +98,7 @@ fn check_reports_an_edited_document_with_a_diff() {
         "--out",
         path.to_str().unwrap(),
     ];
-    let out = hostknob(&args);
+    let out = with_shipped_manifest(&args);
     assert_eq!(out.status.code(), Some(2));
     let diff = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -117,10 +115,10 @@ fn check_reports_an_edited_document_with_a_diff() {
         ),
     )
     .unwrap();
-    assert_eq!(hostknob(&args).status.code(), Some(0));
+    assert_eq!(with_shipped_manifest(&args).status.code(), Some(0));
     // A missing document is stale too.
     std::fs::remove_file(&path).unwrap();
-    assert_eq!(hostknob(&args).status.code(), Some(2));
+    assert_eq!(with_shipped_manifest(&args).status.code(), Some(2));
 }
 
 #[test]
