@@ -2,6 +2,7 @@
 //! unpacked once per checkout into `target/corpus/<host>-<hash>/<host>/` and
 //! reused; private copies for tests that change a host.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -22,7 +23,10 @@ pub fn corpus_dir() -> PathBuf {
             d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".tar.gz")))
         });
         if !has_tarball {
-            eprintln!(
+            // Straight to fd 2: the test harness captures eprintln!, and
+            // would lose it when the process exits.
+            let _ = writeln!(
+                std::io::stderr(),
                 "hostknob tests: no host captures (*.tar.gz) in {} (from {from}); \
                  restore tests/corpus/hosts/ or set HOSTKNOB_CORPUS=DIR",
                 dir.display()
