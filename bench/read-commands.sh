@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 cargo build --release --locked -q
 bin=target/release/hostknob
-corpus=${HOSTKNOB_CORPUS:-../shared/corpus/hosts}
+corpus=${HOSTKNOB_CORPUS:-tests/corpus/hosts}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 for h in gnr0 cwf0; do

@@ -6,13 +6,13 @@
 //! skipped. A guard writes the original value back on every path, a panic
 //! included: other work measures on this machine.
 
-mod common_apply;
-mod common_manifest;
+#[path = "suite/support/mod.rs"]
+mod support;
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
-use common_apply::*;
+use support::*;
 
 /// Puts the value read before the test back when dropped, if it changed.
 struct Restore {

@@ -1,0 +1,22 @@
+//! hostknob's integration tests, one binary: each module is one area of the
+//! tool, `support` what they share (the corpus, the one runner for the binary,
+//! tree snapshots). The opt-in live tests are `tests/live.rs`.
+
+mod support;
+
+mod apply_corpus;
+mod apply_crash;
+mod apply_faults;
+mod audit_status;
+mod cli;
+mod doc;
+mod inventory_bad_input;
+mod inventory_corpus;
+mod inventory_live;
+mod manifest_bad;
+mod manifest_kinds;
+mod persist;
+mod probe_idle_cpu;
+mod probe_latency;
+mod probe_rss;
+mod verify;

@@ -1,0 +1,441 @@
+//! Malformed manifests under tests/bad-manifests/: each error names the file,
+//! the line and the field, exits 1, and changes nothing (neither the host
+//! tree nor the manifest directory).
+
+use std::path::Path;
+
+use crate::support::*;
+
+/// (case directory, file, line, field, part of the message)
+const CASES: &[(&str, &str, usize, &str, &str)] = &[
+    (
+        "yaml-syntax-unclosed-list",
+        "thp.yaml",
+        7,
+        "hosts",
+        "is not closed (noticed at line 8)",
+    ),
+    (
+        "yaml-syntax-bad-indent",
+        "thp.yaml",
+        6,
+        "target.set",
+        "did not find expected key",
+    ),
+    (
+        "yaml-syntax-tab",
+        "thp.yaml",
+        5,
+        "target.setting",
+        "cannot start any token",
+    ),
+    (
+        "unknown-field-top",
+        "thp.yaml",
+        10,
+        "owner",
+        "unknown field `owner`",
+    ),
+    (
+        "unknown-field-target",
+        "cpuidle.yaml",
+        6,
+        "target.states.deepest",
+        "unknown field `deepest`",
+    ),
+    (
+        "unknown-field-history",
+        "thp.yaml",
+        14,
+        "history[0].who",
+        "unknown field `who`",
+    ),
+    (
+        "unknown-kind",
+        "thp.yaml",
+        3,
+        "kind",
+        "unknown kind \"cstate\"; known kinds: cpuidle-state",
+    ),
+    (
+        "duplicate-id-two-files",
+        "b.yaml",
+        1,
+        "id",
+        "duplicate id \"thp-madvise\" (first defined at",
+    ),
+    (
+        "duplicate-id-one-file",
+        "thp.yaml",
+        11,
+        "id",
+        "duplicate id \"thp-madvise\"",
+    ),
+    (
+        "bad-cpu-list",
+        "cpuidle.yaml",
+        5,
+        "target.cpus",
+        "\"0-x\" is not a CPU list",
+    ),
+    (
+        "bad-cpu-list-descending",
+        "resume.yaml",
+        5,
+        "target.cpus",
+        "descending range \"7-3\"",
+    ),
+    (
+        "empty-cpu-list",
+        "resume.yaml",
+        5,
+        "target.cpus",
+        "empty CPU list",
+    ),
+    (
+        "sysfs-dotdot",
+        "sysfs.yaml",
+        5,
+        "target.path",
+        "contains `..`",
+    ),
+    (
+        "sysfs-outside-sys",
+        "sysfs.yaml",
+        5,
+        "target.path",
+        "is not under /sys",
+    ),
+    (
+        "sysfs-directory",
+        "sysfs.yaml",
+        5,
+        "target.path",
+        "is a directory, not an attribute",
+    ),
+    (
+        "sysctl-nonexistent",
+        "sysctl.yaml",
+        5,
+        "target.name",
+        "no sysctl vm.swapiness on this host",
+    ),
+    (
+        "sysctl-bad-name",
+        "sysctl.yaml",
+        5,
+        "target.name",
+        "is not a sysctl name",
+    ),
+    (
+        "negative-latency",
+        "cpuidle.yaml",
+        6,
+        "target.states.min_exit_latency_us",
+        "-5 is negative",
+    ),
+    (
+        "negative-resume-latency",
+        "resume.yaml",
+        6,
+        "set",
+        "-1 is negative",
+    ),
+    ("empty-hosts", "thp.yaml", 7, "hosts", "empty list"),
+    (
+        "hosts-bare-name",
+        "thp.yaml",
+        7,
+        "hosts",
+        "give a list of host names ([vm])",
+    ),
+    ("missing-why", "thp.yaml", 1, "why", "missing field `why`"),
+    ("missing-set", "thp.yaml", 1, "set", "missing field `set`"),
+    (
+        "states-by-index",
+        "cpuidle.yaml",
+        6,
+        "target.states.index",
+        "never by index",
+    ),
+    (
+        "states-names-and-latency",
+        "cpuidle.yaml",
+        6,
+        "target.states",
+        "not both",
+    ),
+    (
+        "cpuidle-bad-set",
+        "cpuidle.yaml",
+        7,
+        "set",
+        "unknown variant `off`",
+    ),
+    (
+        "bad-persistence",
+        "thp.yaml",
+        8,
+        "persistence",
+        "unknown variant `forever`",
+    ),
+    (
+        "persistence-wrong-for-kind",
+        "cpuidle.yaml",
+        9,
+        "persistence",
+        "sysctl.d cannot hold a cpuidle-state knob",
+    ),
+    (
+        "cmdline-without-form",
+        "sysctl.yaml",
+        8,
+        "persistence",
+        "no kernel command-line form",
+    ),
+    (
+        "bad-history-date",
+        "thp.yaml",
+        12,
+        "history[1].date",
+        "\"2026-13-45\" is not a date",
+    ),
+    (
+        "bad-history-action",
+        "thp.yaml",
+        12,
+        "history[0].action",
+        "unknown variant `exploded`",
+    ),
+    (
+        "bad-verify-probe",
+        "thp.yaml",
+        11,
+        "verify.probe",
+        "unknown variant `magic`",
+    ),
+    ("bad-id", "thp.yaml", 1, "id", "is not a knob id"),
+    (
+        "allocator-bad-conf",
+        "alloc.yaml",
+        6,
+        "set",
+        "is not key:value",
+    ),
+    (
+        "allocator-not-a-service",
+        "alloc.yaml",
+        5,
+        "target.service",
+        "is not a service unit name",
+    ),
+    (
+        "module-param-path-in-name",
+        "haltpoll.yaml",
+        5,
+        "target.module",
+        "is not a module name",
+    ),
+    (
+        "module-param-nonexistent",
+        "haltpoll.yaml",
+        6,
+        "target.param",
+        "has no parameter guest_halt_poll_nanos",
+    ),
+    ("thp-brackets", "thp.yaml", 6, "set", "without brackets"),
+    ("epp-two-words", "epp.yaml", 6, "set", "expected one word"),
+    (
+        "pm-qos-with-cpus",
+        "pmqos.yaml",
+        5,
+        "target.cpus",
+        "no target fields",
+    ),
+    (
+        "missing-target",
+        "cpuidle.yaml",
+        1,
+        "target",
+        "missing: give target.states",
+    ),
+    ("empty-title", "thp.yaml", 2, "title", "empty"),
+    (
+        "caveats-not-a-list",
+        "thp.yaml",
+        10,
+        "caveats",
+        "expected a sequence",
+    ),
+    // A file without a knob has no field to name.
+    ("empty-file", "empty.yaml", 1, "", "no knob in this file"),
+];
+
+fn cases_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad-manifests")
+}
+
+/// Runs `command` with a copy of the case over a copy of the VM's capture;
+/// returns stderr after checking exit 1, no output and no change.
+fn run_bad(
+    case: &str,
+    host: &Path,
+    command: &str,
+) -> (String, std::path::PathBuf, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(case);
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(cases_dir().join(case))
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let before = (snapshot(host), snapshot(&dir));
+    let out = hostknob(&[
+        "--root",
+        host.to_str().unwrap(),
+        "--manifest",
+        dir.to_str().unwrap(),
+        command,
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{case}: {err}");
+    assert!(out.stdout.is_empty(), "{case}: printed {}", stdout(&out));
+    assert_eq!(before.0, snapshot(host), "{case}: the host tree changed");
+    assert_eq!(before.1, snapshot(&dir), "{case}: the manifest changed");
+    (err, dir, tmp)
+}
+
+#[test]
+fn every_bad_manifest_names_file_line_and_field_exits_1_and_changes_nothing() {
+    let on_disk: Vec<String> = std::fs::read_dir(cases_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "sysfs-symlink-out")
+        .collect();
+    assert!(CASES.len() >= 30);
+    for name in &on_disk {
+        assert!(
+            CASES.iter().any(|c| c.0 == name),
+            "{name} has no expectation"
+        );
+    }
+    let (_tmp, host) = copy_host("fc-haltpoll-2cpu");
+    for &(case, file, line, field, fragment) in CASES {
+        for command in ["audit", "knobs"] {
+            let (err, dir, _t) = run_bad(case, &host, command);
+            let want = match field {
+                "" => format!("{}:{line}: ", dir.join(file).display()),
+                _ => format!("{}:{line}: {field}: ", dir.join(file).display()),
+            };
+            assert!(err.contains(&want), "{case}: expected {want:?} in\n{err}");
+            assert!(
+                err.contains(fragment),
+                "{case}: expected {fragment:?} in\n{err}"
+            );
+            assert_eq!(
+                err.lines().count(),
+                1,
+                "{case}: one problem, one line:\n{err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_sysfs_symlink_leading_out_of_sys_is_refused() {
+    let (_tmp, host) = copy_host("fc-haltpoll-2cpu");
+    let link = host.join("sys/kernel/hostknob-escape");
+    for target in ["../../etc", "/etc"] {
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(target, &link).unwrap();
+        // The file behind it is real (the capture's /etc/os-release).
+        assert!(link.join("os-release").exists());
+        let (err, dir, _t) = run_bad("sysfs-symlink-out", &host, "audit");
+        let want = format!("{}:5: target.path: ", dir.join("sysfs.yaml").display());
+        assert!(err.contains(&want), "{target}: {err}");
+        assert!(
+            err.contains("/sys/kernel/hostknob-escape/os-release resolves to /etc/os-release, outside /sys: refused"),
+            "{target}: {err}"
+        );
+    }
+}
+
+#[test]
+fn problems_in_several_files_are_all_reported() {
+    let (_tmp, host) = copy_host("fc-haltpoll-2cpu");
+    let m = tempfile::tempdir().unwrap();
+    for case in ["bad-cpu-list", "unknown-kind", "negative-latency"] {
+        for e in std::fs::read_dir(cases_dir().join(case)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(
+                e.path(),
+                m.path()
+                    .join(format!("{case}-{}", e.file_name().to_string_lossy())),
+            )
+            .unwrap();
+        }
+    }
+    let out = hostknob(&[
+        "--root",
+        host.to_str().unwrap(),
+        "--manifest",
+        m.path().to_str().unwrap(),
+        "audit",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("bad-cpu-list-cpuidle.yaml:5: target.cpus"),
+        "{err}"
+    );
+    assert!(err.contains("unknown-kind-thp.yaml:3: kind"), "{err}");
+    assert!(
+        err.contains("negative-latency-cpuidle.yaml:6: target.states.min_exit_latency_us"),
+        "{err}"
+    );
+    assert!(err.contains("3 problems in the manifest"), "{err}");
+}
+
+#[test]
+fn a_malformed_ledger_is_an_error_naming_its_line() {
+    let host = corpus_host("fc-haltpoll-2cpu");
+    let m = manifest(&[
+        (
+            "thp.yaml",
+            "id: thp\ntitle: t\nwhy: w\nhosts: [vm]\npersistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: madvise\n",
+        ),
+        (
+            "ledger/vm.yaml",
+            "- timestamp: 2026-07-10T09:14:03Z\n  host: vm\n  knob: thp\n  action: applied\n  persistence: runtime\n  hostknob: 0.1.0\n- timestamp: yesterday\n  host: vm\n  knob: thp\n  action: applied\n  persistence: runtime\n  hostknob: 0.1.0\n",
+        ),
+    ]);
+    let out = hostknob(&[
+        "--root",
+        host.to_str().unwrap(),
+        "--manifest",
+        m.path().to_str().unwrap(),
+        "audit",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("ledger/vm.yaml:7: [1].timestamp: \"yesterday\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_manifest_directory_is_an_error() {
+    let host = corpus_host("fc-haltpoll-2cpu");
+    let out = hostknob(&[
+        "--root",
+        host.to_str().unwrap(),
+        "--manifest",
+        "/nonexistent/manifest",
+        "audit",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("/nonexistent/manifest: no such manifest directory"));
+}

@@ -1,0 +1,149 @@
+//! The real host captures in `tests/corpus/hosts/` (or `$HOSTKNOB_CORPUS`),
+//! unpacked once per checkout into `target/corpus/<host>-<hash>/<host>/` and
+//! reused; private copies for tests that change a host.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The directory of host tarballs. Without it no corpus test can mean
+/// anything: one line saying so and exit 1, rather than a panic per test.
+pub fn corpus_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let (dir, from) = match std::env::var_os("HOSTKNOB_CORPUS") {
+            Some(d) => (PathBuf::from(d), "HOSTKNOB_CORPUS"),
+            None => (
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/hosts"),
+                "the repository",
+            ),
+        };
+        let has_tarball = std::fs::read_dir(&dir).is_ok_and(|mut d| {
+            d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".tar.gz")))
+        });
+        if !has_tarball {
+            // Straight to fd 2: the test harness captures eprintln!, and
+            // would lose it when the process exits.
+            let _ = writeln!(
+                std::io::stderr(),
+                "hostknob tests: no host captures (*.tar.gz) in {} (from {from}); \
+                 restore tests/corpus/hosts/ or set HOSTKNOB_CORPUS=DIR",
+                dir.display()
+            );
+            std::process::exit(1);
+        }
+        dir
+    })
+    .clone()
+}
+
+/// Every captured host's name, sorted.
+pub fn corpus_hosts() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(corpus_dir())
+        .expect("corpus directory")
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_suffix(".tar.gz")
+                .map(str::to_string)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// FNV-1a: enough to notice a changed tarball, no dependency needed.
+fn fnv64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// The unpacked, read-only-by-convention tree of one captured host, in a
+/// directory named after the host (so the host name resolves to it). Do not
+/// modify it: use `copy_host` or `corpus_copy` for that.
+pub fn corpus_host(name: &str) -> PathBuf {
+    // One unpack at a time in this process: tests run on parallel threads.
+    static UNPACK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = UNPACK.lock().unwrap_or_else(|e| e.into_inner());
+    let tarball = corpus_dir().join(format!("{name}.tar.gz"));
+    let bytes = std::fs::read(&tarball).unwrap_or_else(|e| panic!("{}: {e}", tarball.display()));
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/corpus");
+    let dest = cache.join(format!("{name}-{:016x}", fnv64(&bytes)));
+    // The tree sits in a directory named after the host, so `--root` alone
+    // names it (hostknob falls back to the root directory's name).
+    let tree = dest.join(name);
+    if tree.is_dir() {
+        return tree;
+    }
+    if dest.is_dir() && !dest.join(name).exists() && dest.join("sys").exists() {
+        // An unpack in the older layout (the tree directly in `dest`).
+        let _ = std::fs::remove_dir_all(&dest);
+    }
+    std::fs::create_dir_all(&cache).unwrap();
+    // Unpack beside, then rename: concurrent test processes never see half a tree.
+    let tmp = tempfile::Builder::new()
+        .prefix(".unpack-")
+        .tempdir_in(&cache)
+        .unwrap();
+    std::fs::create_dir(tmp.path().join(name)).unwrap();
+    let st = Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(tmp.path().join(name))
+        .status()
+        .unwrap();
+    assert!(st.success(), "tar failed on {}", tarball.display());
+    let tmp = tmp.keep();
+    if std::fs::rename(&tmp, &dest).is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        assert!(tree.is_dir(), "could not place {}", dest.display());
+    }
+    tree
+}
+
+/// A private, writable copy of a captured host, the tree directly in the
+/// temporary directory.
+pub fn corpus_copy(name: &str) -> tempfile::TempDir {
+    let src = corpus_host(name);
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{name}-"))
+        .tempdir()
+        .unwrap();
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", src.display()))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    dir
+}
+
+/// A private copy of a captured host at `<tempdir>/<name>` (so the host name
+/// still resolves to it), for tests that change it.
+pub fn copy_host(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let src = corpus_host(name);
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join(name);
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(&src)
+        .arg(&dst)
+        .status()
+        .expect("cp runs");
+    assert!(status.success());
+    (tmp, dst)
+}
+
+/// The independent reading of a captured host (`<name>.expected.yaml`).
+pub fn expected(name: &str) -> serde_yaml::Value {
+    let p = corpus_dir().join(format!("{name}.expected.yaml"));
+    serde_yaml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
+}

@@ -1,0 +1,19 @@
+//! What every test module shares: the corpus (unpacked once, copied for tests
+//! that change it), the one runner for the binary, tree snapshots, and the
+//! helpers of the apply, manifest and probe tests. `tests/live.rs` includes
+//! this module too.
+#![allow(dead_code, unused_imports)]
+
+pub mod apply;
+pub mod corpus;
+pub mod manifest;
+pub mod probe;
+pub mod run;
+pub mod tree;
+
+pub use apply::*;
+pub use corpus::*;
+pub use manifest::*;
+pub use probe::*;
+pub use run::*;
+pub use tree::*;

@@ -1,0 +1,358 @@
+//! verify on a temporary root: the knob's writes go to a copy of the VM
+//! capture, the probe runs on real threads here. The tree is restored after
+//! success, a probe error and SIGINT, and `revert` restores it after SIGKILL.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+const KNOB: (&str, &str) = (
+    "idle-off-cpu1",
+    "persistence: runtime\nkind: cpuidle-state\ntarget: {cpus: \"1\", states: {names: [haltpoll idle]}}\nset: disabled\n\
+     verify: {probe: wakeup, expect: p50 lower by at least 5 µs}\n",
+);
+
+const FAST: [&str; 4] = ["--samples", "20", "--gap-us", "200..600"];
+
+fn verify_args<'a>(extra: &[&'a str], probe: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "--host",
+        "vm",
+        "--format",
+        "json",
+        "verify",
+        "idle-off-cpu1",
+        "--settle",
+        "10ms",
+    ];
+    v.extend(extra);
+    v.push("--");
+    v.extend(probe);
+    v
+}
+
+#[test]
+fn a_verify_reports_a_verdict_records_evidence_and_restores_the_tree() {
+    let (_t, root) = vm();
+    let m = knobs(&[KNOB]);
+    let before = tree(&root);
+    let o = run(
+        &root,
+        m.path(),
+        &verify_args(&["--rounds", "3", "--seed", "42"], &FAST),
+    );
+    let v: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_tree(&before, &root, "after a verify");
+    assert!(
+        journal(&root).is_empty(),
+        "the journal holds nothing after a clean run"
+    );
+    assert!(
+        matches!(
+            v["verdict"].as_str(),
+            Some("improved" | "regressed" | "no-detectable-effect")
+        ),
+        "{v}"
+    );
+    assert_eq!(v["restored"], true);
+    assert_eq!(v["rounds"], 3);
+    assert_eq!(v["seed"], 42);
+    let a = &v["analysis"];
+    assert_eq!(a["ratios"].as_array().unwrap().len(), 3);
+    assert_eq!(a["baseline"]["samples"], 60);
+    assert_eq!(a["applied"]["samples"], 60);
+    for leg in ["baseline", "applied"] {
+        let p50 = a[leg]["p50_ns"].as_u64().unwrap();
+        assert!(
+            p50 > 0 && p50 <= a[leg]["p99_ns"].as_u64().unwrap(),
+            "{leg}: {a}"
+        );
+    }
+    assert_eq!(v["expectation"]["text"], "p50 lower by at least 5 µs");
+    assert!(v["expectation"]["met"].is_boolean());
+    // Each round ran both legs; the order repeats with the seed.
+    let order = v["order"].as_array().unwrap();
+    assert!(
+        order
+            .iter()
+            .all(|o| o.as_array().unwrap().len() == 2 && o[0] != o[1])
+    );
+    let again = run(
+        &root,
+        m.path(),
+        &verify_args(&["--rounds", "3", "--seed", "42"], &FAST),
+    );
+    let w: serde_json::Value = serde_json::from_str(&ok(&again)).unwrap();
+    assert_eq!(w["order"], v["order"], "the seed repeats the leg order");
+
+    let ledger = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
+    let entries: Vec<serde_yaml::Value> = serde_yaml::from_str(&ledger).unwrap();
+    assert_eq!(
+        entries.len(),
+        2,
+        "one verified entry per run, none per leg: {ledger}"
+    );
+    assert!(entries.iter().all(|e| e["action"] == "verified"));
+    let ev = &entries[0]["evidence"];
+    assert_eq!(ev["probe"], "wakeup");
+    assert_eq!(ev["rounds"], 3);
+    assert_eq!(ev["verdict"].as_str(), v["verdict"].as_str());
+    assert!(
+        entries[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("median per-round ratio")
+    );
+    // knobs and audit show the latest evidence.
+    let k = run(
+        &root,
+        m.path(),
+        &["--host", "vm", "--format", "json", "knobs"],
+    );
+    let k: serde_json::Value = serde_json::from_str(&ok(&k)).unwrap();
+    let ours = k["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == "idle-off-cpu1")
+        .unwrap();
+    assert_eq!(ours["evidence"]["verdict"].as_str(), w["verdict"].as_str());
+    assert_eq!(
+        ours["evidence"]["timestamp"].as_str(),
+        entries[1]["timestamp"].as_str(),
+        "the latest of two"
+    );
+    // The knob is not applied here after the run: audit says drift (exit 2).
+    let audit = run(&root, m.path(), &["--host", "vm", "audit"]);
+    assert_eq!(audit.status.code(), Some(2));
+    let table = out(&audit);
+    assert!(
+        table.contains("Latest verify evidence:") && table.contains("median per-round ratio"),
+        "{table}"
+    );
+    // The host document shows the latest evidence.
+    let doc = run(&root, m.path(), &["--host", "vm", "doc", "--out", "-"]);
+    assert!(ok(&doc).contains("median per-round ratio"));
+}
+
+#[test]
+fn the_plot_shows_both_legs_titled_with_host_knob_and_verdict() {
+    let (_t, root) = vm();
+    let m = knobs(&[KNOB]);
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("v.svg");
+    let o = run(
+        &root,
+        m.path(),
+        &verify_args(
+            &[
+                "--rounds",
+                "2",
+                "--seed",
+                "1",
+                "--plot",
+                svg.to_str().unwrap(),
+            ],
+            &FAST,
+        ),
+    );
+    let v: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let xml = roxmltree::Document::parse(&text).expect("the SVG parses as XML");
+    let texts: Vec<&str> = xml
+        .descendants()
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
+    let verdict = v["verdict"].as_str().unwrap().replace('-', " ");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("vm") && t.contains("idle-off-cpu1") && t.contains(&verdict)),
+        "title: {texts:?}"
+    );
+    assert!(
+        texts.iter().any(|t| t.starts_with("as found (n=40)")),
+        "{texts:?}"
+    );
+    assert!(
+        texts.iter().any(|t| t.starts_with("applied (n=40)")),
+        "{texts:?}"
+    );
+    assert!(texts.iter().any(|t| t.contains("latency (µs, log scale)")));
+    assert!(texts.iter().any(|t| t.contains("fraction of samples")));
+    assert!(
+        xml.descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .count()
+            >= 2
+    );
+}
+
+#[test]
+fn a_probe_error_in_the_applied_leg_restores_the_tree() {
+    let (_t, root) = vm();
+    let m = knobs(&[KNOB]);
+    let before = tree(&root);
+    // Seed 42 runs the applied leg first; CPU 1 is the sleeper, CPU 4095 does not exist.
+    let o = run(
+        &root,
+        m.path(),
+        &verify_args(
+            &["--rounds", "2", "--seed", "42"],
+            &["--samples", "5", "--waker-cpu", "4095"],
+        ),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let e = err(&o);
+    assert!(e.contains("round 1") && e.contains("4095"), "{e}");
+    assert!(
+        e.contains("was reverted and read back") || journal(&root).is_empty(),
+        "{e}"
+    );
+    assert_tree(&before, &root, "after a probe error");
+    assert!(journal(&root).is_empty());
+    assert!(
+        !m.path().join("ledger/vm.yaml").exists(),
+        "nothing recorded for a failed run"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_changes() {
+    let (_t, root) = vm();
+    let m = knobs(&[
+        KNOB,
+        (
+            "no-probe",
+            "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: never\n",
+        ),
+        (
+            "in-effect",
+            "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: madvise\nverify: {probe: wakeup, expect: x}\n",
+        ),
+        (
+            "rss-probe",
+            "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: never\nverify: {probe: rss, expect: x}\n",
+        ),
+    ]);
+    let before = tree(&root);
+    let cases: [(&[&str], &str); 6] = [
+        (&["verify", "nope"], "no knob with id \"nope\""),
+        (&["verify", "no-probe"], "declares no probe"),
+        (&["verify", "in-effect"], "already in effect"),
+        (
+            &["verify", "rss-probe"],
+            "not one (use wakeup, timer or rpc",
+        ),
+        (
+            &["verify", "idle-off-cpu1", "--rounds", "1"],
+            "at least 2 rounds",
+        ),
+        (
+            &["verify", "idle-off-cpu1", "--", "--samples", "x"],
+            "probe options after `--`",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut a = vec!["--host", "vm"];
+        a.extend(args);
+        let o = run(&root, m.path(), &a);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", err(&o));
+        let e = err(&o);
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{args:?}: one line: {e}");
+        assert_tree(&before, &root, &format!("{args:?}"));
+    }
+}
+
+fn wait_until_applied(root: &std::path::Path, child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while journal(root).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "verify ended before applying"
+        );
+        assert!(Instant::now() < deadline, "verify never applied the knob");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Starts a verify whose legs last long enough to be interrupted.
+fn spawn_long_verify(
+    root: &std::path::Path,
+    m: &std::path::Path,
+    out: fn() -> Stdio,
+) -> std::process::Child {
+    let args = verify_args(
+        &["--rounds", "6", "--seed", "42"],
+        &["--samples", "2000", "--gap-us", "2000..4000"],
+    );
+    command(root, m, &args)
+        .stdout(out())
+        .stderr(out())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn sigint_stops_the_run_and_restores_the_tree() {
+    let (_t, root) = vm();
+    let m = knobs(&[KNOB]);
+    let before = tree(&root);
+    // Long legs: the signal lands inside a probe run or a settle.
+    let mut child = spawn_long_verify(&root, m.path(), Stdio::piped);
+    wait_until_applied(&root, &mut child);
+    std::thread::sleep(Duration::from_millis(50));
+    let sent = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(20),
+        "verify took {:?} to stop",
+        sent.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let e = err(&o);
+    assert!(
+        e.contains("interrupted") && e.contains("reverted and read back"),
+        "{e}"
+    );
+    assert_tree(&before, &root, "after SIGINT");
+    assert!(journal(&root).is_empty());
+    assert!(
+        !m.path().join("ledger/vm.yaml").exists(),
+        "an interrupted run records no evidence"
+    );
+}
+
+#[test]
+fn after_sigkill_revert_restores_the_tree_from_the_journal() {
+    let (_t, root) = vm();
+    let m = knobs(&[KNOB]);
+    let before = tree(&root);
+    let mut child = spawn_long_verify(&root, m.path(), Stdio::null);
+    // Killed once the write has landed (the journal is written just before it).
+    let disable = root.join("sys/devices/system/cpu/cpu1/cpuidle/state1/disable");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&disable).unwrap().trim() != "1" {
+        assert!(
+            child.try_wait().unwrap().is_none() && Instant::now() < deadline,
+            "verify never applied the knob"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !journal(&root).is_empty(),
+        "the journal holds the value before"
+    );
+    ok(&run(&root, m.path(), &["--host", "vm", "revert", "--all"]));
+    assert_tree(&before, &root, "after SIGKILL and revert --all");
+}
