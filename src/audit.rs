@@ -17,7 +17,9 @@ use crate::manifest::ledger::{self, Action};
 use crate::manifest::schema::{HistoryAction, Persistence};
 use crate::manifest::{Knob, Manifest, ManifestError, ManifestErrors};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     Ok,
@@ -70,7 +72,7 @@ impl Status {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub host: String,
     pub host_source: String,
@@ -84,7 +86,7 @@ pub struct Report {
     pub other_hosts: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct KnobReport {
     pub id: String,
     pub title: String,
@@ -108,12 +110,14 @@ pub struct KnobReport {
     pub evidence: Option<Evidence>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub timestamp: String,
     /// improved, regressed or no-detectable-effect.
     pub verdict: Option<String>,
     pub summary: Option<String>,
+    /// The median per-round ratio applied / as found.
+    pub median_ratio: Option<f64>,
 }
 
 /// The knob's latest `verified` event in the ledger.
@@ -130,10 +134,11 @@ fn latest_evidence(id: &str, ledger: &[ledger::Entry]) -> Option<Evidence> {
             .and_then(|v| v["verdict"].as_str())
             .map(str::to_string),
         summary: e.note.clone(),
+        median_ratio: e.evidence.as_ref().and_then(|v| v["median_ratio"].as_f64()),
     })
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StatusGroup {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<CpuList>,
@@ -144,7 +149,7 @@ pub struct StatusGroup {
     pub detail: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Manager {
     pub name: String,
     pub evidence: String,

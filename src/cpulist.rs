@@ -122,7 +122,7 @@ impl<'de> Deserialize<'de> for CpuList {
 }
 
 /// One value and the CPUs that have it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Group<T> {
     pub cpus: CpuList,
     pub value: T,
@@ -189,5 +189,17 @@ mod tests {
         let one = group((0..16).map(|c| (c, "performance")));
         assert_eq!(describe(&one), "performance");
         assert_eq!(one[0].cpus.to_string(), "0-15");
+    }
+}
+
+impl schemars::JsonSchema for CpuList {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CpuList".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A CPU list as the kernel writes it, e.g. `0-3,8`; empty for none."
+        })
     }
 }

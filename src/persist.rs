@@ -25,7 +25,7 @@ pub const TMPFILES_DIR: &str = "/etc/tmpfiles.d";
 pub const SYSCTL_DIR: &str = "/etc/sysctl.d";
 
 /// What makes one knob survive a reboot on this host.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Artifact {
     pub knob: String,
     pub mechanism: Persistence,
@@ -247,7 +247,7 @@ pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
 }
 
 /// What `persist --install` or `--remove` did.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PersistOutcome {
     pub knob: String,
     pub path: String,

@@ -180,7 +180,7 @@ impl fmt::Display for ApplyError {
 impl std::error::Error for ApplyError {}
 
 /// A target left alone because this host lacks it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -189,7 +189,7 @@ pub struct Skipped {
 }
 
 /// What apply did (or would do) for one knob.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct KnobApply {
     pub id: String,
     pub title: String,
@@ -203,7 +203,7 @@ pub struct KnobApply {
     pub caveats: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ApplyOutcome {
     pub host: String,
     pub dry_run: bool,
@@ -610,14 +610,14 @@ fn ledger_entry_for(
 }
 
 /// What revert restored for one knob.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct KnobRevert {
     pub id: String,
     /// Read before the restore -> read after it.
     pub changes: Vec<ChangeGroup>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct RevertOutcome {
     pub host: String,
     pub knobs: Vec<KnobRevert>,

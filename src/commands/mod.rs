@@ -3,12 +3,16 @@
 pub mod apply;
 pub mod audit;
 pub mod capture;
+pub mod completions;
 pub mod doc;
 pub mod inventory;
 pub mod knobs;
+pub mod man;
 pub mod persist;
 pub mod probe;
+pub mod report;
 pub mod revert;
+pub mod schema;
 pub mod verify;
 
 use anyhow::Result;
@@ -30,6 +34,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Revert(args) => revert::run(&cli.global, args),
         Command::Persist(args) => persist::run(&cli.global, args),
         Command::Verify(args) => verify::run(&cli.global, args),
+        Command::Report(args) => report::run(&cli.global, args),
+        Command::Schema(args) => schema::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }
 

@@ -27,7 +27,19 @@ use crate::manifest::schema::{KnobDoc, Persistence};
 
 pub use ctx::{CpuIdle, HostCtx, PolicyInfo, ReadValue, idle_path};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum KindName {
     CpuidleState,
@@ -100,7 +112,7 @@ impl FieldError {
 }
 
 /// Why a target cannot be brought to the desired value on this host.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", content = "reason", rename_all = "kebab-case")]
 pub enum Blocker {
     /// The thing does not exist here (no such state, no cpufreq, module not loaded).
@@ -122,7 +134,7 @@ impl Blocker {
 }
 
 /// How apply would write a target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WriteMode {
     /// Write the value into an existing kernel attribute (sysfs, /proc/sys).
@@ -136,7 +148,7 @@ pub enum WriteMode {
 
 /// One file a knob controls on this host (or, for allocator knobs, one
 /// process environment it can only observe).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Target {
     /// Logical path under the root.
     pub path: String,
@@ -189,7 +201,7 @@ impl Target {
 }
 
 /// Everything a knob controls on one host.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Survey {
     pub targets: Vec<Target>,
     /// Facts that matter for the change (a service restart needed, a hold process).
@@ -197,7 +209,7 @@ pub struct Survey {
 }
 
 /// One write apply would make.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Write {
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,7 +226,7 @@ pub struct Write {
 }
 
 /// A target that plan cannot bring to the desired value, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Blocked {
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -223,7 +235,7 @@ pub struct Blocked {
 }
 
 /// The exact writes that bring this host to the desired value.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Plan {
     pub writes: Vec<Write>,
     pub blocked: Vec<Blocked>,
@@ -231,7 +243,9 @@ pub struct Plan {
 }
 
 /// Services that set the same things and may undo a knob.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Service {
     Tuned,
@@ -397,7 +411,7 @@ pub fn build(kind: KindName, doc: &str) -> Result<Box<dyn KnobKind>, BuildError>
 }
 
 /// Current values grouped: CPUs that agree, or files that agree.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Current {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<CpuList>,

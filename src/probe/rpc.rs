@@ -16,7 +16,9 @@ use super::pmqos::{self, PmQosSetting};
 use super::{Cpus, Gaps, HostContext, Latency, Overhead, now_ns, pin_current_thread};
 use crate::root::Root;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
     Udp,
@@ -39,7 +41,7 @@ pub struct Options {
     pub pmqos_us: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RpcResult {
     pub probe: String,
     #[serde(flatten)]
@@ -57,7 +59,7 @@ pub struct RpcResult {
     pub raw: Vec<(u64, u64)>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     pub proto: Proto,
     /// `builtin-echo` or `connect`.

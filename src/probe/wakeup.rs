@@ -28,7 +28,9 @@ use crate::inventory::CPU_DIR;
 use crate::root::{DirHandle, Root};
 use crate::stats::Summary;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mechanism {
     /// FUTEX_WAIT / FUTEX_WAKE on a private futex word.
@@ -59,7 +61,7 @@ pub struct Options {
     pub pmqos_us: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WakeupResult {
     pub probe: String,
     #[serde(flatten)]
@@ -79,7 +81,7 @@ pub struct WakeupResult {
     pub raw: Vec<Sample>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     pub waker_cpu: u32,
     pub sleeper_cpu: u32,
@@ -91,7 +93,7 @@ pub struct Settings {
     pub host: HostContext,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdleStateDelta {
     pub index: u32,
     pub name: String,
@@ -106,7 +108,7 @@ pub struct IdleStateDelta {
     pub entries_per_sample: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StateLatency {
     pub state: String,
     pub samples: usize,
