@@ -1,43 +1,53 @@
-//! JSON contracts: every machine-readable output names its schema and version
-//! (`"schema": "hostknob/audit/v1"`), and `hostknob schema NAME` prints the
+//! JSON contracts: every machine-readable output carries `"schema": N`, its
+//! version (as `inventory` always has), and `hostknob schema NAME` prints the
 //! JSON Schema generated from the Rust type that produces it.
 
 use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 
-/// Bumped when a field changes meaning or goes away; new fields do not bump it.
+/// Every output's version; bumped when a field changes meaning or goes away
+/// (new fields do not bump it).
 pub const VERSION: u32 = 1;
+const _: () = assert!(crate::inventory::SCHEMA_VERSION == VERSION);
 
 /// An output type and the name of its contract.
 pub trait Contract {
     const NAME: &'static str;
+    /// The type has its own `schema` field (inventory).
+    const EMBEDDED: bool = false;
 }
 
-/// `hostknob/NAME/vVERSION`, the value of every output's `schema` field.
-pub fn id(name: &str) -> String {
-    format!("hostknob/{name}/v{VERSION}")
-}
-
-/// The output with its `schema` field first.
+/// The output with its `schema` field first (unless the type has its own).
 #[derive(Serialize)]
-pub struct Versioned<'a, T> {
-    pub schema: String,
-    #[serde(flatten)]
-    pub body: &'a T,
+#[serde(untagged)]
+pub enum Versioned<'a, T> {
+    Wrapped {
+        schema: u32,
+        #[serde(flatten)]
+        body: &'a T,
+    },
+    Embedded(&'a T),
 }
 
 impl<'a, T: Contract> Versioned<'a, T> {
     pub fn new(body: &'a T) -> Self {
-        Versioned {
-            schema: id(T::NAME),
-            body,
+        if T::EMBEDDED {
+            Versioned::Embedded(body)
+        } else {
+            Versioned::Wrapped {
+                schema: VERSION,
+                body,
+            }
         }
     }
 }
 
 macro_rules! contracts {
-    ($($name:literal => $ty:ty),* $(,)?) => {
-        $(impl Contract for $ty { const NAME: &'static str = $name; })*
+    ($($name:literal $([$embedded:ident])? => $ty:ty),* $(,)?) => {
+        $(impl Contract for $ty {
+            const NAME: &'static str = $name;
+            const EMBEDDED: bool = false $(|| stringify!($embedded).len() > 0)?;
+        })*
         /// Every contract's name, in the order `hostknob schema` lists them.
         pub const NAMES: &[&str] = &[$($name),*];
         /// The JSON Schema of the contract called `name`.
@@ -51,7 +61,7 @@ macro_rules! contracts {
 }
 
 contracts! {
-    "inventory" => crate::inventory::Inventory,
+    "inventory" [embedded] => crate::inventory::Inventory,
     "capture" => crate::capture::CaptureReport,
     "knobs" => crate::render::audit::KnobList<'_>,
     "audit" => crate::audit::Report,
@@ -74,15 +84,22 @@ fn versioned<T: JsonSchema>(name: &str) -> Schema {
     let mut s = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>();
-    let id = id(name);
-    s.insert("title".into(), id.clone().into());
+    s.insert(
+        "title".into(),
+        format!("hostknob {name} output, schema {VERSION}").into(),
+    );
     if let Some(props) = s.get_mut("properties").and_then(|p| p.as_object_mut()) {
         props.insert(
             "schema".into(),
-            serde_json::json!({ "const": id, "description": "This output's contract and version." }),
+            serde_json::json!({
+                "description": "The output's schema version.",
+                "type": "integer",
+                "const": VERSION
+            }),
         );
     }
     match s.get_mut("required").and_then(|r| r.as_array_mut()) {
+        Some(req) if req.iter().any(|r| r == "schema") => {}
         Some(req) => req.insert(0, "schema".into()),
         None => {
             s.insert("required".into(), serde_json::json!(["schema"]));

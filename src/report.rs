@@ -13,7 +13,7 @@ use crate::audit::Status;
 /// The fields of an audit output the report reads; others are ignored.
 #[derive(Deserialize)]
 struct AuditIn {
-    schema: Option<String>,
+    schema: Option<u32>,
     host: String,
     boot_time: Option<String>,
     knobs: Vec<KnobIn>,
@@ -155,16 +155,22 @@ fn read_one(path: &Path) -> Result<AuditIn> {
             e.column()
         )
     })?;
-    let want = crate::contract::id("audit");
-    match value.get("schema").and_then(|s| s.as_str()) {
-        Some(s) if s == want => {}
-        Some(s) => bail!(
-            "{}: field `schema`: {s:?} is not an audit output ({want}); \
-             give `hostknob audit --format json` outputs",
+    let want = u64::from(crate::contract::VERSION);
+    let is_audit = ["host_source", "summary", "knobs"]
+        .iter()
+        .all(|f| value.get(f).is_some());
+    match value.get("schema") {
+        _ if !is_audit => bail!(
+            "{}: not a `hostknob audit --format json` output (no host_source, summary and knobs)",
+            path.display()
+        ),
+        Some(v) if v.as_u64() == Some(want) => {}
+        Some(v) => bail!(
+            "{}: field `schema`: {v} is not audit schema {want}; this hostknob reads schema {want}",
             path.display()
         ),
         None => bail!(
-            "{}: field `schema` missing: not a `hostknob audit --format json` output ({want})",
+            "{}: field `schema` missing: written by a hostknob older than schema {want}",
             path.display()
         ),
     }

@@ -6,8 +6,8 @@ use crate::contract;
 #[derive(Args, Debug)]
 #[command(
     long_about = "Print the JSON Schema (draft 2020-12) of one machine-readable output, generated from \
-the Rust type that writes it. Every JSON and YAML output carries `schema: hostknob/NAME/vN`; N changes \
-only when a field changes meaning or goes away. Without NAME, list the names."
+the Rust type that writes it. Every JSON and YAML output carries `schema: N`, its version; N changes \
+only when a field changes meaning or goes away (new fields do not change it). Without NAME, list the names."
 )]
 pub struct SchemaArgs {
     /// The output, e.g. audit, inventory, probe-wakeup.
@@ -18,7 +18,7 @@ pub struct SchemaArgs {
 pub fn run(args: &SchemaArgs) -> Result<i32> {
     let Some(name) = &args.name else {
         for n in contract::NAMES {
-            println!("{n}\t{}", contract::id(n));
+            println!("{n}\tschema {}", contract::VERSION);
         }
         return Ok(0);
     };

@@ -62,7 +62,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 audit:
-  description: The full output of C(hostknob audit --format json) (schema C(hostknob/audit/v1)).
+  description: The full output of C(hostknob audit --format json) (schema 1).
   returned: always
   type: dict
 statuses:
@@ -70,6 +70,10 @@ statuses:
   returned: always
   type: dict
   sample: {"thp-madvise": "ok", "cpufreq-governor-performance": "drift"}
+exit_code:
+  description: hostknob's exit code, 0 or 2 (drift); C(rc) is not used because Ansible fails any task with a non-zero C(rc).
+  returned: always
+  type: int
 drifting:
   description: Knobs whose status makes the audit exit 2.
   returned: always
@@ -99,7 +103,7 @@ def main():
     drifting = sorted(k for k, s in statuses.items() if s in FAILING)
     result = dict(
         changed=False,
-        rc=rc,
+        exit_code=rc,
         audit=audit,
         statuses=statuses,
         drifting=drifting,

@@ -52,7 +52,7 @@ ansible_facts:
   type: dict
   contains:
     hostknob_inventory:
-      description: The output of C(hostknob inventory --format json) (schema C(hostknob/inventory/v1)).
+      description: The output of C(hostknob inventory --format json) (schema 1).
       type: dict
 """
 

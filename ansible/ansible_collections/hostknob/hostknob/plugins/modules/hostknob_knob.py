@@ -76,7 +76,7 @@ EXAMPLES = r"""
 RETURN = r"""
 outcome:
   description: The output of C(hostknob apply) or C(hostknob revert) with C(--format json)
-    (schemas C(hostknob/apply/v1), C(hostknob/revert/v1)); in check mode for O(state=reverted), the journal entries.
+    (schema 1); in check mode for O(state=reverted), the journal entries.
   returned: always
   type: dict
 written:

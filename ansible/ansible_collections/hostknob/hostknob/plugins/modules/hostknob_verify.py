@@ -71,7 +71,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 report:
-  description: The output of C(hostknob verify --format json) (schema C(hostknob/verify/v1)).
+  description: The output of C(hostknob verify --format json) (schema 1).
   returned: unless check mode
   type: dict
 verdict:
