@@ -88,22 +88,24 @@ before_spr1=$("$tests/tree-hash.sh" "$work/hosts/spr1")
 before_adl0=$("$tests/tree-hash.sh" "$work/hosts/adl0")
 set +e
 ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit adl0,spr1 \
-  -e '{"hostknob_become": false, "hostknob_rollout_knobs": ["cpufreq-epp-performance"],
-       "hostknob_rollout_verify_rounds": 2,
-       "hostknob_rollout_verify_args": ["--settle", "0s", "--", "--samples", "20", "--gap-us", "200..600"],
-       "hostknob_rollout_fail_on": ["improved", "regressed", "no-detectable-effect"]}' > "$work/rollout.log" 2>&1
+  -e '{"hostknob_become": false, "knob_rollout_knobs": ["cpufreq-epp-performance"],
+       "knob_rollout_verify_rounds": 2,
+       "knob_rollout_verify_args": ["--settle", "10ms", "--", "--samples", "20", "--gap-us", "200..600"],
+       "knob_rollout_fail_on": ["improved", "regressed", "no-detectable-effect"]}' > "$work/rollout.log" 2>&1
 rc=$?
 set -e
 cat "$work/rollout.log"
 [ "$rc" -ne 0 ] || { echo "rollout passed a gate that fails every verdict"; exit 1; }
 grep -q "failed the gate" "$work/rollout.log" || { echo "rollout did not fail at the gate"; exit 1; }
+grep -E -q '"msg": "verify cpufreq-epp-performance: (improved|regressed|no-detectable-effect)"' "$work/rollout.log" \
+  || { echo "the gate failed for another reason than the verdict"; exit 1; }
 grep -q "spr1" "$work/rollout.log" && { echo "rollout went on to the second batch"; exit 1; }
 [ "$("$tests/tree-hash.sh" "$work/hosts/adl0")" = "$before_adl0" ] || { echo "adl0 not reverted after the gate"; exit 1; }
 [ "$("$tests/tree-hash.sh" "$work/hosts/spr1")" = "$before_spr1" ] || { echo "spr1 changed"; exit 1; }
 
 echo "== ansible: rollout.yml with a passing gate (verify skipped: its verdict on a copy is noise)"
 ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit adl0,spr1 \
-  -e '{"hostknob_become": false, "hostknob_rollout_knobs": ["cpufreq-epp-performance"], "hostknob_rollout_verify": false}'
+  -e '{"hostknob_become": false, "knob_rollout_knobs": ["cpufreq-epp-performance"], "knob_rollout_verify": false}'
 for h in adl0 spr1; do
   "$bin" --root "$work/hosts/$h" --manifest "$work/manifest" --host "$h" audit cpufreq-epp-performance >/dev/null \
     || { echo "$h: knob not in effect after the rollout"; exit 1; }
