@@ -82,6 +82,7 @@ contracts! {
 /// The type's schema with the `schema` field required and pinned to its id.
 fn versioned<T: JsonSchema>(name: &str) -> Schema {
     let mut s = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
         .into_generator()
         .into_root_schema_for::<T>();
     s.insert(
