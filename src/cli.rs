@@ -191,8 +191,7 @@ hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg or
     Schema(crate::commands::schema::SchemaArgs),
     /// Print a shell completion script: bash, zsh or fish.
     Completions(crate::commands::completions::CompletionsArgs),
-    /// Write man pages for hostknob and every subcommand (for packaging).
-    #[command(hide = true)]
+    /// Write man pages for hostknob and every subcommand into a directory (packaging, or ~/.local/share/man/man1).
     Man(crate::commands::man::ManArgs),
 }
 
