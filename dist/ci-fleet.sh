@@ -23,6 +23,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 export PATH="$HOME/.local/bin:$PATH"
 if ! command -v ansible-playbook >/dev/null 2>&1 || ! command -v ansible-lint >/dev/null 2>&1; then
+  python3 -m pip --version >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-pip >/dev/null; }
   # A distribution's own python refuses pip installs (PEP 668) unless told.
   python3 -m pip install -q ansible-core ansible-lint \
     || python3 -m pip install -q --break-system-packages ansible-core ansible-lint
