@@ -114,6 +114,18 @@ impl Serialize for CpuList {
     }
 }
 
+impl schemars::JsonSchema for CpuList {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CpuList".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A CPU list as the kernel writes it, e.g. `0-3,8`; empty for none."
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for CpuList {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
@@ -189,17 +201,5 @@ mod tests {
         let one = group((0..16).map(|c| (c, "performance")));
         assert_eq!(describe(&one), "performance");
         assert_eq!(one[0].cpus.to_string(), "0-15");
-    }
-}
-
-impl schemars::JsonSchema for CpuList {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "CpuList".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "description": "A CPU list as the kernel writes it, e.g. `0-3,8`; empty for none."
-        })
     }
 }
