@@ -16,7 +16,7 @@ use crate::root::{Access, Root};
 
 pub const METADATA_FILE: &str = "hostknob-capture.yaml";
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct CaptureReport {
     pub out: PathBuf,
     pub files: usize,
@@ -26,7 +26,7 @@ pub struct CaptureReport {
     pub skipped: Vec<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Metadata<'a> {
     host: Option<&'a str>,
     captured_at: String,

@@ -190,6 +190,14 @@ hostknob verify haltpoll-idle-off --rounds 6 --settle 1s --plot /tmp/v.svg -- --
 hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order"
     )]
     Verify(VerifyArgs),
+    /// Many hosts' audit JSON outputs as one fleet view: drift per knob, hosts grouped where they agree.
+    Report(crate::commands::report::ReportArgs),
+    /// Print the JSON Schema of a machine-readable output (list them without NAME).
+    Schema(crate::commands::schema::SchemaArgs),
+    /// Print a shell completion script: bash, zsh or fish.
+    Completions(crate::commands::completions::CompletionsArgs),
+    /// Write man pages for hostknob and every subcommand into a directory (packaging, or ~/.local/share/man/man1).
+    Man(crate::commands::man::ManArgs),
 }
 
 /// Which knobs an apply or a revert is about.
@@ -252,6 +260,9 @@ pub struct AuditArgs {
     /// Only these knob ids (default: every knob for this host).
     #[arg(value_name = "KNOB")]
     pub knobs: Vec<String>,
+    /// Also write the audit as Prometheus metrics to DIR/hostknob.prom (atomically, for node_exporter's textfile collector).
+    #[arg(long, value_name = "DIR")]
+    pub textfile: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -265,6 +276,10 @@ pub enum Format {
     Table,
     Yaml,
     Json,
+    /// Markdown tables (`report`).
+    Markdown,
+    /// Prometheus text exposition (`audit`).
+    Prometheus,
 }
 
 impl From<Format> for render::Format {
@@ -273,6 +288,8 @@ impl From<Format> for render::Format {
             Format::Table => render::Format::Table,
             Format::Yaml => render::Format::Yaml,
             Format::Json => render::Format::Json,
+            Format::Markdown => render::Format::Markdown,
+            Format::Prometheus => render::Format::Prometheus,
         }
     }
 }

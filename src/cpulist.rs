@@ -114,6 +114,18 @@ impl Serialize for CpuList {
     }
 }
 
+impl schemars::JsonSchema for CpuList {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CpuList".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A CPU list as the kernel writes it, e.g. `0-3,8`; empty for none."
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for CpuList {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
@@ -122,7 +134,7 @@ impl<'de> Deserialize<'de> for CpuList {
 }
 
 /// One value and the CPUs that have it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Group<T> {
     pub cpus: CpuList,
     pub value: T,

@@ -23,7 +23,7 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 pub const LOCK_FILE: &str = "lock";
 
 /// One file's value before hostknob first wrote it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Entry {
     /// Logical path (`/sys/...`), as under `--root`.
     pub path: String,

@@ -36,7 +36,19 @@ fn absent<T>() -> Option<T> {
 }
 
 /// What makes the knob survive a reboot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum Persistence {
     /// Nothing: a fact about the running kernel only.
     #[serde(rename = "runtime")]
@@ -77,13 +89,14 @@ impl fmt::Display for Persistence {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryEntry {
     /// `YYYY-MM-DD` or an RFC 3339 time.
     pub date: String,
     pub action: HistoryAction,
     /// A list of host names or `"*"`.
+    #[schemars(with = "serde_json::Value")]
     pub hosts: serde_yaml::Value,
     #[serde(default)]
     pub note: Option<String>,
@@ -92,7 +105,7 @@ pub struct HistoryEntry {
     pub persistence: Option<Persistence>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum HistoryAction {
     Applied,
@@ -102,7 +115,7 @@ pub enum HistoryAction {
     Noted,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Verify {
     pub probe: Probe,
@@ -110,7 +123,7 @@ pub struct Verify {
     pub expect: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Probe {
     Wakeup,
@@ -122,7 +135,7 @@ pub enum Probe {
 
 /// Any YAML scalar (string, number, boolean) taken as the text it stands for:
 /// `set: 0` and `set: "0"` mean the same write.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct Scalar(pub String);
 

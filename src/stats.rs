@@ -36,7 +36,7 @@ pub fn percentile_sorted<T: Copy>(sorted: &[T], p_milli: u32) -> T {
 }
 
 /// A latency distribution in nanoseconds. Field names are part of the JSON.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     pub samples: usize,
     pub min_ns: u64,
@@ -95,7 +95,7 @@ fn round1(v: f64) -> f64 {
 
 /// The median (same nearest-rank rule) and range of real-valued samples, such
 /// as per-window CPU percentages.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spread {
     pub median: f64,
     pub min: f64,
@@ -118,7 +118,7 @@ impl Spread {
 }
 
 /// One histogram bucket: samples with `lo_ns <= v < hi_ns`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bucket {
     pub lo_ns: u64,
     pub hi_ns: u64,

@@ -16,7 +16,7 @@ use crate::root::Root;
 use crate::schema::Persistence;
 
 /// A target left alone because this host lacks it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -25,7 +25,7 @@ pub struct Skipped {
 }
 
 /// What apply did (or would do) for one knob.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct KnobApply {
     pub id: String,
     pub title: String,
@@ -39,7 +39,7 @@ pub struct KnobApply {
     pub caveats: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ApplyOutcome {
     pub host: String,
     pub dry_run: bool,

@@ -21,7 +21,7 @@ pub struct Change<'a> {
 }
 
 /// Files that change alike.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ChangeGroup {
     /// The one path, or the group's pattern (`.../cpu*/cpuidle/state3/disable`).
     pub path: String,

@@ -10,7 +10,7 @@ use crate::manifest::{Knob, ledger};
 use crate::persist::Artifact;
 
 /// What `persist --install` or `--remove` did.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PersistOutcome {
     pub knob: String,
     pub path: String,

@@ -12,14 +12,14 @@ use crate::manifest::{Manifest, ledger};
 use crate::schema::Persistence;
 
 /// What revert restored for one knob.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct KnobRevert {
     pub id: String,
     /// Read before the restore -> read after it.
     pub changes: Vec<ChangeGroup>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct RevertOutcome {
     pub host: String,
     pub knobs: Vec<KnobRevert>,

@@ -9,12 +9,14 @@ use crate::manifest::Knob;
 use crate::manifest::ledger::{self, Action};
 use crate::schema::{HistoryAction, Persistence};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub timestamp: String,
     /// improved, regressed or no-detectable-effect.
     pub verdict: Option<String>,
     pub summary: Option<String>,
+    /// The median per-round ratio applied / as found.
+    pub median_ratio: Option<f64>,
 }
 
 /// The knob's latest `verified` event in the ledger.
@@ -31,6 +33,7 @@ pub(super) fn latest_evidence(id: &str, ledger: &[ledger::Entry]) -> Option<Evid
             .and_then(|v| v["verdict"].as_str())
             .map(str::to_string),
         summary: e.note.clone(),
+        median_ratio: e.evidence.as_ref().and_then(|v| v["median_ratio"].as_f64()),
     })
 }
 

@@ -9,7 +9,7 @@ use crate::knob::{HostCtx, KindName, Service, Target};
 use crate::manifest::Knob;
 use crate::persist::{BootConfig, ConfLine};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Manager {
     pub name: String,
     pub evidence: String,

@@ -27,7 +27,7 @@ pub use managers::{HostConfig, Manager};
 use status::{Judged, groups, judge};
 pub use status::{Status, StatusGroup};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub host: String,
     pub host_source: String,
@@ -41,7 +41,7 @@ pub struct Report {
     pub other_hosts: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct KnobReport {
     pub id: String,
     pub title: String,

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::cpulist::{self, CpuList};
 use crate::knob::{Blocker, Target, per_cpu_value};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     Ok,
@@ -61,7 +61,7 @@ impl Status {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StatusGroup {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<CpuList>,

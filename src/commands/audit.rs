@@ -13,6 +13,19 @@ pub fn run(g: &Global, args: &AuditArgs) -> Result<i32> {
     let dir = super::manifest_dir(g, &root);
     let ctx = HostCtx::new(&root, host.name.clone());
     let report = audit::run(&dir, &ctx, &host.source, &args.knobs)?;
+    if render::Format::from(g.format) == render::Format::Prometheus || args.textfile.is_some() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs_f64();
+        let metrics = render::prometheus::metrics(&report, now);
+        if let Some(dir) = &args.textfile {
+            render::prometheus::write_textfile(dir, &metrics)?;
+        }
+        if render::Format::from(g.format) == render::Format::Prometheus {
+            print!("{metrics}");
+            return Ok(report.exit_code());
+        }
+    }
     match render::machine(g.format.into(), &report)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::audit::audit_table(&report)),

@@ -3,12 +3,16 @@
 pub(crate) mod apply;
 pub(crate) mod audit;
 pub(crate) mod capture;
+pub(crate) mod completions;
 pub(crate) mod doc;
 pub(crate) mod inventory;
 pub(crate) mod knobs;
+pub(crate) mod man;
 pub(crate) mod persist;
 pub(crate) mod probe;
+pub(crate) mod report;
 pub(crate) mod revert;
+pub(crate) mod schema;
 pub(crate) mod verify;
 
 use anyhow::Result;
@@ -30,6 +34,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Revert(args) => revert::run(&cli.global, args),
         Command::Persist(args) => persist::run(&cli.global, args),
         Command::Verify(args) => verify::run(&cli.global, args),
+        Command::Report(args) => report::run(&cli.global, args),
+        Command::Schema(args) => schema::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }
 

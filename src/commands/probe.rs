@@ -217,7 +217,11 @@ fn rss_row(bg: Option<bool>, s: &rss::MemSample) -> Vec<String> {
     ]
 }
 
-fn emit<T: Serialize>(g: &Global, value: &T, table: fn(&T) -> String) -> Result<i32> {
+fn emit<T: Serialize + crate::contract::Contract>(
+    g: &Global,
+    value: &T,
+    table: fn(&T) -> String,
+) -> Result<i32> {
     match render::machine(g.format.into(), value)? {
         Some(text) => print!("{text}"),
         None => print!("{}", table(value)),

@@ -41,7 +41,7 @@ pub const SYSCTLS: &[(&str, &str)] = &[
     ),
 ];
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Sysctl {
     pub name: String,
     pub value: Option<String>,

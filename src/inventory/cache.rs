@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{CPU_DIR, Reader, numbered};
 use crate::cpulist::CpuList;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Cache {
     /// `None` where the host does not expose `level` (the `index` name is kept).
     pub level: Option<u32>,

@@ -13,7 +13,7 @@ use super::cpuinfo::{self, CpuEntry};
 use super::{CPU_DIR, Reader, numbered};
 use crate::cpulist::CpuList;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Cpu {
     pub vendor_id: Option<String>,
     pub model_name: Option<String>,
@@ -42,7 +42,7 @@ pub struct Cpu {
     pub topology: CpuTopology,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Smt {
     /// `/sys/devices/system/cpu/smt/control`: on, off, forceoff, notsupported, notimplemented.
     pub control: Option<String>,
@@ -51,7 +51,7 @@ pub struct Smt {
     pub sibling_lists: Vec<CpuList>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Hybrid {
     /// The PMU's name: `cpu_core` (performance cores), `cpu_atom` (efficient
     /// cores) or `cpu_lowpower` (low-power efficient cores).
@@ -59,14 +59,14 @@ pub struct Hybrid {
     pub cpus: CpuList,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct CpuTopology {
     /// `sysfs` or `/proc/cpuinfo`.
     pub source: String,
     pub package_cpus: Vec<PackageCpus>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PackageCpus {
     pub package: u32,
     pub cpus: CpuList,

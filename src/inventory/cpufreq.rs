@@ -10,7 +10,7 @@ use crate::cpulist::{CpuList, Group, group};
 
 pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Frequency {
     pub driver: Option<String>,
     pub drivers: Vec<Group<String>>,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{CPU_DIR, Reader, numbered, par_map};
 use crate::cpulist::{CpuList, Group, group};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Idle {
     pub driver: Option<String>,
     pub governor: Option<String>,
@@ -25,7 +25,7 @@ pub struct Idle {
     pub pm_qos_resume_latency_us: Vec<Group<String>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct IdleState {
     pub index: u32,
     pub name: String,

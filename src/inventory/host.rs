@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{CPU_DIR, Reader};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Host {
     pub hostname: Option<String>,
     pub kernel_release: Option<String>,

@@ -9,7 +9,7 @@ use crate::cpulist::CpuList;
 pub const NODE_DIR: &str = "/sys/devices/system/node";
 pub const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Memory {
     pub mem_total_kib: Option<u64>,
     pub mem_available_kib: Option<u64>,
@@ -21,19 +21,19 @@ pub struct Memory {
     pub thp_defrag: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct HugePages {
     pub size_kib: u64,
     pub total: Option<u64>,
     pub free: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Numa {
     pub nodes: Vec<NumaNode>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct NumaNode {
     pub id: u32,
     pub cpus: Option<CpuList>,

@@ -37,7 +37,7 @@ pub const CPU_DIR: &str = "/sys/devices/system/cpu";
 /// Bumped when a field changes meaning or disappears (additions keep it).
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Inventory {
     pub schema: u32,
     pub host: Host,
@@ -55,13 +55,13 @@ pub struct Inventory {
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PmQos {
     /// The global CPU latency request (`/dev/cpu_dma_latency`), µs; readable only as root.
     pub cpu_dma_latency_us: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct NotExposed {
     pub what: String,
     pub path: String,

@@ -11,7 +11,7 @@ use crate::cpulist::CpuList;
 
 const NET_DIR: &str = "/sys/class/net";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Interface {
     pub name: String,
     pub driver: Option<String>,
@@ -24,7 +24,7 @@ pub struct Interface {
     pub irqs: Vec<Irq>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Irq {
     pub irq: u32,
     pub name: String,

@@ -8,14 +8,14 @@ use super::Reader;
 
 const SHOWN: usize = 5;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Processes {
     pub count: usize,
     pub by_cpu_time: Vec<Process>,
     pub by_rss: Vec<Process>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Process {
     pub pid: i32,
     pub comm: String,

@@ -24,7 +24,7 @@ macro_rules! kinds {
     ($($module:ident :: $kind:ident => $variant:ident $name:literal,)*) => {
         $(pub(crate) mod $module;)*
 
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
         pub enum KindName {
             $(#[serde(rename = $name)] $variant,)*
         }
@@ -91,7 +91,7 @@ impl FieldError {
 }
 
 /// Why a target cannot be brought to the desired value on this host.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", content = "reason", rename_all = "kebab-case")]
 pub enum Blocker {
     /// The thing does not exist here (no such state, no cpufreq, module not loaded).
@@ -113,7 +113,7 @@ impl Blocker {
 }
 
 /// How apply would write a target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WriteMode {
     /// Write the value into an existing kernel attribute (sysfs, /proc/sys).
@@ -127,7 +127,7 @@ pub enum WriteMode {
 
 /// One file a knob controls on this host (or, for allocator knobs, one
 /// process environment it can only observe).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Target {
     /// Logical path under the root.
     pub path: String,
@@ -180,7 +180,7 @@ impl Target {
 }
 
 /// Everything a knob controls on one host.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Survey {
     pub targets: Vec<Target>,
     /// Facts that matter for the change (a service restart needed, a hold process).
@@ -188,7 +188,7 @@ pub struct Survey {
 }
 
 /// One write apply would make.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Write {
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,7 +205,7 @@ pub struct Write {
 }
 
 /// A target that plan cannot bring to the desired value, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Blocked {
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,7 +214,7 @@ pub struct Blocked {
 }
 
 /// The exact writes that bring this host to the desired value.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Plan {
     pub writes: Vec<Write>,
     pub blocked: Vec<Blocked>,
@@ -222,7 +222,9 @@ pub struct Plan {
 }
 
 /// Services that set the same things and may undo a knob.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Service {
     Tuned,
@@ -372,7 +374,7 @@ fn build_as<K: Spec>(doc: &str) -> Result<Box<dyn KnobKind>, BuildError> {
 }
 
 /// Current values grouped: CPUs that agree, or files that agree.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Current {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<CpuList>,

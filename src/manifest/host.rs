@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::root::Root;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct HostName {
     pub name: String,
     /// Where it came from: `--host`, a file under the root, or the root's directory name.

@@ -26,7 +26,7 @@ use crate::schema::Persistence;
 
 pub const LEDGER_DIR: &str = "ledger";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Action {
     Applied,
@@ -39,7 +39,7 @@ pub enum Action {
 
 /// One change to one file, or to a group of files that changed alike
 /// (`path` then names the group, e.g. with `cpu*`, and `cpus` says which).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Change {
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,7 +52,7 @@ pub struct Change {
 
 /// One event. Unknown fields are tolerated so that an older hostknob can
 /// read a ledger a newer one wrote.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Entry {
     /// RFC 3339, UTC (`2026-07-10T09:14:03Z`).
     pub timestamp: String,

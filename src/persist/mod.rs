@@ -27,7 +27,7 @@ use crate::manifest::Knob;
 use crate::schema::Persistence;
 
 /// What makes one knob survive a reboot on this host.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Artifact {
     pub knob: String,
     pub mechanism: Persistence,

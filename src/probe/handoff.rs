@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::now_ns;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mechanism {
     /// FUTEX_WAIT / FUTEX_WAKE on a private futex word.

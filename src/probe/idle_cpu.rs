@@ -78,7 +78,7 @@ pub struct Options {
     pub settle: Duration,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdleCpuResult {
     pub probe: String,
     pub pid: i32,
@@ -95,7 +95,7 @@ pub struct IdleCpuResult {
     pub note: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     pub windows: usize,
     pub window_s: f64,
@@ -104,7 +104,7 @@ pub struct Settings {
     pub source: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Window {
     pub seconds: f64,
     pub cpu_ticks: u64,

@@ -162,7 +162,7 @@ impl Cpus {
 /// visited in a fixed shuffled order, so the probe cannot phase-lock with a
 /// periodic timer yet runs the same every time. 50..66 ms reproduces the
 /// seed's `50 + (i*5) % 17` ms exactly.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Gaps {
     pub min_us: u64,
     pub max_us: u64,
@@ -238,7 +238,7 @@ fn parse_with_unit(text: &str, bare: fn(u64) -> Duration) -> Result<Duration, St
 }
 
 /// What a clock read and the probe's own bookkeeping cost, measured at start.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Overhead {
     /// Median cost of one CLOCK_MONOTONIC read, from 10,000 back-to-back reads.
     pub clock_read_ns: u64,
@@ -273,7 +273,7 @@ pub fn median_of(n: usize, mut f: impl FnMut() -> u64) -> u64 {
 }
 
 /// Facts about the host that shape every latency result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostFacts {
     pub kernel: Option<String>,
     pub cpuidle_driver: Option<String>,
@@ -299,7 +299,7 @@ impl HostFacts {
 
 /// The fields every latency probe's JSON has: the distribution, its histogram
 /// and the run's overhead.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Latency {
     #[serde(flatten)]
     pub summary: Summary,

@@ -25,7 +25,7 @@ pub struct Hold {
 }
 
 /// What a run reports about PM QoS.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PmQosSetting {
     /// `--pmqos-us`, or null when not held (C-state exits are then measured).
     pub held_us: Option<u32>,

@@ -16,7 +16,7 @@ use super::pmqos::{self, PmQosSetting};
 use super::{Cpus, Gaps, HostFacts, Latency, Overhead, now_ns, pin_current_thread};
 use crate::root::Root;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
     Udp,
@@ -39,7 +39,7 @@ pub struct Options {
     pub pmqos_us: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RpcResult {
     pub probe: String,
     #[serde(flatten)]
@@ -57,7 +57,7 @@ pub struct RpcResult {
     pub raw: Vec<(u64, u64)>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     pub proto: Proto,
     /// `builtin-echo` or `connect`.

@@ -22,7 +22,7 @@ use crate::root::Root;
 /// Status is read every tick, smaps_rollup every other tick.
 const TICK: Duration = Duration::from_millis(500);
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemSample {
     /// Milliseconds since the start of the idle window (negative: before it).
     pub t_ms: i64,
@@ -36,7 +36,7 @@ pub struct MemSample {
 }
 
 /// One moment of the decay curve, against the anchor.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Point {
     pub t_s: f64,
     pub rss_kb: u64,
@@ -47,7 +47,7 @@ pub struct Point {
     pub residual_pct_of_growth: Option<f64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Decay {
     pub anchor: Point,
     pub peak: Point,
@@ -178,7 +178,7 @@ impl Reader<'_> {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PidResult {
     pub probe: String,
     pub mode: String,
@@ -230,7 +230,7 @@ pub struct BurstOptions {
     pub duration: Duration,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SelfBurstResult {
     pub probe: String,
     pub mode: String,
@@ -242,7 +242,7 @@ pub struct SelfBurstResult {
     pub background_thread_restored: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BurstSettings {
     pub burst_mib: u64,
     pub threads: usize,
@@ -253,7 +253,7 @@ pub struct BurstSettings {
     pub muzzy_decay_ms: Option<isize>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BurstLeg {
     /// The value written to `background_thread`.
     pub background_thread_set: bool,

@@ -24,7 +24,7 @@ pub struct Options {
     pub pmqos_us: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimerResult {
     pub probe: String,
     #[serde(flatten)]
@@ -38,7 +38,7 @@ pub struct TimerResult {
     pub raw: Vec<u64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     pub interval_us: u64,
     pub loops: usize,

@@ -38,7 +38,7 @@ pub struct Options {
     pub pmqos_us: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WakeupResult {
     pub probe: String,
     #[serde(flatten)]
@@ -58,7 +58,7 @@ pub struct WakeupResult {
     pub raw: Vec<Sample>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     pub waker_cpu: u32,
     pub sleeper_cpu: u32,
@@ -70,7 +70,7 @@ pub struct Settings {
     pub host: HostFacts,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdleStateDelta {
     pub index: u32,
     pub name: String,
@@ -85,7 +85,7 @@ pub struct IdleStateDelta {
     pub entries_per_sample: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StateLatency {
     pub state: String,
     pub samples: usize,

@@ -140,7 +140,7 @@ fn notes(k: &KnobReport) -> String {
 }
 
 /// One knob as `knobs --format json|yaml` lists it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct KnobLine<'r> {
     pub id: &'r str,
     pub title: &'r str,
@@ -154,7 +154,7 @@ pub struct KnobLine<'r> {
     pub evidence: Option<&'r crate::audit::Evidence>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct KnobList<'r> {
     pub host: &'r str,
     pub knobs: Vec<KnobLine<'r>>,

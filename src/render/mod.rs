@@ -6,6 +6,7 @@ pub mod audit;
 pub mod inventory;
 pub mod markdown;
 pub mod probe;
+pub mod prometheus;
 pub mod svg;
 pub mod verify;
 
@@ -23,14 +24,36 @@ pub enum Format {
     Table,
     Yaml,
     Json,
+    /// Markdown tables (`report`).
+    Markdown,
+    /// Prometheus text exposition (`audit`).
+    Prometheus,
 }
 
-/// Serializes for machines; `None` for the table format (the caller renders).
-pub fn machine<T: Serialize>(format: Format, value: &T) -> Result<Option<String>> {
+/// Serializes for machines, with the output's `schema` first; `None` for
+/// the table format (the caller renders).
+pub fn machine<T: Serialize + crate::contract::Contract>(
+    format: Format,
+    value: &T,
+) -> Result<Option<String>> {
+    let value = crate::contract::Versioned::new(value);
     Ok(match format {
         Format::Table => None,
-        Format::Json => Some(serde_json::to_string_pretty(value)? + "\n"),
-        Format::Yaml => Some(serde_yaml::to_string(value)?),
+        Format::Json => Some(serde_json::to_string_pretty(&value)? + "\n"),
+        Format::Yaml => Some(serde_yaml::to_string(&value)?),
+        Format::Markdown | Format::Prometheus => anyhow::bail!(
+            "--format {}: only {} renders it; use table, yaml or json here",
+            if format == Format::Markdown {
+                "markdown"
+            } else {
+                "prometheus"
+            },
+            if format == Format::Markdown {
+                "`report`"
+            } else {
+                "`audit`"
+            }
+        ),
     })
 }
 

@@ -24,7 +24,7 @@ use crate::probe;
 use crate::probe::latency::{self, LatencyProbe};
 use verdict::{Analysis, Expectation, Rule, Verdict};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Leg {
     Baseline,
@@ -49,7 +49,7 @@ pub struct Options {
     pub wait: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ExpectationCheck {
     pub text: String,
     /// `None` when the text is prose hostknob cannot check.
@@ -57,7 +57,7 @@ pub struct ExpectationCheck {
     pub measured: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub host: String,
     pub knob: String,

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::stats::{self, Summary};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     Improved,
@@ -36,7 +36,7 @@ impl Verdict {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
 pub struct Rule {
     /// Significance level of the Mann-Whitney test.
     pub alpha: f64,
@@ -58,7 +58,7 @@ impl Default for Rule {
 
 /// One leg's figures over the rounds: the median across rounds of each
 /// round's p50, p95, p99 and max, and the CV of the per-round p50s.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct LegFigures {
     pub rounds: usize,
     pub samples: usize,
@@ -71,7 +71,7 @@ pub struct LegFigures {
     pub round_p50_ns: Vec<u64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Analysis {
     pub baseline: LegFigures,
     pub applied: LegFigures,
@@ -230,7 +230,7 @@ fn erfc(x: f64) -> f64 {
 
 /// A manifest's `verify.expect` such as "p50 lower by at least 300 µs",
 /// understood well enough to check; `None` when it is prose only.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Expectation {
     pub metric: String,
     pub lower: bool,

@@ -1,0 +1,115 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: hostknob developers
+# MIT OR Apache-2.0 (see LICENSE-MIT, LICENSE-APACHE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: hostknob_verify
+short_description: A/B a knob with its probe (C(hostknob verify)), as a rollout gate
+description:
+  - Runs C(hostknob verify KNOB --format json), which applies the knob and leaves it as found in shuffled
+    rounds, and records the evidence in the ledger.
+  - Fails the task when the verdict is in O(fail_on), or when the manifest's expectation is not met and
+    O(require_expectation=true).
+  - The host is left as found; in check mode nothing runs.
+version_added: "0.1.0"
+author: hostknob developers
+options:
+  binary:
+    description: Path or name of the hostknob binary.
+    type: path
+    default: hostknob
+  root:
+    description: Read and write every host path under this directory (C(--root)).
+    type: path
+    default: /
+  manifest:
+    description: The knob manifest directory (C(--manifest)).
+    type: path
+  host:
+    description: Host name for the manifest and ledger (C(--host)).
+    type: str
+  state_dir:
+    description: The state directory (C(--state-dir)), resolved under O(root).
+    type: str
+  knob:
+    description: The knob id.
+    type: str
+    required: true
+  rounds:
+    description: Rounds (C(--rounds)); each runs both legs.
+    type: int
+  extra_args:
+    description: Further arguments for C(verify) (e.g. C(--settle 1s)), and after C(--) the probe's.
+    type: list
+    elements: str
+    default: []
+  fail_on:
+    description: Verdicts that fail the task.
+    type: list
+    elements: str
+    default: [regressed]
+  require_expectation:
+    description: Fail unless the manifest's C(verify.expect) was met.
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Gate the rollout on the knob's measured effect
+  hostknob.hostknob.hostknob_verify:
+    knob: cpuidle-no-deep-state
+    rounds: 6
+    fail_on: [regressed, no-detectable-effect]
+  become: true
+"""
+
+RETURN = r"""
+report:
+  description: The output of C(hostknob verify --format json) (schema 1).
+  returned: unless check mode
+  type: dict
+verdict:
+  description: improved, regressed or no-detectable-effect.
+  returned: unless check mode
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostknob.hostknob.plugins.module_utils.hostknob import COMMON_ARGS, run_json
+
+
+def main():
+    spec = dict(COMMON_ARGS)
+    spec.update(
+        knob=dict(type="str", required=True),
+        rounds=dict(type="int"),
+        extra_args=dict(type="list", elements="str", default=[]),
+        fail_on=dict(type="list", elements="str", default=["regressed"]),
+        require_expectation=dict(type="bool", default=False),
+    )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    p = module.params
+    if module.check_mode:
+        module.exit_json(changed=False, skipped=True, msg="check mode: verify changes the host while it runs")
+    args = ["verify", p["knob"]]
+    if p["rounds"]:
+        args += ["--rounds", str(p["rounds"])]
+    dummy_rc, report, dummy_err = run_json(module, args + p["extra_args"])
+    verdict = report.get("verdict")
+    result = dict(changed=False, report=report, verdict=verdict)
+    if verdict in p["fail_on"]:
+        module.fail_json(msg="verify %s: %s" % (p["knob"], verdict), **result)
+    expectation = report.get("expectation") or {}
+    if p["require_expectation"] and expectation.get("met") is not True:
+        module.fail_json(msg="verify %s: the manifest's expectation was not met" % p["knob"], **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

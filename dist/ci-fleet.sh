@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# CI for operating a fleet (issue 15), after the cargo tests: Prometheus
+# metrics through promtool, units through systemd-analyze, the Ansible
+# collection on corpus copies, and the Debian package installed, used and
+# removed (RPM too when cargo-generate-rpm installs). Runs as root on a
+# fresh Debian machine; each step prints its time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+export DEBIAN_FRONTEND=noninteractive
+t0=$SECONDS
+step() { echo "== fleet: $* (at $((SECONDS - t0)) s)"; }
+
+step "tools"
+need=()
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+command -v man >/dev/null 2>&1 || need+=(man-db)
+[ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+export PATH="$HOME/.local/bin:$PATH"
+if ! command -v ansible-playbook >/dev/null 2>&1 || ! command -v ansible-lint >/dev/null 2>&1; then
+  python3 -m pip --version >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-pip >/dev/null; }
+  # A distribution's own python refuses pip installs (PEP 668) unless told.
+  python3 -m pip install -q ansible-core ansible-lint \
+    || python3 -m pip install -q --break-system-packages ansible-core ansible-lint
+fi
+cargo build --release --locked
+bin=$repo/target/release/hostknob
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+corpus=${HOSTKNOB_CORPUS:-}
+if [ -z "$corpus" ]; then
+  if [ -d tests/corpus/hosts ]; then corpus=tests/corpus/hosts; else corpus=../shared/corpus/hosts; fi
+fi
+export HOSTKNOB_CORPUS=$(realpath "$corpus")
+unpack() { mkdir -p "$work/$1" && tar -xzf "$HOSTKNOB_CORPUS/$1.tar.gz" -C "$work/$1"; }
+
+step "promtool check metrics: a drifting host (adl0) and a clean one (fc-haltpoll-2cpu)"
+unpack adl0
+unpack fc-haltpoll-2cpu
+for h in adl0 fc-haltpoll-2cpu; do
+  set +e
+  "$bin" --root "$work/$h" --manifest manifest --host "$h" audit --format prometheus > "$work/$h.prom"
+  rc=$?
+  set -e
+  case "$h:$rc" in adl0:2 | fc-haltpoll-2cpu:0) ;; *) echo "$h: audit exited $rc"; exit 1 ;; esac
+  promtool check metrics < "$work/$h.prom"
+  mkdir -p "$work/textfile-$h"
+  "$bin" --root "$work/$h" --manifest manifest --host "$h" audit --textfile "$work/textfile-$h" > /dev/null || [ $? -eq 2 ]
+  promtool check metrics < "$work/textfile-$h/hostknob.prom"
+  [ "$(ls -A "$work/textfile-$h")" = "hostknob.prom" ] || { echo "--textfile left other files"; exit 1; }
+  # The textfile holds the same series as stdout (apart from the audit's time).
+  diff <(grep -v audit_timestamp "$work/$h.prom") <(grep -v audit_timestamp "$work/textfile-$h/hostknob.prom")
+done
+grep -q '^hostknob_knob_status{host="adl0",knob="cpufreq-governor-performance",kind="cpufreq-governor",status="drift"} 1$' "$work/adl0.prom"
+grep -q '^hostknob_audit_failing{host="adl0"} 1$' "$work/adl0.prom"
+grep -q '^hostknob_audit_failing{host="fc-haltpoll-2cpu"} 0$' "$work/fc-haltpoll-2cpu.prom"
+
+step "systemd-analyze verify (ExecStart pointed at the built binary)"
+mkdir -p "$work/units"
+for u in dist/systemd/*; do
+  sed "s#/usr/bin/hostknob#$bin#g" "$u" > "$work/units/$(basename "$u")"
+done
+(cd "$work/units" && systemd-analyze verify --man=no ./*.service ./*.timer)
+
+step "ansible collection (ansible/tests/run.sh)"
+HOSTKNOB_BIN=$bin bash ansible/tests/run.sh
+
+step "cargo-deb"
+if ! command -v cargo-deb >/dev/null 2>&1; then
+  s=$SECONDS
+  cargo install cargo-deb --locked -q
+  echo "cargo install cargo-deb: $((SECONDS - s)) s"
+fi
+bash dist/package.sh
+deb=$(ls -t target/debian/hostknob_*.deb | head -1)
+dpkg-deb -c "$deb"
+dpkg -i "$deb"
+trap 'dpkg --purge hostknob >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+[ "$(command -v hostknob)" = /usr/bin/hostknob ]
+hostknob --version | grep -q "^hostknob $(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)$"
+man -w hostknob-audit | grep -q hostknob-audit.1
+MANPAGER=cat MANWIDTH=100 man hostknob-audit 2>/dev/null | grep -q -- "--textfile"
+for u in hostknob-audit.service hostknob-audit.timer hostknob-apply.service; do
+  [ -f "/usr/lib/systemd/system/$u" ] || { echo "$u not installed"; exit 1; }
+done
+systemd-analyze verify /usr/lib/systemd/system/hostknob-audit.service \
+  /usr/lib/systemd/system/hostknob-audit.timer /usr/lib/systemd/system/hostknob-apply.service
+[ -f /usr/share/hostknob/manifest/cpuidle-no-deep-state.yaml ]
+[ -d /etc/hostknob/manifest ]
+[ -f /usr/share/doc/hostknob/LICENSE-MIT ] && [ -f /usr/share/doc/hostknob/LICENSE-APACHE ]
+hostknob --root "$work/adl0" --manifest /usr/share/hostknob/manifest --host adl0 knobs > /dev/null
+completions=$(bash -c '
+  source /usr/share/bash-completion/bash_completion
+  source /usr/share/bash-completion/completions/hostknob
+  complete -p hostknob >&2
+  COMP_WORDS=(hostknob au); COMP_CWORD=1; COMP_LINE="hostknob au"; COMP_POINT=${#COMP_LINE}
+  _hostknob hostknob au hostknob
+  printf "%s\n" "${COMPREPLY[@]}"')
+echo "bash completes \"hostknob au\" to: $completions"
+[ "$completions" = audit ]
+dpkg -r hostknob
+[ ! -e /usr/bin/hostknob ] || { echo "dpkg -r left the binary"; exit 1; }
+dpkg --purge hostknob
+trap 'rm -rf "$work"' EXIT
+
+step "cargo-generate-rpm"
+# Installing it takes minutes of CI's budget: only when asked (HOSTKNOB_CI_RPM=1)
+# or already installed on this machine.
+if ! command -v cargo-generate-rpm >/dev/null 2>&1 && [ "${HOSTKNOB_CI_RPM:-0}" = 1 ]; then
+  s=$SECONDS
+  cargo install cargo-generate-rpm --locked -q || echo "cargo-generate-rpm does not install here"
+  echo "cargo install cargo-generate-rpm: $((SECONDS - s)) s"
+fi
+if command -v cargo-generate-rpm >/dev/null 2>&1; then
+  cargo generate-rpm
+  rpm=$(ls -t target/generate-rpm/hostknob-*.rpm | head -1)
+  echo "built $rpm ($(stat -c %s "$rpm") bytes)"
+else
+  echo "cargo-generate-rpm not installed: the RPM is not built (HOSTKNOB_CI_RPM=1 installs it)"
+fi
+
+step "all passed"

@@ -1,0 +1,190 @@
+//! `audit --format prometheus` and `--textfile DIR`: the Prometheus text
+//! exposition format, as node_exporter's textfile collector reads it.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow};
+
+use crate::audit::{Report, Status};
+
+/// The file `--textfile DIR` writes.
+pub const TEXTFILE: &str = "hostknob.prom";
+
+/// Verdicts `verify` gives; each is one series of the verdict metric.
+const VERDICTS: [&str; 3] = ["improved", "regressed", "no-detectable-effect"];
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn family(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+}
+
+fn seconds(rfc3339: &str) -> Option<f64> {
+    let t = humantime::parse_rfc3339_weak(rfc3339)
+        .or_else(|_| humantime::parse_rfc3339(rfc3339))
+        .ok()?;
+    Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64())
+}
+
+/// The audit as metrics; `now` is the audit's time in seconds since the epoch.
+pub fn metrics(r: &Report, now: f64) -> String {
+    let host = escape(&r.host);
+    let mut out = String::new();
+
+    family(
+        &mut out,
+        "hostknob_knob_status",
+        "1 for the knob's audit status on this host, 0 for every other status.",
+    );
+    for k in &r.knobs {
+        for s in Status::ALL {
+            let _ = writeln!(
+                out,
+                "hostknob_knob_status{{host=\"{host}\",knob=\"{}\",kind=\"{}\",status=\"{}\"}} {}",
+                escape(&k.id),
+                k.kind,
+                s.as_str(),
+                u8::from(k.status == s)
+            );
+        }
+    }
+
+    family(
+        &mut out,
+        "hostknob_knobs",
+        "Knobs targeting this host, per audit status.",
+    );
+    for s in Status::ALL {
+        let _ = writeln!(
+            out,
+            "hostknob_knobs{{host=\"{host}\",status=\"{}\"}} {}",
+            s.as_str(),
+            r.summary.get(&s).copied().unwrap_or(0)
+        );
+    }
+
+    family(
+        &mut out,
+        "hostknob_audit_failing",
+        "1 when the audit exits 2 (a knob drifts, is unsupported or was lost on reboot).",
+    );
+    let _ = writeln!(
+        out,
+        "hostknob_audit_failing{{host=\"{host}\"}} {}",
+        u8::from(r.exit_code() == 2)
+    );
+
+    let verified: Vec<_> = r
+        .knobs
+        .iter()
+        .filter_map(|k| Some((k, k.evidence.as_ref()?)))
+        .collect();
+    if !verified.is_empty() {
+        family(
+            &mut out,
+            "hostknob_knob_verify_verdict",
+            "1 for the verdict of the knob's latest verify on this host, 0 for the others.",
+        );
+        for (k, e) in &verified {
+            for v in VERDICTS {
+                let _ = writeln!(
+                    out,
+                    "hostknob_knob_verify_verdict{{host=\"{host}\",knob=\"{}\",verdict=\"{v}\"}} {}",
+                    escape(&k.id),
+                    u8::from(e.verdict.as_deref() == Some(v))
+                );
+            }
+        }
+        family(
+            &mut out,
+            "hostknob_knob_verify_ratio",
+            "Median per-round ratio applied / as found of the knob's latest verify (below 1: lower latency).",
+        );
+        for (k, e) in &verified {
+            if let Some(ratio) = e.median_ratio {
+                let _ = writeln!(
+                    out,
+                    "hostknob_knob_verify_ratio{{host=\"{host}\",knob=\"{}\"}} {ratio}",
+                    escape(&k.id)
+                );
+            }
+        }
+        family(
+            &mut out,
+            "hostknob_knob_verify_timestamp_seconds",
+            "When the knob's latest verify ran, in seconds since the epoch.",
+        );
+        for (k, e) in &verified {
+            if let Some(t) = seconds(&e.timestamp) {
+                let _ = writeln!(
+                    out,
+                    "hostknob_knob_verify_timestamp_seconds{{host=\"{host}\",knob=\"{}\"}} {t}",
+                    escape(&k.id)
+                );
+            }
+        }
+    }
+
+    if let Some(boot) = r.boot_time.as_deref().and_then(seconds) {
+        family(
+            &mut out,
+            "hostknob_boot_timestamp_seconds",
+            "When the audited host booted, in seconds since the epoch.",
+        );
+        let _ = writeln!(
+            out,
+            "hostknob_boot_timestamp_seconds{{host=\"{host}\"}} {boot}"
+        );
+    }
+
+    family(
+        &mut out,
+        "hostknob_audit_timestamp_seconds",
+        "When this audit ran, in seconds since the epoch.",
+    );
+    let _ = writeln!(
+        out,
+        "hostknob_audit_timestamp_seconds{{host=\"{host}\"}} {now}"
+    );
+    out
+}
+
+/// Writes `text` to DIR/hostknob.prom through a temporary file in DIR and a
+/// rename, so the collector never reads half a file.
+pub fn write_textfile(dir: &Path, text: &str) -> Result<PathBuf> {
+    if !dir.is_dir() {
+        return Err(anyhow!(
+            "--textfile {}: not a directory (node_exporter's --collector.textfile.directory)",
+            dir.display()
+        ));
+    }
+    let target = dir.join(TEXTFILE);
+    // A name the collector skips (it reads only *.prom) until the rename.
+    let mut tmp = tempfile_in(dir)?;
+    let result = (|| -> std::io::Result<()> {
+        tmp.1.write_all(text.as_bytes())?;
+        tmp.1.sync_all()?;
+        std::fs::rename(&tmp.0, &target)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp.0);
+        return Err(anyhow!("--textfile {}: {e}", target.display()));
+    }
+    Ok(target)
+}
+
+fn tempfile_in(dir: &Path) -> Result<(PathBuf, std::fs::File)> {
+    let path = dir.join(format!(".{TEXTFILE}.{}.tmp", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| anyhow!("--textfile {}: {e}", path.display()))?;
+    Ok((path, file))
+}

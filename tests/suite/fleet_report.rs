@@ -1,0 +1,258 @@
+//! `hostknob report` over audit JSON outputs of corpus hosts, as the audit
+//! playbook collects them: drifting hosts per knob, grouped; what is
+//! unpersisted; the latest verify evidence; bad input named in one line.
+
+use crate::support::*;
+
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+
+fn shipped() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("manifest")
+}
+
+fn report(args: &[&str], inputs: &[&Path]) -> Output {
+    hostknob_command(args)
+        .arg("report")
+        .args(inputs)
+        .output()
+        .unwrap()
+}
+
+/// Writes `<host>.json`, the host's audit, into `dir`.
+fn audit_into(dir: &Path, host: &str) {
+    let o = run(
+        &corpus_host(host),
+        &shipped(),
+        &["--host", host, "--format", "json", "audit"],
+    );
+    assert!(matches!(o.status.code(), Some(0 | 2)));
+    std::fs::write(dir.join(format!("{host}.json")), &o.stdout).unwrap();
+}
+
+fn fleet(hosts: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for h in hosts {
+        audit_into(dir.path(), h);
+    }
+    dir
+}
+
+fn one_line_error(o: &Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let e = String::from_utf8_lossy(&o.stderr).trim().to_string();
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+    e
+}
+
+#[test]
+fn drifting_hosts_are_named_and_grouped_per_knob() {
+    let dir = fleet(&["adl0", "dell-9360-kbl", "genoa0", "fc-haltpoll-2cpu"]);
+    let o = report(&[], &[dir.path()]);
+    assert_eq!(o.status.code(), Some(2), "a drifting fleet exits 2");
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.starts_with("4 hosts, ") && table.contains("drifting: adl0, dell-9360-kbl, genoa0\n"),
+        "{table}"
+    );
+
+    let o = report(&["--format", "json"], &[dir.path()]);
+    assert_eq!(o.status.code(), Some(2));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let gov = r["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == "cpufreq-governor-performance")
+        .unwrap();
+    assert_eq!(
+        gov["drifting"],
+        serde_json::json!(["adl0", "dell-9360-kbl", "genoa0"])
+    );
+    // Failing groups first; hosts with the same status and value together.
+    let groups: Vec<(String, String, Vec<String>)> = gov["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["status"].as_str().unwrap().to_string(),
+                g["current"].as_str().unwrap().to_string(),
+                g["hosts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|h| h.as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        vec![
+            (
+                "drift".into(),
+                "powersave".into(),
+                vec!["adl0".into(), "dell-9360-kbl".into()]
+            ),
+            ("drift".into(), "schedutil".into(), vec!["genoa0".into()]),
+            (
+                "not-applicable".into(),
+                "-".into(),
+                vec!["fc-haltpoll-2cpu".into()]
+            ),
+        ]
+    );
+    let thp = r["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == "thp-madvise")
+        .unwrap();
+    assert_eq!(thp["unpersisted"], serde_json::json!(["fc-haltpoll-2cpu"]));
+    // adl0 and dell-9360-kbl agree on every knob; the others stand alone.
+    let first = &r["host_groups"][0];
+    assert_eq!(first["hosts"], serde_json::json!(["adl0", "dell-9360-kbl"]));
+    assert_eq!(r["host_groups"].as_array().unwrap().len(), 3);
+    let fails: Vec<bool> = r["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["fails"].as_bool().unwrap())
+        .collect();
+    assert_eq!(fails, vec![true, true, false, true]);
+
+    let md = report(&["--format", "markdown"], &[dir.path()]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.starts_with("# Fleet report\n"), "{md}");
+    assert!(
+        md.contains("## Lost on reboot or unpersisted")
+            && md.contains("| thp-madvise ")
+            && md.contains("adl0, dell-9360-kbl |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_fleet_without_drift_exits_0_and_files_can_be_named_one_by_one() {
+    let dir = fleet(&["fc-haltpoll-2cpu"]);
+    let o = report(&[], &[&dir.path().join("fc-haltpoll-2cpu.json")]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("; no host drifts\n"));
+}
+
+#[test]
+fn the_latest_verify_evidence_per_knob_is_shown() {
+    let (_t, root) = vm();
+    let m = knobs(&[(
+        "idle-off-cpu1",
+        "persistence: runtime\nkind: cpuidle-state\ntarget: {cpus: \"1\", states: {names: [haltpoll idle]}}\n\
+         set: disabled\nverify: {probe: wakeup, expect: p50 lower by at least 5 µs}\n",
+    )]);
+    let v: Value = serde_json::from_str(&ok(&run(
+        &root,
+        m.path(),
+        &[
+            "--host",
+            "vm",
+            "--format",
+            "json",
+            "verify",
+            "idle-off-cpu1",
+            "--rounds",
+            "2",
+            "--settle",
+            "10ms",
+            "--",
+            "--samples",
+            "20",
+            "--gap-us",
+            "200..600",
+        ],
+    )))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let a = run(
+        &root,
+        m.path(),
+        &["--host", "vm", "--format", "json", "audit"],
+    );
+    std::fs::write(dir.path().join("vm.json"), &a.stdout).unwrap();
+    let o = report(&["--format", "json"], &[dir.path()]);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let e = &r["knobs"][0]["evidence"][0];
+    assert_eq!(e["host"], "vm");
+    assert_eq!(e["verdict"], v["verdict"]);
+    let ratio = v["analysis"]["median_ratio"].as_f64().unwrap();
+    assert!((e["median_ratio"].as_f64().unwrap() - ratio).abs() < 1e-12);
+    let table = String::from_utf8_lossy(&report(&[], &[dir.path()]).stdout).into_owned();
+    let verdict = v["verdict"].as_str().unwrap().replace('-', " ");
+    assert!(
+        table.contains("Latest verify evidence")
+            && table.contains(&format!("{verdict}, ratio {ratio:.3} on vm")),
+        "{table}"
+    );
+}
+
+#[test]
+fn bad_inputs_are_one_line_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+
+    std::fs::write(d.join("broken.json"), "{\n  \"schema\": 1,\n  oops\n}\n").unwrap();
+    let e = one_line_error(&report(&[], &[&d.join("broken.json")]));
+    assert!(e.contains("broken.json: line 3 column 3: not JSON"), "{e}");
+
+    let knobs_out = run(
+        &corpus_host("adl0"),
+        &shipped(),
+        &["--host", "adl0", "--format", "json", "knobs"],
+    );
+    std::fs::write(d.join("knobs.json"), &knobs_out.stdout).unwrap();
+    let e = one_line_error(&report(&[], &[&d.join("knobs.json")]));
+    assert!(
+        e.contains("knobs.json: not a `hostknob audit --format json` output"),
+        "{e}"
+    );
+
+    audit_into(d, "adl0");
+    let mut old: Value =
+        serde_json::from_slice(&std::fs::read(d.join("adl0.json")).unwrap()).unwrap();
+    old.as_object_mut().unwrap().remove("schema");
+    std::fs::write(d.join("old.json"), old.to_string()).unwrap();
+    let e = one_line_error(&report(&[], &[&d.join("old.json")]));
+    assert!(e.contains("old.json: field `schema` missing"), "{e}");
+
+    old["schema"] = 7.into();
+    std::fs::write(d.join("future.json"), old.to_string()).unwrap();
+    let e = one_line_error(&report(&[], &[&d.join("future.json")]));
+    assert!(
+        e.contains("future.json: field `schema`: 7 is not audit schema 1"),
+        "{e}"
+    );
+
+    std::fs::copy(d.join("adl0.json"), d.join("again.json")).unwrap();
+    let e = one_line_error(&report(&[], &[&d.join("adl0.json"), &d.join("again.json")]));
+    assert!(
+        e.contains("again.json: host adl0 is also in") && e.contains("adl0.json"),
+        "{e}"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let e = one_line_error(&report(&[], &[empty.path()]));
+    assert!(
+        e.contains("no *.json audit outputs in this directory"),
+        "{e}"
+    );
+
+    let e = one_line_error(&report(&[], &[&d.join("missing.json")]));
+    assert!(e.contains("missing.json: No such file"), "{e}");
+}

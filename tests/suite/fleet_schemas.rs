@@ -1,0 +1,334 @@
+//! JSON contracts: every machine-readable output, produced on corpus hosts
+//! (and this machine for probes), validates against the JSON Schema
+//! `hostknob schema NAME` prints, carries `schema: 1`, and the schemas
+//! committed under docs/schemas/ are the ones the binary prints.
+
+use crate::support::*;
+
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+
+
+fn schema_names() -> Vec<String> {
+    let o = hostknob_command(&[])
+        .arg("schema")
+        .output()
+        .unwrap();
+    ok(&o)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect()
+}
+
+fn schema_of(name: &str) -> Value {
+    let o = hostknob_command(&[])
+        .args(["schema", name])
+        .output()
+        .unwrap();
+    serde_json::from_str(&ok(&o)).unwrap()
+}
+
+/// Validates `out` (JSON on stdout, exit 0 or 2) against schema `name`.
+fn check(name: &str, out: &Output, seen: &mut BTreeSet<String>) -> Value {
+    assert!(
+        matches!(out.status.code(), Some(0 | 2)),
+        "{name}: exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{name}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert_eq!(v["schema"], 1, "{name}: schema field");
+    let schema = schema_of(name);
+    let validator = jsonschema::validator_for(&schema)
+        .unwrap_or_else(|e| panic!("{name}: the schema does not compile: {e}"));
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{name}: {}", errors.join("\n"));
+    seen.insert(name.to_string());
+    v
+}
+
+fn hk(root: &Path, manifest: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--format", "json"];
+    all.extend(args);
+    run(root, manifest, &all)
+}
+
+#[test]
+fn every_json_output_validates_against_its_schema() {
+    let mut seen = BTreeSet::new();
+    let shipped = repo().join("manifest");
+
+    // inventory and audit/knobs on several different real hosts.
+    for host in [
+        "adl0",
+        "spr1",
+        "genoa0",
+        "fc-haltpoll-2cpu",
+        "knl0",
+        "bdwex0-nocpuidle",
+    ] {
+        let root = corpus_host(host);
+        let host_args = ["--host", host];
+        check("inventory", &hk(&root, &shipped, &["inventory"]), &mut seen);
+        let a = check(
+            "audit",
+            &hk(&root, &shipped, &[&host_args[..], &["audit"]].concat()),
+            &mut seen,
+        );
+        assert!(
+            !a["knobs"].as_array().unwrap().is_empty(),
+            "{host}: no knobs"
+        );
+        check(
+            "knobs",
+            &hk(&root, &shipped, &[&host_args[..], &["knobs"]].concat()),
+            &mut seen,
+        );
+    }
+
+    // apply (dry run and real), persist, revert on a copy; then verify and the
+    // audit that shows its evidence.
+    let (_t, root) = copy_host("adl0");
+    let m = tempfile::tempdir().unwrap();
+    for f in std::fs::read_dir(&shipped).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, m.path().join(f.file_name().unwrap())).unwrap();
+    }
+    let h = ["--host", "adl0"];
+    let dry = check(
+        "apply",
+        &hk(
+            &root,
+            m.path(),
+            &[&h[..], &["apply", "--all", "--dry-run"]].concat(),
+        ),
+        &mut seen,
+    );
+    assert_eq!(dry["dry_run"], true);
+    let applied = check(
+        "apply",
+        &hk(&root, m.path(), &[&h[..], &["apply", "--all"]].concat()),
+        &mut seen,
+    );
+    assert!(applied["written"].as_u64().unwrap() > 0);
+    check(
+        "persist",
+        &hk(
+            &root,
+            m.path(),
+            &[&h[..], &["persist", "cpufreq-governor-performance"]].concat(),
+        ),
+        &mut seen,
+    );
+    check(
+        "persist-change",
+        &hk(
+            &root,
+            m.path(),
+            &[
+                &h[..],
+                &["persist", "cpufreq-governor-performance", "--install"],
+            ]
+            .concat(),
+        ),
+        &mut seen,
+    );
+    let reverted = check(
+        "revert",
+        &hk(&root, m.path(), &[&h[..], &["revert", "--all"]].concat()),
+        &mut seen,
+    );
+    assert_eq!(reverted["restored"], applied["written"]);
+
+    let (_vt, vroot) = vm();
+    let vm_knobs = knobs(&[(
+        "idle-off-cpu1",
+        "persistence: runtime\nkind: cpuidle-state\ntarget: {cpus: \"1\", states: {names: [haltpoll idle]}}\n\
+         set: disabled\nverify: {probe: wakeup, expect: p50 lower by at least 5 µs}\n",
+    )]);
+    check(
+        "verify",
+        &hk(
+            &vroot,
+            vm_knobs.path(),
+            &[
+                "--host",
+                "vm",
+                "verify",
+                "idle-off-cpu1",
+                "--rounds",
+                "2",
+                "--settle",
+                "10ms",
+                "--",
+                "--samples",
+                "20",
+                "--gap-us",
+                "200..600",
+            ],
+        ),
+        &mut seen,
+    );
+    let with_evidence = check(
+        "audit",
+        &hk(&vroot, vm_knobs.path(), &["--host", "vm", "audit"]),
+        &mut seen,
+    );
+    let e = &with_evidence["knobs"][0]["evidence"];
+    assert!(e["median_ratio"].as_f64().unwrap() > 0.0, "evidence: {e}");
+
+    // capture of a corpus tree.
+    let cap = tempfile::tempdir().unwrap();
+    let out = cap.path().join("out");
+    check(
+        "capture",
+        &hk(
+            &corpus_host("fc-haltpoll-2cpu"),
+            &shipped,
+            &["capture", out.to_str().unwrap()],
+        ),
+        &mut seen,
+    );
+
+    // Probes run here, briefly.
+    let here = Path::new("/");
+    let probe = |args: &[&str]| hk(here, &shipped, &[&["probe"], args].concat());
+    check(
+        "probe-wakeup",
+        &probe(&["wakeup", "--samples", "20", "--gap-us", "200..600"]),
+        &mut seen,
+    );
+    check(
+        "probe-timer",
+        &probe(&["timer", "--interval", "2ms", "--loops", "10"]),
+        &mut seen,
+    );
+    check(
+        "probe-rpc",
+        &probe(&["rpc", "--samples", "20", "--gap-us", "200..600"]),
+        &mut seen,
+    );
+    check(
+        "probe-idle-cpu",
+        &probe(&[
+            "idle-cpu",
+            "--window",
+            "200ms",
+            "--windows",
+            "2",
+            "--cmd",
+            "sleep",
+            "5",
+        ]),
+        &mut seen,
+    );
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id().to_string();
+    let rss = probe(&["rss", "--pid", &pid, "--duration", "1s"]);
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    check("probe-rss", &rss, &mut seen);
+    check(
+        "probe-rss-self",
+        &probe(&[
+            "rss",
+            "--self-burst",
+            "--duration",
+            "1s",
+            "--burst-mib",
+            "8",
+            "--threads",
+            "1",
+        ]),
+        &mut seen,
+    );
+
+    // report over audits written like the playbook writes them.
+    let dir = tempfile::tempdir().unwrap();
+    for host in ["adl0", "genoa0", "fc-haltpoll-2cpu"] {
+        let o = hk(&corpus_host(host), &shipped, &["--host", host, "audit"]);
+        std::fs::write(dir.path().join(format!("{host}.json")), &o.stdout).unwrap();
+    }
+    let report = check(
+        "report",
+        &hostknob_command(&[])
+            .args(["--format", "json", "report"])
+            .arg(dir.path())
+            .output()
+            .unwrap(),
+        &mut seen,
+    );
+    assert_eq!(report["hosts"].as_array().unwrap().len(), 3);
+
+    let all: BTreeSet<String> = schema_names().into_iter().collect();
+    assert_eq!(seen, all, "outputs not produced by this test");
+}
+
+#[test]
+fn yaml_outputs_carry_the_schema_version_too() {
+    let shipped = repo().join("manifest");
+    let o = run(
+        &corpus_host("adl0"),
+        &shipped,
+        &["--host", "adl0", "--format", "yaml", "audit"],
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("schema: 1\nhost: adl0\n"), "{text}");
+}
+
+#[test]
+fn the_committed_schemas_are_the_ones_the_binary_prints() {
+    let dir = repo().join("docs/schemas");
+    let mut committed: BTreeSet<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    for name in schema_names() {
+        let path = dir.join(format!("{name}.json"));
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}: run `hostknob schema {name}`", path.display()));
+        let o = hostknob_command(&[])
+            .args(["schema", &name])
+            .output()
+            .unwrap();
+        assert!(
+            text == ok(&o),
+            "{} is stale: hostknob schema {name} > {}",
+            path.display(),
+            path.display()
+        );
+        committed.remove(&path);
+    }
+    assert!(committed.is_empty(), "schemas of no output: {committed:?}");
+}
+
+#[test]
+fn an_unknown_schema_name_is_one_line_naming_the_choices() {
+    let o = hostknob_command(&[])
+        .args(["schema", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(
+        e.contains("\"nope\"") && e.contains("audit") && e.contains("probe-wakeup"),
+        "{e}"
+    );
+}
