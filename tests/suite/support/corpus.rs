@@ -1,6 +1,7 @@
 //! The real host captures in `tests/corpus/hosts/` (or `$HOSTKNOB_CORPUS`),
-//! unpacked once per checkout into `target/corpus/<host>-<hash>/<host>/` and
-//! reused; private copies for tests that change a host.
+//! unpacked once into `<target dir>/corpus/<host>-<hash>/<host>/` (`target/`
+//! unless CARGO_TARGET_DIR says otherwise) and reused; private copies for
+//! tests that change a host.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -73,7 +74,12 @@ pub fn corpus_host(name: &str) -> PathBuf {
     let _one = UNPACK.lock().unwrap_or_else(|e| e.into_inner());
     let tarball = corpus_dir().join(format!("{name}.tar.gz"));
     let bytes = std::fs::read(&tarball).unwrap_or_else(|e| panic!("{}: {e}", tarball.display()));
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/corpus");
+    // Keyed by the tarball's hash: a cache shared by several checkouts (one
+    // CARGO_TARGET_DIR) never serves a tree the tarball read here does not make.
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target directory")
+        .join("corpus");
     let dest = cache.join(format!("{name}-{:016x}", fnv64(&bytes)));
     // The tree sits in a directory named after the host, so `--root` alone
     // names it (hostknob falls back to the root directory's name).
