@@ -4,6 +4,7 @@
 //! an entry in `not_exposed` naming the path looked for; values that cannot be
 //! parsed become a warning naming the file, never a panic or a guess.
 
+mod arch;
 mod cache;
 mod cpu;
 mod cpufreq;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpulist::CpuList;
 use crate::root::{Root, is_absent};
 
+pub use arch::CoreType;
 pub use cache::Cache;
 pub use cpu::{Cpu, CpuTopology, Hybrid, Smt};
 pub use cpufreq::Frequency;
@@ -101,7 +103,11 @@ impl<'a> Ctx<'a> {
 
     fn text_from(&self, path: &str, read: std::io::Result<String>) -> Option<String> {
         match read {
-            Ok(s) => Some(s.trim_end_matches('\n').trim().to_string()),
+            // Some captures end files with a NUL after the newline.
+            Ok(s) => Some(
+                s.trim_matches(|c: char| c == '\0' || c.is_whitespace())
+                    .to_string(),
+            ),
             Err(e) if is_absent(&e) => None,
             Err(e) => {
                 if e.raw_os_error() != Some(libc::EINVAL)

@@ -65,19 +65,58 @@ pub fn render(inv: &Inventory) -> String {
             c.smt.sibling_lists[n - 1]
         ),
     };
+    let x86 = c.architecture.as_deref().is_none_or(|a| a == "x86");
     let mut cpu_rows = vec![
         ("model".into(), opt(&c.model_name)),
         ("vendor".into(), opt(&c.vendor_id)),
-        (
+    ];
+    if x86 {
+        cpu_rows.push((
             "family/model/stepping".into(),
             format!("{}/{}/{}", opt(&c.family), opt(&c.model), opt(&c.stepping)),
-        ),
-        (
-            "online".into(),
-            format!("{} ({} CPUs)", c.online, c.online_count),
-        ),
-        ("packages".into(), opt(&c.packages)),
-        ("dies".into(), opt(&c.dies)),
+        ));
+    } else {
+        cpu_rows.push(("architecture".into(), opt(&c.architecture)));
+    }
+    for (label, v) in [
+        ("revision", &c.revision),
+        ("machine", &c.machine),
+        ("ISA", &c.isa),
+        ("MMU", &c.mmu),
+    ] {
+        if v.is_some() {
+            cpu_rows.push((label.into(), opt(v)));
+        }
+    }
+    if let Some(types) = &c.core_types {
+        cpu_rows.push((
+            "core types".into(),
+            types
+                .iter()
+                .map(|t| format!("{}: {}", t.model, t.cpus))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
+    cpu_rows.push((
+        "online".into(),
+        format!("{} ({} CPUs)", c.online, c.online_count),
+    ));
+    // The architecture's own levels, outermost first (s390x drawers and books).
+    for (label, v) in [("drawers", c.drawers), ("books", c.books)] {
+        if v.is_some() {
+            cpu_rows.push((label.into(), opt(&v)));
+        }
+    }
+    cpu_rows.push(("packages".into(), opt(&c.packages)));
+    if c.dies.is_some() || x86 {
+        cpu_rows.push(("dies".into(), opt(&c.dies)));
+    }
+    // Clusters say something only where they differ from cores and packages.
+    if c.clusters.is_some() && c.clusters != c.cores && c.clusters != c.packages {
+        cpu_rows.push(("clusters".into(), opt(&c.clusters)));
+    }
+    cpu_rows.extend([
         ("cores".into(), cores_text(c)),
         ("threads per core".into(), opt(&c.threads_per_core)),
         ("SMT".into(), smt_state(c)),
@@ -85,7 +124,7 @@ pub fn render(inv: &Inventory) -> String {
         ("isolated".into(), cpus(&c.isolated)),
         ("nohz_full".into(), cpus(&c.nohz_full)),
         ("topology from".into(), c.topology.source.clone()),
-    ];
+    ]);
     if let Some(hy) = &c.hybrid {
         cpu_rows.push((
             "hybrid".into(),
