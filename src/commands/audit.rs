@@ -15,7 +15,10 @@ pub fn run(g: &Global, args: &AuditArgs) -> Result<i32> {
     let report = audit::run(&dir, &ctx, &host.source, &args.knobs)?;
     match render::machine(g.format, &report)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", render::audit::audit_table(&report)),
+        None => print!(
+            "{}",
+            render::wrap_prose(&render::audit::audit_table(&report))
+        ),
     }
     Ok(report.exit_code())
 }

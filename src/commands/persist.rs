@@ -29,7 +29,10 @@ pub fn run(g: &Global, args: &PersistArgs) -> Result<i32> {
     let outcome = persist::install_or_remove(&session, knob, &artifact, args.install, args.wait)?;
     match render::machine(g.format, &outcome)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", render::apply::persist_table(&outcome, &artifact)),
+        None => print!(
+            "{}",
+            render::wrap_prose(&render::apply::persist_table(&outcome, &artifact))
+        ),
     }
     Ok(0)
 }

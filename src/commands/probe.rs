@@ -483,7 +483,7 @@ fn rss_row(bg: Option<bool>, s: &rss::MemSample) -> Vec<String> {
 fn emit<T: Serialize>(g: &Global, value: &T, table: fn(&T) -> String) -> Result<i32> {
     match render::machine(g.format, value)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", table(value)),
+        None => print!("{}", render::wrap_prose(&table(value))),
     }
     Ok(0)
 }

@@ -276,24 +276,87 @@ pub fn bracketed(text: &str) -> Option<String> {
     Some(text[start + 1..end].to_string())
 }
 
+/// A top-level section of the inventory, named as its JSON key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Section {
+    Host,
+    Cpu,
+    Caches,
+    Numa,
+    Memory,
+    Idle,
+    Frequency,
+    Vulnerabilities,
+    Network,
+    #[value(name = "pm_qos", alias = "pm-qos")]
+    PmQos,
+    Processes,
+}
+
+impl Section {
+    pub fn key(self) -> &'static str {
+        match self {
+            Section::Host => "host",
+            Section::Cpu => "cpu",
+            Section::Caches => "caches",
+            Section::Numa => "numa",
+            Section::Memory => "memory",
+            Section::Idle => "idle",
+            Section::Frequency => "frequency",
+            Section::Vulnerabilities => "vulnerabilities",
+            Section::Network => "network",
+            Section::PmQos => "pm_qos",
+            Section::Processes => "processes",
+        }
+    }
+}
+
 /// Reads every section. Never fails on what a host lacks; fails only on a root
 /// that has no CPUs to describe at all.
 pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
+    collect_only(root, &[])
+}
+
+/// Reads the sections asked for (all when `only` is empty). Host, CPU, memory
+/// and idle are always read (the others need the online CPUs); the rest are
+/// left empty when not asked for.
+pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> {
+    let want = |s: Section| only.is_empty() || only.contains(&s);
     let ctx = Ctx::new(root);
     let host = host::read(&ctx);
     let cpu = cpu::read(&ctx)?;
     let online = cpu.online.clone();
-    let caches = cache::read(&ctx, &online);
+    let caches = if want(Section::Caches) {
+        cache::read(&ctx, &online)
+    } else {
+        Vec::new()
+    };
     let idle = cpuidle::read(&ctx, &online);
-    let frequency = cpufreq::read(&ctx, &online);
-    let numa = memory::read_numa(&ctx);
+    let frequency = want(Section::Frequency)
+        .then(|| cpufreq::read(&ctx, &online))
+        .flatten();
+    let numa = if want(Section::Numa) {
+        memory::read_numa(&ctx)
+    } else {
+        Numa { nodes: Vec::new() }
+    };
     let memory = memory::read(&ctx);
-    let vulnerabilities = host::vulnerabilities(&ctx);
-    let network = network::read(&ctx);
+    let vulnerabilities = if want(Section::Vulnerabilities) {
+        host::vulnerabilities(&ctx)
+    } else {
+        BTreeMap::new()
+    };
+    let network = if want(Section::Network) {
+        network::read(&ctx)
+    } else {
+        Vec::new()
+    };
     let pm_qos = PmQos {
         cpu_dma_latency_us: read_cpu_dma_latency(root),
     };
-    let processes = processes::read(&ctx);
+    let processes = want(Section::Processes)
+        .then(|| processes::read(&ctx))
+        .flatten();
     let (warnings, not_exposed) = ctx.finish();
     Ok(Inventory {
         schema: SCHEMA_VERSION,

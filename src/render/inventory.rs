@@ -1,10 +1,8 @@
 //! The inventory as tables for a person.
 
-use std::fmt::Write;
-
 use super::{NOT_EXPOSED, cache_row, cores_text, cpus, facts, grid, kib, opt, smt_state};
 use crate::cpulist::{Group, describe};
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, Section};
 
 fn grouped<T: std::fmt::Display>(g: &[Group<T>]) -> String {
     if g.is_empty() {
@@ -35,18 +33,26 @@ fn list(v: &Option<Vec<String>>) -> String {
 }
 
 pub fn render(inv: &Inventory) -> String {
+    render_only(inv, &[])
+}
+
+/// The sections asked for (all when `only` is empty), in the usual order.
+pub fn render_only(inv: &Inventory, only: &[Section]) -> String {
+    let want = |s: Section| only.is_empty() || only.contains(&s);
     let mut out = String::new();
     let h = &inv.host;
-    out += &facts(
-        "Host",
-        &[
-            ("hostname".into(), opt(&h.hostname)),
-            ("kernel".into(), opt(&h.kernel_release)),
-            ("distribution".into(), opt(&h.distribution)),
-            ("booted".into(), opt(&h.boot_time)),
-            ("command line".into(), opt(&h.cmdline)),
-        ],
-    );
+    if want(Section::Host) {
+        out += &facts(
+            "Host",
+            &[
+                ("hostname".into(), opt(&h.hostname)),
+                ("kernel".into(), opt(&h.kernel_release)),
+                ("distribution".into(), opt(&h.distribution)),
+                ("booted".into(), opt(&h.boot_time)),
+                ("command line".into(), opt(&h.cmdline)),
+            ],
+        );
+    }
 
     let c = &inv.cpu;
     let siblings = match c.smt.sibling_lists.len() {
@@ -137,15 +143,26 @@ pub fn render(inv: &Inventory) -> String {
     if c.virtualized == Some(true) {
         cpu_rows.push(("virtualized".into(), "yes (hypervisor flag)".into()));
     }
-    out += &facts("CPU", &cpu_rows);
+    if want(Section::Cpu) {
+        out += &facts("CPU", &cpu_rows);
+    }
 
-    out += &grid(
-        "Caches",
-        &["level", "type", "size", "instances", "shared by (first)"],
-        inv.caches.iter().map(cache_row).collect(),
-    );
+    if want(Section::Caches) {
+        out += &grid(
+            "Caches",
+            &[
+                "level",
+                "type",
+                "size (each)",
+                "instances",
+                "shared by (first)",
+            ],
+            inv.caches.iter().map(cache_row).collect(),
+        );
+    }
 
     match &inv.frequency {
+        _ if !want(Section::Frequency) => {}
         None => out += "Frequency\n  cpufreq not exposed (no cpufreq policies)\n\n",
         Some(f) => {
             out += &facts(
@@ -175,82 +192,81 @@ pub fn render(inv: &Inventory) -> String {
     }
 
     let i = &inv.idle;
-    out += &facts(
-        "Idle",
-        &[
-            ("driver".into(), opt(&i.driver)),
-            ("governor".into(), opt(&i.governor)),
-            ("available governors".into(), list(&i.available_governors)),
-            (
-                "PM QoS resume latency".into(),
-                grouped(&i.pm_qos_resume_latency_us),
-            ),
-            (
-                "PM QoS cpu_dma_latency".into(),
-                inv.pm_qos
-                    .cpu_dma_latency_us
-                    .map(|v| {
-                        if v >= 2_000_000_000 {
-                            format!("{v} µs (no request)")
-                        } else {
-                            format!("{v} µs (held by a process)")
-                        }
-                    })
-                    .unwrap_or_else(|| "not readable (root only)".into()),
-            ),
-        ],
-    );
-    if i.states.is_empty() {
-        out += "  no idle states exposed\n\n";
-    } else {
-        out += &grid(
-            "Idle states",
-            &[
-                "state",
-                "name",
-                "description",
-                "exit latency",
-                "residency",
-                "disabled on",
-                "default",
-                "usage",
-                "time",
-            ],
-            i.states
-                .iter()
-                .map(|s| {
-                    vec![
-                        s.index.to_string(),
-                        s.name.clone(),
-                        opt(&s.desc),
-                        s.latency_us
-                            .map(|v| format!("{v} µs"))
-                            .unwrap_or(NOT_EXPOSED.into()),
-                        s.residency_us
-                            .map(|v| format!("{v} µs"))
-                            .unwrap_or(NOT_EXPOSED.into()),
-                        if s.disabled_cpus.is_empty() {
-                            "-".into()
-                        } else {
-                            s.disabled_cpus.to_string()
-                        },
-                        opt(&s.default_status),
-                        opt(&s.usage),
-                        s.time_us
-                            .map(|t| format!("{:.1} s", t as f64 / 1e6))
-                            .unwrap_or(NOT_EXPOSED.into()),
-                    ]
-                })
-                .collect(),
-        );
-    }
-    if let Some(t) = &i.state_tables {
+    if want(Section::Idle) || want(Section::PmQos) {
         out += &facts(
-            "Idle state tables differ",
-            &t.iter()
-                .map(|g| (g.cpus.to_string(), g.value.clone()))
-                .collect::<Vec<_>>(),
+            "Idle",
+            &[
+                ("driver".into(), opt(&i.driver)),
+                ("governor".into(), opt(&i.governor)),
+                ("available governors".into(), list(&i.available_governors)),
+                (
+                    "PM QoS resume latency".into(),
+                    grouped(&i.pm_qos_resume_latency_us),
+                ),
+                (
+                    "PM QoS cpu_dma_latency".into(),
+                    inv.pm_qos
+                        .cpu_dma_latency_us
+                        .map(|v| {
+                            if v >= 2_000_000_000 {
+                                format!("{v} µs (no request)")
+                            } else {
+                                format!("{v} µs (held by a process)")
+                            }
+                        })
+                        .unwrap_or_else(|| "not readable (root only)".into()),
+                ),
+            ],
         );
+        if i.states.is_empty() {
+            out += "  no idle states exposed\n\n";
+        } else {
+            out += &grid(
+                "Idle states",
+                &[
+                    "state",
+                    "name",
+                    "description",
+                    "exit/target µs",
+                    "status",
+                    "entries",
+                    "time s",
+                ],
+                i.states
+                    .iter()
+                    .map(|s| {
+                        let mut status = if s.disabled_cpus.is_empty() {
+                            "enabled".to_string()
+                        } else {
+                            format!("disabled on {}", s.disabled_cpus)
+                        };
+                        if s.default_status.as_deref() == Some("disabled") {
+                            status += " (default: disabled)";
+                        }
+                        vec![
+                            s.index.to_string(),
+                            s.name.clone(),
+                            opt(&s.desc),
+                            format!("{}/{}", opt(&s.latency_us), opt(&s.residency_us)),
+                            status,
+                            opt(&s.usage),
+                            s.time_us
+                                .map(|t| format!("{:.1}", t as f64 / 1e6))
+                                .unwrap_or(NOT_EXPOSED.into()),
+                        ]
+                    })
+                    .collect(),
+            );
+            out = out.trim_end().to_string() + "\nentries and time s: sums over all CPUs\n\n";
+        }
+        if let Some(t) = &i.state_tables {
+            out += &facts(
+                "Idle state tables differ",
+                &t.iter()
+                    .map(|g| (g.cpus.to_string(), g.value.clone()))
+                    .collect::<Vec<_>>(),
+            );
+        }
     }
 
     let m = &inv.memory;
@@ -268,7 +284,10 @@ pub fn render(inv: &Inventory) -> String {
             ));
         }
     }
-    for n in &inv.numa.nodes {
+    if !want(Section::Memory) {
+        mem_rows.clear();
+    }
+    for n in inv.numa.nodes.iter().filter(|_| want(Section::Numa)) {
         mem_rows.push((
             format!("NUMA node {}", n.id),
             format!("CPUs {}, {}", opt(&n.cpus), kib(n.mem_total_kib)),
@@ -276,7 +295,7 @@ pub fn render(inv: &Inventory) -> String {
     }
     out += &facts("Memory", &mem_rows);
 
-    if !inv.vulnerabilities.is_empty() {
+    if want(Section::Vulnerabilities) && !inv.vulnerabilities.is_empty() {
         out += &facts(
             "Vulnerabilities",
             &inv.vulnerabilities
@@ -317,20 +336,22 @@ pub fn render(inv: &Inventory) -> String {
             irqs,
         ]);
     }
-    out += &grid(
-        "Network",
-        &[
-            "interface",
-            "driver",
-            "device",
-            "mtu",
-            "state",
-            "IRQ name -> CPUs",
-        ],
-        net_rows,
-    );
+    if want(Section::Network) {
+        out += &grid(
+            "Network",
+            &[
+                "interface",
+                "driver",
+                "device",
+                "mtu",
+                "state",
+                "IRQ name -> CPUs",
+            ],
+            net_rows,
+        );
+    }
 
-    if let Some(p) = &inv.processes {
+    if let Some(p) = inv.processes.as_ref().filter(|_| want(Section::Processes)) {
         let rows = |v: &Vec<crate::inventory::Process>| {
             v.iter()
                 .map(|p| {
@@ -355,12 +376,14 @@ pub fn render(inv: &Inventory) -> String {
         );
     }
 
-    if !inv.not_exposed.is_empty() {
-        let _ = writeln!(out, "Not exposed by this host");
-        for n in &inv.not_exposed {
-            let _ = writeln!(out, "  {:<28} looked for {}", n.what, n.path);
-        }
-        out.push('\n');
+    if only.is_empty() && !inv.not_exposed.is_empty() {
+        out += &facts(
+            "Not exposed by this host",
+            &inv.not_exposed
+                .iter()
+                .map(|n| (n.what.clone(), format!("looked for {}", n.path)))
+                .collect::<Vec<_>>(),
+        );
     }
     out.trim_end().to_string() + "\n"
 }
