@@ -195,8 +195,11 @@ pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
                 content,
                 commands: Vec::new(),
                 notes: vec![format!(
-                    "systemd-tmpfiles writes these {} files at every boot (systemd-tmpfiles-setup.service)",
-                    targets.len()
+                    "systemd-tmpfiles writes {} at every boot (systemd-tmpfiles-setup.service)",
+                    match targets.len() {
+                        1 => "this file".to_string(),
+                        n => format!("these {n} files"),
+                    }
                 )],
             })
         }

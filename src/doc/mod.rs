@@ -79,9 +79,11 @@ pub fn render(d: &DocInput) -> String {
     );
     let _ = writeln!(
         o,
-        "{}: {} package(s), {} cores, {} CPUs online; memory {}; Linux {}.\n",
+        "{}: {}, {} cores, {} CPUs online; memory {}; Linux {}.\n",
         opt(&c.model_name),
-        opt(&c.packages),
+        c.packages
+            .map(|n| crate::render::plural(n, "package"))
+            .unwrap_or_else(|| "packages not exposed".into()),
         opt(&c.cores),
         c.online_count,
         kib(inv.memory.mem_total_kib),

@@ -126,10 +126,12 @@ pub fn read(ctx: &Ctx) -> Result<Cpu> {
 
     let first_cpu = online.first().unwrap_or(0);
     let topo = format!("{CPU_DIR}/cpu{first_cpu}/topology");
-    let ids_usable = ctx.root.exists(&format!("{topo}/core_id"))
-        && ctx
-            .parse::<i64>(&format!("{topo}/physical_package_id"))
-            .is_some_and(|p| p >= 0);
+    let ids_usable = || {
+        ctx.root.exists(&format!("{topo}/core_id"))
+            && ctx
+                .parse::<i64>(&format!("{topo}/physical_package_id"))
+                .is_some_and(|p| p >= 0)
+    };
     let core_groups = level(
         ctx,
         &online,
@@ -158,7 +160,7 @@ pub fn read(ctx: &Ctx) -> Result<Cpu> {
                 .unwrap_or_default(),
             "sysfs",
         )
-    } else if ids_usable {
+    } else if ids_usable() {
         let (c, p) = group_places(&places_from_sysfs(ctx, &online));
         (c, p, "sysfs")
     } else {

@@ -230,11 +230,15 @@ impl At<'_> {
 
 /// Runs `f` over `items` on all cores, keeping the order.
 pub fn par_map<I: Sync, R: Send>(items: &[I], f: impl Fn(&I) -> R + Sync) -> Vec<R> {
+    // Asking for the parallelism reads cgroup files: not worth it for few items.
+    if items.len() < 64 {
+        return items.iter().map(&f).collect();
+    }
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(8);
-    if threads < 2 || items.len() < 64 {
+    if threads < 2 {
         return items.iter().map(&f).collect();
     }
     let chunk = items.len().div_ceil(threads);

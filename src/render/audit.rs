@@ -64,7 +64,7 @@ fn scope(cpus: &Option<CpuList>, paths: &[String]) -> String {
     match (cpus, paths) {
         (Some(c), _) => format!("CPUs {c}"),
         (None, [p]) => p.clone(),
-        (None, ps) => format!("{} files", ps.len()),
+        (None, ps) => super::plural(ps.len(), "file"),
     }
 }
 

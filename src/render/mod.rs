@@ -37,6 +37,11 @@ pub fn machine<T: Serialize>(format: Format, value: &T) -> Result<Option<String>
 /// The width tables must fit: `COLUMNS`, else the terminal's, else none (a
 /// pipe or a file gets whole lines).
 pub fn width_limit() -> Option<usize> {
+    static LIMIT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(read_width_limit)
+}
+
+fn read_width_limit() -> Option<usize> {
     if let Some(n) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
@@ -61,7 +66,10 @@ fn terminal_width() -> Option<usize> {
 /// Whether statuses get colour: stdout a terminal and `NO_COLOR` unset.
 pub fn colour() -> bool {
     use std::io::IsTerminal;
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    static COLOUR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *COLOUR.get_or_init(|| {
+        std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    })
 }
 
 /// Text for a person: lines outside tables wrapped at word boundaries to the
@@ -288,6 +296,15 @@ pub fn grid(title: &str, header: &[&str], rows: Vec<Vec<String>>) -> String {
 }
 
 pub const NOT_EXPOSED: &str = "not exposed";
+
+/// `1 file`, `2 files`; `not exposed` packages when the count is unknown.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
 
 pub fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
     match v {
