@@ -84,10 +84,14 @@ pub fn read(ctx: &Ctx) -> Memory {
 fn balloon(ctx: &Ctx) -> Vec<String> {
     let mut out = Vec::new();
     for d in ["virtio_balloon", "virtio_mem"] {
-        let bound = ctx
-            .root
-            .read_dir(&format!("/sys/bus/virtio/drivers/{d}"))
-            .is_ok_and(|names| names.iter().any(|n| n.starts_with("virtio")));
+        let dir = format!("/sys/bus/virtio/drivers/{d}");
+        // Reading the device link (not just listing it) lets `capture` keep it.
+        let bound = ctx.root.read_dir(&dir).is_ok_and(|names| {
+            names
+                .iter()
+                .filter(|n| n.starts_with("virtio"))
+                .any(|n| ctx.root.read_link(&format!("{dir}/{n}")).is_ok())
+        });
         if bound {
             out.push(d.to_string());
         }
