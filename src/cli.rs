@@ -36,6 +36,16 @@ pub struct Cli {
     pub command: Command,
 }
 
+#[derive(Args, Debug, Clone, Default)]
+pub struct InventoryArgs {
+    /// Only these sections, in every format (all when none is named).
+    #[arg(value_enum, value_name = "SECTION")]
+    pub sections: Vec<crate::inventory::Section>,
+    /// The same as naming SECTION; may be repeated.
+    #[arg(long = "section", value_enum, value_name = "SECTION")]
+    pub section: Vec<crate::inventory::Section>,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct Global {
     /// Read and write every host path (/sys, /proc, /etc, /dev, /var/lib/hostknob) under DIR.
@@ -77,7 +87,7 @@ huge pages, THP, kernel, boot time, mitigations, NIC IRQs and their affinity, an
 Values that differ between CPUs are grouped (`0-15: performance; 16-31: powersave`). What the host does \
 not expose is reported as \"not exposed\" with the path looked for."
     )]
-    Inventory,
+    Inventory(InventoryArgs),
     /// Copy every file inventory reads into OUT, a tree to use later with --root OUT.
     #[command(
         long_about = "Copy every file that inventory reads into OUT as a mirror tree (symlinks kept as \

@@ -47,6 +47,28 @@ impl CpuList {
         Ok(CpuList::new(cpus))
     }
 
+    /// Parses a hex CPU mask as old kernels write it (`00000000,00000202`:
+    /// 32-bit words, most significant first).
+    pub fn parse_mask(text: &str) -> Result<CpuList> {
+        let mut cpus = Vec::new();
+        let words: Vec<&str> = text.trim().split(',').collect();
+        for (i, word) in words.iter().rev().enumerate() {
+            let bits = u32::from_str_radix(word.trim(), 16).map_err(|_| {
+                anyhow::anyhow!("{word:?} is not a hex word in CPU mask {:?}", text.trim())
+            })?;
+            for b in 0..32 {
+                if bits & (1 << b) != 0 {
+                    let cpu = i as u32 * 32 + b;
+                    if cpu > MAX_CPU {
+                        bail!("CPU {cpu} in CPU mask is out of range (max {MAX_CPU})");
+                    }
+                    cpus.push(cpu);
+                }
+            }
+        }
+        Ok(CpuList::new(cpus))
+    }
+
     pub fn as_slice(&self) -> &[u32] {
         &self.0
     }
@@ -176,6 +198,19 @@ pub fn describe<T: fmt::Display>(groups: &[Group<T>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_hex_masks_word_by_word() {
+        assert_eq!(
+            CpuList::parse_mask("00000000,00000202\n").unwrap(),
+            CpuList::new(vec![1, 9])
+        );
+        assert_eq!(
+            CpuList::parse_mask("00000001,80000000").unwrap(),
+            CpuList::new(vec![31, 32])
+        );
+        assert!(CpuList::parse_mask("0000000g").is_err());
+    }
 
     #[test]
     fn parses_and_prints_kernel_lists() {

@@ -6,6 +6,11 @@
 //! ../cpufreq/policy0`) resolve inside the root and `..` can never climb out to
 //! the real `/`. The kernel does this in one syscall per file, which keeps reads
 //! of a several-hundred-CPU capture fast.
+//!
+//! Kernels before 5.6 and seccomp policies that reject `openat2` (ENOSYS,
+//! EPERM) get the same resolution done here, one component at a time with
+//! `O_NOFOLLOW`: symlinks are read and their targets walked again from the
+//! root (absolute) or the current directory (relative), `..` stops at the root.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -15,6 +20,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
 
@@ -24,6 +30,132 @@ pub struct Root {
     base_fd: Option<OwnedFd>,
     /// Logical paths opened (or refused), for `capture`.
     recorder: Option<Mutex<BTreeMap<String, Access>>>,
+    /// Set once `openat2` is refused (ENOSYS, EPERM): resolve by walking instead.
+    walk: AtomicBool,
+}
+
+/// Test builds may force the component walk (`HOSTKNOB_NO_OPENAT2=1`), so
+/// the root-seam tests cover it on kernels that have `openat2`.
+#[cfg(any(test, feature = "test-hooks"))]
+fn walk_forced() -> bool {
+    std::env::var_os("HOSTKNOB_NO_OPENAT2").is_some_and(|v| v == "1")
+}
+
+#[cfg(not(any(test, feature = "test-hooks")))]
+fn walk_forced() -> bool {
+    false
+}
+
+fn openat2_refused(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM))
+}
+
+/// Symlinks followed in one lookup before giving up, as the kernel's limit.
+const MAX_LINKS: usize = 40;
+
+fn openat(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    let c = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn readlink_at(dir: &OwnedFd, name: &str) -> io::Result<Vec<u8>> {
+    let c = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    let n = unsafe {
+        libc::readlinkat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+fn is_symlink(fd: &OwnedFd) -> io::Result<bool> {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+}
+
+/// `rel` opened under `root` as `openat2(RESOLVE_IN_ROOT)` would: every
+/// component opened with `O_NOFOLLOW`, symlinks resolved by hand inside the
+/// root, `..` never above it.
+fn walk_in_root(root: &OwnedFd, rel: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    let dir_flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    let dup = |fd: &OwnedFd| fd.try_clone();
+    // The directories from the root down to the current one.
+    let mut stack: Vec<OwnedFd> = vec![dup(root)?];
+    let mut todo: std::collections::VecDeque<String> = rel.split('/').map(str::to_string).collect();
+    let mut links = 0;
+    while let Some(name) = todo.pop_front() {
+        let last = todo.iter().all(|n| n.is_empty() || n == ".");
+        let cur = stack.last().unwrap();
+        match name.as_str() {
+            "" | "." => {
+                if last {
+                    return openat(cur, ".", flags, mode);
+                }
+                continue;
+            }
+            ".." => {
+                if stack.len() > 1 {
+                    stack.pop();
+                }
+                if last {
+                    return openat(stack.last().unwrap(), ".", flags, mode);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let probe = match openat(cur, &name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+            Ok(fd) => Some(fd),
+            Err(e)
+                if last && e.raw_os_error() == Some(libc::ENOENT) && flags & libc::O_CREAT != 0 =>
+            {
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let follow = !(last && flags & libc::O_NOFOLLOW != 0);
+        if let Some(p) = &probe
+            && follow
+            && is_symlink(p)?
+        {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(io::Error::from_raw_os_error(libc::ELOOP));
+            }
+            let target = readlink_at(cur, &name)?;
+            let target = String::from_utf8(target).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidData, "link target is not UTF-8")
+            })?;
+            if target.starts_with('/') {
+                stack.truncate(1);
+            }
+            for part in target.split('/').rev() {
+                todo.push_front(part.to_string());
+            }
+            continue;
+        }
+        if last {
+            return openat(cur, &name, flags | libc::O_NOFOLLOW, mode);
+        }
+        let next = openat(cur, &name, dir_flags, 0)?;
+        stack.push(next);
+    }
+    openat(stack.last().unwrap(), ".", flags, mode)
 }
 
 /// How a recorded path was used, so `capture` can mirror it faithfully.
@@ -62,6 +194,7 @@ impl Root {
             base: canonical,
             base_fd,
             recorder: None,
+            walk: AtomicBool::new(walk_forced()),
         };
         if !root.exists("/sys") && !root.exists("/proc") {
             bail!(
@@ -70,6 +203,13 @@ impl Root {
             );
         }
         Ok(root)
+    }
+
+    /// Resolves by the component walk even where `openat2` works.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn walking(self) -> Root {
+        self.walk.store(true, Ordering::Relaxed);
+        self
     }
 
     /// Keeps a list of every path opened from now on (used by `capture`).
@@ -138,6 +278,9 @@ impl Root {
             Some(dir) => {
                 let rel = logical.trim_start_matches('/');
                 let rel = if rel.is_empty() { "." } else { rel };
+                if self.walk.load(Ordering::Relaxed) {
+                    return walk_in_root(dir, rel, flags, mode);
+                }
                 let c = CString::new(rel).map_err(|_| io::ErrorKind::InvalidInput)?;
                 let mut how: libc::open_how = unsafe { std::mem::zeroed() };
                 how.flags = (flags | libc::O_CLOEXEC) as u64;
@@ -157,7 +300,12 @@ impl Root {
                     )
                 };
                 if fd < 0 {
-                    return Err(io::Error::last_os_error());
+                    let e = io::Error::last_os_error();
+                    if openat2_refused(&e) {
+                        self.walk.store(true, Ordering::Relaxed);
+                        return walk_in_root(dir, rel, flags, mode);
+                    }
+                    return Err(e);
                 }
                 Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
             }
@@ -540,6 +688,11 @@ impl DirHandle<'_> {
     /// the root instead, the long way.
     fn open_at(&self, rel: &str, flags: i32) -> io::Result<OwnedFd> {
         let c = CString::new(rel).map_err(|_| io::ErrorKind::InvalidInput)?;
+        if !self.root.is_live() && self.root.walk.load(Ordering::Relaxed) {
+            return self
+                .root
+                .open_raw(&format!("{}/{}", self.logical, rel), flags, 0);
+        }
         if self.root.is_live() {
             let fd =
                 unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC) };
@@ -565,7 +718,7 @@ impl DirHandle<'_> {
             return Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) });
         }
         let err = io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EXDEV) {
+        if err.raw_os_error() == Some(libc::EXDEV) || openat2_refused(&err) {
             return self
                 .root
                 .open_raw(&format!("{}/{}", self.logical, rel), flags, 0);
@@ -616,8 +769,19 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
+    fn open(base: &Path, walk: bool) -> Root {
+        let root = Root::open(base).unwrap();
+        if walk { root.walking() } else { root }
+    }
+
     #[test]
     fn symlinks_cannot_leave_the_root() {
+        for walk in [false, true] {
+            symlinks_cannot_leave_the_root_when(walk);
+        }
+    }
+
+    fn symlinks_cannot_leave_the_root_when(walk: bool) {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path();
         std::fs::create_dir_all(base.join("sys/a")).unwrap();
@@ -625,7 +789,28 @@ mod tests {
         symlink("/etc", base.join("sys/abs")).unwrap();
         symlink("../../../../../../etc", base.join("sys/rel")).unwrap();
         symlink("../sys/a", base.join("sys/ok")).unwrap();
-        let root = Root::open(base).unwrap();
+        // Chains: an absolute link to a relative one, `..` at the root, a loop.
+        symlink("/sys/ok", base.join("sys/chain")).unwrap();
+        symlink("../../../sys/a/../a/value", base.join("sys/dots")).unwrap();
+        symlink("loop2", base.join("sys/loop1")).unwrap();
+        symlink("loop1", base.join("sys/loop2")).unwrap();
+        let root = open(base, walk);
+        assert_eq!(
+            root.read_trimmed("/sys/chain/value").unwrap().as_deref(),
+            Some("inside")
+        );
+        assert_eq!(
+            root.read_trimmed("/sys/dots").unwrap().as_deref(),
+            Some("inside")
+        );
+        assert_eq!(
+            root.read("/sys/loop1").unwrap_err().raw_os_error(),
+            Some(libc::ELOOP)
+        );
+        assert_eq!(root.read_dir("/sys/ok").unwrap(), vec!["value"]);
+        let handle = root.dir_handle("/sys/ok").unwrap();
+        assert_eq!(handle.read_string("value").unwrap(), "inside\n");
+        assert!(handle.read("../abs/hostname").is_err());
         assert_eq!(
             root.read_trimmed("/sys/ok/value").unwrap().as_deref(),
             Some("inside")
@@ -650,11 +835,17 @@ mod tests {
 
     #[test]
     fn replace_and_remove_files_inside_the_root() {
+        for walk in [false, true] {
+            replace_and_remove_files_inside_the_root_when(walk);
+        }
+    }
+
+    fn replace_and_remove_files_inside_the_root_when(walk: bool) {
         let dir = tempfile::tempdir().unwrap();
         for d in ["sys", "etc", "tmp"] {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
-        let root = Root::open(dir.path()).unwrap();
+        let root = open(dir.path(), walk);
         let f = "/etc/a/b/c.conf";
         assert_eq!(root.missing_dirs(f), vec!["/etc/a", "/etc/a/b"]);
         root.probe_create(f).unwrap();

@@ -8,7 +8,9 @@ use serde::Serialize;
 use crate::cpulist::{self, CpuList};
 use crate::knob::{Blocker, Target, per_cpu_value};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     Ok,

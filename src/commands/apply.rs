@@ -18,7 +18,10 @@ pub fn run(g: &Global, args: &ApplyArgs) -> Result<i32> {
     let outcome = apply::apply(&session, &knobs, &opts)?;
     match render::machine(g.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", render::apply::apply_table(&outcome)),
+        None => print!(
+            "{}",
+            render::wrap_prose(&render::apply::apply_table(&outcome))
+        ),
     }
     Ok(0)
 }

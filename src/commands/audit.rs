@@ -28,7 +28,10 @@ pub fn run(g: &Global, args: &AuditArgs) -> Result<i32> {
     }
     match render::machine(g.format.into(), &report)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", render::audit::audit_table(&report)),
+        None => print!(
+            "{}",
+            render::wrap_prose(&render::audit::audit_table(&report))
+        ),
     }
     Ok(report.exit_code())
 }

@@ -1,22 +1,48 @@
 use anyhow::Result;
 
-use crate::cli::Global;
+use crate::cli::{Global, InventoryArgs};
 use crate::inventory;
 use crate::render;
 use crate::root::Root;
 
-pub fn run(g: &Global) -> Result<i32> {
+pub fn run(g: &Global, args: &InventoryArgs) -> Result<i32> {
     let root = Root::open(&g.root)?;
-    let mut inv = inventory::collect(&root)?;
+    let mut only: Vec<inventory::Section> =
+        args.sections.iter().chain(&args.section).copied().collect();
+    only.sort();
+    only.dedup();
+    let mut inv = inventory::collect_only(&root, &only)?;
     if let Some(h) = &g.host {
         inv.host.hostname = Some(h.clone());
     }
     for w in &inv.warnings {
         eprintln!("hostknob: warning: {w}");
     }
-    match render::machine(g.format.into(), &inv)? {
+    let text = if only.is_empty() {
+        render::machine(g.format.into(), &inv)?
+    } else {
+        let mut v = serde_json::to_value(&inv)?;
+        if let Some(map) = v.as_object_mut() {
+            map.retain(|k, _| k == "schema" || only.iter().any(|s| s.key() == k));
+        }
+        render::machine(g.format.into(), &Sections(v))?
+    };
+    match text {
         Some(text) => print!("{text}"),
-        None => print!("{}", render::inventory::render(&inv)),
+        None => print!(
+            "{}",
+            render::wrap_prose(&render::inventory::render_only(&inv, &only))
+        ),
     }
     Ok(0)
+}
+
+/// The inventory with only the sections asked for: the same contract, fewer keys.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct Sections(serde_json::Value);
+
+impl crate::contract::Contract for Sections {
+    const NAME: &'static str = "inventory";
+    const EMBEDDED: bool = true;
 }

@@ -16,7 +16,10 @@ pub fn run(g: &Global) -> Result<i32> {
     let list = render::audit::knob_list(&report);
     match render::machine(g.format.into(), &list)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", render::audit::knobs_table(&report)),
+        None => print!(
+            "{}",
+            render::wrap_prose(&render::audit::knobs_table(&report))
+        ),
     }
     Ok(0)
 }

@@ -24,7 +24,7 @@ use crate::root::Root;
 
 pub fn run(cli: Cli) -> Result<i32> {
     match &cli.command {
-        Command::Inventory => inventory::run(&cli.global),
+        Command::Inventory(args) => inventory::run(&cli.global, args),
         Command::Capture(args) => capture::run(&cli.global, args),
         Command::Doc(args) => doc::run(&cli.global, args),
         Command::Knobs => knobs::run(&cli.global),

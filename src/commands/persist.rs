@@ -35,7 +35,10 @@ pub fn run(g: &Global, args: &PersistArgs) -> Result<i32> {
     )?;
     match render::machine(g.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", render::apply::persist_table(&outcome, &artifact)),
+        None => print!(
+            "{}",
+            render::wrap_prose(&render::apply::persist_table(&outcome, &artifact))
+        ),
     }
     Ok(0)
 }

@@ -224,7 +224,7 @@ fn emit<T: Serialize + crate::contract::Contract>(
 ) -> Result<i32> {
     match render::machine(g.format.into(), value)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", table(value)),
+        None => print!("{}", render::wrap_prose(&table(value))),
     }
     Ok(0)
 }

@@ -26,7 +26,10 @@ pub fn run(g: &Global, args: &RevertArgs) -> Result<i32> {
     let outcome = apply::revert(&session, manifest.as_ref(), &c.knobs, c.wait)?;
     match render::machine(g.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", render::apply::revert_table(&outcome)),
+        None => print!(
+            "{}",
+            render::wrap_prose(&render::apply::revert_table(&outcome))
+        ),
     }
     Ok(0)
 }

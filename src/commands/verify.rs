@@ -97,7 +97,7 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
     }
     match render::machine(g.format.into(), &report)? {
         Some(text) => print!("{text}"),
-        None => print!("{}", render::verify::table(&report)),
+        None => print!("{}", render::wrap_prose(&render::verify::table(&report))),
     }
     Ok(if report.restored { 0 } else { 1 })
 }

@@ -98,9 +98,11 @@ fn title(d: &DocInput) -> String {
     );
     let _ = writeln!(
         o,
-        "{}: {} package(s), {} cores, {} CPUs online; memory {}; Linux {}.\n",
+        "{}: {}, {} cores, {} CPUs online; memory {}; Linux {}.\n",
         opt(&c.model_name),
-        opt(&c.packages),
+        c.packages
+            .map(|n| crate::render::plural(n, "package"))
+            .unwrap_or_else(|| "packages not exposed".into()),
         opt(&c.cores),
         c.online_count,
         kib(inv.memory.mem_total_kib),
@@ -406,15 +408,34 @@ fn memory(d: &DocInput) -> String {
     if inv.numa.nodes.is_empty() {
         o += "NUMA nodes are not exposed by this host.\n\n";
     } else {
+        let balloon = &inv.memory.balloon;
         o += &table(
             &["NUMA node", "CPUs", "memory"],
             &inv.numa
                 .nodes
                 .iter()
-                .map(|n| vec![n.id.to_string(), cpus(&n.cpus), kib(n.mem_total_kib)])
+                .map(|n| {
+                    let size = if balloon.is_empty() {
+                        kib(n.mem_total_kib)
+                    } else {
+                        "varies".into()
+                    };
+                    vec![n.id.to_string(), cpus(&n.cpus), size]
+                })
                 .collect::<Vec<_>>(),
         );
         o += "\n";
+        if !balloon.is_empty() {
+            let _ = writeln!(
+                o,
+                "Node memory sizes are left out: {} resizes them while the host runs.\n",
+                balloon
+                    .iter()
+                    .map(|b| code(b))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            );
+        }
     }
 
     // Kernel
@@ -577,7 +598,7 @@ fn services(d: &DocInput) -> String {
             names.dedup();
             let _ = writeln!(
                 o,
-                "The largest user-space processes by memory and by CPU time so far: {}.\n",
+                "The largest user-space processes by memory and by CPU time so far: {}. {UNCHECKED}\n",
                 names.iter().map(|n| code(n)).collect::<Vec<_>>().join(", ")
             );
         }
@@ -646,10 +667,14 @@ fn provenance(d: &DocInput) -> String {
     o
 }
 
-/// The document without its generation line, for `--check`.
+/// Ends a line whose facts change while a host runs (processes come and go):
+/// `--check` leaves such lines out, and the document says so.
+const UNCHECKED: &str = "_(Changes as processes come and go; not compared by `doc --check`.)_";
+
+/// The document without its generation line and unchecked lines, for `--check`.
 pub fn comparable(doc: &str) -> String {
     doc.lines()
-        .filter(|l| !l.starts_with(GENERATED_PREFIX))
+        .filter(|l| !l.starts_with(GENERATED_PREFIX) && !l.ends_with(UNCHECKED))
         .collect::<Vec<_>>()
         .join("\n")
 }

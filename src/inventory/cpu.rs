@@ -1,15 +1,20 @@
 //! CPU identity and topology: packages, dies, cores, SMT siblings, hybrid core
 //! types, online / isolated / nohz_full CPUs.
 //!
-//! Topology comes from `topology/*` when the kernel exposes it, else from
-//! `physical id` / `core id` in `/proc/cpuinfo` (pepc captures lack the former).
+//! Topology comes from the `topology/*` sibling lists (or the hex masks old
+//! kernels write) when the kernel exposes them: one read per core, package,
+//! cluster, die, book and drawer rather than per CPU, and right where ids are
+//! -1 (POWER, s390x, ARM without dies). Else from `core_id` and
+//! `physical_package_id`, else from `physical id` / `core id` in
+//! `/proc/cpuinfo` (pepc captures lack `topology/*`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::cpuinfo::{self, CpuEntry};
+use super::arch::{self, CoreType};
+use super::cpuinfo::{self, CpuEntry, CpuInfo};
 use super::{CPU_DIR, Reader, numbered};
 use crate::cpulist::CpuList;
 
@@ -21,6 +26,24 @@ pub struct Cpu {
     pub model: Option<u32>,
     pub stepping: Option<u32>,
     pub microcode: Option<String>,
+    /// Inferred from `/proc/cpuinfo`'s layout: x86, arm64, arm, powerpc, s390x,
+    /// riscv64, loongarch64, sparc64, ia64, parisc.
+    #[serde(default)]
+    pub architecture: Option<String>,
+    /// ARM `rXpY`, POWER `2.1 (pvr 004e 1201)`, ia64 revision.
+    #[serde(default)]
+    pub revision: Option<String>,
+    /// POWER/ARM/SPARC machine line, s390x machine type.
+    #[serde(default)]
+    pub machine: Option<String>,
+    /// RISC-V `isa` and `mmu`.
+    #[serde(default)]
+    pub isa: Option<String>,
+    #[serde(default)]
+    pub mmu: Option<String>,
+    /// Several core designs on one host (ARM big.LITTLE), from `CPU part`.
+    #[serde(default)]
+    pub core_types: Option<Vec<CoreType>>,
     /// The `hypervisor` CPU flag: this is a virtual machine.
     pub virtualized: Option<bool>,
     pub online: CpuList,
@@ -30,6 +53,14 @@ pub struct Cpu {
     /// `None` (with the reason in `not_exposed`) where the host exposes no topology.
     pub packages: Option<usize>,
     pub dies: Option<usize>,
+    /// CPUs sharing a cluster (ARM: an L2 or L3 slice; x86: an L2), `cluster_cpus_list`.
+    #[serde(default)]
+    pub clusters: Option<usize>,
+    /// s390x books and drawers (`book_siblings_list`, `drawer_siblings_list`).
+    #[serde(default)]
+    pub books: Option<usize>,
+    #[serde(default)]
+    pub drawers: Option<usize>,
     pub cores: Option<usize>,
     /// The largest number of threads on one core.
     pub threads_per_core: Option<u32>,
@@ -79,42 +110,85 @@ struct Place {
 }
 
 pub fn read(ctx: &Reader) -> Result<Cpu> {
-    let cpuinfo = read_cpuinfo(ctx);
-    let online = online_cpus(ctx, cpuinfo.as_ref())?;
+    let info = read_cpuinfo(ctx);
+    let entries = info.as_ref().map(|i| &i.entries).filter(|e| !e.is_empty());
+    let online = online_cpus(ctx, entries)?;
     let present = ctx.cpulist(&format!("{CPU_DIR}/present"));
     let offline = ctx.cpulist(&format!("{CPU_DIR}/offline"));
-    let first = cpuinfo.as_ref().and_then(|c| c.first());
+    let first = entries
+        .and_then(|e| e.first())
+        .map(|e| e.or_common(&info.as_ref().unwrap().machine.common));
+    let first = first.as_ref();
+    let id = info
+        .as_ref()
+        .map(|i| arch::identify(i, &online))
+        .unwrap_or_default();
 
     let first_cpu = online.first().unwrap_or(0);
-    let sysfs_topology = ctx
-        .root
-        .exists(&format!("{CPU_DIR}/cpu{first_cpu}/topology/core_id"));
-    let places = if sysfs_topology {
-        places_from_sysfs(ctx, &online)
-    } else {
-        places_from_cpuinfo(ctx, cpuinfo.as_ref(), &online)
+    let topo = format!("{CPU_DIR}/cpu{first_cpu}/topology");
+    let ids_usable = || {
+        ctx.root.exists(&format!("{topo}/core_id"))
+            && ctx
+                .parse::<i64>(&format!("{topo}/physical_package_id"))
+                .is_some_and(|p| p >= 0)
     };
-
-    let mut cores: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
-    let mut packages: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for p in &places {
-        cores.entry((p.package, p.core)).or_default().push(p.cpu);
-        packages.entry(p.package).or_default().push(p.cpu);
-    }
+    let core_groups = level(
+        ctx,
+        &online,
+        &[
+            "core_cpus_list",
+            "thread_siblings_list",
+            "core_cpus",
+            "thread_siblings",
+        ],
+    );
+    let package_groups = level(
+        ctx,
+        &online,
+        &[
+            "package_cpus_list",
+            "core_siblings_list",
+            "package_cpus",
+            "core_siblings",
+        ],
+    );
+    let (cores, packages, source) = if core_groups.is_some() || package_groups.is_some() {
+        (
+            core_groups.unwrap_or_default(),
+            package_groups
+                .map(|p| number_packages(ctx, p))
+                .unwrap_or_default(),
+            "sysfs",
+        )
+    } else if ids_usable() {
+        let (c, p) = group_places(&places_from_sysfs(ctx, &online));
+        (c, p, "sysfs")
+    } else {
+        let (c, p) = group_places(&places_from_cpuinfo(ctx, entries, &online));
+        (c, p, "/proc/cpuinfo")
+    };
+    let sysfs_topology = source == "sysfs";
+    let known = !cores.is_empty();
+    // A host whose sibling lists name no package (PS3) has cores but no package count.
+    let packages_known = !packages.is_empty();
     let mut histogram = BTreeMap::new();
-    for cpus in cores.values() {
+    for cpus in &cores {
         *histogram.entry(cpus.len() as u32).or_insert(0) += 1;
     }
-    let known = !places.is_empty();
     let threads_per_core = histogram.keys().copied().max();
-    let mut sibling_lists: Vec<CpuList> = cores
-        .values()
-        .filter(|c| c.len() > 1)
-        .map(|c| CpuList::new(c.clone()))
-        .collect();
+    let mut sibling_lists: Vec<CpuList> = cores.iter().filter(|c| c.len() > 1).cloned().collect();
     sibling_lists.sort_by_key(|l| l.first());
 
     let dies = count_dies(ctx, &online, &packages);
+    // -1 ids mean the level does not exist (ARM has no dies, x86 no books).
+    let level_if = |id_file: &str, files: &[&str]| -> Option<usize> {
+        ctx.parse::<i64>(&format!("{topo}/{id_file}"))
+            .filter(|i| *i >= 0)?;
+        level(ctx, &online, files).map(|g| g.len())
+    };
+    let clusters = level_if("cluster_id", &["cluster_cpus_list", "cluster_cpus"]);
+    let books = level_if("book_id", &["book_siblings_list", "book_siblings"]);
+    let drawers = level_if("drawer_id", &["drawer_siblings_list", "drawer_siblings"]);
     let smt_control = ctx.text(&format!("{CPU_DIR}/smt/control"));
     let smt_active = ctx
         .parse::<u32>(&format!("{CPU_DIR}/smt/active"))
@@ -122,30 +196,39 @@ pub fn read(ctx: &Reader) -> Result<Cpu> {
         .or(threads_per_core.map(|t| t > 1));
 
     let hybrid = hybrid(ctx);
-    let isolated = ctx.cpulist(&format!("{CPU_DIR}/isolated"));
+    let isolated = kernel_cpulist(ctx, &format!("{CPU_DIR}/isolated"));
     if isolated.is_none() {
         ctx.not_exposed("isolated CPUs", &format!("{CPU_DIR}/isolated"));
     }
-    let nohz_full = ctx.cpulist(&format!("{CPU_DIR}/nohz_full"));
+    let nohz_full = kernel_cpulist(ctx, &format!("{CPU_DIR}/nohz_full"));
     if nohz_full.is_none() {
         ctx.not_exposed("nohz_full CPUs", &format!("{CPU_DIR}/nohz_full"));
     }
     let virtualized = first.and_then(|c| c.hypervisor_flag);
 
     Ok(Cpu {
-        vendor_id: first.and_then(|c| c.vendor_id.clone()),
-        model_name: first.and_then(|c| c.model_name.clone()),
+        vendor_id: id.vendor_id,
+        model_name: id.model_name,
         family: first.and_then(|c| c.family),
         model: first.and_then(|c| c.model),
         stepping: first.and_then(|c| c.stepping),
         microcode: first.and_then(|c| c.microcode.clone()),
+        architecture: id.architecture,
+        revision: id.revision,
+        machine: id.machine,
+        isa: id.isa,
+        mmu: id.mmu,
+        core_types: id.core_types,
         virtualized,
         online_count: online.len(),
         online,
         present,
         offline,
-        packages: known.then_some(packages.len()),
+        packages: packages_known.then_some(packages.len()),
         dies,
+        clusters,
+        books,
+        drawers,
         cores: known.then_some(cores.len()),
         threads_per_core,
         threads_per_core_histogram: histogram,
@@ -165,16 +248,13 @@ pub fn read(ctx: &Reader) -> Result<Cpu> {
             },
             package_cpus: packages
                 .into_iter()
-                .map(|(package, cpus)| PackageCpus {
-                    package,
-                    cpus: CpuList::new(cpus),
-                })
+                .map(|(package, cpus)| PackageCpus { package, cpus })
                 .collect(),
         },
     })
 }
 
-fn read_cpuinfo(ctx: &Reader) -> Option<Vec<CpuEntry>> {
+fn read_cpuinfo(ctx: &Reader) -> Option<CpuInfo> {
     let text = match ctx.root.read_string("/proc/cpuinfo") {
         Ok(t) => t,
         Err(e) => {
@@ -186,12 +266,12 @@ fn read_cpuinfo(ctx: &Reader) -> Option<Vec<CpuEntry>> {
             return None;
         }
     };
-    let entries = cpuinfo::parse(&text);
-    if entries.is_empty() {
+    let info = cpuinfo::parse_all(&text);
+    if info.entries.is_empty() && info.machine.common == CpuEntry::default() {
         ctx.warn("/proc/cpuinfo: no `processor` entries (empty or truncated file)".into());
         return None;
     }
-    Some(entries)
+    Some(info)
 }
 
 /// `cpu/online`, else the per-CPU `online` files (cpu0 has none: it is online),
@@ -206,8 +286,9 @@ fn online_cpus(ctx: &Reader, cpuinfo: Option<&Vec<CpuEntry>>) -> Result<CpuList>
             let online = cpus
                 .into_iter()
                 .filter(|c| {
-                    ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{c}/online"))
-                        .is_none_or(|v| v == 1)
+                    // An empty file (some ia64 dumps) says nothing: online.
+                    ctx.text(&format!("{CPU_DIR}/cpu{c}/online"))
+                        .is_none_or(|v| v.trim() != "0")
                 })
                 .collect();
             return Ok(online);
@@ -236,6 +317,91 @@ fn places_from_sysfs(ctx: &Reader, online: &CpuList) -> Vec<Place> {
             Some(Place { cpu, package, core })
         })
         .collect()
+}
+
+/// Splits the online CPUs into the groups one topology level's sibling files
+/// describe, reading one file per group. `None` when the first CPU has none
+/// of the files.
+fn level(ctx: &Reader, online: &CpuList, files: &[&str]) -> Option<Vec<CpuList>> {
+    let mut assigned: BTreeSet<u32> = BTreeSet::new();
+    let mut groups = Vec::new();
+    for &cpu in online.as_slice() {
+        if assigned.contains(&cpu) {
+            continue;
+        }
+        let dir = format!("{CPU_DIR}/cpu{cpu}/topology");
+        let list = files.iter().find_map(|f| {
+            let text = ctx.text(&format!("{dir}/{f}"))?;
+            let parsed = if f.ends_with("_list") {
+                CpuList::parse(&text)
+            } else {
+                CpuList::parse_mask(&text)
+            };
+            match parsed {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    ctx.warn(format!("{dir}/{f}: {e}"));
+                    None
+                }
+            }
+        });
+        let list = match list {
+            Some(l) => l,
+            None if groups.is_empty() => return None,
+            None => CpuList::new(vec![cpu]),
+        };
+        // Offline siblings and CPUs an earlier (inconsistent) list claimed stay out.
+        let mut members: Vec<u32> = list
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|c| online.contains(*c) && !assigned.contains(c))
+            .collect();
+        if !members.contains(&cpu) {
+            members.push(cpu);
+        }
+        assigned.extend(members.iter().copied());
+        groups.push(CpuList::new(members));
+    }
+    Some(groups)
+}
+
+/// Package numbers: `physical_package_id` where the kernel knows it, else the
+/// group's position.
+fn number_packages(ctx: &Reader, groups: Vec<CpuList>) -> BTreeMap<u32, CpuList> {
+    let mut out = BTreeMap::new();
+    let mut next = 0u32;
+    for g in groups {
+        let cpu = g.first().unwrap_or(0);
+        let id = ctx
+            .parse::<i64>(&format!("{CPU_DIR}/cpu{cpu}/topology/physical_package_id"))
+            .filter(|i| *i >= 0 && !out.contains_key(&(*i as u32)))
+            .map(|i| i as u32);
+        let id = id.unwrap_or_else(|| {
+            while out.contains_key(&next) {
+                next += 1;
+            }
+            next
+        });
+        out.insert(id, g);
+    }
+    out
+}
+
+fn group_places(places: &[Place]) -> (Vec<CpuList>, BTreeMap<u32, CpuList>) {
+    let mut cores: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
+    let mut packages: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for p in places {
+        cores.entry((p.package, p.core)).or_default().push(p.cpu);
+        packages.entry(p.package).or_default().push(p.cpu);
+    }
+    (
+        cores.into_values().map(CpuList::new).collect(),
+        packages
+            .into_iter()
+            .map(|(k, v)| (k, CpuList::new(v)))
+            .collect(),
+    )
 }
 
 fn places_from_cpuinfo(
@@ -272,17 +438,18 @@ fn places_from_cpuinfo(
     out
 }
 
-fn count_dies(ctx: &Reader, online: &CpuList, packages: &BTreeMap<u32, Vec<u32>>) -> Option<usize> {
+fn count_dies(ctx: &Reader, online: &CpuList, packages: &BTreeMap<u32, CpuList>) -> Option<usize> {
     let first = online.first()?;
-    if !ctx
-        .root
-        .exists(&format!("{CPU_DIR}/cpu{first}/topology/die_id"))
-    {
+    let die_id = ctx.parse::<i64>(&format!("{CPU_DIR}/cpu{first}/topology/die_id"))?;
+    if die_id < 0 {
         return None;
+    }
+    if let Some(groups) = level(ctx, online, &["die_cpus_list", "die_cpus"]) {
+        return Some(groups.len());
     }
     let package_of: BTreeMap<u32, u32> = packages
         .iter()
-        .flat_map(|(p, cpus)| cpus.iter().map(move |c| (*c, *p)))
+        .flat_map(|(p, cpus)| cpus.as_slice().iter().map(move |c| (*c, *p)))
         .collect();
     let ids = super::par_map(online.as_slice(), |&cpu| {
         ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{cpu}/topology/die_id"))
@@ -308,4 +475,21 @@ fn hybrid(ctx: &Reader) -> Option<Vec<Hybrid>> {
         })
         .collect();
     if kinds.is_empty() { None } else { Some(kinds) }
+}
+
+/// A CPU list the kernel may write as `(null)` or a lone NUL when empty
+/// (older kernels without nohz_full configured).
+fn kernel_cpulist(ctx: &Reader, path: &str) -> Option<CpuList> {
+    let text = ctx.text(path)?;
+    let text = text.trim_matches(|c: char| c == '\0' || c.is_whitespace());
+    if text.is_empty() || text == "(null)" {
+        return Some(CpuList::default());
+    }
+    match CpuList::parse(text) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            ctx.warn(format!("{path}: {e}"));
+            None
+        }
+    }
 }

@@ -19,6 +19,10 @@ pub struct Memory {
     /// The bracketed choice of `transparent_hugepage/enabled`: always, madvise or never.
     pub thp_enabled: Option<String>,
     pub thp_defrag: Option<String>,
+    /// Drivers that resize this guest's memory at run time (virtio_balloon,
+    /// virtio_mem, hv_balloon, vmw_balloon); empty on other hosts.
+    #[serde(default)]
+    pub balloon: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -71,7 +75,33 @@ pub fn read(ctx: &Reader) -> Memory {
         thp_defrag: ctx
             .text(&format!("{THP_DIR}/defrag"))
             .and_then(|t| bracketed(&t)),
+        balloon: balloon(ctx),
     }
+}
+
+/// A virtio driver counts when a device is bound to it; Hyper-V's and
+/// VMware's when their module is loaded.
+fn balloon(ctx: &Reader) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in ["virtio_balloon", "virtio_mem"] {
+        let dir = format!("/sys/bus/virtio/drivers/{d}");
+        // Reading the device link (not just listing it) lets `capture` keep it.
+        let bound = ctx.root.read_dir(&dir).is_ok_and(|names| {
+            names
+                .iter()
+                .filter(|n| n.starts_with("virtio"))
+                .any(|n| ctx.root.read_link(&format!("{dir}/{n}")).is_ok())
+        });
+        if bound {
+            out.push(d.to_string());
+        }
+    }
+    for m in ["hv_balloon", "vmw_balloon"] {
+        if ctx.root.exists(&format!("/sys/module/{m}")) {
+            out.push(m.to_string());
+        }
+    }
+    out
 }
 
 fn hugepages(ctx: &Reader) -> Option<Vec<HugePages>> {

@@ -4,6 +4,7 @@
 //! an entry in `not_exposed` naming the path looked for; values that cannot be
 //! parsed become a warning naming the file, never a panic or a guess.
 
+mod arch;
 mod cache;
 mod cpu;
 mod cpufreq;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpulist::CpuList;
 use crate::root::{Root, is_absent};
 
+pub use arch::CoreType;
 pub use cache::Cache;
 pub use cpu::{Cpu, CpuTopology, Hybrid, Smt};
 pub use cpufreq::Frequency;
@@ -101,7 +103,11 @@ impl<'a> Reader<'a> {
 
     fn text_from(&self, path: &str, read: std::io::Result<String>) -> Option<String> {
         match read {
-            Ok(s) => Some(s.trim_end_matches('\n').trim().to_string()),
+            // Some captures end files with a NUL after the newline.
+            Ok(s) => Some(
+                s.trim_matches(|c: char| c == '\0' || c.is_whitespace())
+                    .to_string(),
+            ),
             Err(e) if is_absent(&e) => None,
             Err(e) => {
                 if e.raw_os_error() != Some(libc::EINVAL)
@@ -224,11 +230,15 @@ impl At<'_> {
 
 /// Runs `f` over `items` on all cores, keeping the order.
 pub fn par_map<I: Sync, R: Send>(items: &[I], f: impl Fn(&I) -> R + Sync) -> Vec<R> {
+    // Asking for the parallelism reads cgroup files: not worth it for few items.
+    if items.len() < 64 {
+        return items.iter().map(&f).collect();
+    }
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(8);
-    if threads < 2 || items.len() < 64 {
+    if threads < 2 {
         return items.iter().map(&f).collect();
     }
     let chunk = items.len().div_ceil(threads);
@@ -270,24 +280,87 @@ pub fn bracketed(text: &str) -> Option<String> {
     Some(text[start + 1..end].to_string())
 }
 
+/// A top-level section of the inventory, named as its JSON key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Section {
+    Host,
+    Cpu,
+    Caches,
+    Numa,
+    Memory,
+    Idle,
+    Frequency,
+    Vulnerabilities,
+    Network,
+    #[value(name = "pm_qos", alias = "pm-qos")]
+    PmQos,
+    Processes,
+}
+
+impl Section {
+    pub fn key(self) -> &'static str {
+        match self {
+            Section::Host => "host",
+            Section::Cpu => "cpu",
+            Section::Caches => "caches",
+            Section::Numa => "numa",
+            Section::Memory => "memory",
+            Section::Idle => "idle",
+            Section::Frequency => "frequency",
+            Section::Vulnerabilities => "vulnerabilities",
+            Section::Network => "network",
+            Section::PmQos => "pm_qos",
+            Section::Processes => "processes",
+        }
+    }
+}
+
 /// Reads every section. Never fails on what a host lacks; fails only on a root
 /// that has no CPUs to describe at all.
 pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
+    collect_only(root, &[])
+}
+
+/// Reads the sections asked for (all when `only` is empty). Host, CPU, memory
+/// and idle are always read (the others need the online CPUs); the rest are
+/// left empty when not asked for.
+pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> {
+    let want = |s: Section| only.is_empty() || only.contains(&s);
     let ctx = Reader::new(root);
     let host = host::read(&ctx);
     let cpu = cpu::read(&ctx)?;
     let online = cpu.online.clone();
-    let caches = cache::read(&ctx, &online);
+    let caches = if want(Section::Caches) {
+        cache::read(&ctx, &online)
+    } else {
+        Vec::new()
+    };
     let idle = cpuidle::read(&ctx, &online);
-    let frequency = cpufreq::read(&ctx, &online);
-    let numa = memory::read_numa(&ctx);
+    let frequency = want(Section::Frequency)
+        .then(|| cpufreq::read(&ctx, &online))
+        .flatten();
+    let numa = if want(Section::Numa) {
+        memory::read_numa(&ctx)
+    } else {
+        Numa { nodes: Vec::new() }
+    };
     let memory = memory::read(&ctx);
-    let vulnerabilities = host::vulnerabilities(&ctx);
-    let network = network::read(&ctx);
+    let vulnerabilities = if want(Section::Vulnerabilities) {
+        host::vulnerabilities(&ctx)
+    } else {
+        BTreeMap::new()
+    };
+    let network = if want(Section::Network) {
+        network::read(&ctx)
+    } else {
+        Vec::new()
+    };
     let pm_qos = PmQos {
         cpu_dma_latency_us: read_cpu_dma_latency(root),
     };
-    let processes = processes::read(&ctx);
+    let processes = want(Section::Processes)
+        .then(|| processes::read(&ctx))
+        .flatten();
     let (warnings, not_exposed) = ctx.finish();
     Ok(Inventory {
         schema: SCHEMA_VERSION,

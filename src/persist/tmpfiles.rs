@@ -54,8 +54,11 @@ pub(super) fn artifact(
         content,
         commands: Vec::new(),
         notes: vec![format!(
-            "systemd-tmpfiles writes these {} files at every boot (systemd-tmpfiles-setup.service)",
-            targets.len()
+            "systemd-tmpfiles writes {} at every boot (systemd-tmpfiles-setup.service)",
+            match targets.len() {
+                1 => "this file".to_string(),
+                n => format!("these {n} files"),
+            }
         )],
     })
 }

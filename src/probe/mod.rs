@@ -17,8 +17,6 @@ use std::fmt;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
-use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::cpulist::CpuList;
@@ -58,13 +56,47 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Pins the calling thread to one CPU.
+/// Pins the calling thread to one CPU. The mask is sized for the CPU, not
+/// glibc's fixed 1,024 bits (CPU_ALLOC_SIZE), so hosts with more CPUs work.
 pub fn pin_current_thread(cpu: u32) -> Result<()> {
-    let mut set = CpuSet::new();
-    set.set(cpu as usize)
-        .with_context(|| format!("CPU {cpu}: beyond the affinity mask size"))?;
-    sched_setaffinity(Pid::from_raw(0), &set)
-        .with_context(|| format!("cannot pin a thread to CPU {cpu}"))
+    let words = (cpu as usize / 64) + 1;
+    let mut mask = vec![0u64; words];
+    mask[cpu as usize / 64] |= 1 << (cpu % 64);
+    // SAFETY: the kernel reads `words * 8` bytes of `mask`.
+    let rc = unsafe { libc::sched_setaffinity(0, words * 8, mask.as_ptr().cast()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("cannot pin a thread to CPU {cpu}"));
+    }
+    Ok(())
+}
+
+/// The calling thread's allowed CPUs, with a mask that grows until the
+/// kernel's fits (EINVAL means too small), as glibc's CPU_ALLOC callers do.
+pub fn allowed_cpus() -> Result<CpuList> {
+    let mut words = 16; // 1,024 CPUs
+    loop {
+        let mut mask = vec![0u64; words];
+        // SAFETY: the kernel writes at most `words * 8` bytes into `mask`.
+        let rc = unsafe { libc::sched_getaffinity(0, words * 8, mask.as_mut_ptr().cast()) };
+        if rc == 0 {
+            let cpus = mask
+                .iter()
+                .enumerate()
+                .flat_map(|(i, w)| {
+                    (0..64)
+                        .filter(move |b| w & (1 << b) != 0)
+                        .map(move |b| (i * 64 + b) as u32)
+                })
+                .collect();
+            return Ok(CpuList::new(cpus));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINVAL) || words >= 1 << 16 {
+            return Err(e).context("sched_getaffinity");
+        }
+        words *= 2;
+    }
 }
 
 /// The CPUs a probe may use: online on the host and allowed to this process.
@@ -86,9 +118,11 @@ impl Cpus {
             .read_string(&format!("{CPU_DIR}/present"))
             .ok()
             .and_then(|t| CpuList::parse(&t).ok());
-        let mask = sched_getaffinity(Pid::from_raw(0)).context("sched_getaffinity")?;
-        let allowed = (0..CpuSet::count() as u32)
-            .filter(|&c| mask.is_set(c as usize).unwrap_or(false) && online.contains(c))
+        let allowed = allowed_cpus()?
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|&c| online.contains(c))
             .collect();
         Ok(Cpus {
             online,
@@ -328,6 +362,22 @@ pub fn warn_if_not_live(root: &Root) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn affinity_masks_round_trip_beyond_one_word() {
+        let before = allowed_cpus().unwrap();
+        assert!(!before.is_empty());
+        let cpu = before.as_slice().last().copied().unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(cpu).unwrap();
+            assert_eq!(allowed_cpus().unwrap(), CpuList::new(vec![cpu]));
+            // A CPU far beyond 1,024 is refused by the kernel, not by the mask size.
+            let err = pin_current_thread(5000).unwrap_err();
+            assert!(format!("{err:#}").contains("CPU 5000"), "{err:#}");
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn seed_schedule_is_reproduced() {

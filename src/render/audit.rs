@@ -1,9 +1,6 @@
 //! `knobs` and `audit` for people (tables) and the `knobs` list for machines.
 
 use serde::Serialize;
-use tabled::builder::Builder;
-use tabled::settings::object::Columns;
-use tabled::settings::{Modify, Style, Width};
 
 use crate::audit::{KnobReport, Report, Status};
 use crate::cpulist::CpuList;
@@ -67,7 +64,7 @@ fn scope(cpus: &Option<CpuList>, paths: &[String]) -> String {
     match (cpus, paths) {
         (Some(c), _) => format!("CPUs {c}"),
         (None, [p]) => p.clone(),
-        (None, ps) => format!("{} files", ps.len()),
+        (None, ps) => super::plural(ps.len(), "file"),
     }
 }
 
@@ -76,11 +73,15 @@ pub fn audit_table(r: &Report) -> String {
     if r.knobs.is_empty() {
         return out + &summary(r);
     }
-    let mut b = Builder::new();
-    b.push_record(["knob", "status", "desired", "current", "detail"]);
+    let mut b: Vec<Vec<String>> = Vec::new();
+    b.push(
+        ["knob", "status", "desired", "current", "detail"]
+            .map(String::from)
+            .to_vec(),
+    );
     for k in &r.knobs {
         let grouped = k.groups.len() > 1;
-        b.push_record([
+        b.push(vec![
             k.id.clone(),
             k.status.as_str().to_string(),
             k.desired.clone(),
@@ -97,7 +98,7 @@ pub fn audit_table(r: &Report) -> String {
         ]);
         if grouped {
             for g in &k.groups {
-                b.push_record([
+                b.push(vec![
                     format!("  {}", scope(&g.cpus, &g.paths)),
                     g.status.as_str().to_string(),
                     String::new(),
@@ -107,12 +108,8 @@ pub fn audit_table(r: &Report) -> String {
             }
         }
     }
-    let mut table = b.build();
-    table
-        .with(Style::sharp())
-        .with(Modify::new(Columns::one(3)).with(Width::wrap(VALUE_WIDTH)))
-        .with(Modify::new(Columns::one(4)).with(Width::wrap(DETAIL_WIDTH).keep_words(true)));
-    out.push_str(&format!("{table}\n\n"));
+    let table = super::layout(&b, true, &[(3, VALUE_WIDTH), (4, DETAIL_WIDTH)]);
+    out.push_str(&format!("{}\n\n", super::colour_statuses(table, 1)));
     for k in &r.knobs {
         out.push_str(&notes(k));
     }
@@ -219,12 +216,15 @@ pub fn knobs_table(r: &Report) -> String {
     if r.knobs.is_empty() {
         return out + &summary(r);
     }
-    let mut b = Builder::new();
-    b.push_record([
-        "knob", "kind", "target", "desired", "current", "status", "verified",
-    ]);
+    let mut b: Vec<Vec<String>> = vec![
+        [
+            "knob", "kind", "target", "desired", "current", "status", "verified",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
     for k in &r.knobs {
-        b.push_record([
+        b.push(vec![
             k.id.clone(),
             k.kind.to_string(),
             k.target.clone(),
@@ -234,11 +234,7 @@ pub fn knobs_table(r: &Report) -> String {
             evidence_cell(k),
         ]);
     }
-    let mut table = b.build();
-    table
-        .with(Style::sharp())
-        .with(Modify::new(Columns::one(2)).with(Width::wrap(VALUE_WIDTH).keep_words(true)))
-        .with(Modify::new(Columns::one(4)).with(Width::wrap(VALUE_WIDTH)));
-    out.push_str(&format!("{table}\n\n"));
+    let table = super::layout(&b, true, &[(2, VALUE_WIDTH), (4, VALUE_WIDTH)]);
+    out.push_str(&format!("{}\n\n", super::colour_statuses(table, 5)));
     out + &evidence_lines(r) + &summary(r)
 }

@@ -1,10 +1,8 @@
 //! The inventory as tables for a person.
 
-use std::fmt::Write;
-
 use super::{NOT_EXPOSED, cache_row, cores_text, cpus, facts, grid, kib, opt, smt_state};
 use crate::cpulist::{Group, describe};
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, Section};
 
 fn grouped<T: std::fmt::Display>(g: &[Group<T>]) -> String {
     if g.is_empty() {
@@ -34,25 +32,33 @@ fn list(v: &Option<Vec<String>>) -> String {
         .unwrap_or_else(|| NOT_EXPOSED.into())
 }
 
-/// The inventory as text: one function per section, in order.
-pub fn render(inv: &Inventory) -> String {
-    let sections: [fn(&Inventory) -> String; 10] = [
-        host,
-        cpu,
-        caches,
-        frequency,
-        idle,
-        memory,
-        vulnerabilities,
-        network,
-        processes,
-        not_exposed,
+type Want<'a> = &'a dyn Fn(Section) -> bool;
+
+/// The sections asked for (all when `only` is empty), in the usual order: one
+/// function per section.
+pub fn render_only(inv: &Inventory, only: &[Section]) -> String {
+    let want = |s: Section| only.is_empty() || only.contains(&s);
+    let sections: [(bool, fn(&Inventory, Want) -> String); 10] = [
+        (want(Section::Host), host),
+        (want(Section::Cpu), cpu),
+        (want(Section::Caches), caches),
+        (want(Section::Frequency), frequency),
+        (want(Section::Idle) || want(Section::PmQos), idle),
+        (want(Section::Memory) || want(Section::Numa), memory),
+        (want(Section::Vulnerabilities), vulnerabilities),
+        (want(Section::Network), network),
+        (want(Section::Processes), processes),
+        (only.is_empty(), not_exposed),
     ];
-    let out: String = sections.iter().map(|section| section(inv)).collect();
+    let out: String = sections
+        .iter()
+        .filter(|(wanted, _)| *wanted)
+        .map(|(_, section)| section(inv, &want))
+        .collect();
     out.trim_end().to_string() + "\n"
 }
 
-fn host(inv: &Inventory) -> String {
+fn host(inv: &Inventory, _: Want) -> String {
     let mut out = String::new();
     let h = &inv.host;
     out += &facts(
@@ -68,7 +74,7 @@ fn host(inv: &Inventory) -> String {
     out
 }
 
-fn cpu(inv: &Inventory) -> String {
+fn cpu(inv: &Inventory, _: Want) -> String {
     let mut out = String::new();
     let c = &inv.cpu;
     let siblings = match c.smt.sibling_lists.len() {
@@ -87,19 +93,58 @@ fn cpu(inv: &Inventory) -> String {
             c.smt.sibling_lists[n - 1]
         ),
     };
+    let x86 = c.architecture.as_deref().is_none_or(|a| a == "x86");
     let mut cpu_rows = vec![
         ("model".into(), opt(&c.model_name)),
         ("vendor".into(), opt(&c.vendor_id)),
-        (
+    ];
+    if x86 {
+        cpu_rows.push((
             "family/model/stepping".into(),
             format!("{}/{}/{}", opt(&c.family), opt(&c.model), opt(&c.stepping)),
-        ),
-        (
-            "online".into(),
-            format!("{} ({} CPUs)", c.online, c.online_count),
-        ),
-        ("packages".into(), opt(&c.packages)),
-        ("dies".into(), opt(&c.dies)),
+        ));
+    } else {
+        cpu_rows.push(("architecture".into(), opt(&c.architecture)));
+    }
+    for (label, v) in [
+        ("revision", &c.revision),
+        ("machine", &c.machine),
+        ("ISA", &c.isa),
+        ("MMU", &c.mmu),
+    ] {
+        if v.is_some() {
+            cpu_rows.push((label.into(), opt(v)));
+        }
+    }
+    if let Some(types) = &c.core_types {
+        cpu_rows.push((
+            "core types".into(),
+            types
+                .iter()
+                .map(|t| format!("{}: {}", t.model, t.cpus))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
+    cpu_rows.push((
+        "online".into(),
+        format!("{} ({} CPUs)", c.online, c.online_count),
+    ));
+    // The architecture's own levels, outermost first (s390x drawers and books).
+    for (label, v) in [("drawers", c.drawers), ("books", c.books)] {
+        if v.is_some() {
+            cpu_rows.push((label.into(), opt(&v)));
+        }
+    }
+    cpu_rows.push(("packages".into(), opt(&c.packages)));
+    if c.dies.is_some() || x86 {
+        cpu_rows.push(("dies".into(), opt(&c.dies)));
+    }
+    // Clusters say something only where they differ from cores and packages.
+    if c.clusters.is_some() && c.clusters != c.cores && c.clusters != c.packages {
+        cpu_rows.push(("clusters".into(), opt(&c.clusters)));
+    }
+    cpu_rows.extend([
         ("cores".into(), cores_text(c)),
         ("threads per core".into(), opt(&c.threads_per_core)),
         ("SMT".into(), smt_state(c)),
@@ -107,7 +152,7 @@ fn cpu(inv: &Inventory) -> String {
         ("isolated".into(), cpus(&c.isolated)),
         ("nohz_full".into(), cpus(&c.nohz_full)),
         ("topology from".into(), c.topology.source.clone()),
-    ];
+    ]);
     if let Some(hy) = &c.hybrid {
         cpu_rows.push((
             "hybrid".into(),
@@ -124,17 +169,23 @@ fn cpu(inv: &Inventory) -> String {
     out
 }
 
-fn caches(inv: &Inventory) -> String {
+fn caches(inv: &Inventory, _: Want) -> String {
     let mut out = String::new();
     out += &grid(
         "Caches",
-        &["level", "type", "size", "instances", "shared by (first)"],
+        &[
+            "level",
+            "type",
+            "size (each)",
+            "instances",
+            "shared by (first)",
+        ],
         inv.caches.iter().map(cache_row).collect(),
     );
     out
 }
 
-fn frequency(inv: &Inventory) -> String {
+fn frequency(inv: &Inventory, _: Want) -> String {
     let mut out = String::new();
     match &inv.frequency {
         None => out += "Frequency\n  cpufreq not exposed (no cpufreq policies)\n\n",
@@ -167,7 +218,7 @@ fn frequency(inv: &Inventory) -> String {
     out
 }
 
-fn idle(inv: &Inventory) -> String {
+fn idle(inv: &Inventory, _: Want) -> String {
     let mut out = String::new();
     let i = &inv.idle;
     out += &facts(
@@ -204,40 +255,37 @@ fn idle(inv: &Inventory) -> String {
                 "state",
                 "name",
                 "description",
-                "exit latency",
-                "residency",
-                "disabled on",
-                "default",
-                "usage",
-                "time",
+                "exit/target µs",
+                "status",
+                "entries",
+                "time s",
             ],
             i.states
                 .iter()
                 .map(|s| {
+                    let mut status = if s.disabled_cpus.is_empty() {
+                        "enabled".to_string()
+                    } else {
+                        format!("disabled on {}", s.disabled_cpus)
+                    };
+                    if s.default_status.as_deref() == Some("disabled") {
+                        status += " (default: disabled)";
+                    }
                     vec![
                         s.index.to_string(),
                         s.name.clone(),
                         opt(&s.desc),
-                        s.latency_us
-                            .map(|v| format!("{v} µs"))
-                            .unwrap_or(NOT_EXPOSED.into()),
-                        s.residency_us
-                            .map(|v| format!("{v} µs"))
-                            .unwrap_or(NOT_EXPOSED.into()),
-                        if s.disabled_cpus.is_empty() {
-                            "-".into()
-                        } else {
-                            s.disabled_cpus.to_string()
-                        },
-                        opt(&s.default_status),
+                        format!("{}/{}", opt(&s.latency_us), opt(&s.residency_us)),
+                        status,
                         opt(&s.usage),
                         s.time_us
-                            .map(|t| format!("{:.1} s", t as f64 / 1e6))
+                            .map(|t| format!("{:.1}", t as f64 / 1e6))
                             .unwrap_or(NOT_EXPOSED.into()),
                     ]
                 })
                 .collect(),
         );
+        out = out.trim_end().to_string() + "\nentries and time s: sums over all CPUs\n\n";
     }
     if let Some(t) = &i.state_tables {
         out += &facts(
@@ -250,7 +298,7 @@ fn idle(inv: &Inventory) -> String {
     out
 }
 
-fn memory(inv: &Inventory) -> String {
+fn memory(inv: &Inventory, want: Want) -> String {
     let mut out = String::new();
     let m = &inv.memory;
     let mut mem_rows = vec![
@@ -267,7 +315,10 @@ fn memory(inv: &Inventory) -> String {
             ));
         }
     }
-    for n in &inv.numa.nodes {
+    if !want(Section::Memory) {
+        mem_rows.clear();
+    }
+    for n in inv.numa.nodes.iter().filter(|_| want(Section::Numa)) {
         mem_rows.push((
             format!("NUMA node {}", n.id),
             format!("CPUs {}, {}", opt(&n.cpus), kib(n.mem_total_kib)),
@@ -277,7 +328,7 @@ fn memory(inv: &Inventory) -> String {
     out
 }
 
-fn vulnerabilities(inv: &Inventory) -> String {
+fn vulnerabilities(inv: &Inventory, _: Want) -> String {
     let mut out = String::new();
     if !inv.vulnerabilities.is_empty() {
         out += &facts(
@@ -291,7 +342,7 @@ fn vulnerabilities(inv: &Inventory) -> String {
     out
 }
 
-fn network(inv: &Inventory) -> String {
+fn network(inv: &Inventory, _: Want) -> String {
     let mut out = String::new();
     let mut net_rows = Vec::new();
     for n in &inv.network {
@@ -339,7 +390,7 @@ fn network(inv: &Inventory) -> String {
     out
 }
 
-fn processes(inv: &Inventory) -> String {
+fn processes(inv: &Inventory, _: Want) -> String {
     let mut out = String::new();
     if let Some(p) = &inv.processes {
         let rows = |v: &Vec<crate::inventory::Process>| {
@@ -368,14 +419,16 @@ fn processes(inv: &Inventory) -> String {
     out
 }
 
-fn not_exposed(inv: &Inventory) -> String {
+fn not_exposed(inv: &Inventory, _: Want) -> String {
     let mut out = String::new();
     if !inv.not_exposed.is_empty() {
-        let _ = writeln!(out, "Not exposed by this host");
-        for n in &inv.not_exposed {
-            let _ = writeln!(out, "  {:<28} looked for {}", n.what, n.path);
-        }
-        out.push('\n');
+        out += &facts(
+            "Not exposed by this host",
+            &inv.not_exposed
+                .iter()
+                .map(|n| (n.what.clone(), format!("looked for {}", n.path)))
+                .collect::<Vec<_>>(),
+        );
     }
     out
 }

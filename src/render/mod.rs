@@ -57,20 +57,255 @@ pub fn machine<T: Serialize + crate::contract::Contract>(
     })
 }
 
+/// The width tables must fit: `COLUMNS`, else the terminal's, else none (a
+/// pipe or a file gets whole lines).
+pub fn width_limit() -> Option<usize> {
+    static LIMIT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(read_width_limit)
+}
+
+fn read_width_limit() -> Option<usize> {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|n| *n >= 20)
+    {
+        return Some(n);
+    }
+    terminal_width()
+}
+
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ fills a winsize; stdout is a terminal.
+    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0 && ws.ws_col >= 20).then_some(ws.ws_col as usize)
+}
+
+/// Whether statuses get colour: stdout a terminal and `NO_COLOR` unset.
+pub fn colour() -> bool {
+    use std::io::IsTerminal;
+    static COLOUR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *COLOUR.get_or_init(|| {
+        std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    })
+}
+
+/// Text for a person: lines outside tables wrapped at word boundaries to the
+/// width limit (continuations indented under the first word), no trailing spaces.
+pub fn wrap_prose(text: &str) -> String {
+    let Some(width) = width_limit() else {
+        return trim_lines(text) + if text.ends_with('\n') { "\n" } else { "" };
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.split('\n') {
+        let line = line.trim_end();
+        let is_table = line.contains(['│', '┌', '├', '└']);
+        if is_table || line.chars().count() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let hang = " ".repeat((indent + 2).min(width / 2));
+        let mut current = line[..indent].to_string();
+        let mut empty = true;
+        for word in line.split_whitespace() {
+            let len = current.chars().count();
+            if !empty && len + 1 + word.chars().count() > width {
+                out.push_str(&current);
+                out.push('\n');
+                current = hang.clone();
+                empty = true;
+            }
+            if !empty {
+                current.push(' ');
+            }
+            current.push_str(word);
+            empty = false;
+            // A word longer than the line is cut, so no line exceeds the width.
+            while current.chars().count() > width {
+                let cut: String = current.chars().take(width).collect();
+                out.push_str(&cut);
+                out.push('\n');
+                current = hang.clone() + &current.chars().skip(width).collect::<String>();
+            }
+        }
+        out.push_str(&current);
+        out.push('\n');
+    }
+    out.pop();
+    out
+}
+
+pub fn trim_lines(text: &str) -> String {
+    text.lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Colours status words in column `col` of a `Style::sharp()` table (ok green,
+/// drift and errors red, the rest yellow), when `colour()` says so.
+pub fn colour_statuses(text: String, col: usize) -> String {
+    if !colour() {
+        return text;
+    }
+    let paint = |word: &str| -> Option<&'static str> {
+        Some(match word {
+            "ok" | "applied" | "reverted" | "pass" | "met" | "current" | "unchanged" => "32",
+            "drift" | "error" | "failed" | "fail" | "contradicted" | "missed" | "stale" => "31",
+            "unknown" | "skipped" | "not exposed" | "unsupported" | "partial" | "warn" => "33",
+            _ => return None,
+        })
+    };
+    text.lines()
+        .map(|line| {
+            let cells: Vec<&str> = line.split('│').collect();
+            if cells.len() <= col + 1 {
+                return line.to_string();
+            }
+            let cell = cells[col + 1];
+            let word = cell.trim();
+            match paint(word) {
+                Some(code) => {
+                    let painted = cell.replacen(word, &format!("\x1b[{code}m{word}\x1b[0m"), 1);
+                    let mut v: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
+                    v[col + 1] = painted;
+                    v.join("│")
+                }
+                None => line.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn text_width(s: &str) -> usize {
+    s.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+fn word_width(s: &str) -> usize {
+    s.split_whitespace()
+        .map(|w| w.chars().count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Column widths that fit `limit` without splitting a word: the column with
+/// the most room above its longest word gives one character at a time.
+/// `None` when even that does not fit.
+fn shrink(natural: &[usize], words: &[usize], budget: usize) -> Option<Vec<usize>> {
+    let mut w = natural.to_vec();
+    let mut total: usize = w.iter().sum();
+    while total > budget {
+        let (i, slack) = w
+            .iter()
+            .zip(words)
+            .map(|(a, b)| a.saturating_sub(*b))
+            .enumerate()
+            .max_by_key(|(i, s)| (*s, w[*i]))?;
+        if slack == 0 {
+            return None;
+        }
+        w[i] -= 1;
+        total -= 1;
+    }
+    Some(w)
+}
+
+/// Rows (the first is the header when `header`) as a table that fits the
+/// width limit: columns wrap at word boundaries, `caps` bound a column's
+/// width even without a limit. A grid that cannot fit without splitting
+/// words becomes one block per row (`header  value` lines) instead; facts
+/// (`header == false`) split long words rather than change shape.
+pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut natural = vec![0; n];
+    let mut words = vec![0; n];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            natural[i] = natural[i].max(text_width(c));
+            words[i] = words[i].max(word_width(c));
+        }
+    }
+    for &(col, cap) in caps {
+        if col < n {
+            natural[col] = natural[col].min(cap);
+            words[col] = words[col].min(cap);
+        }
+    }
+    // Sharp tables spend 3 characters per column plus one; blank ones 2 per column.
+    let overhead = if header { 3 * n + 1 } else { 2 * n };
+    let widths = match width_limit() {
+        Some(limit) if natural.iter().sum::<usize>() + overhead > limit => {
+            let budget = limit.saturating_sub(overhead);
+            match shrink(&natural, &words, budget) {
+                Some(w) => w,
+                None if header => return records(rows),
+                None => {
+                    let ones = vec![1; n];
+                    shrink(&natural, &ones, budget).unwrap_or(ones)
+                }
+            }
+        }
+        _ => natural,
+    };
+    let mut b = Builder::new();
+    for r in rows {
+        b.push_record(r.iter().cloned());
+    }
+    let mut table = b.build();
+    if header {
+        table.with(Style::sharp());
+    } else {
+        table.with(Style::blank());
+    }
+    for (i, w) in widths.iter().enumerate() {
+        table.with(Modify::new(Columns::one(i)).with(Width::wrap((*w).max(1)).keep_words(true)));
+    }
+    trim_lines(&table.to_string())
+}
+
+/// A grid too wide for the terminal: each row a block, its first cell as the
+/// heading and the others as `header  value` lines.
+fn records(rows: &[Vec<String>]) -> String {
+    let Some((head, body)) = rows.split_first() else {
+        return String::new();
+    };
+    let key_width = head
+        .iter()
+        .skip(1)
+        .map(|h| h.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    for r in body {
+        out.push(r.first().cloned().unwrap_or_default());
+        for (h, v) in head.iter().zip(r).skip(1) {
+            if v.is_empty() {
+                continue;
+            }
+            out.push(format!("  {h:<key_width$}  {}", v.replace('\n', " ")));
+        }
+    }
+    trim_lines(&out.join("\n"))
+}
+
 /// A titled two-column table of facts.
 pub fn facts(title: &str, rows: &[(String, String)]) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut b = Builder::new();
-    for (k, v) in rows {
-        b.push_record([k.as_str(), v.as_str()]);
-    }
-    let mut table = b.build();
-    table
-        .with(Style::blank())
-        .with(Modify::new(Columns::one(1)).with(Width::wrap(VALUE_WIDTH).keep_words(true)));
-    format!("{title}\n{table}\n\n")
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(k, v)| vec![k.clone(), v.clone()])
+        .collect();
+    format!("{title}\n{}\n\n", layout(&rows, false, &[(1, VALUE_WIDTH)]))
 }
 
 /// A titled table with a header row.
@@ -78,15 +313,21 @@ pub fn grid(title: &str, header: &[&str], rows: Vec<Vec<String>>) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut b = Builder::new();
-    b.push_record(header.iter().map(|h| h.to_string()));
-    for r in rows {
-        b.push_record(r);
-    }
-    format!("{title}\n{}\n\n", b.build().with(Style::sharp()))
+    let mut all = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+    all.extend(rows);
+    format!("{title}\n{}\n\n", layout(&all, true, &[]))
 }
 
 pub const NOT_EXPOSED: &str = "not exposed";
+
+/// `1 file`, `2 files`; `not exposed` packages when the count is unknown.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
 
 pub fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
     match v {

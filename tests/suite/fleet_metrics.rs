@@ -5,7 +5,6 @@
 
 use crate::support::*;
 
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 

@@ -4,7 +4,6 @@
 
 use crate::support::*;
 
-
 use std::path::Path;
 use std::process::Output;
 

@@ -5,20 +5,14 @@
 
 use crate::support::*;
 
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
 
-
-
 fn schema_names() -> Vec<String> {
-    let o = hostknob_command(&[])
-        .arg("schema")
-        .output()
-        .unwrap();
+    let o = hostknob_command(&[]).arg("schema").output().unwrap();
     ok(&o)
         .lines()
         .map(|l| l.split('\t').next().unwrap().to_string())

@@ -1,0 +1,86 @@
+//! `inventory SECTION...` (or `--section`) prints only those sections, in
+//! every format.
+
+use crate::support::*;
+
+#[test]
+fn only_the_named_sections_in_json_yaml_and_table() {
+    let root = corpus_host("gnr0");
+    let root = root.to_str().unwrap();
+    let v = json_of(&hostknob(&[
+        "--root",
+        root,
+        "inventory",
+        "cpu",
+        "idle",
+        "--format",
+        "json",
+    ]));
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["cpu", "idle", "schema"]);
+    assert_eq!(v["cpu"]["online_count"], 512);
+
+    let flag = json_of(&hostknob(&[
+        "--root",
+        root,
+        "inventory",
+        "--section",
+        "numa",
+        "--section",
+        "pm_qos",
+        "--format",
+        "json",
+    ]));
+    let keys: Vec<&str> = flag
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["numa", "pm_qos", "schema"]);
+    assert_eq!(flag["numa"]["nodes"].as_array().unwrap().len(), 2);
+
+    let out = hostknob(&["--root", root, "inventory", "caches", "--format", "yaml"]);
+    assert!(out.status.success());
+    let y: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).unwrap();
+    let m = y.as_mapping().unwrap();
+    assert_eq!(m.len(), 2, "caches and schema only: {y:?}");
+    assert!(m.contains_key("caches"));
+
+    let out = hostknob(&["--root", root, "inventory", "cpu"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let titles: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with([' ', '│', '┌', '├', '└']))
+        .collect();
+    assert_eq!(titles, ["CPU"], "{text}");
+
+    // With no section named, every section is there, as before.
+    let all = json_of(&hostknob(&[
+        "--root",
+        root,
+        "inventory",
+        "--format",
+        "json",
+    ]));
+    for k in [
+        "host",
+        "cpu",
+        "caches",
+        "numa",
+        "memory",
+        "idle",
+        "network",
+        "processes",
+    ] {
+        assert!(all.get(k).is_some(), "{k} missing");
+    }
+}
+
+#[test]
+fn an_unknown_section_is_refused() {
+    let out = hostknob(&["inventory", "disks"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("'disks'") && err.contains("pm_qos"), "{err}");
+}

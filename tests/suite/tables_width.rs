@@ -1,0 +1,112 @@
+//! Every table fits the width it is given: at COLUMNS=80 and 100, on gnr0,
+//! spr1, adl0 and the live host, no output line is longer than the width and
+//! none ends in a space. Without COLUMNS (a pipe), lines are whole.
+
+use std::process::Command;
+
+use crate::support::*;
+
+fn run(columns: Option<usize>, args: &[&str]) -> String {
+    let mut cmd = hostknob_command(&[]);
+    cmd.args(args)
+        .env_remove("HOSTKNOB_ROOT")
+        .env("NO_COLOR", "1");
+    match columns {
+        Some(c) => cmd.env("COLUMNS", c.to_string()),
+        None => cmd.env_remove("COLUMNS"),
+    };
+    let out = cmd.output().unwrap();
+    // audit exits 2 on drift; that is a result, not a failure here.
+    assert!(
+        matches!(out.status.code(), Some(0 | 2)),
+        "hostknob {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn check(what: &str, text: &str, width: usize) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = line.chars().count();
+        if n > width {
+            bad.push(format!(
+                "{what}: line {} has {n} > {width} characters: {line}",
+                i + 1
+            ));
+        }
+        if line.ends_with(' ') {
+            bad.push(format!("{what}: line {} ends in a space: {line:?}", i + 1));
+        }
+    }
+    bad
+}
+
+fn manifest_dir() -> String {
+    format!("{}/manifest", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn every_table_fits_80_and_100_columns_on_captures() {
+    let m = manifest_dir();
+    let mut bad = Vec::new();
+    for host in ["gnr0", "spr1", "adl0"] {
+        let root = corpus_host(host);
+        let root = root.to_str().unwrap();
+        for width in [80, 100] {
+            for cmd in [
+                vec!["inventory"],
+                vec!["--manifest", &m, "audit"],
+                vec!["--manifest", &m, "knobs"],
+            ] {
+                let mut args = vec!["--root", root];
+                args.extend(cmd.iter().copied());
+                let text = run(Some(width), &args);
+                assert!(!text.trim().is_empty());
+                bad.extend(check(&format!("{host} {cmd:?}"), &text, width));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn every_table_fits_on_the_live_host() {
+    let mut bad = Vec::new();
+    for width in [80, 100] {
+        for args in [
+            vec!["inventory"],
+            vec!["probe", "timer", "--loops", "200", "--interval", "200"],
+            vec![
+                "probe",
+                "wakeup",
+                "--samples",
+                "200",
+                "--gap-us",
+                "100..200",
+            ],
+        ] {
+            let text = run(Some(width), &args);
+            bad.extend(check(&format!("live {args:?}"), &text, width));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn without_a_width_lines_stay_whole_and_a_narrow_width_wraps_them() {
+    let root = corpus_host("gnr0");
+    let root = root.to_str().unwrap();
+    let whole = run(None, &["--root", root, "inventory"]);
+    let longest = whole.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(
+        longest > 100,
+        "gnr0's command line should make a long line ({longest})"
+    );
+    assert!(whole.lines().all(|l| !l.ends_with(' ')));
+    // The wrapped table keeps every word of the command line.
+    let narrow = run(Some(80), &["--root", root, "inventory"]);
+    for word in ["msr.allow_writes=on", "console=ttyS0,115200"] {
+        assert!(narrow.contains(word), "{word} lost in:\n{narrow}");
+    }
+}
