@@ -4,11 +4,13 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use clap_complete::Shell;
 
 use clap::ArgGroup;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use crate::inventory;
 use crate::probe::{rpc, wakeup};
 use crate::render;
 
@@ -40,10 +42,45 @@ pub struct Cli {
 pub struct InventoryArgs {
     /// Only these sections, in every format (all when none is named).
     #[arg(value_enum, value_name = "SECTION")]
-    pub sections: Vec<crate::inventory::Section>,
+    pub sections: Vec<Section>,
     /// The same as naming SECTION; may be repeated.
     #[arg(long = "section", value_enum, value_name = "SECTION")]
-    pub section: Vec<crate::inventory::Section>,
+    pub section: Vec<Section>,
+}
+
+/// An inventory section on the command line, named as its JSON key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Section {
+    Host,
+    Cpu,
+    Caches,
+    Numa,
+    Memory,
+    Idle,
+    Frequency,
+    Vulnerabilities,
+    Network,
+    #[value(name = "pm_qos", alias = "pm-qos")]
+    PmQos,
+    Processes,
+}
+
+impl From<Section> for inventory::Section {
+    fn from(s: Section) -> Self {
+        match s {
+            Section::Host => inventory::Section::Host,
+            Section::Cpu => inventory::Section::Cpu,
+            Section::Caches => inventory::Section::Caches,
+            Section::Numa => inventory::Section::Numa,
+            Section::Memory => inventory::Section::Memory,
+            Section::Idle => inventory::Section::Idle,
+            Section::Frequency => inventory::Section::Frequency,
+            Section::Vulnerabilities => inventory::Section::Vulnerabilities,
+            Section::Network => inventory::Section::Network,
+            Section::PmQos => inventory::Section::PmQos,
+            Section::Processes => inventory::Section::Processes,
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -201,13 +238,13 @@ hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg or
     )]
     Verify(VerifyArgs),
     /// Many hosts' audit JSON outputs as one fleet view: drift per knob, hosts grouped where they agree.
-    Report(crate::commands::report::ReportArgs),
+    Report(ReportArgs),
     /// Print the JSON Schema of a machine-readable output (list them without NAME).
-    Schema(crate::commands::schema::SchemaArgs),
+    Schema(SchemaArgs),
     /// Print a shell completion script: bash, zsh or fish.
-    Completions(crate::commands::completions::CompletionsArgs),
+    Completions(CompletionsArgs),
     /// Write man pages for hostknob and every subcommand into a directory (packaging, or ~/.local/share/man/man1).
-    Man(crate::commands::man::ManArgs),
+    Man(ManArgs),
 }
 
 /// Which knobs an apply or a revert is about.
@@ -597,4 +634,51 @@ pub struct VerifyArgs {
     /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
     #[arg(last = true, value_name = "PROBE OPTIONS")]
     pub probe_args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    long_about = "Read many hosts' `hostknob audit --format json` outputs (files, or directories of \
+*.json files, e.g. what ansible/playbooks/audit.yml fetched) and show one fleet view: per knob, the hosts \
+grouped where they agree on status and current value; hosts that agree on every knob; what is lost on \
+reboot or unpersisted where; the latest verify evidence per knob.\n\n\
+--format table (default), markdown, json or yaml. Exit codes: 0 when no host fails its audit; 2 when any \
+host drifts (drift, unsupported, lost-on-reboot); 1 when an input cannot be read.",
+    after_help = "Examples:\n  hostknob report /srv/hostknob-audits/\n  \
+hostknob report --format markdown audits/*.json > fleet.md"
+)]
+pub struct ReportArgs {
+    /// Audit JSON files, or directories holding them.
+    #[arg(value_name = "FILE|DIR", required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    long_about = "Print the JSON Schema (draft 2020-12) of one machine-readable output, generated from \
+the Rust type that writes it. Every JSON and YAML output carries `schema: N`, its version; N changes \
+only when a field changes meaning or goes away (new fields do not change it). Without NAME, list the names."
+)]
+pub struct SchemaArgs {
+    /// The output, e.g. audit, inventory, probe-wakeup.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  hostknob completions bash > /etc/bash_completion.d/hostknob\n  \
+hostknob completions zsh > \"${fpath[1]}/_hostknob\"\n  hostknob completions fish > ~/.config/fish/completions/hostknob.fish"
+)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Directory for hostknob.1 and hostknob-SUBCOMMAND.1 (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }

@@ -155,7 +155,7 @@ fn read_one(path: &Path) -> Result<AuditIn> {
             e.column()
         )
     })?;
-    let want = u64::from(crate::contract::VERSION);
+    let want = u64::from(crate::inventory::SCHEMA_VERSION);
     let is_audit = ["host_source", "summary", "knobs"]
         .iter()
         .all(|f| value.get(f).is_some());
@@ -210,13 +210,14 @@ fn describe(current: &[CurrentIn]) -> String {
     }
 }
 
+struct HostIn {
+    file: PathBuf,
+    audit: AuditIn,
+    statuses: Vec<Status>,
+}
+
 /// Reads every file and builds the fleet view. Two files for one host are an error.
 pub fn build(files: &[PathBuf]) -> Result<FleetReport> {
-    struct HostIn {
-        file: PathBuf,
-        audit: AuditIn,
-        statuses: Vec<Status>,
-    }
     let mut hosts: BTreeMap<String, HostIn> = BTreeMap::new();
     for f in files {
         let audit = read_one(f)?;
@@ -292,78 +293,7 @@ pub fn build(files: &[PathBuf]) -> Result<FleetReport> {
             .then(a.hosts.cmp(&b.hosts))
     });
 
-    let knobs = knob_ids
-        .iter()
-        .map(|id| {
-            let mut k = FleetKnob {
-                id: id.clone(),
-                desired: Vec::new(),
-                groups: Vec::new(),
-                drifting: Vec::new(),
-                lost_on_reboot: Vec::new(),
-                unpersisted: Vec::new(),
-                persisted_by: BTreeMap::new(),
-                evidence: Vec::new(),
-            };
-            for (name, h) in &hosts {
-                let Some((kin, st)) = h
-                    .audit
-                    .knobs
-                    .iter()
-                    .zip(&h.statuses)
-                    .find(|(k, _)| &k.id == id)
-                else {
-                    continue;
-                };
-                if !k.desired.contains(&kin.desired) {
-                    k.desired.push(kin.desired.clone());
-                }
-                let current = describe(&kin.current);
-                match k
-                    .groups
-                    .iter_mut()
-                    .find(|g| g.status == *st && g.current == current)
-                {
-                    Some(g) => g.hosts.push(name.clone()),
-                    None => k.groups.push(KnobGroup {
-                        status: *st,
-                        current,
-                        hosts: vec![name.clone()],
-                    }),
-                }
-                if st.fails() {
-                    k.drifting.push(name.clone());
-                }
-                match st {
-                    Status::LostOnReboot => k.lost_on_reboot.push(name.clone()),
-                    Status::Unpersisted => k.unpersisted.push(name.clone()),
-                    _ => {}
-                }
-                if let Some(by) = &kin.persisted_by {
-                    k.persisted_by.insert(name.clone(), by.clone());
-                }
-                if let Some(e) = &kin.evidence {
-                    k.evidence.push(HostEvidence {
-                        host: name.clone(),
-                        timestamp: e.timestamp.clone(),
-                        verdict: e.verdict.clone(),
-                        median_ratio: e.median_ratio,
-                        summary: e.summary.clone(),
-                    });
-                }
-            }
-            // Attention first: failing statuses, then the larger groups.
-            k.groups.sort_by(|a, b| {
-                b.status
-                    .fails()
-                    .cmp(&a.status.fails())
-                    .then(b.hosts.len().cmp(&a.hosts.len()))
-                    .then(a.hosts.cmp(&b.hosts))
-            });
-            k.evidence.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
-            k
-        })
-        .collect();
+    let knobs = knob_ids.iter().map(|id| fleet_knob(id, &hosts)).collect();
 
     Ok(FleetReport {
         hosts: lines,
@@ -371,6 +301,77 @@ pub fn build(files: &[PathBuf]) -> Result<FleetReport> {
         knobs,
         summary,
     })
+}
+
+/// One knob across the fleet: hosts grouped by status and value, who drifts, the evidence.
+fn fleet_knob(id: &str, hosts: &BTreeMap<String, HostIn>) -> FleetKnob {
+    let mut k = FleetKnob {
+        id: id.to_string(),
+        desired: Vec::new(),
+        groups: Vec::new(),
+        drifting: Vec::new(),
+        lost_on_reboot: Vec::new(),
+        unpersisted: Vec::new(),
+        persisted_by: BTreeMap::new(),
+        evidence: Vec::new(),
+    };
+    for (name, h) in hosts {
+        let Some((kin, st)) = h
+            .audit
+            .knobs
+            .iter()
+            .zip(&h.statuses)
+            .find(|(k, _)| &k.id == id)
+        else {
+            continue;
+        };
+        if !k.desired.contains(&kin.desired) {
+            k.desired.push(kin.desired.clone());
+        }
+        let current = describe(&kin.current);
+        match k
+            .groups
+            .iter_mut()
+            .find(|g| g.status == *st && g.current == current)
+        {
+            Some(g) => g.hosts.push(name.clone()),
+            None => k.groups.push(KnobGroup {
+                status: *st,
+                current,
+                hosts: vec![name.clone()],
+            }),
+        }
+        if st.fails() {
+            k.drifting.push(name.clone());
+        }
+        match st {
+            Status::LostOnReboot => k.lost_on_reboot.push(name.clone()),
+            Status::Unpersisted => k.unpersisted.push(name.clone()),
+            _ => {}
+        }
+        if let Some(by) = &kin.persisted_by {
+            k.persisted_by.insert(name.clone(), by.clone());
+        }
+        if let Some(e) = &kin.evidence {
+            k.evidence.push(HostEvidence {
+                host: name.clone(),
+                timestamp: e.timestamp.clone(),
+                verdict: e.verdict.clone(),
+                median_ratio: e.median_ratio,
+                summary: e.summary.clone(),
+            });
+        }
+    }
+    // Attention first: failing statuses, then the larger groups.
+    k.groups.sort_by(|a, b| {
+        b.status
+            .fails()
+            .cmp(&a.status.fails())
+            .then(b.hosts.len().cmp(&a.hosts.len()))
+            .then(a.hosts.cmp(&b.hosts))
+    });
+    k.evidence.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
+    k
 }
 
 fn counts(summary: &BTreeMap<Status, usize>) -> String {

@@ -7,8 +7,10 @@
 //! instead of a bare `drift`.
 
 mod history;
+mod knob_list;
 mod managers;
 mod status;
+pub use knob_list::{KnobList, knob_list};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -7,8 +7,12 @@ use crate::root::Root;
 
 pub fn run(g: &Global, args: &InventoryArgs) -> Result<i32> {
     let root = Root::open(&g.root)?;
-    let mut only: Vec<inventory::Section> =
-        args.sections.iter().chain(&args.section).copied().collect();
+    let mut only: Vec<inventory::Section> = args
+        .sections
+        .iter()
+        .chain(&args.section)
+        .map(|&s| s.into())
+        .collect();
     only.sort();
     only.dedup();
     let mut inv = inventory::collect_only(&root, &only)?;

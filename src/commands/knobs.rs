@@ -13,7 +13,7 @@ pub fn run(g: &Global) -> Result<i32> {
     let dir = super::manifest_dir(g, &root);
     let ctx = HostCtx::new(&root, host.name.clone());
     let report = audit::run(&dir, &ctx, &host.source, &[])?;
-    let list = render::audit::knob_list(&report);
+    let list = crate::audit::knob_list(&report);
     match render::machine(g.format.into(), &list)? {
         Some(text) => print!("{text}"),
         None => print!(

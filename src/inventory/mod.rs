@@ -281,7 +281,7 @@ pub fn bracketed(text: &str) -> Option<String> {
 }
 
 /// A top-level section of the inventory, named as its JSON key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Section {
     Host,
     Cpu,
@@ -292,7 +292,6 @@ pub enum Section {
     Frequency,
     Vulnerabilities,
     Network,
-    #[value(name = "pm_qos", alias = "pm-qos")]
     PmQos,
     Processes,
 }

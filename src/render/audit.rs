@@ -1,11 +1,8 @@
 //! `knobs` and `audit` for people (tables) and the `knobs` list for machines.
 
-use serde::Serialize;
-
 use crate::audit::{KnobReport, Report, Status};
 use crate::cpulist::CpuList;
-use crate::knob::{Current, KindName};
-use crate::schema::Persistence;
+use crate::knob::Current;
 
 const DETAIL_WIDTH: usize = 70;
 const VALUE_WIDTH: usize = 36;
@@ -134,48 +131,6 @@ fn notes(k: &KnobReport) -> String {
         return String::new();
     }
     format!("{} ({}):\n{}\n\n", k.id, k.source, lines.join("\n"))
-}
-
-/// One knob as `knobs --format json|yaml` lists it.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct KnobLine<'r> {
-    pub id: &'r str,
-    pub title: &'r str,
-    pub kind: KindName,
-    pub target: &'r str,
-    pub desired: &'r str,
-    pub current: &'r [Current],
-    pub status: Status,
-    pub persistence: Persistence,
-    /// The latest verify of the knob here, if any.
-    pub evidence: Option<&'r crate::audit::Evidence>,
-}
-
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct KnobList<'r> {
-    pub host: &'r str,
-    pub knobs: Vec<KnobLine<'r>>,
-}
-
-pub fn knob_list(r: &Report) -> KnobList<'_> {
-    KnobList {
-        host: &r.host,
-        knobs: r
-            .knobs
-            .iter()
-            .map(|k| KnobLine {
-                id: &k.id,
-                title: &k.title,
-                kind: k.kind,
-                target: &k.target,
-                desired: &k.desired,
-                current: &k.current,
-                status: k.status,
-                persistence: k.persistence,
-                evidence: k.evidence.as_ref(),
-            })
-            .collect(),
-    }
 }
 
 /// `regressed (2026-11-30)`, or `-` when never verified here.

@@ -1,0 +1,50 @@
+//! What `knobs --format json|yaml` lists: each knob's desired and current
+//! value and status, without audit's per-file detail.
+
+use serde::Serialize;
+
+use super::{Evidence, Report, Status};
+use crate::knob::{Current, KindName};
+use crate::schema::Persistence;
+
+/// One knob as `knobs --format json|yaml` lists it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct KnobLine<'r> {
+    pub id: &'r str,
+    pub title: &'r str,
+    pub kind: KindName,
+    pub target: &'r str,
+    pub desired: &'r str,
+    pub current: &'r [Current],
+    pub status: Status,
+    pub persistence: Persistence,
+    /// The latest verify of the knob here, if any.
+    pub evidence: Option<&'r Evidence>,
+}
+
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct KnobList<'r> {
+    pub host: &'r str,
+    pub knobs: Vec<KnobLine<'r>>,
+}
+
+pub fn knob_list(r: &Report) -> KnobList<'_> {
+    KnobList {
+        host: &r.host,
+        knobs: r
+            .knobs
+            .iter()
+            .map(|k| KnobLine {
+                id: &k.id,
+                title: &k.title,
+                kind: k.kind,
+                target: &k.target,
+                desired: &k.desired,
+                current: &k.current,
+                status: k.status,
+                persistence: k.persistence,
+                evidence: k.evidence.as_ref(),
+            })
+            .collect(),
+    }
+}
