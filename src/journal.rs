@@ -411,7 +411,8 @@ impl<'r> Journal<'r> {
             buf.push('\n');
         }
         let len_before = f.metadata()?.len();
-        let appended = crate::root::append(&mut f, buf.as_bytes()).and_then(|_| f.sync_all());
+        let appended =
+            crate::root::append(&mut f, buf.as_bytes(), "journal").and_then(|_| f.sync_all());
         if let Err(e) = appended {
             // Leave no fragment for the next reader: cut back to the last record.
             let cut = f.set_len(len_before).and_then(|_| f.sync_all());

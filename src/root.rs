@@ -192,8 +192,8 @@ impl Root {
     }
 
     /// The whole file, which must be a regular file (sysfs and procfs files
-    /// are) of at most [`READ_CAP`] bytes: a FIFO or a device is refused
-    /// instead of waited on or read forever.
+    /// are) or a character device, of at most [`READ_CAP`] bytes: a FIFO is
+    /// refused instead of waited on, and nothing is read forever.
     pub fn read(&self, logical: &str) -> io::Result<Vec<u8>> {
         self.read_capped(logical, READ_CAP)
     }
@@ -635,17 +635,23 @@ fn unlink_at(dir: &File, name: &str, flags: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// Test-only (the `test-hooks` feature): an append writes at most this many
-/// bytes, then fails as a full disk would (ENOSPC).
+/// Test-only (the `test-hooks` feature): `WHAT:N` makes an append to `WHAT`
+/// (`journal` or `ledger`) write at most N bytes, then fail as a full disk
+/// would (ENOSPC).
 #[cfg(feature = "test-hooks")]
 pub const APPEND_LIMIT_VAR: &str = "HOSTKNOB_TEST_APPEND_LIMIT";
 
-/// Appends `bytes` to a state file (the journal, the ledger) in one write.
-pub fn append(f: &mut File, bytes: &[u8]) -> io::Result<()> {
+/// Appends `bytes` to a state file (`what`: the journal, the ledger) in one write.
+pub fn append(f: &mut File, bytes: &[u8], what: &str) -> io::Result<()> {
+    #[cfg(not(feature = "test-hooks"))]
+    let _ = what;
     #[cfg(feature = "test-hooks")]
     if let Some(n) = std::env::var(APPEND_LIMIT_VAR)
         .ok()
-        .and_then(|v| v.parse::<usize>().ok())
+        .and_then(|v| {
+            let (w, n) = v.split_once(':')?;
+            (w == what).then(|| n.parse::<usize>().ok())?
+        })
         .filter(|&n| n < bytes.len())
     {
         f.write_all(&bytes[..n])?;
@@ -677,7 +683,9 @@ fn not_regular(kind: libc::mode_t) -> io::Error {
     };
     io::Error::new(
         io::ErrorKind::InvalidData,
-        format!("is {what}, not a regular file: hostknob reads and writes only regular files here"),
+        format!(
+            "is {what}, not a regular file: hostknob reads and writes only regular files and devices here"
+        ),
     )
 }
 
@@ -693,13 +701,18 @@ fn too_big(cap: usize) -> io::Error {
 }
 
 /// `f` if it is a regular file no bigger than `cap` (by its size; procfs
-/// files say 0 and are capped while read).
+/// files say 0 and are capped while read), or a character device (opened
+/// `O_NONBLOCK`, read up to `cap`: `/dev/zero` ends at the cap). A FIFO, a
+/// socket, a block device or a directory is refused.
 fn regular(f: File, cap: usize) -> io::Result<File> {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
     let kind = st.st_mode & libc::S_IFMT;
+    if kind == libc::S_IFCHR {
+        return Ok(f);
+    }
     if kind != libc::S_IFREG {
         return Err(not_regular(kind));
     }
@@ -721,7 +734,7 @@ fn read_all(mut f: File, single_shot: bool, cap: usize) -> io::Result<Vec<u8>> {
             if len > cap {
                 return Err(too_big(cap));
             }
-            buf.resize(buf.len() * 2, 0);
+            buf.resize((buf.len() * 2).min(cap.saturating_add(1)), 0);
         }
         let want = buf.len() - len;
         let n = match f.read(&mut buf[len..]) {

@@ -141,9 +141,16 @@ fn load(manifest_dir: &Path, host: &str) -> Result<Option<Text>, ManifestError> 
         None => text.starts_with("- ").then_some(0),
     };
     let reads = |t: &str| t.trim().is_empty() || serde_yaml::from_str::<Vec<Entry>>(t).is_ok();
+    // Cut short, not wrong: no final newline, or fields missing at its end.
+    let cut_short = |t: &str| {
+        !t.ends_with('\n')
+            || serde_yaml::from_str::<Vec<Entry>>(t)
+                .is_err_and(|e| e.to_string().contains("missing field"))
+    };
     if let Some(at) = last_item
         && reads(&text[..at])
         && !reads(&text[at..])
+        && cut_short(&text[at..])
     {
         return Ok(Some(Text {
             text,
@@ -272,7 +279,7 @@ pub fn append(manifest_dir: &Path, entry: &Entry) -> anyhow::Result<PathBuf> {
     let mut f =
         open_append(&root, &file, true).with_context(|| format!("opening {}", path.display()))?;
     let len_before = f.metadata()?.len();
-    let written = crate::root::append(&mut f, text.as_bytes()).and_then(|_| f.sync_all());
+    let written = crate::root::append(&mut f, text.as_bytes(), "ledger").and_then(|_| f.sync_all());
     if let Err(e) = written {
         let cut = f.set_len(len_before).and_then(|_| f.sync_all());
         return Err(anyhow::Error::new(e).context(format!(

@@ -10,6 +10,7 @@ mod apply_faults;
 mod audit_status;
 mod cli;
 mod doc;
+mod hostile;
 mod inventory_bad_input;
 mod inventory_corpus;
 mod inventory_live;
