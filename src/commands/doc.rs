@@ -10,6 +10,9 @@ use crate::root::Root;
 pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
     let root = Root::open(&g.root)?;
     let inv = inventory::collect(&root)?;
+    for w in &inv.warnings {
+        eprintln!("hostknob: warning: {w}");
+    }
     let sysctls = settings::read_sysctls(&root);
     let host = crate::manifest::host::resolve(&root, g.host.as_deref());
     let manifest_dir = super::manifest_dir(g, &root);

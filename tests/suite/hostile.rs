@@ -29,7 +29,7 @@ fn guarded(c: &mut Command) -> Output {
         .unwrap();
     let pid = child.id() as libc::pid_t;
     let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
+    let mut errp = child.stderr.take().unwrap();
     let o = std::thread::spawn(move || {
         let mut v = Vec::new();
         std::io::Read::read_to_end(&mut out, &mut v).unwrap();
@@ -37,7 +37,7 @@ fn guarded(c: &mut Command) -> Output {
     });
     let e = std::thread::spawn(move || {
         let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut err, &mut v).unwrap();
+        std::io::Read::read_to_end(&mut errp, &mut v).unwrap();
         v
     });
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -102,7 +102,8 @@ fn state(root: &Path) -> PathBuf {
 fn the_state_directory_lock_and_journal_never_leave_the_root() {
     let outside = tempfile::tempdir().unwrap();
     let m = knobs(&[THP]);
-    // An absolute and a relative link for the state directory.
+    // An absolute and a relative link for the state directory: resolved
+    // inside the copy, where they lead nowhere (refused) or to a directory there.
     for how in ["absolute", "relative"] {
         let (_t, root) = vm();
         let target = outside.path().join(how);
@@ -115,9 +116,26 @@ fn the_state_directory_lock_and_journal_never_leave_the_root() {
                 symlink("../../outside-of-it", root.join("var")).unwrap();
             }
         }
+        refused(
+            &hk(&root, m.path(), &["apply", "thp"]),
+            &["leads nowhere inside the root"],
+        );
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "{how}");
+        let inside = root.join(target.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::create_dir_all(root.join("outside-of-it/lib/hostknob")).unwrap();
         ok(&hk(&root, m.path(), &["apply", "thp"]));
         ok(&hk(&root, m.path(), &["revert", "--all"]));
         assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "{how}");
+        let journal_inside = match how {
+            "absolute" => inside.join("journal.jsonl"),
+            _ => root.join("outside-of-it/lib/hostknob/journal.jsonl"),
+        };
+        assert!(
+            journal_inside.is_file(),
+            "{how}: {}",
+            journal_inside.display()
+        );
     }
     // A lock that is a link to a file outside: refused, the file intact.
     let (_t, root) = vm();
@@ -159,9 +177,11 @@ fn a_var_link_to_the_real_var_stays_in_the_copy() {
     std::fs::remove_dir_all(root.join("var")).ok();
     symlink("/var", root.join("var")).unwrap();
     let m = knobs(&[THP]);
-    ok(&hk(&root, m.path(), &["apply", "thp"]));
-    // The link resolved inside the copy: a `var` directory does not exist
-    // there, so the state directory could not be made... unless made inside.
+    // Resolved inside the copy, where /var is the link itself: it leads nowhere.
+    refused(
+        &hk(&root, m.path(), &["apply", "thp"]),
+        &["/var is a symbolic link to /var"],
+    );
     assert_eq!(std::fs::read_dir(live).map(|d| d.count()).ok(), live_before);
     assert_eq!(
         std::fs::metadata(live.join("journal.jsonl"))
@@ -169,7 +189,6 @@ fn a_var_link_to_the_real_var_stays_in_the_copy() {
             .ok(),
         live_journal
     );
-    ok(&hk(&root, m.path(), &["revert", "--all"]));
 }
 
 // 2. doc writes only where its name says.
@@ -180,6 +199,7 @@ fn doc_refuses_a_host_name_that_is_a_path() {
     let abs = outside.path().join("abs");
     let empty = tempfile::tempdir().unwrap();
     let (_t, root) = copy_host("fc-haltpoll-2cpu");
+    std::fs::remove_file(root.join("proc/sys/kernel/hostname")).unwrap();
     std::fs::write(
         root.join("hostknob-capture.yaml"),
         format!("host: {}\n", abs.display()),
@@ -414,7 +434,7 @@ fn a_torn_ledger_is_repaired_and_audit_reads_it() {
     let m = knobs(&VM_KNOBS);
     let (_t, root) = vm();
     ok(&hk(&root, m.path(), &["apply", "thp"]));
-    let host = "fc-haltpoll-2cpu";
+    let host = "vm";
     let ledger = m.path().join(format!("ledger/{host}.yaml"));
     let whole = std::fs::read_to_string(&ledger).unwrap();
     std::fs::write(
@@ -507,9 +527,9 @@ fn fifos_anywhere_hang_nothing() {
     // revert works without a loadable manifest.
     ok(&hk(&root, m.path(), &["revert", "--all"]));
     std::fs::remove_file(m.path().join("z.yaml")).unwrap();
-    mkfifo(&m.path().join("ledger/fc-haltpoll-2cpu.yaml"));
+    mkfifo(&m.path().join("ledger/vm.yaml"));
     exit1(&hk(&root, m.path(), &["audit"]), &["not a regular file"]);
-    std::fs::remove_file(m.path().join("ledger/fc-haltpoll-2cpu.yaml")).unwrap();
+    std::fs::remove_file(m.path().join("ledger/vm.yaml")).unwrap();
     // A target that is a FIFO: refused before the lock.
     let thp = root.join("sys/kernel/mm/transparent_hugepage/enabled");
     std::fs::remove_file(&thp).unwrap();
