@@ -82,6 +82,13 @@ pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
 /// temporary file created afresh, then renamed; a link in its place is
 /// refused rather than followed.
 fn write_doc(path: &std::path::Path, text: &str) -> Result<()> {
+    // A device (`--out /dev/null`) is written as it is: it is no file to replace.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_char_device()
+    }) {
+        return std::fs::write(path, text).with_context(|| format!("writing {}", path.display()));
+    }
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

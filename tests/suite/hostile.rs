@@ -664,3 +664,33 @@ fn unclear_errors_of_item_12_are_clear() {
         exit1(&o, &["secret", "Permission denied"]);
     }
 }
+
+// Every command on every captured host: bounded, no panic (the timing is
+// bench/all-commands.sh's).
+
+#[test]
+fn every_command_on_every_corpus_tree_is_bounded() {
+    let shipped = repo().join("manifest");
+    let commands: [&[&str]; 6] = [
+        &["inventory"],
+        &["knobs"],
+        &["audit"],
+        &["doc", "--out", "-"],
+        &["apply", "--all", "--dry-run"],
+        &["revert", "--all"],
+    ];
+    for host in corpus_hosts() {
+        let root = corpus_host(&host);
+        for args in commands {
+            let mut all = vec!["--host", host.as_str()];
+            all.extend_from_slice(args);
+            let o = hk(&root, &shipped, &all);
+            assert!(
+                matches!(o.status.code(), Some(0..=2)),
+                "{host} {args:?}: {}",
+                err(&o)
+            );
+        }
+        assert!(!root.join(STATE_DIR).exists(), "{host}: nothing written");
+    }
+}
