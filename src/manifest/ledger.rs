@@ -260,7 +260,7 @@ pub fn append(manifest_dir: &Path, entry: &Entry) -> anyhow::Result<PathBuf> {
         if let Some(at) = t.torn_at {
             let mut kept = open_append(&root, &format!("{file}.torn"), true)
                 .with_context(|| format!("{}.torn: cannot open", path.display()))?;
-            kept.write_all(t.text[at..].as_bytes())?;
+            kept.write_all(&t.text.as_bytes()[at..])?;
             kept.sync_all()?;
             let f = open_append(&root, &file, false)?;
             f.set_len(at as u64)?;
