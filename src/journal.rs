@@ -9,18 +9,23 @@
 //! Both live under the state directory (default `/var/lib/hostknob`), which is
 //! resolved under `--root` like every other path.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::knob::WriteMode;
+use crate::root::Root;
 
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 pub const LOCK_FILE: &str = "lock";
+/// Beside the journal: the bytes of a torn last record, kept for a person to read.
+pub const TORN_SUFFIX: &str = ".torn";
+/// The most the journal may hold (a 4,096-CPU host's whole plan is a few MB).
+const JOURNAL_CAP: usize = 64 << 20;
 
 /// One file's value before hostknob first wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -56,10 +61,77 @@ fn attribute() -> WriteMode {
     WriteMode::Attribute
 }
 
-/// The state directory on the real filesystem (`<root>/var/lib/hostknob`, or
-/// the `--state-dir` given, itself under the root).
-pub fn state_dir(root: &crate::root::Root, configured: &Path) -> PathBuf {
-    root.host_path(&configured.to_string_lossy())
+/// The state directory as a logical path under the root: `--state-dir`
+/// with `.` and `..` resolved as inside the root (`/../../x` is `/x`).
+pub fn state_dir(configured: &std::path::Path) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in configured.components() {
+        match c {
+            std::path::Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
+            std::path::Component::ParentDir => {
+                parts.pop();
+            }
+            _ => {}
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+fn join(dir: &str, name: &str) -> String {
+    format!("{}/{name}", dir.trim_end_matches('/'))
+}
+
+/// Opens a state file in `dir` through the root seam: never through a link
+/// (`O_NOFOLLOW`), never a FIFO or a device.
+fn open_state_file(root: &Root, logical: &str, flags: i32) -> std::io::Result<File> {
+    let fd = root.open_raw(
+        logical,
+        flags | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
+        0o644,
+    )?;
+    let f = File::from(fd);
+    let kind = f.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    Ok(f)
+}
+
+/// Why a state file cannot be opened, in words (a link is the usual trap).
+fn state_open_error(root: &Root, logical: &str, e: std::io::Error) -> anyhow::Error {
+    let shown = root.host_path(logical);
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        let to = root.link_target(logical).ok().flatten();
+        return anyhow::anyhow!(
+            "{}: is a symbolic link{}: hostknob keeps its state only in plain files; remove the link",
+            shown.display(),
+            to.map(|t| format!(" (to {})", t.display()))
+                .unwrap_or_default()
+        );
+    }
+    anyhow::Error::new(e).context(format!("{}: cannot open", shown.display()))
+}
+
+/// Makes the state directory (and its parents) inside the root.
+fn make_state_dir(root: &Root, dir: &str) -> Result<()> {
+    let mut created = Vec::new();
+    root.make_dirs(&join(dir, LOCK_FILE), &mut created)
+        .map_err(|e| {
+            anyhow::Error::new(e).context(format!(
+                "{}: cannot create the state directory",
+                root.host_path(dir).display()
+            ))
+        })?;
+    if !root.is_dir(dir) {
+        bail!(
+            "{}: the state directory is not a directory",
+            root.host_path(dir).display()
+        );
+    }
+    Ok(())
 }
 
 /// An exclusive lock on the state directory, held until dropped.
@@ -90,21 +162,42 @@ impl std::error::Error for LockError {}
 
 impl Lock {
     /// Takes the lock, or fails at once naming the holder's pid; with `wait`,
-    /// blocks until the holder is done.
-    pub fn acquire(dir: &Path, wait: bool) -> Result<Lock, LockError> {
+    /// blocks until the holder is done. Creates the state directory and the
+    /// lock file: call it only when a write will follow.
+    pub fn acquire(root: &Root, dir: &str, wait: bool) -> Result<Lock, LockError> {
         let unavailable = LockError::Unavailable;
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create the state directory", dir.display()))
-            .map_err(unavailable)?;
-        let path = dir.join(LOCK_FILE);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .with_context(|| format!("{}: cannot open", path.display()))
-            .map_err(unavailable)?;
+        make_state_dir(root, dir).map_err(unavailable)?;
+        let path = join(dir, LOCK_FILE);
+        let file = open_state_file(root, &path, libc::O_RDWR | libc::O_CREAT)
+            .map_err(|e| unavailable(state_open_error(root, &path, e)))?;
+        Self::take(root, &path, file, wait)
+    }
+
+    /// Fails when another hostknob holds the lock now; creates nothing.
+    pub fn check_free(root: &Root, dir: &str) -> Result<(), LockError> {
+        let path = join(dir, LOCK_FILE);
+        match open_state_file(root, &path, libc::O_RDWR) {
+            Ok(file) => {
+                let mut probe = Self::take_probe(root, &path, file)?;
+                probe.release_quietly();
+                Ok(())
+            }
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn take_probe(root: &Root, path: &str, file: File) -> Result<Probe, LockError> {
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                return Err(held(root, path, file));
+            }
+        }
+        Ok(Probe { file })
+    }
+
+    fn take(root: &Root, path: &str, mut file: File, wait: bool) -> Result<Lock, LockError> {
+        let shown = root.host_path(path);
         let flags = if wait {
             libc::LOCK_EX
         } else {
@@ -113,24 +206,39 @@ impl Lock {
         if unsafe { libc::flock(file.as_raw_fd(), flags) } != 0 {
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
-                return Err(LockError::Held(format!(
-                    "another hostknob (pid {}) holds {}: it is applying or reverting; try again when it is done, or pass --wait",
-                    if holder.is_empty() { "unknown" } else { holder },
-                    path.display()
-                )));
+                return Err(held(root, path, file));
             }
-            return Err(unavailable(
-                anyhow::Error::new(err).context(format!("{}: cannot lock", path.display())),
+            return Err(LockError::Unavailable(
+                anyhow::Error::new(err).context(format!("{}: cannot lock", shown.display())),
             ));
         }
         stamp(&mut file)
-            .with_context(|| format!("{}: cannot write", path.display()))
-            .map_err(unavailable)?;
+            .with_context(|| format!("{}: cannot write", shown.display()))
+            .map_err(LockError::Unavailable)?;
         Ok(Lock { file })
     }
+}
+
+/// A lock taken only to see that it is free; released unchanged.
+struct Probe {
+    file: File,
+}
+
+impl Probe {
+    fn release_quietly(&mut self) {
+        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+fn held(root: &Root, path: &str, mut file: File) -> LockError {
+    let mut holder = String::new();
+    let _ = (&mut file).take(64).read_to_string(&mut holder);
+    let holder = holder.trim();
+    LockError::Held(format!(
+        "another hostknob (pid {}) holds {}: it is applying or reverting; try again when it is done, or pass --wait",
+        if holder.is_empty() { "unknown" } else { holder },
+        root.host_path(path).display()
+    ))
 }
 
 /// Leaves the holder's pid in the lock file, for the message of a second hostknob.
@@ -148,100 +256,206 @@ impl Drop for Lock {
     }
 }
 
-/// The journal in a state directory (the caller holds the [`Lock`]).
-pub struct Journal {
-    path: PathBuf,
-    dir: PathBuf,
+/// The journal as read: its complete records, and a torn last one if any.
+pub struct Loaded {
+    pub entries: Vec<Entry>,
+    /// Bytes after the last complete record (a crash or a full disk while
+    /// appending); its files were never written, since writes follow the fsync.
+    pub torn: Option<Torn>,
 }
 
-impl Journal {
-    pub fn open(dir: &Path) -> Journal {
+pub struct Torn {
+    /// Where the complete records end.
+    pub at: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// The journal in a state directory (the caller holds the [`Lock`]).
+pub struct Journal<'r> {
+    root: &'r Root,
+    dir: String,
+    file: String,
+}
+
+impl<'r> Journal<'r> {
+    pub fn open(root: &'r Root, dir: &str) -> Journal<'r> {
         Journal {
-            path: dir.join(JOURNAL_FILE),
-            dir: dir.to_path_buf(),
+            root,
+            dir: dir.to_string(),
+            file: join(dir, JOURNAL_FILE),
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The journal's real path, for messages.
+    pub fn path(&self) -> PathBuf {
+        self.root.host_path(&self.file)
     }
 
-    /// Every recorded entry, oldest first. A torn last line (a crash while
-    /// appending) is ignored: nothing was written for it yet.
-    pub fn entries(&self) -> Result<Vec<Entry>> {
-        let text = match std::fs::read_to_string(&self.path) {
+    fn torn_path(&self) -> String {
+        format!("{}{TORN_SUFFIX}", self.file)
+    }
+
+    /// Every complete record and a torn tail, read through the seam.
+    pub fn load(&self) -> Result<Loaded> {
+        let shown = self.path();
+        let text = match self.root.read_capped(&self.file, JOURNAL_CAP) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if crate::root::is_absent(&e) => {
+                return Ok(Loaded {
+                    entries: Vec::new(),
+                    torn: None,
+                });
+            }
             Err(e) => {
-                return Err(e).with_context(|| format!("{}: cannot read", self.path.display()));
+                return Err(state_open_error(self.root, &self.file, e))
+                    .with_context(|| format!("{}: cannot read", shown.display()));
             }
         };
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let mut out = Vec::new();
-        for (i, line) in lines.iter().enumerate() {
+        let complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let torn = (complete < text.len()).then(|| Torn {
+            at: complete as u64,
+            bytes: text[complete..].to_vec(),
+        });
+        let body = std::str::from_utf8(&text[..complete]).map_err(|e| {
+            let line = text[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            anyhow::anyhow!(
+                "{}:{line}: corrupt journal entry: not UTF-8",
+                shown.display()
+            )
+        })?;
+        let mut entries = Vec::new();
+        for (i, line) in body.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
             match serde_json::from_str::<Entry>(line) {
-                Ok(e) => out.push(e),
-                Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
+                Ok(e) => entries.push(e),
                 Err(e) => bail!(
-                    "{}:{}: corrupt journal entry: {e}",
-                    self.path.display(),
+                    "{}:{}: corrupt journal entry: {e}; the entries before and after it are \
+                     intact: move it aside by hand, then revert",
+                    shown.display(),
                     i + 1
                 ),
             }
         }
-        Ok(out)
+        Ok(Loaded { entries, torn })
+    }
+
+    /// Every complete entry, oldest first (a torn last record is left out).
+    pub fn entries(&self) -> Result<Vec<Entry>> {
+        Ok(self.load()?.entries)
+    }
+
+    /// What a torn tail means, in one line.
+    pub fn torn_message(&self, torn: &Torn) -> String {
+        format!(
+            "{} ended in a torn record ({} bytes after its last complete line: a crash or a full \
+             disk while it was written); they are kept in {} and left out",
+            self.path().display(),
+            torn.bytes.len(),
+            self.root.host_path(&self.torn_path()).display()
+        )
+    }
+
+    /// Cuts the journal back to its last complete record, keeping the torn
+    /// bytes in `journal.jsonl.torn` (appended, fsynced) first.
+    pub fn repair(&self, torn: &Torn) -> Result<()> {
+        let kept = self.torn_path();
+        let mut t = open_state_file(
+            self.root,
+            &kept,
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT,
+        )
+        .map_err(|e| state_open_error(self.root, &kept, e))?;
+        t.write_all(&torn.bytes)
+            .and_then(|_| t.write_all(b"\n"))
+            .and_then(|_| t.sync_all())
+            .with_context(|| format!("{}: cannot write", self.root.host_path(&kept).display()))?;
+        let f = open_state_file(self.root, &self.file, libc::O_WRONLY)
+            .map_err(|e| state_open_error(self.root, &self.file, e))?;
+        f.set_len(torn.at)
+            .and_then(|_| f.sync_all())
+            .with_context(|| format!("{}: cannot cut back", self.path().display()))?;
+        Ok(())
     }
 
     /// Records the values about to be overwritten, durably, before any write.
-    /// Paths already journaled keep their first value.
+    /// Paths already journaled keep their first value. A torn last record is
+    /// repaired first (said on stderr); a failed append is cut back off.
     pub fn record(&self, new: &[Entry]) -> Result<usize> {
+        let loaded = self.load()?;
+        if let Some(torn) = &loaded.torn {
+            self.repair(torn)?;
+            eprintln!("hostknob: warning: {}", self.torn_message(torn));
+        }
         let known: std::collections::HashSet<String> =
-            self.entries()?.into_iter().map(|e| e.path).collect();
+            loaded.entries.into_iter().map(|e| e.path).collect();
         let fresh: Vec<&Entry> = new.iter().filter(|e| !known.contains(&e.path)).collect();
         if fresh.is_empty() {
             return Ok(0);
         }
-        std::fs::create_dir_all(&self.dir)?;
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .with_context(|| format!("{}: cannot open the journal", self.path.display()))?;
+        make_state_dir(self.root, &self.dir)?;
+        let mut f = open_state_file(
+            self.root,
+            &self.file,
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT,
+        )
+        .map_err(|e| state_open_error(self.root, &self.file, e))?;
         let mut buf = String::new();
         for e in &fresh {
             buf += &serde_json::to_string(e)?;
             buf.push('\n');
         }
-        f.write_all(buf.as_bytes())?;
-        f.sync_all()
-            .with_context(|| format!("{}: fsync", self.path.display()))?;
-        File::open(&self.dir)?
-            .sync_all()
-            .with_context(|| format!("{}: fsync", self.dir.display()))?;
+        let len_before = f.metadata()?.len();
+        let appended =
+            crate::root::append(&mut f, buf.as_bytes(), "journal").and_then(|_| f.sync_all());
+        if let Err(e) = appended {
+            // Leave no fragment for the next reader: cut back to the last record.
+            let cut = f.set_len(len_before).and_then(|_| f.sync_all());
+            let cut = match cut {
+                Ok(()) => "cut back to its last complete record".to_string(),
+                Err(c) => {
+                    format!("and cutting it back failed too ({c}): the next apply repairs it")
+                }
+            };
+            return Err(anyhow::Error::new(e)
+                .context(format!("{}: cannot append ({cut})", self.path().display())));
+        }
+        self.sync_dir()?;
         Ok(fresh.len())
     }
 
-    /// Drops the entries for `paths` (after they were restored), durably.
+    fn sync_dir(&self) -> Result<()> {
+        let fd = self
+            .root
+            .open_raw(&self.dir, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        File::from(fd)
+            .sync_all()
+            .with_context(|| format!("{}: fsync", self.root.host_path(&self.dir).display()))
+    }
+
+    /// Drops the entries for `paths` (after they were restored), durably: the
+    /// journal is replaced whole through the seam. A torn tail is kept aside first.
     pub fn forget(&self, paths: &[String]) -> Result<()> {
-        let keep: Vec<Entry> = self
-            .entries()?
-            .into_iter()
-            .filter(|e| !paths.contains(&e.path))
-            .collect();
-        let tmp = self.dir.join(format!("{JOURNAL_FILE}.tmp"));
-        {
-            let mut f = File::create(&tmp)?;
-            for e in &keep {
-                writeln!(f, "{}", serde_json::to_string(e)?)?;
-            }
-            f.sync_all()?;
+        let loaded = self.load()?;
+        if let Some(torn) = &loaded.torn {
+            self.repair(torn)?;
         }
-        std::fs::rename(&tmp, &self.path)?;
-        File::open(&self.dir)?.sync_all()?;
-        Ok(())
+        let mut text = String::new();
+        for e in loaded.entries.iter().filter(|e| !paths.contains(&e.path)) {
+            text += &serde_json::to_string(e)?;
+            text.push('\n');
+        }
+        self.root
+            .replace_file(&self.file, text.as_bytes())
+            .map_err(|e| state_open_error(self.root, &self.file, e))
+            .with_context(|| format!("{}: cannot rewrite", self.path().display()))
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,10 +473,19 @@ mod tests {
         }
     }
 
+    fn tree() -> (tempfile::TempDir, Root) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        (dir, root)
+    }
+
+    const SD: &str = "/var/lib/hostknob";
+
     #[test]
     fn first_recorded_value_wins_and_forget_removes() {
-        let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(dir.path());
+        let (_d, root) = tree();
+        let j = Journal::open(&root, SD);
         assert_eq!(
             j.record(&[entry("/sys/a", "0"), entry("/sys/b", "1")])
                 .unwrap(),
@@ -287,14 +510,28 @@ mod tests {
     }
 
     #[test]
-    fn a_torn_last_line_is_ignored_but_corruption_elsewhere_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(dir.path());
+    fn a_torn_last_record_is_cut_off_and_kept_aside_before_appending() {
+        let (d, root) = tree();
+        let j = Journal::open(&root, SD);
         j.record(&[entry("/sys/a", "0")]).unwrap();
         let mut text = std::fs::read_to_string(j.path()).unwrap();
         text.push_str("{\"path\":\"/sys/b\",\"bef");
         std::fs::write(j.path(), &text).unwrap();
-        assert_eq!(j.entries().unwrap().len(), 1);
+        let loaded = j.load().unwrap();
+        assert_eq!(loaded.entries.len(), 1);
+        assert_eq!(
+            loaded.torn.as_ref().unwrap().bytes,
+            b"{\"path\":\"/sys/b\",\"bef"
+        );
+        j.record(&[entry("/sys/c", "1")]).unwrap();
+        let paths: Vec<String> = j.entries().unwrap().into_iter().map(|e| e.path).collect();
+        assert_eq!(paths, ["/sys/a", "/sys/c"]);
+        assert!(j.load().unwrap().torn.is_none());
+        let kept = d.path().join("var/lib/hostknob/journal.jsonl.torn");
+        assert_eq!(
+            std::fs::read_to_string(kept).unwrap(),
+            "{\"path\":\"/sys/b\",\"bef\n"
+        );
         std::fs::write(j.path(), format!("garbage\n{text}\n")).unwrap();
         assert!(
             j.entries()
@@ -305,13 +542,31 @@ mod tests {
     }
 
     #[test]
-    fn a_second_lock_names_the_holder() {
-        let dir = tempfile::tempdir().unwrap();
-        let _held = Lock::acquire(dir.path(), false).unwrap();
-        let err = Lock::acquire(dir.path(), false).err().unwrap().to_string();
-        assert!(
-            err.contains(&format!("pid {}", std::process::id())),
-            "{err}"
+    fn a_second_lock_names_the_holder_and_a_check_creates_nothing() {
+        let (d, root) = tree();
+        Lock::check_free(&root, SD).unwrap();
+        assert!(!d.path().join("var").exists(), "a check creates nothing");
+        let _held = Lock::acquire(&root, SD, false).unwrap();
+        for err in [
+            Lock::acquire(&root, SD, false).err().unwrap().to_string(),
+            Lock::check_free(&root, SD).err().unwrap().to_string(),
+        ] {
+            assert!(
+                err.contains(&format!("pid {}", std::process::id())),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn state_dir_stays_inside_the_root() {
+        assert_eq!(
+            state_dir(std::path::Path::new("/../../outside/sd")),
+            "/outside/sd"
+        );
+        assert_eq!(
+            state_dir(std::path::Path::new("var/lib/./x/../hk")),
+            "/var/lib/hk"
         );
     }
 }

@@ -212,6 +212,20 @@ impl Root {
         self
     }
 
+    /// A directory treated as a root of its own (the manifest directory for
+    /// the ledger): names under it resolve inside it, links included, and no
+    /// `sys`/`proc` is asked for.
+    pub fn confined(dir: &Path) -> io::Result<Root> {
+        let canonical = dir.canonicalize()?;
+        let f = File::open(&canonical)?;
+        Ok(Root {
+            base: canonical,
+            base_fd: Some(OwnedFd::from(f)),
+            recorder: None,
+            walk: AtomicBool::new(false),
+        })
+    }
+
     /// Keeps a list of every path opened from now on (used by `capture`).
     pub fn recording(mut self) -> Root {
         self.recorder = Some(Mutex::new(BTreeMap::new()));
@@ -261,7 +275,8 @@ impl Root {
         r
     }
 
-    fn open_raw(&self, logical: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    /// Opens `logical` with `flags` (and `mode` when creating), resolved inside the root.
+    pub(crate) fn open_raw(&self, logical: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
         debug_assert!(
             logical.starts_with('/'),
             "logical paths are absolute: {logical}"
@@ -316,13 +331,48 @@ impl Root {
         let fd = self.record_result(
             logical,
             Access::File,
-            self.open_raw(logical, libc::O_RDONLY, 0),
+            self.open_raw(
+                logical,
+                libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+                0,
+            ),
         )?;
         Ok(File::from(fd))
     }
 
+    /// The whole file, which must be a regular file (sysfs and procfs files
+    /// are) or a character device, of at most [`READ_CAP`] bytes: a FIFO is
+    /// refused instead of waited on, and nothing is read forever.
     pub fn read(&self, logical: &str) -> io::Result<Vec<u8>> {
-        read_all(self.open_read(logical)?, logical.starts_with("/sys/"))
+        self.read_capped(logical, READ_CAP)
+    }
+
+    /// [`Root::read`] with a cap of `cap` bytes.
+    pub fn read_capped(&self, logical: &str, cap: usize) -> io::Result<Vec<u8>> {
+        let fd = self.record_result(
+            logical,
+            Access::File,
+            self.open_raw(
+                logical,
+                libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+                0,
+            ),
+        )?;
+        let f = regular(File::from(fd), cap)?;
+        read_all(f, logical.starts_with("/sys/"), cap)
+    }
+
+    /// A character device's first bytes (`/dev/cpu_dma_latency`), at most `cap`.
+    pub fn read_device(&self, logical: &str, cap: usize) -> io::Result<Vec<u8>> {
+        let f = self.open_read(logical)?;
+        let kind = file_kind(&f)?;
+        if kind != libc::S_IFCHR && kind != libc::S_IFREG {
+            return Err(not_regular(kind));
+        }
+        let mut buf = vec![0u8; cap];
+        let n = (&f).read(&mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
     }
 
     pub fn read_string(&self, logical: &str) -> io::Result<String> {
@@ -427,12 +477,15 @@ impl Root {
     }
 
     /// Opens an existing file for one write (truncating a plain file).
+    /// A FIFO or a device is refused, not waited on: targets are regular
+    /// files (`O_TRUNC` does nothing to the others).
     pub fn open_write(&self, logical: &str) -> io::Result<File> {
-        Ok(File::from(self.open_raw(
+        let fd = self.open_raw(
             logical,
-            libc::O_WRONLY | libc::O_TRUNC,
+            libc::O_WRONLY | libc::O_TRUNC | libc::O_NONBLOCK | libc::O_NOCTTY,
             0,
-        )?))
+        )?;
+        regular(File::from(fd), usize::MAX)
     }
 
     /// Whether `write_existing` could write the file, asked without writing:
@@ -531,7 +584,9 @@ impl Root {
         result
     }
 
-    fn make_dirs(&self, logical: &str, created: &mut Vec<String>) -> io::Result<()> {
+    /// Makes the missing ancestors of `logical` (0755), outermost first,
+    /// pushing each one made onto `created`.
+    pub(crate) fn make_dirs(&self, logical: &str, created: &mut Vec<String>) -> io::Result<()> {
         for dir in self.missing_dirs(logical) {
             let (parent, name) = split_parent(&dir);
             let pfd = self.open_raw(parent, libc::O_PATH | libc::O_DIRECTORY, 0)?;
@@ -540,6 +595,22 @@ impl Root {
                 let e = io::Error::last_os_error();
                 if e.raw_os_error() != Some(libc::EEXIST) {
                     return Err(e);
+                }
+                // Exists but does not resolve: a link that leads nowhere.
+                if !self.is_dir(&dir) {
+                    return Err(match self.read_link(&dir) {
+                        Ok(to) => io::Error::new(
+                            io::ErrorKind::NotFound,
+                            format!(
+                                "{dir} is a symbolic link to {} that leads nowhere inside the root",
+                                to.display()
+                            ),
+                        ),
+                        Err(_) => io::Error::new(
+                            io::ErrorKind::AlreadyExists,
+                            format!("{dir} exists and is not a directory"),
+                        ),
+                    });
                 }
             } else {
                 created.push(dir);
@@ -551,40 +622,25 @@ impl Root {
     fn write_and_rename(&self, logical: &str, bytes: &[u8]) -> io::Result<()> {
         let (parent, name) = split_parent(logical);
         let dir = File::from(self.open_raw(parent, libc::O_RDONLY | libc::O_DIRECTORY, 0)?);
-        let cname = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
-        let ctmp = CString::new(temp_name(name)).map_err(|_| io::ErrorKind::InvalidInput)?;
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let mode = if unsafe {
-            libc::fstatat(
-                dir.as_raw_fd(),
-                cname.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        } == 0
-        {
-            st.st_mode & 0o7777
-        } else {
-            0o644
+        let mode = self.replaced_mode(&dir, logical, name)?;
+        let tmp = temp_name(name);
+        let f = match create_exclusive(&dir, &tmp) {
+            // A leftover of a crash, or something placed there (a hard link):
+            // unlinking the name leaves whatever it pointed at untouched.
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                unlink_at(&dir, &tmp, 0)?;
+                create_exclusive(&dir, &tmp)?
+            }
+            other => other?,
         };
-        let fd = unsafe {
-            libc::openat(
-                dir.as_raw_fd(),
-                ctmp.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o600,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut f = unsafe { File::from_raw_fd(fd) };
+        let mut f = f;
         f.write_all(bytes)?;
         if unsafe { libc::fchmod(f.as_raw_fd(), mode) } != 0 {
             return Err(io::Error::last_os_error());
         }
         f.sync_all()?;
         drop(f);
+        let (ctmp, cname) = (cstr(&tmp)?, cstr(name)?);
         if unsafe {
             libc::renameat(
                 dir.as_raw_fd(),
@@ -597,6 +653,49 @@ impl Root {
             return Err(io::Error::last_os_error());
         }
         dir.sync_all()
+    }
+
+    /// The mode a replacement of `name` gets: the replaced regular file's,
+    /// masked with 022 and without set-id bits; 0644 for a new file. A link
+    /// is refused, never followed or replaced: its own mode is 0777, and a
+    /// link to /dev/null is systemd's mask.
+    fn replaced_mode(&self, dir: &File, logical: &str, name: &str) -> io::Result<libc::mode_t> {
+        let cname = cstr(name)?;
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                cname.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if r != 0 {
+            let e = io::Error::last_os_error();
+            return if e.raw_os_error() == Some(libc::ENOENT) {
+                Ok(0o644)
+            } else {
+                Err(e)
+            };
+        }
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Ok(st.st_mode & 0o755),
+            libc::S_IFDIR => Err(io::Error::from_raw_os_error(libc::EISDIR)),
+            libc::S_IFLNK => Err(symlink_refused(
+                logical,
+                self.read_link(logical).ok().as_deref(),
+            )),
+            kind => Err(not_regular(kind)),
+        }
+    }
+
+    /// Whether the last component of `logical` is a symbolic link, and where it points.
+    pub fn link_target(&self, logical: &str) -> io::Result<Option<PathBuf>> {
+        match self.read_link(logical) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) || is_absent(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Removes a file and syncs its directory. Also removes the temporary
@@ -642,6 +741,41 @@ fn temp_name(name: &str) -> String {
     format!(".{name}.hostknob-new")
 }
 
+fn cstr(s: &str) -> io::Result<CString> {
+    CString::new(s).map_err(|_| io::ErrorKind::InvalidInput.into())
+}
+
+/// A new file only: `O_EXCL` refuses an existing name, `O_NOFOLLOW` a link.
+fn create_exclusive(dir: &File, name: &str) -> io::Result<File> {
+    let c = cstr(name)?;
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Why a file behind a symbolic link is not written.
+pub fn symlink_refused(logical: &str, to: Option<&Path>) -> io::Error {
+    let to = to.map(|t| t.display().to_string()).unwrap_or_default();
+    let mask = if to == "/dev/null" {
+        " (systemd's mask: the unit is masked on purpose)"
+    } else {
+        ""
+    };
+    io::Error::other(format!(
+        "{logical} is a symbolic link to {to}{mask}: hostknob does not write through or replace a \
+         link; remove it or point the knob at the file itself"
+    ))
+}
+
 fn unlink_at(dir: &File, name: &str, flags: i32) -> io::Result<()> {
     let c = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
     if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), flags) } != 0 {
@@ -650,15 +784,106 @@ fn unlink_at(dir: &File, name: &str, flags: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads a whole file. A sysfs attribute arrives whole in one read (at most a
-/// page), so a short read is its end: this saves the EOF read, statx and lseek
-/// that `read_to_end` costs, which is most of inventory's time on big hosts.
-fn read_all(mut f: File, single_shot: bool) -> io::Result<Vec<u8>> {
+/// Test-only (the `test-hooks` feature): `WHAT:N` makes an append to `WHAT`
+/// (`journal` or `ledger`) write at most N bytes, then fail as a full disk
+/// would (ENOSPC).
+#[cfg(feature = "test-hooks")]
+pub const APPEND_LIMIT_VAR: &str = "HOSTKNOB_TEST_APPEND_LIMIT";
+
+/// Appends `bytes` to a state file (`what`: the journal, the ledger) in one write.
+pub fn append(f: &mut File, bytes: &[u8], what: &str) -> io::Result<()> {
+    #[cfg(not(feature = "test-hooks"))]
+    let _ = what;
+    #[cfg(feature = "test-hooks")]
+    if let Some(n) = std::env::var(APPEND_LIMIT_VAR)
+        .ok()
+        .and_then(|v| {
+            let (w, n) = v.split_once(':')?;
+            (w == what).then(|| n.parse::<usize>().ok())?
+        })
+        .filter(|&n| n < bytes.len())
+    {
+        f.write_all(&bytes[..n])?;
+        return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+    }
+    f.write_all(bytes)
+}
+
+/// The most hostknob reads from one host file: a 4,096-CPU host's
+/// `/proc/cpuinfo` is a few MB, and a bigger file is not a host's.
+pub const READ_CAP: usize = 16 << 20;
+
+fn file_kind(f: &File) -> io::Result<libc::mode_t> {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_mode & libc::S_IFMT)
+}
+
+fn not_regular(kind: libc::mode_t) -> io::Error {
+    let what = match kind {
+        libc::S_IFIFO => "a FIFO",
+        libc::S_IFCHR => "a character device",
+        libc::S_IFBLK => "a block device",
+        libc::S_IFSOCK => "a socket",
+        libc::S_IFDIR => "a directory",
+        _ => "not a plain file",
+    };
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "is {what}, not a regular file: hostknob reads and writes only regular files and devices here"
+        ),
+    )
+}
+
+fn too_big(cap: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "larger than {} MiB, the most hostknob reads from one file (a 4,096-CPU host's \
+             /proc/cpuinfo is a few MB)",
+            cap >> 20
+        ),
+    )
+}
+
+/// `f` if it is a regular file no bigger than `cap` (by its size; procfs
+/// files say 0 and are capped while read), or a character device (opened
+/// `O_NONBLOCK`, read up to `cap`: `/dev/zero` ends at the cap). A FIFO, a
+/// socket, a block device or a directory is refused.
+fn regular(f: File, cap: usize) -> io::Result<File> {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let kind = st.st_mode & libc::S_IFMT;
+    if kind == libc::S_IFCHR {
+        return Ok(f);
+    }
+    if kind != libc::S_IFREG {
+        return Err(not_regular(kind));
+    }
+    if st.st_size as u64 > cap as u64 {
+        return Err(too_big(cap));
+    }
+    Ok(f)
+}
+
+/// Reads a whole file, at most `cap` bytes. A sysfs attribute arrives whole
+/// in one read (at most a page), so a short read is its end: this saves the
+/// EOF read, statx and lseek that `read_to_end` costs, which is most of
+/// inventory's time on big hosts.
+fn read_all(mut f: File, single_shot: bool, cap: usize) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; 4096];
     let mut len = 0;
     loop {
         if len == buf.len() {
-            buf.resize(buf.len() * 2, 0);
+            if len > cap {
+                return Err(too_big(cap));
+            }
+            buf.resize((buf.len() * 2).min(cap.saturating_add(1)), 0);
         }
         let want = buf.len() - len;
         let n = match f.read(&mut buf[len..]) {
@@ -670,6 +895,9 @@ fn read_all(mut f: File, single_shot: bool) -> io::Result<Vec<u8>> {
         if n == 0 || (single_shot && n < want) {
             break;
         }
+    }
+    if len > cap {
+        return Err(too_big(cap));
     }
     buf.truncate(len);
     Ok(buf)
@@ -728,10 +956,13 @@ impl DirHandle<'_> {
 
     pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
         let logical = format!("{}/{}", self.logical, rel);
-        let fd =
-            self.root
-                .record_result(&logical, Access::File, self.open_at(rel, libc::O_RDONLY))?;
-        read_all(File::from(fd), self.logical.starts_with("/sys"))
+        let fd = self.root.record_result(
+            &logical,
+            Access::File,
+            self.open_at(rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY),
+        )?;
+        let f = regular(File::from(fd), READ_CAP)?;
+        read_all(f, self.logical.starts_with("/sys"), READ_CAP)
     }
 
     pub fn exists(&self, rel: &str) -> bool {

@@ -160,6 +160,14 @@ impl<'de> Deserialize<'de> for Scalar {
                 Ok(Scalar(v.to_string()))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+                // An integer past u64 arrives as a float: written back as
+                // 1 followed by 300 zeros, it would not be the number given.
+                if !v.is_finite() || (v.fract() == 0.0 && v.abs() >= 18_446_744_073_709_551_616.0) {
+                    return Err(E::custom(
+                        "a number too large for any kernel setting (more than 20 digits); \
+                         quote it if it is text",
+                    ));
+                }
                 Ok(Scalar(v.to_string()))
             }
         }

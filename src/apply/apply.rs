@@ -103,13 +103,19 @@ pub fn apply(
     opts: &ApplyOptions,
 ) -> Result<ApplyOutcome, ApplyError> {
     let root = s.root();
-    // A held lock fails at once; a state directory this user cannot write is
-    // reported after the checks, which name the host file that needs root.
-    let lock =
-        match (!opts.dry_run && !opts.lock_held).then(|| Lock::acquire(&s.state_dir, opts.wait)) {
-            Some(Err(LockError::Held(m))) => return Err(ApplyError::Refused(m)),
-            other => other,
-        };
+    // A held lock fails at once; the lock itself (and the state directory) is
+    // made only once the checks passed and a write follows. A state directory
+    // this user cannot write is reported after the checks, which name the host
+    // file that needs root.
+    let mut early_lock = None;
+    if !opts.dry_run && !opts.lock_held {
+        match Lock::check_free(root, &s.state_dir) {
+            Err(LockError::Held(m)) if !opts.wait => return Err(ApplyError::Refused(m)),
+            // It exists already: wait for it before reading the host, as the plan must.
+            Err(LockError::Held(_)) => early_lock = Some(s.lock(true)?),
+            _ => {}
+        }
+    }
     let planned = plan::plan(&s.ctx, knobs).map_err(ApplyError::Refused)?;
     validate::values(&planned).map_err(ApplyError::Refused)?;
     let ledger_path = ledger::path_for(&s.manifest_dir, &s.ctx.name);
@@ -142,16 +148,15 @@ pub fn apply(
         return Ok(outcome);
     }
     permitted.map_err(ApplyError::Refused)?;
-    let _lock = match lock {
-        Some(Ok(l)) => Some(l),
-        Some(Err(e)) => return Err(s.lock_refusal(e)),
-        None if opts.lock_held => None,
-        None => unreachable!("only dry runs go without the lock"),
-    };
     if planned.steps.is_empty() {
         fill_caveats(&mut outcome, &planned, &s.ctx);
         return Ok(outcome);
     }
+    let _lock = match (opts.lock_held, early_lock) {
+        (true, _) => None,
+        (false, Some(l)) => Some(l),
+        (false, None) => Some(s.lock(opts.wait)?),
+    };
 
     let journal = s.journal();
     let (entries, fresh) = journal_before(root, &journal, &planned)?;

@@ -8,6 +8,9 @@
 //! - `HOSTKNOB_TEST_WRITE_GATE=DIR`: before write `i` (from 0), create
 //!   `DIR/at-i` and wait until `DIR/go-i` exists, so that a test can change
 //!   the tree at an exact point (make the next target unwritable).
+//!
+//! `HOSTKNOB_TEST_APPEND_LIMIT` (a full disk for the journal and the ledger)
+//! is read by `root::append`.
 
 #[cfg(feature = "test-hooks")]
 pub use enabled::{DELAY_VAR, GATE_VAR, Hooks};
@@ -31,7 +34,6 @@ mod enabled {
 
     pub const DELAY_VAR: &str = "HOSTKNOB_TEST_WRITE_DELAY_MS";
     pub const GATE_VAR: &str = "HOSTKNOB_TEST_WRITE_GATE";
-
     pub struct Hooks {
         delay: Option<Duration>,
         gate: Option<PathBuf>,

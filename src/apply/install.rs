@@ -53,9 +53,21 @@ pub fn install_or_remove(
     if was.as_deref() == want {
         return Ok(outcome);
     }
+    // The directories an install makes are remembered, so a remove takes them away again.
+    let made = match want {
+        Some(_) => root.missing_dirs(path),
+        None => Vec::new(),
+    };
+    let mut installed = Installed::read(s);
+    let remove_dirs = match want {
+        Some(_) => Vec::new(),
+        None => installed.take(path),
+    };
     let what = match want {
         Some(c) => Put::File(c),
-        None => Put::Absent { created_dirs: &[] },
+        None => Put::Absent {
+            created_dirs: &remove_dirs,
+        },
     };
     write::put(root, path, what, || match write::content(root, path) {
         Ok(now) if now.as_deref() == want => Ok(()),
@@ -63,6 +75,12 @@ pub fn install_or_remove(
         Err(e) => Err(format!("cannot read it back: {e}")),
     })
     .map_err(|f| ApplyError::Refused(f.why))?;
+    if install {
+        installed.put(path, made);
+    }
+    if let Err(e) = installed.write(s) {
+        eprintln!("hostknob: warning: {e}");
+    }
     outcome.action = if install { "installed" } else { "removed" };
     let changes = group([Change {
         path,
@@ -79,4 +97,48 @@ pub fn install_or_remove(
     s.record(&ledger_entry(&s.ctx.name, knob, action, changes, &who()))?;
     outcome.ledger = Some(ledger_path.display().to_string());
     Ok(outcome)
+}
+
+/// `installed.json` in the state directory: the directories each
+/// `persist --install` made, per file.
+struct Installed(std::collections::BTreeMap<String, Vec<String>>);
+
+const INSTALLED_FILE: &str = "installed.json";
+
+impl Installed {
+    fn file(s: &Session) -> String {
+        format!("{}/{INSTALLED_FILE}", s.state_dir.trim_end_matches('/'))
+    }
+
+    fn read(s: &Session) -> Installed {
+        let map = s
+            .root()
+            .read_capped(&Self::file(s), 1 << 20)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        Installed(map)
+    }
+
+    fn take(&mut self, path: &str) -> Vec<String> {
+        self.0.remove(path).unwrap_or_default()
+    }
+
+    fn put(&mut self, path: &str, dirs: Vec<String>) {
+        if !dirs.is_empty() {
+            self.0.insert(path.to_string(), dirs);
+        }
+    }
+
+    fn write(&self, s: &Session) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(&self.0).map_err(|e| e.to_string())?;
+        s.root()
+            .replace_file(&Self::file(s), text.as_bytes())
+            .map_err(|e| {
+                format!(
+                    "{}: cannot record the directories made: {e}",
+                    s.root().host_path(&Self::file(s)).display()
+                )
+            })
+    }
 }

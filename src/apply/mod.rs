@@ -38,6 +38,8 @@ use crate::manifest::ledger;
 use crate::root::Root;
 
 #[cfg(feature = "test-hooks")]
+pub use crate::root::APPEND_LIMIT_VAR;
+#[cfg(feature = "test-hooks")]
 pub use hooks::{DELAY_VAR, GATE_VAR};
 
 /// One host to change: its root, name, manifest directory and state directory.
@@ -46,8 +48,8 @@ pub struct Session<'r> {
     pub ctx: HostCtx<'r>,
     /// Where the ledger is (`<manifest>/ledger/<host>.yaml`).
     pub manifest_dir: PathBuf,
-    /// The state directory on the real filesystem (lock and journal).
-    pub state_dir: PathBuf,
+    /// The state directory (lock and journal), a logical path under the root.
+    pub state_dir: String,
 }
 
 impl<'r> Session<'r> {
@@ -56,7 +58,7 @@ impl<'r> Session<'r> {
         Session {
             ctx: HostCtx::new(root, host),
             manifest_dir: manifest_dir.to_path_buf(),
-            state_dir: journal::state_dir(root, state_dir),
+            state_dir: journal::state_dir(state_dir),
         }
     }
 
@@ -64,8 +66,13 @@ impl<'r> Session<'r> {
         self.ctx.root
     }
 
-    pub fn journal(&self) -> Journal {
-        Journal::open(&self.state_dir)
+    pub fn journal(&self) -> Journal<'r> {
+        Journal::open(self.ctx.root, &self.state_dir)
+    }
+
+    /// The state directory's real path, for messages.
+    pub fn state_path(&self) -> PathBuf {
+        self.ctx.root.host_path(&self.state_dir)
     }
 
     /// Appends an event to this host's ledger.
@@ -77,15 +84,15 @@ impl<'r> Session<'r> {
 
     /// Takes the state directory's lock (or waits for it, with `wait`).
     pub fn lock(&self, wait: bool) -> Result<Lock, ApplyError> {
-        Lock::acquire(&self.state_dir, wait).map_err(|e| self.lock_refusal(e))
+        Lock::acquire(self.ctx.root, &self.state_dir, wait).map_err(|e| self.lock_refusal(e))
     }
 
-    fn lock_refusal(&self, e: LockError) -> ApplyError {
+    pub(crate) fn lock_refusal(&self, e: LockError) -> ApplyError {
         match e {
             LockError::Held(m) => ApplyError::Refused(m),
-            LockError::Unavailable(_) if unsafe { libc::geteuid() } != 0 => {
-                ApplyError::Refused(format!("needs root to write {}", self.state_dir.display()))
-            }
+            LockError::Unavailable(_) if unsafe { libc::geteuid() } != 0 => ApplyError::Refused(
+                format!("needs root to write {}", self.state_path().display()),
+            ),
             LockError::Unavailable(e) => ApplyError::Refused(format!("{e:#}")),
         }
     }
@@ -136,6 +143,9 @@ pub enum ApplyError {
     },
     /// Applied and read back, but not recorded in the ledger.
     Unrecorded(String),
+    /// Revert restored every complete record, but the journal ended in a torn
+    /// one (a crash or a full disk while it grew, or a journal cut short).
+    TornJournal { restored: usize, message: String },
 }
 
 impl fmt::Display for ApplyError {
@@ -172,6 +182,13 @@ impl fmt::Display for ApplyError {
                 failed.len(),
                 failed.join("; "),
                 journal.display()
+            ),
+            ApplyError::TornJournal { restored, message } => write!(
+                f,
+                "restored the {restored} files the journal lists completely, but {message}. A \
+                 torn record was being written when apply stopped, before it wrote those files; \
+                 if the journal was cut short by something else, files it no longer lists may \
+                 still be changed: compare them with `hostknob audit`"
             ),
             ApplyError::Unrecorded(m) => write!(
                 f,

@@ -55,15 +55,17 @@ pub fn revert_with(
     opts: &ApplyOptions,
 ) -> Result<RevertOutcome, ApplyError> {
     let root = s.root();
-    let _lock = if opts.lock_held {
+    let journal = s.journal();
+    let refused = |e: anyhow::Error| ApplyError::Refused(format!("{e:#}"));
+    // The lock (and the state directory) only when there is something to do.
+    let peek = journal.load().map_err(refused)?;
+    let _lock = if opts.lock_held || (peek.entries.is_empty() && peek.torn.is_none()) {
         None
     } else {
         Some(s.lock(opts.wait)?)
     };
-    let journal = s.journal();
-    let entries = journal
-        .entries()
-        .map_err(|e| ApplyError::Refused(format!("{e:#}")))?;
+    let loaded = journal.load().map_err(refused)?;
+    let entries = loaded.entries;
     for id in ids {
         let known =
             entries.iter().any(|e| &e.knob == id) || manifest.is_some_and(|m| m.get(id).is_some());
@@ -104,6 +106,8 @@ pub fn revert_with(
                 "the restored files could not be dropped from the journal: {e:#}"
             ))
         })?;
+    } else if let Some(torn) = &loaded.torn {
+        journal.repair(torn).map_err(refused)?;
     }
 
     let mut knobs: Vec<KnobRevert> = Vec::new();
@@ -154,6 +158,14 @@ pub fn revert_with(
                 .display()
                 .to_string(),
         );
+    }
+    if let Some(torn) = &loaded.torn
+        && failed.is_empty()
+    {
+        return Err(ApplyError::TornJournal {
+            restored: outcome.restored,
+            message: journal.torn_message(torn),
+        });
     }
     if !failed.is_empty() {
         return Err(ApplyError::Incomplete {

@@ -47,6 +47,10 @@ pub fn permissions<'p>(
     access_only: bool,
 ) -> Result<(), String> {
     for (path, whole_file) in paths {
+        // A whole file is replaced by rename: a link in its place is refused, never replaced.
+        if whole_file && let Ok(Some(to)) = root.link_target(path) {
+            return Err(crate::root::symlink_refused(path, Some(&to)).to_string());
+        }
         let r = if whole_file && !root.exists(path) {
             root.probe_create(path)
         } else {

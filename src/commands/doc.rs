@@ -10,12 +10,15 @@ use crate::root::Root;
 pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
     let root = Root::open(&g.root)?;
     let inv = inventory::collect(&root)?;
+    for w in &inv.warnings {
+        eprintln!("hostknob: warning: {w}");
+    }
     let sysctls = settings::read_sysctls(&root);
     let host = crate::manifest::host::resolve(&root, g.host.as_deref());
     let manifest_dir = super::manifest_dir(g, &root);
     let ctx = crate::knob::HostCtx::new(&root, host.name.clone());
     let knobs = doc::knobs::sections(&manifest_dir, &ctx, &host.source)?;
-    let host = host.name;
+    let (host, host_source) = (host.name, host.source);
     let generated_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let text = doc::render(&DocInput {
         host: &host,
@@ -24,10 +27,18 @@ pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
         knobs,
         generated_at: &generated_at,
     });
-    let path = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("hosts").join(format!("{host}.md")));
+    let path = match &args.out {
+        Some(p) => p.clone(),
+        // The name becomes a file name: one that is a path must not reach past `hosts/`.
+        None => {
+            crate::manifest::host::HostName {
+                name: host.clone(),
+                source: host_source,
+            }
+            .checked()?;
+            PathBuf::from("hosts").join(format!("{host}.md"))
+        }
+    };
 
     if path.as_os_str() == "-" {
         print!("{text}");
@@ -62,10 +73,31 @@ pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
         );
         return Ok(2);
     }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+    write_doc(&path, &text)?;
     println!("wrote {}", path.display());
     Ok(0)
+}
+
+/// Writes the document atomically in its directory (made when missing): a
+/// temporary file created afresh, then renamed; a link in its place is
+/// refused rather than followed.
+fn write_doc(path: &std::path::Path, text: &str) -> Result<()> {
+    // A device (`--out /dev/null`) is written as it is: it is no file to replace.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_char_device()
+    }) {
+        return std::fs::write(path, text).with_context(|| format!("writing {}", path.display()));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        anyhow::bail!("{}: not a file name", path.display());
+    };
+    let seam = Root::confined(dir).with_context(|| format!("{}: cannot open", dir.display()))?;
+    seam.replace_file(&format!("/{name}"), text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }

@@ -73,7 +73,9 @@ pub struct OpenHost {
 impl OpenHost {
     pub fn open(g: &Global) -> Result<OpenHost> {
         let root = Root::open(&g.root)?;
-        let host = manifest::host::resolve(&root, g.host.as_deref()).name;
+        let host = manifest::host::resolve(&root, g.host.as_deref())
+            .checked()?
+            .name;
         let manifest_dir = manifest_dir(g, &root);
         Ok(OpenHost {
             root,

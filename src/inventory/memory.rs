@@ -53,8 +53,12 @@ pub fn read(ctx: &Reader) -> Memory {
                 None
             }
         },
-        Err(_) => {
+        Err(e) if crate::root::is_absent(&e) => {
             ctx.not_exposed("memory", "/proc/meminfo");
+            None
+        }
+        Err(e) => {
+            ctx.warn(format!("/proc/meminfo: {e}"));
             None
         }
     };

@@ -398,7 +398,7 @@ pub fn parse_pm_qos_request(bytes: &[u8]) -> Option<i64> {
 /// adds a request at the default value (no constraint), so reading it does
 /// not change the aggregate; the file is closed at once.
 pub fn read_cpu_dma_latency(root: &Root) -> Option<i64> {
-    parse_pm_qos_request(&root.read(PM_QOS_DEVICE).ok()?)
+    parse_pm_qos_request(&root.read_device(PM_QOS_DEVICE, 64).ok()?)
 }
 
 impl Inventory {

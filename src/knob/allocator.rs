@@ -63,13 +63,43 @@ fn render_conf(pairs: &[(String, String)]) -> String {
         .join(",")
 }
 
-/// Words of an `Environment=` value, honouring double and single quotes.
+/// An `Environment=` assignment in double quotes, escaped for systemd: `%`
+/// starts a specifier (systemd.unit(5): `%n` is the unit's name), and `\`
+/// and `"` are C escapes inside quotes.
+fn env_assignment(var: &str, value: &str) -> String {
+    let mut out = String::from("\"");
+    for c in format!("{var}={value}").chars() {
+        match c {
+            '%' => out.push_str("%%"),
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Words of an `Environment=` value, honouring double and single quotes,
+/// backslash escapes and `%%` (a literal `%`).
 fn env_words(value: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
     let mut any = false;
-    for c in value.chars() {
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && let Some(next) = chars.next() {
+            cur.push(next);
+            any = true;
+            continue;
+        }
+        if c == '%' && chars.peek() == Some(&'%') {
+            chars.next();
+            cur.push('%');
+            any = true;
+            continue;
+        }
         match (quote, c) {
             (None, '"' | '\'') => {
                 quote = Some(c);
@@ -272,10 +302,9 @@ impl KnobKind for Allocator {
             merged.push((k.clone(), v.clone()));
         }
         let content = format!(
-            "# Written by hostknob: jemalloc settings for {svc}.\n[Service]\nEnvironment=\"{var}={conf}\"\n",
+            "# Written by hostknob: jemalloc settings for {svc}.\n[Service]\nEnvironment={assignment}\n",
             svc = self.service,
-            var = self.variable,
-            conf = render_conf(&merged)
+            assignment = env_assignment(&self.variable, &render_conf(&merged))
         );
         survey.targets.push(Target {
             in_effect: self.satisfied(unit_value.as_deref()),
@@ -348,6 +377,19 @@ impl KnobKind for Allocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_and_backslash_are_escaped_for_systemd_and_read_back() {
+        let line = env_assignment("_RJEM_MALLOC_CONF", "a:%n,b:x\\y\"z");
+        assert_eq!(line, r#""_RJEM_MALLOC_CONF=a:%%n,b:x\\y\"z""#);
+        let mut env = None;
+        apply_unit_text(
+            &format!("[Service]\nEnvironment={line}\n"),
+            "_RJEM_MALLOC_CONF",
+            &mut env,
+        );
+        assert_eq!(env.as_deref(), Some("a:%n,b:x\\y\"z"));
+    }
 
     #[test]
     fn reads_environment_lines() {

@@ -78,7 +78,7 @@ impl KnobKind for PmQos {
         let desired = self.desired();
         let mut survey = Survey::default();
         // Opening adds a request at the default value, which changes nothing.
-        let current = match host.root.read(DEVICE) {
+        let current = match host.root.read_device(DEVICE, 64) {
             Ok(bytes) => parse_request(&bytes),
             Err(e) if crate::root::is_absent(&e) => {
                 survey.targets.push(Target::absent(

@@ -27,9 +27,10 @@ pub fn resolve(root: &Root, explicit: Option<&str>) -> HostName {
     {
         return found(h, "/proc/sys/kernel/hostname");
     }
-    let meta = root.base().join(crate::capture::METADATA_FILE);
+    let meta = format!("/{}", crate::capture::METADATA_FILE);
     if !root.is_live()
-        && let Ok(text) = std::fs::read_to_string(&meta)
+        && let Ok(bytes) = root.read_capped(&meta, 1 << 20)
+        && let Ok(text) = String::from_utf8(bytes)
         && let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(&text)
         && let Some(h) = doc.get("host").and_then(|v| v.as_str())
         && !h.trim().is_empty()
@@ -42,4 +43,16 @@ pub fn resolve(root: &Root, explicit: Option<&str>) -> HostName {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "localhost".into());
     found(base, "the root directory's name")
+}
+
+impl HostName {
+    /// The name, if it can name files (the ledger, the host document); else
+    /// a one-line error saying where it came from. Checked before any write.
+    pub fn checked(self) -> anyhow::Result<HostName> {
+        match crate::name::check(&self.name) {
+            Ok(()) => Ok(self),
+            Err(m) if self.source == "--host" => anyhow::bail!("--host: {m}"),
+            Err(m) => anyhow::bail!("the host name from {}: {m}; pass --host NAME", self.source),
+        }
+    }
 }

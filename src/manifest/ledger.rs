@@ -86,16 +86,94 @@ pub fn path_for(manifest_dir: &Path, host: &str) -> PathBuf {
     manifest_dir.join(LEDGER_DIR).join(format!("{host}.yaml"))
 }
 
-fn host_ok(host: &str) -> bool {
-    !host.is_empty()
-        && host != "."
-        && host != ".."
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+/// The most a ledger may hold before hostknob refuses to read it.
+const LEDGER_CAP: usize = 64 << 20;
+
+fn logical(host: &str) -> String {
+    format!("/{LEDGER_DIR}/{host}.yaml")
 }
 
-/// The host's events in file order; no file means no events.
+/// The ledger's text and, when its last item is torn (a crash or a full
+/// disk during an append), where the complete items end.
+struct Text {
+    text: String,
+    torn_at: Option<usize>,
+}
+
+/// Reads the ledger through the manifest directory's seam (bounded, regular
+/// files only); `None` when there is none.
+fn load(manifest_dir: &Path, host: &str) -> Result<Option<Text>, ManifestError> {
+    let path = path_for(manifest_dir, host);
+    let err = |line: Option<usize>, field: Option<String>, message: String| ManifestError {
+        file: path.clone(),
+        line,
+        field,
+        message,
+    };
+    let root = match crate::root::Root::confined(manifest_dir) {
+        Ok(r) => r,
+        Err(e) if crate::root::is_absent(&e) => return Ok(None),
+        Err(e) => return Err(err(None, None, format!("cannot open its directory: {e}"))),
+    };
+    let bytes = match root.read_capped(&logical(host), LEDGER_CAP) {
+        Ok(b) => b,
+        Err(e) if crate::root::is_absent(&e) => return Ok(None),
+        Err(e) => return Err(err(None, None, format!("cannot read: {e}"))),
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let line = e.as_bytes()[..e.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        err(Some(line), None, "not UTF-8 text".into())
+    })?;
+    if serde_yaml::from_str::<Vec<Entry>>(&text).is_ok() || text.trim().is_empty() {
+        return Ok(Some(Text {
+            text,
+            torn_at: None,
+        }));
+    }
+    // A torn append leaves only its own item incomplete: the items before
+    // the last one still read.
+    let last_item = match text.match_indices("\n- ").last() {
+        Some((i, _)) => Some(i + 1),
+        None => text.starts_with("- ").then_some(0),
+    };
+    let reads = |t: &str| t.trim().is_empty() || serde_yaml::from_str::<Vec<Entry>>(t).is_ok();
+    // Cut short, not wrong: no final newline, or fields missing at its end.
+    let cut_short = |t: &str| {
+        !t.ends_with('\n')
+            || serde_yaml::from_str::<Vec<Entry>>(t)
+                .is_err_and(|e| e.to_string().contains("missing field"))
+    };
+    if let Some(at) = last_item
+        && reads(&text[..at])
+        && !reads(&text[at..])
+        && cut_short(&text[at..])
+    {
+        return Ok(Some(Text {
+            text,
+            torn_at: Some(at),
+        }));
+    }
+    Ok(Some(Text {
+        text,
+        torn_at: None,
+    }))
+}
+
+fn torn_message(path: &Path, bytes: usize) -> String {
+    format!(
+        "{} ends in a torn item ({bytes} bytes: a crash or a full disk during an append); \
+         the next apply, revert or persist keeps it in {}.torn and cuts it off",
+        path.display(),
+        path.display()
+    )
+}
+
+/// The host's events in file order; no file means no events. A torn last
+/// item is left out (and said on stderr).
 pub fn read(manifest_dir: &Path, host: &str) -> Result<Vec<Entry>, ManifestError> {
     let path = path_for(manifest_dir, host);
     let err = |line: Option<usize>, field: Option<String>, message: String| ManifestError {
@@ -104,13 +182,21 @@ pub fn read(manifest_dir: &Path, host: &str) -> Result<Vec<Entry>, ManifestError
         field,
         message,
     };
-    if !host_ok(host) {
+    if crate::name::check(host).is_err() {
         return Ok(Vec::new());
     }
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(err(None, None, format!("cannot read: {e}"))),
+    let Some(Text { text, torn_at }) = load(manifest_dir, host)? else {
+        return Ok(Vec::new());
+    };
+    let text = match torn_at {
+        Some(at) => {
+            eprintln!(
+                "hostknob: warning: {}",
+                torn_message(&path, text.len() - at)
+            );
+            text[..at].to_string()
+        }
+        None => text,
     };
     if text.trim().is_empty() {
         return Ok(Vec::new());
@@ -132,36 +218,79 @@ pub fn read(manifest_dir: &Path, host: &str) -> Result<Vec<Entry>, ManifestError
     Ok(entries)
 }
 
+/// Opens a ledger file for appending through the seam: no link, no FIFO.
+fn open_append(
+    root: &crate::root::Root,
+    logical: &str,
+    create: bool,
+) -> std::io::Result<std::fs::File> {
+    let flags = libc::O_WRONLY
+        | libc::O_APPEND
+        | libc::O_NOFOLLOW
+        | libc::O_NONBLOCK
+        | if create { libc::O_CREAT } else { 0 };
+    let f = std::fs::File::from(root.open_raw(logical, flags, 0o644)?);
+    if !f.metadata()?.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    Ok(f)
+}
+
 /// Appends one event (creating the ledger directory and file when needed) and
-/// syncs it to disk before returning.
+/// syncs it to disk before returning. A torn last item is first kept in
+/// `<host>.yaml.torn` and cut off (said on stderr); an append that fails is
+/// cut back off, so the ledger always ends in a complete item.
 pub fn append(manifest_dir: &Path, entry: &Entry) -> anyhow::Result<PathBuf> {
     use anyhow::Context;
-    if !host_ok(&entry.host) {
-        anyhow::bail!("{:?} cannot name a ledger file", entry.host);
-    }
+    crate::name::check(&entry.host)
+        .map_err(|m| anyhow::anyhow!("cannot name a ledger file: {m}"))?;
     let path = path_for(manifest_dir, &entry.host);
-    let dir = path.parent().expect("ledger path has a parent");
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let item = serde_yaml::to_string(&vec![entry])?;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    // A file whose last line lacks its newline would swallow the new item.
-    let len = f.metadata()?.len();
+    let root = crate::root::Root::confined(manifest_dir)
+        .with_context(|| format!("{}: cannot open", manifest_dir.display()))?;
+    let file = logical(&entry.host);
+    let mut created = Vec::new();
+    root.make_dirs(&file, &mut created)
+        .with_context(|| format!("creating {}", path.parent().unwrap().display()))?;
+    let existing = load(manifest_dir, &entry.host).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut text = String::new();
-    if len > 0 {
-        let existing = std::fs::read(&path)?;
-        if existing.last() != Some(&b'\n') {
+    if let Some(t) = &existing {
+        if let Some(at) = t.torn_at {
+            let mut kept = open_append(&root, &format!("{file}.torn"), true)
+                .with_context(|| format!("{}.torn: cannot open", path.display()))?;
+            kept.write_all(&t.text.as_bytes()[at..])?;
+            kept.sync_all()?;
+            let f = open_append(&root, &file, false)?;
+            f.set_len(at as u64)?;
+            f.sync_all()?;
+            eprintln!(
+                "hostknob: warning: {}",
+                torn_message(&path, t.text.len() - at)
+                    .replace("the next apply, revert or persist keeps", "kept")
+            );
+        } else if !t.text.is_empty() && !t.text.ends_with('\n') {
+            // A file whose last line lacks its newline would swallow the new item.
             text.push('\n');
         }
     }
-    text.push_str(&item);
-    f.write_all(text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
-    f.sync_all()
-        .with_context(|| format!("syncing {}", path.display()))?;
+    text.push_str(&serde_yaml::to_string(&vec![entry])?);
+    let mut f =
+        open_append(&root, &file, true).with_context(|| format!("opening {}", path.display()))?;
+    let len_before = f.metadata()?.len();
+    let written = crate::root::append(&mut f, text.as_bytes(), "ledger").and_then(|_| f.sync_all());
+    if let Err(e) = written {
+        let cut = f.set_len(len_before).and_then(|_| f.sync_all());
+        return Err(anyhow::Error::new(e).context(format!(
+            "writing {} ({})",
+            path.display(),
+            match cut {
+                Ok(()) => "cut back to its last complete item".to_string(),
+                Err(c) => format!("cutting it back failed too: {c}; the next append repairs it"),
+            }
+        )));
+    }
     Ok(path)
 }
 

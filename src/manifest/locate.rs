@@ -35,9 +35,22 @@ fn parse_path(path: &str) -> Vec<Seg> {
     out
 }
 
-fn render_path(segs: &[Seg]) -> String {
+/// Past this many levels a rendered path keeps its two ends only, so an error
+/// about a deeply nested document stays one short line.
+const RENDER_DEPTH: usize = 16;
+
+fn render_path(segs: &[&Seg]) -> String {
+    if segs.len() > RENDER_DEPTH {
+        let (head, tail) = (&segs[..8], &segs[segs.len() - 4..]);
+        return format!(
+            "{}...({} levels)...{}",
+            render_path(head),
+            segs.len() - 12,
+            render_path(tail)
+        );
+    }
     let mut s = String::new();
-    for seg in segs {
+    for seg in segs.iter().copied() {
         match seg {
             Seg::Key(k) => {
                 if !s.is_empty() {
@@ -80,8 +93,9 @@ struct Frame {
 }
 
 /// Walks the document, calling `visit(line_no, path)` at each key or item;
-/// stops when it returns true.
-fn walk(doc: &str, mut visit: impl FnMut(usize, &[Seg], &str) -> bool) {
+/// stops when it returns true. The path is the open frames, passed as they
+/// are (not copied), so a walk is linear in the document however deep it nests.
+fn walk(doc: &str, mut visit: impl FnMut(usize, &[Frame], &str) -> bool) {
     let mut frames: Vec<Frame> = Vec::new();
     let mut root_items = 0usize;
     // Lines of a `|` or `>` scalar are text, not keys.
@@ -117,8 +131,7 @@ fn walk(doc: &str, mut visit: impl FnMut(usize, &[Seg], &str) -> bool) {
                 let trimmed = after.trim_start();
                 col += 1 + (after.len() - trimmed.len());
                 rest = trimmed;
-                let segs: Vec<Seg> = frames.iter().map(|f| f.seg.clone()).collect();
-                if visit(n + 1, &segs, rest) {
+                if visit(n + 1, &frames, rest) {
                     return;
                 }
                 if rest.is_empty() {
@@ -132,8 +145,7 @@ fn walk(doc: &str, mut visit: impl FnMut(usize, &[Seg], &str) -> bool) {
                     seg: Seg::Key(key),
                     items: 0,
                 });
-                let segs: Vec<Seg> = frames.iter().map(|f| f.seg.clone()).collect();
-                if visit(n + 1, &segs, after) {
+                if visit(n + 1, &frames, after) {
                     return;
                 }
                 if after.trim_start().starts_with(['|', '>']) {
@@ -150,7 +162,12 @@ pub fn line_of(doc: &str, path: &str) -> Option<usize> {
     let want = parse_path(path);
     let mut best: Option<(usize, usize)> = None; // (depth, line)
     walk(doc, |line, segs, rest| {
-        let common = segs.iter().zip(&want).take_while(|(a, b)| a == b).count();
+        // Bounded by the wanted path's length, not the document's depth.
+        let common = segs
+            .iter()
+            .zip(&want)
+            .take_while(|(a, b)| a.seg == **b)
+            .count();
         if common == segs.len() && common > best.map_or(0, |b| b.0) {
             best = Some((common, line));
         }
@@ -175,12 +192,32 @@ pub fn line_of(doc: &str, path: &str) -> Option<usize> {
 
 /// The field being written at `line` (1-based): the last key at or before it.
 pub fn path_at(doc: &str, line: usize) -> Option<String> {
-    let mut found = None;
-    walk(doc, |l, segs, _| {
+    // The last visit at or before `line`, as (line, its number among that line's visits).
+    let mut last: Option<(usize, usize)> = None;
+    walk(doc, |l, _, _| {
         if l > line {
             return true;
         }
-        found = Some(render_path(segs));
+        last = Some(match last {
+            Some((pl, k)) if pl == l => (l, k + 1),
+            _ => (l, 0),
+        });
+        false
+    });
+    // Rendered once, at that visit: a second walk that stops there.
+    let (at, nth) = last?;
+    let (mut k, mut found) = (0usize, None);
+    walk(doc, |l, segs, _| {
+        if l < at {
+            return false;
+        }
+        if k == nth {
+            found = Some(render_path(
+                &segs.iter().map(|f| &f.seg).collect::<Vec<_>>(),
+            ));
+            return true;
+        }
+        k += 1;
         false
     });
     found.filter(|p| !p.is_empty())
@@ -223,6 +260,19 @@ verify:
         // Missing leaf: the deepest ancestor.
         assert_eq!(line_of(DOC, "target.nothing"), Some(3));
         assert_eq!(line_of(DOC, "nothing"), None);
+    }
+
+    #[test]
+    fn deep_nesting_is_located_in_linear_time_and_named_briefly() {
+        let deep = format!("{}x\n", "- ".repeat(50_000));
+        let p = path_at(&deep, 1).unwrap();
+        assert!(p.len() < 100, "{p}");
+        assert!(p.contains("(49988 levels)"), "{p}");
+        assert_eq!(line_of(&deep, "[0][0][0]"), Some(1));
+        let lines: String = (0..20_000)
+            .map(|i| format!("{}- \n", " ".repeat(i % 200)))
+            .collect();
+        assert!(path_at(&lines, 20_000).is_some());
     }
 
     #[test]

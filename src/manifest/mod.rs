@@ -302,32 +302,117 @@ impl Manifest {
     }
 }
 
-/// The YAML files of a manifest directory, sorted; `ledger/` and hidden entries left out.
-fn yaml_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+/// How deep the manifest directory may nest.
+const MAX_DEPTH: usize = 16;
+/// The most one manifest file may hold (a knob is a few hundred bytes).
+const FILE_CAP: usize = 4 << 20;
+
+/// The YAML files of a manifest directory, sorted; `ledger/` and hidden
+/// entries left out. Each real directory and file is visited once (a link
+/// back up is not a loop), at most [`MAX_DEPTH`] levels down; an error
+/// names the directory that could not be read.
+fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+    use std::os::unix::fs::MetadataExt;
+    let fail = |file: &Path, message: String| ManifestError {
+        file: file.to_path_buf(),
+        line: None,
+        field: None,
+        message,
+    };
+    let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((d, depth)) = stack.pop() {
+        let meta = std::fs::metadata(&d).map_err(|e| fail(&d, format!("cannot read: {e}")))?;
+        if !seen.insert((meta.dev(), meta.ino())) {
+            continue;
+        }
+        if depth > MAX_DEPTH {
+            return Err(fail(
+                &d,
+                format!("nested deeper than {MAX_DEPTH} directories: not a manifest layout"),
+            ));
+        }
+        let entries = std::fs::read_dir(&d).map_err(|e| fail(&d, format!("cannot read: {e}")))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| fail(&d, format!("cannot read: {e}")))?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if name.starts_with('.') {
                 continue;
             }
             let path = entry.path();
-            let ty = entry.file_type()?;
+            let ty = entry
+                .file_type()
+                .map_err(|e| fail(&path, format!("cannot read: {e}")))?;
             let is_dir = ty.is_dir() || (ty.is_symlink() && path.is_dir());
             if is_dir {
                 if !(d == dir && name == ledger::LEDGER_DIR) {
-                    stack.push(path);
+                    stack.push((path, depth + 1));
                 }
             } else if name.ends_with(".yaml") || name.ends_with(".yml") {
-                out.push(path);
+                // The same file reached twice (through a link) is read once.
+                match std::fs::metadata(&path) {
+                    Ok(m) if !seen.insert((m.dev(), m.ino())) => {}
+                    _ => out.push(path),
+                }
             }
         }
     }
     out.sort();
     Ok(out)
+}
+
+/// A manifest file's text: a regular file (a FIFO is refused, not waited
+/// on), at most [`FILE_CAP`] bytes, UTF-8 (else the line of the first bad byte).
+fn read_manifest_file(file: &Path) -> Result<String, ManifestError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |line: Option<usize>, message: String| ManifestError {
+        file: file.to_path_buf(),
+        line,
+        field: None,
+        message,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(file)
+        .map_err(|e| fail(None, format!("cannot read: {e}")))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| fail(None, format!("cannot read: {e}")))?;
+    if !meta.file_type().is_file() {
+        return Err(fail(
+            None,
+            "not a regular file (a FIFO or a device): a manifest file must be a plain file".into(),
+        ));
+    }
+    if meta.len() > FILE_CAP as u64 {
+        return Err(fail(
+            None,
+            format!("larger than {} MiB: not a manifest file", FILE_CAP >> 20),
+        ));
+    }
+    let mut bytes = Vec::new();
+    f.take(FILE_CAP as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(None, format!("cannot read: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..valid]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        fail(
+            Some(line),
+            format!(
+                "not UTF-8 text (byte 0x{:02x} at offset {valid})",
+                e.as_bytes()[valid]
+            ),
+        )
+    })
 }
 
 /// Splits a file into YAML documents at `---` lines: (first line, text).
@@ -370,30 +455,14 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
             "no such manifest directory (give --manifest DIR)".into()
         }));
     }
-    let files = yaml_files(dir).map_err(|e| one(format!("cannot read: {e}")))?;
+    let files = yaml_files(dir).map_err(|e| ManifestErrors(vec![e]))?;
     let mut errors = Vec::new();
     let mut knobs: Vec<Knob> = Vec::new();
     for file in files {
-        let text = match std::fs::read(&file) {
-            Ok(b) => match String::from_utf8(b) {
-                Ok(t) => t,
-                Err(_) => {
-                    errors.push(ManifestError {
-                        file,
-                        line: None,
-                        field: None,
-                        message: "not UTF-8 text".into(),
-                    });
-                    continue;
-                }
-            },
+        let text = match read_manifest_file(&file) {
+            Ok(t) => t,
             Err(e) => {
-                errors.push(ManifestError {
-                    file,
-                    line: None,
-                    field: None,
-                    message: format!("cannot read: {e}"),
-                });
+                errors.push(e);
                 continue;
             }
         };

@@ -15,6 +15,7 @@ mod fleet_cli;
 mod fleet_metrics;
 mod fleet_report;
 mod fleet_schemas;
+mod hostile;
 mod inventory_bad_input;
 mod inventory_corpus;
 mod inventory_hwloc;

@@ -1,0 +1,49 @@
+//! The one rule for names that become file names (host names in ledger files
+//! and host documents): checked before the first write, wherever the name came
+//! from (`--host`, the tree's hostname file, the capture's metadata, the root
+//! directory's name).
+
+/// At most this many characters (a DNS label is at most 63).
+pub const MAX_LEN: usize = 64;
+
+/// `Ok` for 1 to 64 ASCII letters, digits, `-`, `_` and `.`, starting with a
+/// letter or a digit (so never `.`, `..`, a hidden file or a path).
+pub fn check(name: &str) -> Result<(), String> {
+    let shown: String = name.chars().take(MAX_LEN + 8).collect();
+    let why = if name.is_empty() {
+        "is empty"
+    } else if name.chars().count() > MAX_LEN {
+        "is longer than 64 characters"
+    } else if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        "does not start with a letter or a digit"
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        "has a character other than letters, digits, `-`, `_` and `.`"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "{shown:?} {why}: a host name names files (the ledger, the host document), so it must be \
+         1 to 64 letters, digits, `-`, `_` or `.`, starting with a letter or a digit"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    #[test]
+    fn names_that_could_leave_a_directory_are_refused() {
+        for ok in ["spr1", "fc-haltpoll-2cpu", "web7.example.com", "a_b"] {
+            check(ok).unwrap();
+        }
+        for bad in [
+            "", ".", "..", "a/b", "../x", "web 7", "a\nb", ".hidden", "-x", "é",
+        ] {
+            assert!(check(bad).is_err(), "{bad:?}");
+        }
+        assert!(check(&"a".repeat(65)).is_err());
+    }
+}
