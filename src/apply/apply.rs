@@ -252,7 +252,7 @@ pub(super) fn confirm(kind: &dyn KnobKind, host: &HostCtx, w: &Write) -> Result<
     }
 }
 
-/// Restores, in reverse, every step the apply touched, from this apply's own
+/// Restores, in dependency order ([`crate::knob::rules::restore_order`]), every step the apply touched, from this apply's own
 /// record of the values before; reads each back.
 pub(super) fn rollback(
     root: &Root,
@@ -262,9 +262,10 @@ pub(super) fn rollback(
     fresh: &[String],
     why: String,
 ) -> ApplyError {
-    let unrestored: Vec<String> = touched
+    let mut order = touched.to_vec();
+    crate::knob::rules::restore_order(&mut order, |&i| entries[i].path.as_str());
+    let unrestored: Vec<String> = order
         .iter()
-        .rev()
         .filter_map(|&i| write::restore(root, &entries[i]).err())
         .map(|f| f.why)
         .collect();

@@ -38,7 +38,7 @@ use crate::manifest::ledger;
 use crate::root::Root;
 
 #[cfg(feature = "test-hooks")]
-pub use hooks::{DELAY_VAR, GATE_VAR};
+pub use hooks::{DELAY_VAR, GATE_VAR, LOG_VAR};
 
 /// One host to change: its root, name, manifest directory and state directory.
 pub struct Session<'r> {

@@ -53,12 +53,12 @@ impl Spec for CpufreqGovernor {
 
 /// The policies that drive the selected CPUs, or a target saying why there are none.
 /// A policy that also drives CPUs outside the selection cannot be set for part of them.
-pub fn policy_targets<'h>(
-    host: &'h HostCtx,
+pub fn policy_targets(
+    host: &HostCtx,
     cpus: &CpuSel,
     desired: &str,
     survey: &mut Survey,
-) -> Vec<(&'h PolicyInfo, Option<Blocker>)> {
+) -> Vec<(PolicyInfo, Option<Blocker>)> {
     let (here, missing) = cpus.split(host.online());
     survey.targets.extend(offline_target(&missing, desired));
     let policies = host.policies();

@@ -6,6 +6,7 @@
 //! line in the `kinds!` registry below.
 
 mod ctx;
+pub mod rules;
 
 use std::fmt;
 

@@ -13,6 +13,7 @@ mod doc;
 mod inventory_bad_input;
 mod inventory_corpus;
 mod inventory_live;
+mod kernel_rules;
 mod manifest_bad;
 mod manifest_kinds;
 mod persist;
