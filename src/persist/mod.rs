@@ -60,6 +60,15 @@ pub(crate) fn header(knob: &Knob, host: &str) -> String {
     )
 }
 
+/// The files `persist --install` writes for knob `id`: hostknob's own, so
+/// audit does not count them as another manager of the knob.
+pub fn own_files(id: &str) -> [String; 2] {
+    [
+        format!("{}/hostknob-{id}.conf", tmpfiles::TMPFILES_DIR),
+        format!("{}/90-hostknob-{id}.conf", sysctl_d::SYSCTL_DIR),
+    ]
+}
+
 /// Where the knob's `persistence:` is written (`file:line`), and the
 /// mechanisms its kind allows other than `runtime`: what to tell someone
 /// who wants a runtime knob permanent.

@@ -22,6 +22,31 @@ pub(super) fn tmpfiles_arg(value: &str) -> String {
     value.replace('\\', "\\\\").replace('%', "%%")
 }
 
+/// A tmpfiles.d argument as systemd-tmpfiles writes it: the reverse of
+/// [`tmpfiles_arg`] (tmpfiles.d(5): `%%` is `%`; C-style escapes).
+pub(super) fn tmpfiles_unarg(arg: &str) -> String {
+    let mut out = String::new();
+    let mut chars = arg.chars();
+    while let Some(c) = chars.next() {
+        match (c, chars.clone().next()) {
+            ('%', Some('%')) | ('\\', Some('\\')) => {
+                out.push(c);
+                chars.next();
+            }
+            ('\\', Some('n')) => {
+                out.push('\n');
+                chars.next();
+            }
+            ('\\', Some('t')) => {
+                out.push('\t');
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 pub(super) fn artifact(
     knob: &Knob,
     host: &HostCtx,
@@ -72,12 +97,15 @@ pub fn read(host: &HostCtx) -> Vec<ConfLine> {
             if !ty.starts_with('w') {
                 continue;
             }
-            // Type Path Mode User Group Age Argument: the argument is the rest.
-            let arg = line
-                .split_whitespace()
-                .skip(6)
-                .collect::<Vec<_>>()
-                .join(" ");
+            // Type Path Mode User Group Age Argument: the argument is the
+            // rest, as systemd-tmpfiles writes it (unescaped).
+            let arg = tmpfiles_unarg(
+                &line
+                    .split_whitespace()
+                    .skip(6)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
             out.push(ConfLine {
                 file: file.clone(),
                 line: i + 1,
@@ -120,4 +148,16 @@ pub(super) fn check(writable: &[&Target], lines: &[ConfLine]) -> Result<String, 
         }
     }
     Ok(by_files(by))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_round_trip() {
+        for v in ["50%", "a\\b", "%%n", "plain"] {
+            assert_eq!(tmpfiles_unarg(&tmpfiles_arg(v)), v);
+        }
+    }
 }

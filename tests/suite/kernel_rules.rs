@@ -136,3 +136,122 @@ fn a_survey_after_a_write_reads_the_value_fresh() {
     let after = knob.read(&host).unwrap();
     assert_eq!(after[0].value.as_deref(), Some("performance"), "{after:?}");
 }
+
+#[test]
+fn module_params_compare_bools_as_bools_and_dashes_as_underscores() {
+    let (_tmp, root) = vm();
+    let m = knobs(&[
+        (
+            "shrink",
+            "persistence: runtime\nkind: module-param\ntarget: {module: haltpoll, param: guest_halt_poll_allow_shrink}\nset: true\n",
+        ),
+        (
+            "force",
+            "persistence: runtime\nkind: module-param\ntarget: {module: cpuidle-haltpoll, param: force}\nset: yes\n",
+        ),
+    ]);
+    // The kernel prints bools as Y: `true` and `yes` are in effect, not drift;
+    // `cpuidle-haltpoll` is /sys/module/cpuidle_haltpoll, not absent.
+    let (report, _) = audit_json(&root, m.path(), None);
+    for id in ["shrink", "force"] {
+        assert_eq!(
+            knob(&report, id)["status"],
+            "unpersisted",
+            "{id}: {report:#}"
+        );
+    }
+    let text = ok(&run(&root, m.path(), &["apply", "--all"]));
+    assert!(text.contains("nothing to write"), "{text}");
+    // Set to false, it writes the kernel's own word and reads it back.
+    let pristine = tree(&root);
+    let off = knobs(&[(
+        "shrink",
+        "persistence: runtime\nkind: module-param\ntarget: {module: haltpoll, param: guest_halt_poll_allow_shrink}\nset: false\n",
+    )]);
+    ok(&run(&root, off.path(), &["apply", "shrink"]));
+    let file = root.join("sys/module/haltpoll/parameters/guest_halt_poll_allow_shrink");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), "N");
+    let (report, _) = audit_json(&root, off.path(), None);
+    assert_eq!(knob(&report, "shrink")["status"], "unpersisted");
+    ok(&run(&root, off.path(), &["revert", "--all"]));
+    assert_tree(&pristine, &root, "vm after revert");
+}
+
+#[test]
+fn sysctl_d_names_swap_dots_and_slashes_in_knobs_and_in_audit() {
+    let (_tmp, root) = vm();
+    write_files(
+        &root,
+        &[
+            ("proc/sys/net/ipv4/conf/eth0.100/rp_filter", "0\n"),
+            (
+                "etc/sysctl.d/50-vlan.conf",
+                "net.ipv4.conf.eth0/100.rp_filter = 1\n",
+            ),
+        ],
+    );
+    let m = knobs(&[(
+        "rp",
+        "persistence: sysctl.d\nkind: sysctl\ntarget: {name: net.ipv4.conf.eth0/100.rp_filter}\nset: 1\n",
+    )]);
+    ok(&run(&root, m.path(), &["apply", "rp"]));
+    assert_eq!(
+        std::fs::read_to_string(root.join("proc/sys/net/ipv4/conf/eth0.100/rp_filter")).unwrap(),
+        "1"
+    );
+    let (report, code) = audit_json(&root, m.path(), None);
+    let k = knob(&report, "rp");
+    assert_eq!((k["status"].as_str(), code), (Some("ok"), 0), "{k:#}");
+    assert_eq!(k["persisted_by"], "/etc/sysctl.d/50-vlan.conf:1");
+}
+
+#[test]
+fn a_persisted_value_with_a_percent_sign_audits_as_persisted() {
+    let (_tmp, root) = vm();
+    let m = knobs(&[(
+        "grow",
+        "persistence: tmpfiles\nkind: sysfs\ntarget: {path: /sys/module/haltpoll/parameters/guest_halt_poll_grow}\nset: \"50%\"\n",
+    )]);
+    let text = ok(&run(&root, m.path(), &["persist", "grow", "--install"]));
+    assert!(text.contains("installed"), "{text}");
+    let conf = std::fs::read_to_string(root.join("etc/tmpfiles.d/hostknob-grow.conf")).unwrap();
+    assert!(conf.contains(" 50%%\n"), "{conf}");
+    ok(&run(&root, m.path(), &["apply", "grow"]));
+    let (report, code) = audit_json(&root, m.path(), None);
+    let k = knob(&report, "grow");
+    assert_eq!((k["status"].as_str(), code), (Some("ok"), 0), "{k:#}");
+}
+
+#[test]
+fn hostknobs_own_persistence_is_no_other_manager_and_others_are_grouped() {
+    let (_tmp, root) = copy_host("spr1");
+    let m = knobs(&[(
+        "gov",
+        "persistence: tmpfiles\nkind: cpufreq-governor\nset: performance\n",
+    )]);
+    ok(&run(&root, m.path(), &["persist", "gov", "--install"]));
+    ok(&run(&root, m.path(), &["apply", "gov"]));
+    let (report, code) = audit_json(&root, m.path(), None);
+    let k = knob(&report, "gov");
+    assert_eq!((k["status"].as_str(), code), (Some("ok"), 0), "{k:#}");
+    assert_eq!(k["managers"].as_array().map_or(0, Vec::len), 0, "{k:#}");
+    // Another tool's file with a line per policy is one finding, not 320.
+    let lines: String = (0..320)
+        .map(|p| {
+            format!(
+                "w /sys/devices/system/cpu/cpufreq/policy{p}/scaling_governor - - - - powersave\n"
+            )
+        })
+        .collect();
+    write_files(&root, &[("etc/tmpfiles.d/vendor-tuning.conf", &lines)]);
+    let (report, _) = audit_json(&root, m.path(), None);
+    let managers = knob(&report, "gov")["managers"].as_array().unwrap().clone();
+    assert_eq!(managers.len(), 1, "{managers:#?}");
+    let evidence = managers[0]["evidence"].as_str().unwrap();
+    assert!(
+        evidence.starts_with(
+            "/etc/tmpfiles.d/vendor-tuning.conf:1-320 (320 lines) writes \"powersave\""
+        ),
+        "{evidence}"
+    );
+}
