@@ -384,10 +384,14 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
                 durable.join(" | ")
             )
         }
-        Persistence::Hold => {
-            "held only while a process keeps the request open (`hostknob hold`, not built yet)"
-                .into()
-        }
+        Persistence::Hold => match crate::persist::persistence_of(knob, host) {
+            Ok(Ok(by)) => format!("held from boot by {by}"),
+            _ => format!(
+                "held only while a process keeps the request open: `hostknob hold {id}`, or \
+                 `hostknob persist {id} --install` for {}",
+                crate::persist::hold_unit::unit_name(id)
+            ),
+        },
         p => match crate::persist::persistence_of(knob, host) {
             Ok(Ok(by)) => format!("persisted ({p}): {by}"),
             Ok(Err(why)) if p == Persistence::Cmdline => format!(

@@ -67,8 +67,30 @@ fn plan_in_order<'m>(host: &HostCtx, knobs: &[&'m Knob]) -> Result<Vec<KnobPlan<
             .spec
             .plan(host)
             .map_err(|e| knob.source.field_error(e).to_string())?;
-        for w in p.writes.iter().filter(|w| w.mode == WriteMode::Attribute) {
+        // What later writes depend on (the driver mode, the governor).
+        for w in p
+            .writes
+            .iter()
+            .filter(|w| w.mode == WriteMode::Attribute && phase(&w.path) < rules::DEPENDENT_FREE)
+        {
             host.assume_written(&w.path, w.after.trim());
+        }
+        // A PM QoS request lives while its file is open: apply, which exits,
+        // cannot keep it; `hostknob hold` (or its unit) does.
+        let (held, writes): (Vec<Write>, Vec<Write>) = p
+            .writes
+            .into_iter()
+            .partition(|w| w.mode == WriteMode::Hold);
+        let mut notes = p.notes;
+        for w in held {
+            notes.push(format!(
+                "not written: the kernel keeps a request on {} only while its file is open, \
+                 so it would end with this command; `hostknob hold {id}` holds {} µs \
+                 (`persistence: hold` with `hostknob persist {id} --install` from boot)",
+                w.path,
+                w.after,
+                id = knob.id
+            ));
         }
         let (refused, skipped) = p
             .blocked
@@ -76,10 +98,10 @@ fn plan_in_order<'m>(host: &HostCtx, knobs: &[&'m Knob]) -> Result<Vec<KnobPlan<
             .partition(|b| !matches!(b.blocker, Blocker::NotApplicable(_)));
         slots[i] = Some(KnobPlan {
             knob,
-            writes: p.writes,
+            writes,
             skipped,
             refused,
-            notes: p.notes,
+            notes,
         });
     }
     Ok(slots.into_iter().flatten().collect())

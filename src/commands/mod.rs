@@ -4,6 +4,7 @@ pub(crate) mod apply;
 pub(crate) mod audit;
 pub(crate) mod capture;
 pub(crate) mod doc;
+pub(crate) mod hold;
 pub(crate) mod inventory;
 pub(crate) mod knobs;
 pub(crate) mod persist;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Apply(args) => apply::run(&cli.global, args),
         Command::Revert(args) => revert::run(&cli.global, args),
         Command::Persist(args) => persist::run(&cli.global, args),
+        Command::Hold(args) => hold::run(&cli.global, args),
         Command::Verify(args) => verify::run(&cli.global, args),
     }
 }

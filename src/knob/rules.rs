@@ -125,6 +125,9 @@ const GLOBAL_FIRST: [&str; 4] = [
 /// (which `performance` pins, intel_pstate.rst "Active Mode With HWP").
 /// Restoring follows the same order: the governor goes back first, so EPP is
 /// written under the governor that accepts it.
+/// The phase of a write nothing else depends on.
+pub const DEPENDENT_FREE: u8 = 2;
+
 pub fn phase(path: &str) -> u8 {
     if GLOBAL_FIRST.contains(&path) {
         return 0;
@@ -132,7 +135,7 @@ pub fn phase(path: &str) -> u8 {
     match path.rsplit('/').next() {
         Some("scaling_governor") => 1,
         Some("energy_performance_preference") => 3,
-        _ => 2,
+        _ => DEPENDENT_FREE,
     }
 }
 

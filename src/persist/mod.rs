@@ -6,6 +6,8 @@
 //! - `sysctl.d`: `/etc/sysctl.d/90-hostknob-<id>.conf`, `name = value`;
 //! - `systemd-dropin`: the service's drop-in with `Environment=` (the same
 //!   file apply writes);
+//! - `hold`: `hostknob-hold@.service`, whose instance `hostknob-hold@<id>`
+//!   runs `hostknob hold <id>` (a PM QoS request lives while its file is open);
 //! - `cmdline`: kernel command-line arguments, printed with the commands that
 //!   add them; hostknob never writes a boot loader's configuration.
 //!
@@ -14,6 +16,7 @@
 
 pub mod cmdline;
 pub mod dropin;
+pub mod hold_unit;
 pub mod sysctl_d;
 pub mod tmpfiles;
 pub mod udev;
@@ -101,11 +104,7 @@ pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
                 durable.join(" or ")
             )));
         }
-        Persistence::Hold => {
-            return Err(refuse_by_design(
-                "a process holds the request open (`hostknob hold`, not built yet); there is no file to persist",
-            ));
-        }
+        Persistence::Hold => return Ok(hold_unit::artifact(knob)),
         Persistence::Cmdline => return cmdline::artifact(knob, refuse_by_design),
         _ => {}
     }
@@ -228,9 +227,7 @@ pub fn check(
         Persistence::Runtime => {
             Err("persistence: runtime; nothing makes it survive a reboot".into())
         }
-        Persistence::Hold => Err(
-            "persistence: hold; the request lasts only while a process holds it open (`hostknob hold` is not built yet)".into(),
-        ),
+        Persistence::Hold => hold_unit::check(knob, host),
         Persistence::SystemdDropin => dropin::check(&writable),
         Persistence::Cmdline => cmdline::check(knob, host),
         Persistence::Tmpfiles => tmpfiles::check(&writable, &config.tmpfiles),

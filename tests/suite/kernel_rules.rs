@@ -255,3 +255,50 @@ fn hostknobs_own_persistence_is_no_other_manager_and_others_are_grouped() {
         "{evidence}"
     );
 }
+
+#[test]
+fn a_pm_qos_knob_is_held_by_hold_not_failed_by_apply() {
+    let (_tmp, root) = vm();
+    // A PM QoS device as the kernel shows it: the aggregate, 4 bytes (no request).
+    std::fs::create_dir_all(root.join("dev")).unwrap();
+    let device = root.join("dev/cpu_dma_latency");
+    std::fs::write(&device, 2_000_000_000i32.to_ne_bytes()).unwrap();
+    let m = knobs(&[("qos", "persistence: hold\nkind: pm-qos\nset: 20\n")]);
+    // apply --all used to fail ("apply cannot hold it"); it writes nothing and says what holds it.
+    let before = tree(&root);
+    let text = ok(&run(&root, m.path(), &["apply", "--all"]));
+    assert!(text.contains("`hostknob hold qos` holds 20 µs"), "{text}");
+    assert_tree(&before, &root, "apply of a pm-qos knob");
+    // persist writes the hold unit, named as the hold command's instance.
+    let unit = ok(&run(&root, m.path(), &["persist", "qos"]));
+    assert!(unit.contains("ExecStart=hostknob hold %i"), "{unit}");
+    // hold: writes the value, reports the aggregate, waits; SIGTERM ends it cleanly.
+    let mut child = command(&root, m.path(), &["hold", "qos"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    assert!(
+        first.contains("/dev/cpu_dma_latency held at 20 µs; the kernel's aggregate reads 20 µs"),
+        "{first}"
+    );
+    assert_eq!(std::fs::read(&device).unwrap(), 20i32.to_ne_bytes());
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(0), "{rest}");
+    assert!(rest.contains("released on SIGTERM"), "{rest}");
+    // Only pm-qos knobs can be held.
+    let m = knobs(&VM_KNOBS[..1]);
+    let o = run(&root, m.path(), &["hold", "idle"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("hold takes pm-qos knobs only"),
+        "{}",
+        err(&o)
+    );
+}
