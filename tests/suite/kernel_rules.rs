@@ -302,3 +302,42 @@ fn a_pm_qos_knob_is_held_by_hold_not_failed_by_apply() {
         err(&o)
     );
 }
+
+#[test]
+fn the_allocator_drop_in_sorts_after_override_conf_and_is_checked_in_effect() {
+    let (_tmp, root) = vm();
+    // `systemctl edit` wrote an override that sets the same variable.
+    write_files(
+        &root,
+        &[(
+            "etc/systemd/system/rpc-node.service.d/override.conf",
+            "[Service]\nEnvironment=\"_RJEM_MALLOC_CONF=narenas:2\"\n",
+        )],
+    );
+    let m = knobs(&VM_KNOBS[4..]);
+    ok(&run(&root, m.path(), &["apply", "jemalloc"]));
+    let dropins: Vec<String> =
+        std::fs::read_dir(root.join("etc/systemd/system/rpc-node.service.d"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+    let ours = dropins.iter().find(|n| n.contains("hostknob")).unwrap();
+    assert!(ours.as_str() > "override.conf", "{dropins:?}");
+    // The effective environment (drop-ins in name order) is ours: in effect.
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_eq!(knob(&report, "jemalloc")["status"], "ok", "{report:#}");
+    ok(&run(&root, m.path(), &["revert", "--all"]));
+    // A drop-in that sorts after ours wins: apply's read-back says so and rolls back.
+    write_files(
+        &root,
+        &[(
+            "etc/systemd/system/rpc-node.service.d/zzz-late.conf",
+            "[Service]\nEnvironment=\"_RJEM_MALLOC_CONF=narenas:2\"\n",
+        )],
+    );
+    let before = tree(&root);
+    let o = run(&root, m.path(), &["apply", "jemalloc"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(err(&o).contains("overrides it"), "{}", err(&o));
+    assert_tree(&before, &root, "after the rolled-back apply");
+}

@@ -394,7 +394,7 @@ fn allocator_reads_unit_drop_ins_and_plans_a_drop_in() {
     let w = &p.writes[0];
     assert_eq!(
         w.path,
-        "/etc/systemd/system/rpc-node.service.d/hostknob-rjem_malloc_conf.conf"
+        "/etc/systemd/system/rpc-node.service.d/zz-hostknob-rjem_malloc_conf.conf"
     );
     assert_eq!(w.mode, WriteMode::File);
     assert_eq!(w.before, None);
