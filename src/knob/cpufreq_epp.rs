@@ -9,7 +9,7 @@
 
 use super::cpufreq_governor::{TargetDoc, check_word, policy_targets};
 use super::{
-    ATTRIBUTE_PERSISTENCE, Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
+    Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
     Service, Spec, Survey, Target, WriteMode,
 };
 use super::rules;
@@ -50,7 +50,7 @@ impl KnobKind for CpufreqEpp {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        ATTRIBUTE_PERSISTENCE
+        super::CPU_PERSISTENCE
     }
 
     fn services(&self) -> &'static [Service] {

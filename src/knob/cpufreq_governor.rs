@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::{
-    ATTRIBUTE_PERSISTENCE, Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, PolicyInfo,
+    Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, PolicyInfo,
     ReadValue, Service, Spec, Survey, Target, WriteMode, offline_target,
 };
 use crate::cpulist::CpuList;
@@ -123,7 +123,7 @@ impl KnobKind for CpufreqGovernor {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        ATTRIBUTE_PERSISTENCE
+        super::CPU_PERSISTENCE
     }
 
     fn services(&self) -> &'static [Service] {

@@ -21,10 +21,6 @@ pub fn template_path() -> String {
     format!("{UNIT_DIR}/hostknob-hold@.service")
 }
 
-fn enabled_link(id: &str) -> String {
-    format!("{UNIT_DIR}/multi-user.target.wants/{}", unit_name(id))
-}
-
 pub(super) fn artifact(knob: &Knob) -> Artifact {
     let id = &knob.id;
     let content = "# hostknob persist: the PM QoS hold of a pm-qos knob (instance = knob id)\n\
@@ -59,19 +55,32 @@ pub(super) fn artifact(knob: &Knob) -> Artifact {
 
 /// `Ok(where)` when the template is installed and this knob's instance is enabled.
 pub(super) fn check(knob: &Knob, host: &HostCtx) -> Result<String, String> {
-    let template = template_path();
-    if host.text(&template).is_none() {
+    check_unit(
+        host,
+        "hold",
+        &knob.id,
+        &template_path(),
+        &unit_name(&knob.id),
+    )
+}
+
+/// A template unit and its enabled instance, as audit checks both unit mechanisms.
+pub(super) fn check_unit(
+    host: &HostCtx,
+    mechanism: &str,
+    id: &str,
+    template: &str,
+    unit: &str,
+) -> Result<String, String> {
+    if host.text(template).is_none() {
         return Err(format!(
-            "persistence: hold, but {template} is not installed (`hostknob persist {} --install`)",
-            knob.id
+            "persistence: {mechanism}, but {template} is not installed (`hostknob persist {id} --install`)"
         ));
     }
-    let link = enabled_link(&knob.id);
+    let link = format!("{UNIT_DIR}/multi-user.target.wants/{unit}");
     if host.root.read_link(&link).is_err() && !host.root.exists(&link) {
         return Err(format!(
-            "persistence: hold, but {} is not enabled (`systemctl enable --now {}`)",
-            unit_name(&knob.id),
-            unit_name(&knob.id)
+            "persistence: {mechanism}, but {unit} is not enabled (`systemctl enable {unit}`)"
         ));
     }
     Ok(format!("{template} ({link})"))

@@ -8,12 +8,16 @@
 //!   file apply writes);
 //! - `hold`: `hostknob-hold@.service`, whose instance `hostknob-hold@<id>`
 //!   runs `hostknob hold <id>` (a PM QoS request lives while its file is open);
+//! - `boot`: `hostknob-boot@.service`, a oneshot whose instance runs
+//!   `hostknob apply <id>` after drivers load (recommended for cpuidle and
+//!   cpufreq knobs: no state index or policy path is pinned);
 //! - `cmdline`: kernel command-line arguments, printed with the commands that
 //!   add them; hostknob never writes a boot loader's configuration.
 //!
 //! The artifact is computed from this host (its CPUs, states, policies), so
 //! it is exact here; it carries no time, so regenerating it is stable.
 
+pub mod boot_unit;
 pub mod cmdline;
 pub mod dropin;
 pub mod hold_unit;
@@ -105,6 +109,7 @@ pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
             )));
         }
         Persistence::Hold => return Ok(hold_unit::artifact(knob)),
+        Persistence::Boot => return Ok(boot_unit::artifact(knob)),
         Persistence::Cmdline => return cmdline::artifact(knob, refuse_by_design),
         _ => {}
     }
@@ -144,7 +149,7 @@ pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
         Persistence::Tmpfiles => tmpfiles::artifact(knob, host, &targets),
         Persistence::SysctlD => sysctl_d::artifact(knob, host, &targets),
         Persistence::SystemdDropin => dropin::artifact(knob, survey.notes.clone(), &targets),
-        Persistence::Runtime | Persistence::Hold | Persistence::Cmdline => {
+        Persistence::Runtime | Persistence::Hold | Persistence::Boot | Persistence::Cmdline => {
             unreachable!("handled above")
         }
     }
@@ -228,6 +233,7 @@ pub fn check(
             Err("persistence: runtime; nothing makes it survive a reboot".into())
         }
         Persistence::Hold => hold_unit::check(knob, host),
+        Persistence::Boot => boot_unit::check(knob, host),
         Persistence::SystemdDropin => dropin::check(&writable),
         Persistence::Cmdline => cmdline::check(knob, host),
         Persistence::Tmpfiles => tmpfiles::check(&writable, &config.tmpfiles),

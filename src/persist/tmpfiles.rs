@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{Artifact, ConfLine, by_files, config_files, header};
-use crate::knob::{HostCtx, Target};
+use crate::knob::{HostCtx, KindName, Target};
 use crate::manifest::Knob;
 use crate::schema::Persistence;
 
@@ -78,11 +78,44 @@ pub(super) fn artifact(
         path: Some(format!("{TMPFILES_DIR}/hostknob-{id}.conf")),
         content,
         commands: Vec::new(),
-        notes: vec![format!(
-            "systemd-tmpfiles writes these {} files at every boot (systemd-tmpfiles-setup.service)",
-            targets.len()
-        )],
+        notes: {
+            let mut notes = vec![format!(
+                "systemd-tmpfiles writes these {} files at every boot (systemd-tmpfiles-setup.service)",
+                targets.len()
+            )];
+            notes.extend(pinning(knob, targets));
+            notes
+        },
     })
+}
+
+/// What a `w` line fixes that the knob itself does not: tmpfiles.d(5) `w`
+/// names one path, and a path that does not exist when the line runs is
+/// skipped. Said so, with `persistence: boot` as the fix.
+fn pinning(knob: &Knob, targets: &[&Target]) -> Vec<String> {
+    let id = &knob.id;
+    let boot = "`persistence: boot` (a unit running `hostknob apply` after drivers load) does not";
+    let mut out = Vec::new();
+    if knob.kind == KindName::CpuidleState {
+        let indexes: BTreeSet<&str> = targets
+            .iter()
+            .filter_map(|t| t.path.split('/').find(|c| c.starts_with("state")))
+            .collect();
+        let states: BTreeSet<&str> = targets.iter().filter_map(|t| t.label.as_deref()).collect();
+        out.push(format!(
+            "{id}: these lines pin idle-state indexes ({}) for {}: a kernel, BIOS or driver change \
+             renumbers states and the lines then write another state; {boot}",
+            indexes.into_iter().collect::<Vec<_>>().join(", "),
+            states.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if targets.iter().any(|t| t.path.contains("/cpufreq/")) {
+        out.push(format!(
+            "{id}: cpufreq policy files exist only once the cpufreq driver has loaded (a module, \
+             or CPUs onlined later): a `w` line for a path missing at boot is skipped; {boot}"
+        ));
+    }
+    out
 }
 
 /// Every `w` line of the tmpfiles.d directories, in the order systemd reads them.

@@ -341,3 +341,64 @@ fn the_allocator_drop_in_sorts_after_override_conf_and_is_checked_in_effect() {
     assert!(err(&o).contains("overrides it"), "{}", err(&o));
     assert_tree(&before, &root, "after the rolled-back apply");
 }
+
+#[test]
+fn cpuidle_knobs_persist_by_a_boot_unit_and_tmpfiles_says_what_it_pins() {
+    let (_tmp, root) = vm();
+    let idle = |persistence: &str| {
+        VM_KNOBS[0].1.replace(
+            "persistence: runtime",
+            &format!("persistence: {persistence}"),
+        )
+    };
+    let m = knobs(&[("idle", &idle("tmpfiles"))]);
+    let o = run(&root, m.path(), &["persist", "idle"]);
+    assert!(
+        out(&o).contains("cpu1/cpuidle/state1/disable"),
+        "{}",
+        out(&o)
+    );
+    let hints = err(&o);
+    assert!(
+        hints.contains("pin idle-state indexes (state1) for haltpoll idle")
+            && hints.contains("`persistence: boot`"),
+        "{hints}"
+    );
+    // A runtime knob is told the boot unit first.
+    let m = knobs(&[("idle", &idle("runtime"))]);
+    let text = ok(&run(&root, m.path(), &["apply", "idle", "--dry-run"]));
+    assert!(text.contains("`persistence: boot | tmpfiles`"), "{text}");
+    // persistence: boot installs the template; audit wants its instance enabled too.
+    let m = knobs(&[("idle", &idle("boot"))]);
+    ok(&run(&root, m.path(), &["persist", "idle", "--install"]));
+    let unit =
+        std::fs::read_to_string(root.join("etc/systemd/system/hostknob-boot@.service")).unwrap();
+    assert!(
+        unit.contains("ExecStart=hostknob apply %i") && unit.contains("Type=oneshot"),
+        "{unit}"
+    );
+    ok(&run(&root, m.path(), &["apply", "idle"]));
+    let (report, _) = audit_json(&root, m.path(), None);
+    let k = knob(&report, "idle");
+    assert_eq!(k["status"], "unpersisted", "{k:#}");
+    assert!(
+        k["detail"]
+            .as_str()
+            .unwrap()
+            .contains("hostknob-boot@idle.service is not enabled"),
+        "{k:#}"
+    );
+    let wants = root.join("etc/systemd/system/multi-user.target.wants");
+    std::fs::create_dir_all(&wants).unwrap();
+    std::os::unix::fs::symlink(
+        "../hostknob-boot@.service",
+        wants.join("hostknob-boot@idle.service"),
+    )
+    .unwrap();
+    let (report, code) = audit_json(&root, m.path(), None);
+    assert_eq!(
+        (knob(&report, "idle")["status"].as_str(), code),
+        (Some("ok"), 0),
+        "{report:#}"
+    );
+}
