@@ -402,3 +402,84 @@ fn cpuidle_knobs_persist_by_a_boot_unit_and_tmpfiles_says_what_it_pins() {
         "{report:#}"
     );
 }
+
+/// Whether the host's driver pins EPP under the performance governor
+/// (intel_pstate active, amd-pstate-epp), read from the tree.
+fn pins_epp(root: &Path) -> bool {
+    let read = |p: &str| {
+        std::fs::read_to_string(root.join(p))
+            .map(|t| t.trim().to_string())
+            .ok()
+    };
+    let driver = read("sys/devices/system/cpu/cpufreq/policy0/scaling_driver");
+    match driver.as_deref() {
+        Some("intel_pstate") => {
+            read("sys/devices/system/cpu/intel_pstate/status").as_deref() == Some("active")
+        }
+        Some("amd-pstate-epp") => true,
+        _ => false,
+    }
+}
+
+#[test]
+fn the_shipped_catalog_plans_or_refuses_with_a_reason_on_every_corpus_host() {
+    let manifest = repo().join("manifest");
+    let (mut planned, mut refusals) = (0, 0);
+    for name in corpus_hosts() {
+        let root = corpus_host(&name);
+        let o = run(
+            &root,
+            &manifest,
+            &["apply", "--all", "--dry-run", "--format", "json"],
+        );
+        match o.status.code() {
+            Some(0) => planned += 1,
+            Some(1) => {
+                let e = err(&o);
+                assert!(
+                    e.trim().lines().count() == 1 && e.trim().ends_with("nothing was changed"),
+                    "{name}: a refusal is one line with its reason: {e}"
+                );
+                refusals += 1;
+                continue;
+            }
+            other => panic!("{name}: exit {other:?}: {}", err(&o)),
+        }
+        let plan: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+        let groups: Vec<&serde_json::Value> = plan["knobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|k| k["changes"].as_array().unwrap())
+            .collect();
+        let afters = |leaf: &str| -> Vec<String> {
+            groups
+                .iter()
+                .filter(|g| g["path"].as_str().unwrap().ends_with(leaf))
+                .map(|g| g["after"].as_str().unwrap_or("").to_string())
+                .collect()
+        };
+        let mut governors = afters("/scaling_governor");
+        if governors.is_empty() {
+            let dir = root.join("sys/devices/system/cpu/cpufreq");
+            for e in std::fs::read_dir(&dir).into_iter().flatten() {
+                if let Ok(g) = std::fs::read_to_string(e.unwrap().path().join("scaling_governor")) {
+                    governors.push(g.trim().to_string());
+                }
+            }
+        }
+        let epp = afters("/energy_performance_preference");
+        let refused_by_kernel = pins_epp(&root)
+            && governors.iter().any(|g| g == "performance")
+            && epp.iter().any(|v| v != "performance" && v != "0");
+        assert!(
+            !refused_by_kernel,
+            "{name}: EPP {epp:?} under governor performance: the kernel refuses that"
+        );
+    }
+    assert!(
+        planned > 0,
+        "no corpus host planned: the test checks nothing"
+    );
+    eprintln!("shipped catalog: {planned} hosts planned, {refusals} refused with a reason");
+}
