@@ -102,6 +102,21 @@ pub const RULES: &[KindRules] = &[
     },
 ];
 
+/// [`RULES`] as the Markdown table of docs/knob-kinds.md.
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| kind | scope | depends on | read back (normalization) | persists by | source |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for r in RULES {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            r.kind, r.scope, r.depends_on, r.read_back, r.persists, r.sources
+        ));
+    }
+    out
+}
+
 /// The rules of one kind.
 pub fn of(kind: KindName) -> &'static KindRules {
     RULES
@@ -300,6 +315,14 @@ mod tests {
             phase(gov)
         );
         assert!(kind_phase(KindName::CpufreqGovernor) < kind_phase(KindName::CpufreqEpp));
+    }
+
+    #[test]
+    fn the_docs_table_is_the_rules() {
+        let docs = include_str!("../../docs/knob-kinds.md");
+        let table = markdown_table();
+        assert!(docs.contains(&table), "docs/knob-kinds.md lacks:\n{table}");
+        assert_eq!(RULES.len(), KindName::ALL.len());
     }
 
     #[test]
