@@ -322,3 +322,108 @@ fn live_module_param_bool_reads_back_n_and_reverts_to_y() {
         original.trim()
     );
 }
+
+/// Applies one knob on this machine, reads the file back from the kernel,
+/// checks audit sees it in effect, reverts and checks the original value;
+/// a guard writes the original back on every path, a panic included.
+fn live_round_trip(id: &str, body: &str, file: &str, expect: &str) {
+    let path = Path::new(file);
+    if let Err(why) =
+        live_allowed().and_then(|_| path.exists().then_some(()).ok_or(format!("no {file}")))
+    {
+        eprintln!("live test skipped: {why}");
+        return;
+    }
+    let original = std::fs::read_to_string(path).unwrap();
+    let _guard = Restore {
+        path: path.to_path_buf(),
+        original: original.clone(),
+    };
+    let m = knobs(&[(id, body)]);
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let live = |args: &[&str]| {
+        let mut all = vec!["--state-dir", state_dir, "--host", "live"];
+        all.extend_from_slice(args);
+        run(Path::new("/"), m.path(), &all)
+    };
+    ok(&live(&["apply", id]));
+    let now = std::fs::read_to_string(path).unwrap();
+    assert_eq!(now.trim(), expect, "{file} as the kernel reads it back");
+    let (report, _) = audit_json(Path::new("/"), m.path(), Some("live"));
+    assert_eq!(knob(&report, id)["status"], "unpersisted", "{report:#}");
+    ok(&live(&["revert", "--all"]));
+    assert_eq!(
+        std::fs::read_to_string(path).unwrap().trim(),
+        original.trim(),
+        "{file} restored"
+    );
+    assert!(journal_of(state.path()).is_empty());
+}
+
+#[test]
+fn live_thp_enabled_and_defrag_round_trip() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    for setting in ["enabled", "defrag"] {
+        live_round_trip(
+            &format!("live-thp-{setting}"),
+            &format!(
+                "persistence: runtime\nkind: thp\ntarget: {{setting: {setting}}}\nset: never\n"
+            ),
+            &format!("/sys/kernel/mm/transparent_hugepage/{setting}"),
+            if setting == "enabled" {
+                "always madvise [never]"
+            } else {
+                "always defer defer+madvise madvise [never]"
+            },
+        );
+    }
+}
+
+#[test]
+fn live_sysctl_round_trip() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let now = std::fs::read_to_string("/proc/sys/vm/stat_interval").unwrap_or_default();
+    let want = if now.trim() == "2" { "3" } else { "2" };
+    live_round_trip(
+        "live-stat-interval",
+        &format!(
+            "persistence: runtime\nkind: sysctl\ntarget: {{name: vm.stat_interval}}\nset: {want}\n"
+        ),
+        "/proc/sys/vm/stat_interval",
+        want,
+    );
+}
+
+#[test]
+fn live_pm_qos_resume_latency_round_trips_a_number_and_n_a() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    for value in ["20", "n/a", "0"] {
+        let file = "/sys/devices/system/cpu/cpu0/power/pm_qos_resume_latency_us";
+        if std::fs::read_to_string(file).is_ok_and(|v| v.trim() == value) {
+            continue;
+        }
+        live_round_trip(
+            "live-resume",
+            &format!(
+                "persistence: runtime\nkind: pm-qos-resume-latency\ntarget: {{cpus: 0}}\nset: {value}\n"
+            ),
+            file,
+            value,
+        );
+    }
+}
+
+#[test]
+fn live_sysfs_round_trip() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let file = "/sys/kernel/mm/transparent_hugepage/khugepaged/defrag";
+    let now = std::fs::read_to_string(file).unwrap_or_default();
+    let want = if now.trim() == "1" { "0" } else { "1" };
+    live_round_trip(
+        "live-sysfs",
+        &format!("persistence: runtime\nkind: sysfs\ntarget: {{path: {file}}}\nset: {want}\n"),
+        file,
+        want,
+    );
+}
