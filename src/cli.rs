@@ -219,6 +219,15 @@ would go to stderr. --install writes the file under --root (audit then reports t
 hostknob never writes a boot loader's configuration."
     )]
     Persist(PersistArgs),
+    /// Hold a pm-qos knob's PM QoS request in the foreground until SIGTERM or Ctrl-C.
+    #[command(
+        long_about = "Opens /dev/cpu_dma_latency, writes the pm-qos knob's value and keeps the file open: \
+the kernel keeps a PM QoS request only while its file is open. Prints the aggregate the kernel reads \
+back, then waits; SIGTERM, SIGINT or SIGHUP close the file (the kernel drops the request) and it \
+exits 0. Runs in the foreground, for a systemd unit: `persistence: hold` with `hostknob persist KNOB \
+--install` writes hostknob-hold@.service, whose instance hostknob-hold@KNOB.service runs this."
+    )]
+    Hold(HoldArgs),
     /// A/B one knob with its probe in shuffled rounds; a verdict you can defend, recorded as evidence.
     #[command(
         long_about = "Runs the knob's declared probe (`verify.probe` in the manifest, or --probe) in R rounds. \
@@ -290,6 +299,13 @@ pub struct PersistArgs {
     /// Wait for another hostknob holding the lock instead of failing at once.
     #[arg(long)]
     pub wait: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct HoldArgs {
+    /// The pm-qos knob's id.
+    #[arg(value_name = "KNOB")]
+    pub knob: String,
 }
 
 #[derive(Args, Debug)]

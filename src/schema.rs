@@ -68,6 +68,10 @@ pub enum Persistence {
     /// A process (`hostknob hold`) keeps the request open.
     #[serde(rename = "hold")]
     Hold,
+    /// A oneshot unit runs `hostknob apply KNOB` at boot, after drivers load,
+    /// re-resolving states by name or latency and CPUs by list.
+    #[serde(rename = "boot")]
+    Boot,
 }
 
 impl Persistence {
@@ -79,6 +83,7 @@ impl Persistence {
             Persistence::SystemdDropin => "systemd-dropin",
             Persistence::Cmdline => "cmdline",
             Persistence::Hold => "hold",
+            Persistence::Boot => "boot",
         }
     }
 }

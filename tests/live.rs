@@ -183,3 +183,247 @@ fn journal_of(state: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// Why a live test cannot run here, if it cannot.
+fn live_allowed() -> Result<(), String> {
+    if std::env::var("HOSTKNOB_LIVE").as_deref() != Ok("1") {
+        return Err("HOSTKNOB_LIVE=1 is not set".into());
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root".into());
+    }
+    if read_only("/sys") {
+        return Err("/sys is read-only".into());
+    }
+    Ok(())
+}
+
+/// The aggregate PM QoS request as another process reads it (native-endian s32).
+fn cpu_dma_latency() -> i32 {
+    let b = std::fs::read("/dev/cpu_dma_latency").unwrap();
+    i32::from_ne_bytes(b[..4].try_into().unwrap())
+}
+
+/// Kills the hold when dropped, a panic included: the kernel then drops its request.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn live_hold_keeps_the_request_while_it_runs_and_drops_it_on_sigterm() {
+    if let Err(why) = live_allowed().and_then(|_| {
+        Path::new("/dev/cpu_dma_latency")
+            .exists()
+            .then_some(())
+            .ok_or("no /dev/cpu_dma_latency".to_string())
+    }) {
+        eprintln!("live test skipped: {why}");
+        return;
+    }
+    let before = cpu_dma_latency();
+    let m = knobs(&[("live-qos", "persistence: hold\nkind: pm-qos\nset: 20\n")]);
+    let state = tempfile::tempdir().unwrap();
+    let mut c = command(
+        Path::new("/"),
+        m.path(),
+        &[
+            "--state-dir",
+            state.path().to_str().unwrap(),
+            "--host",
+            "live",
+            "hold",
+            "live-qos",
+        ],
+    );
+    let mut child = Child(
+        c.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut out = std::io::BufReader::new(child.0.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut out, &mut first).unwrap();
+    assert!(first.contains("held at 20 µs"), "{first}");
+    // Another process (this test) sees the held value while the hold runs.
+    assert_eq!(cpu_dma_latency(), before.min(20), "{first}");
+    let (report, _) = audit_json(Path::new("/"), m.path(), Some("live"));
+    let k = knob(&report, "live-qos");
+    assert!(
+        k.to_string().contains(&format!("PID {}", child.0.id())),
+        "audit names the holder: {k:#}"
+    );
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(rest.contains("released on SIGTERM"), "{rest}");
+    assert_eq!(
+        cpu_dma_latency(),
+        before,
+        "the request is gone after SIGTERM"
+    );
+}
+
+#[test]
+fn live_module_param_bool_reads_back_n_and_reverts_to_y() {
+    let param = Path::new("/sys/module/haltpoll/parameters/guest_halt_poll_allow_shrink");
+    if let Err(why) = live_allowed().and_then(|_| {
+        param
+            .exists()
+            .then_some(())
+            .ok_or(format!("no {}", param.display()))
+    }) {
+        eprintln!("live test skipped: {why}");
+        return;
+    }
+    let original = std::fs::read_to_string(param).unwrap();
+    let _guard = Restore {
+        path: param.to_path_buf(),
+        original: original.clone(),
+    };
+    let want = if original.trim() == "Y" {
+        "false"
+    } else {
+        "true"
+    };
+    let m = knobs(&[(
+        "live-shrink",
+        &format!(
+            "persistence: runtime\nkind: module-param\ntarget: {{module: haltpoll, param: guest_halt_poll_allow_shrink}}\nset: {want}\n"
+        ),
+    )]);
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let live = |args: &[&str]| {
+        let mut all = vec!["--state-dir", state_dir, "--host", "live"];
+        all.extend_from_slice(args);
+        run(Path::new("/"), m.path(), &all)
+    };
+    ok(&live(&["apply", "live-shrink"]));
+    let now = std::fs::read_to_string(param).unwrap();
+    assert_ne!(now.trim(), original.trim(), "the kernel took the write");
+    assert!(["Y", "N"].contains(&now.trim()), "{now}");
+    let (report, _) = audit_json(Path::new("/"), m.path(), Some("live"));
+    assert_eq!(
+        knob(&report, "live-shrink")["status"],
+        "unpersisted",
+        "{report:#}"
+    );
+    ok(&live(&["revert", "--all"]));
+    assert_eq!(
+        std::fs::read_to_string(param).unwrap().trim(),
+        original.trim()
+    );
+}
+
+/// Applies one knob on this machine, reads the file back from the kernel,
+/// checks audit sees it in effect, reverts and checks the original value;
+/// a guard writes the original back on every path, a panic included.
+fn live_round_trip(id: &str, body: &str, file: &str, expect: &str) {
+    let path = Path::new(file);
+    if let Err(why) =
+        live_allowed().and_then(|_| path.exists().then_some(()).ok_or(format!("no {file}")))
+    {
+        eprintln!("live test skipped: {why}");
+        return;
+    }
+    let original = std::fs::read_to_string(path).unwrap();
+    let _guard = Restore {
+        path: path.to_path_buf(),
+        original: original.clone(),
+    };
+    let m = knobs(&[(id, body)]);
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let live = |args: &[&str]| {
+        let mut all = vec!["--state-dir", state_dir, "--host", "live"];
+        all.extend_from_slice(args);
+        run(Path::new("/"), m.path(), &all)
+    };
+    ok(&live(&["apply", id]));
+    let now = std::fs::read_to_string(path).unwrap();
+    assert_eq!(now.trim(), expect, "{file} as the kernel reads it back");
+    let (report, _) = audit_json(Path::new("/"), m.path(), Some("live"));
+    assert_eq!(knob(&report, id)["status"], "unpersisted", "{report:#}");
+    ok(&live(&["revert", "--all"]));
+    assert_eq!(
+        std::fs::read_to_string(path).unwrap().trim(),
+        original.trim(),
+        "{file} restored"
+    );
+    assert!(journal_of(state.path()).is_empty());
+}
+
+#[test]
+fn live_thp_enabled_and_defrag_round_trip() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    for setting in ["enabled", "defrag"] {
+        live_round_trip(
+            &format!("live-thp-{setting}"),
+            &format!(
+                "persistence: runtime\nkind: thp\ntarget: {{setting: {setting}}}\nset: never\n"
+            ),
+            &format!("/sys/kernel/mm/transparent_hugepage/{setting}"),
+            if setting == "enabled" {
+                "always madvise [never]"
+            } else {
+                "always defer defer+madvise madvise [never]"
+            },
+        );
+    }
+}
+
+#[test]
+fn live_sysctl_round_trip() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let now = std::fs::read_to_string("/proc/sys/vm/stat_interval").unwrap_or_default();
+    let want = if now.trim() == "2" { "3" } else { "2" };
+    live_round_trip(
+        "live-stat-interval",
+        &format!(
+            "persistence: runtime\nkind: sysctl\ntarget: {{name: vm.stat_interval}}\nset: {want}\n"
+        ),
+        "/proc/sys/vm/stat_interval",
+        want,
+    );
+}
+
+#[test]
+fn live_pm_qos_resume_latency_round_trips_a_number_and_n_a() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    for value in ["20", "n/a", "0"] {
+        let file = "/sys/devices/system/cpu/cpu0/power/pm_qos_resume_latency_us";
+        if std::fs::read_to_string(file).is_ok_and(|v| v.trim() == value) {
+            continue;
+        }
+        live_round_trip(
+            "live-resume",
+            &format!(
+                "persistence: runtime\nkind: pm-qos-resume-latency\ntarget: {{cpus: 0}}\nset: {value}\n"
+            ),
+            file,
+            value,
+        );
+    }
+}
+
+#[test]
+fn live_sysfs_round_trip() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let file = "/sys/kernel/mm/transparent_hugepage/khugepaged/defrag";
+    let now = std::fs::read_to_string(file).unwrap_or_default();
+    let want = if now.trim() == "1" { "0" } else { "1" };
+    live_round_trip(
+        "live-sysfs",
+        &format!("persistence: runtime\nkind: sysfs\ntarget: {{path: {file}}}\nset: {want}\n"),
+        file,
+        want,
+    );
+}

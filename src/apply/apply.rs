@@ -257,7 +257,7 @@ pub(super) fn confirm(kind: &dyn KnobKind, host: &HostCtx, w: &Write) -> Result<
     }
 }
 
-/// Restores, in reverse, every step the apply touched, from this apply's own
+/// Restores, in dependency order ([`crate::knob::rules::restore_order`]), every step the apply touched, from this apply's own
 /// record of the values before; reads each back.
 pub(super) fn rollback(
     root: &Root,
@@ -267,9 +267,10 @@ pub(super) fn rollback(
     fresh: &[String],
     why: String,
 ) -> ApplyError {
-    let unrestored: Vec<String> = touched
+    let mut order = touched.to_vec();
+    crate::knob::rules::restore_order(&mut order, |&i| entries[i].path.as_str());
+    let unrestored: Vec<String> = order
         .iter()
-        .rev()
         .filter_map(|&i| write::restore(root, &entries[i]).err())
         .map(|f| f.why)
         .collect();
@@ -388,10 +389,14 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
                 durable.join(" | ")
             )
         }
-        Persistence::Hold => {
-            "held only while a process keeps the request open (`hostknob hold`, not built yet)"
-                .into()
-        }
+        Persistence::Hold => match crate::persist::persistence_of(knob, host) {
+            Ok(Ok(by)) => format!("held from boot by {by}"),
+            _ => format!(
+                "held only while a process keeps the request open: `hostknob hold {id}`, or \
+                 `hostknob persist {id} --install` for {}",
+                crate::persist::hold_unit::unit_name(id)
+            ),
+        },
         p => match crate::persist::persistence_of(knob, host) {
             Ok(Ok(by)) => format!("persisted ({p}): {by}"),
             Ok(Err(why)) if p == Persistence::Cmdline => format!(

@@ -8,12 +8,18 @@
 //! - `HOSTKNOB_TEST_WRITE_GATE=DIR`: before write `i` (from 0), create
 //!   `DIR/at-i` and wait until `DIR/go-i` exists, so that a test can change
 //!   the tree at an exact point (make the next target unwritable).
+//! - `HOSTKNOB_TEST_WRITE_LOG=FILE`: append `path<TAB>value` for every
+//!   attribute written (apply, rollback, revert), so a test can check the
+//!   order against the kernel's rules, which a captured tree does not enforce.
 //!
 //! `HOSTKNOB_TEST_APPEND_LIMIT` (a full disk for the journal and the ledger)
 //! is read by `root::append`.
 
 #[cfg(feature = "test-hooks")]
-pub use enabled::{DELAY_VAR, GATE_VAR, Hooks};
+pub use enabled::{DELAY_VAR, GATE_VAR, Hooks, LOG_VAR, log_write};
+
+#[cfg(not(feature = "test-hooks"))]
+pub fn log_write(_path: &str, _text: &str) {}
 
 #[cfg(not(feature = "test-hooks"))]
 pub struct Hooks;
@@ -34,6 +40,23 @@ mod enabled {
 
     pub const DELAY_VAR: &str = "HOSTKNOB_TEST_WRITE_DELAY_MS";
     pub const GATE_VAR: &str = "HOSTKNOB_TEST_WRITE_GATE";
+    pub const LOG_VAR: &str = "HOSTKNOB_TEST_WRITE_LOG";
+
+    /// Appends one attribute write to the test's log, if it asked for one.
+    pub fn log_write(path: &str, text: &str) {
+        use std::io::Write as _;
+        let Some(log) = std::env::var_os(LOG_VAR) else {
+            return;
+        };
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{path}\t{}", text.trim());
+        }
+    }
+
     pub struct Hooks {
         delay: Option<Duration>,
         gate: Option<PathBuf>,

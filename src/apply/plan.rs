@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::knob::{Blocked, Blocker, HostCtx, Write};
+use crate::knob::{Blocked, Blocker, HostCtx, Write, WriteMode, rules};
 use crate::manifest::Knob;
 
 /// What one knob would write on this host.
@@ -29,49 +29,16 @@ pub struct Planned<'m> {
     pub steps: Vec<Step>,
 }
 
-/// When a write must happen relative to others: the kernel refuses or
-/// undoes some values unless another is in place first. A global boost (or
-/// `no_turbo`, or the driver mode) before anything per policy; the governor
-/// before the energy-performance preference (which `performance` pins).
-/// Everything else keeps plan order between them.
-pub fn phase(path: &str) -> u8 {
-    const GLOBAL: [&str; 4] = [
-        "/sys/devices/system/cpu/cpufreq/boost",
-        "/sys/devices/system/cpu/intel_pstate/no_turbo",
-        "/sys/devices/system/cpu/intel_pstate/status",
-        "/sys/devices/system/cpu/amd_pstate/status",
-    ];
-    if GLOBAL.contains(&path) {
-        return 0;
-    }
-    match path.rsplit('/').next() {
-        Some("scaling_governor") => 1,
-        Some("energy_performance_preference") => 3,
-        _ => 2,
-    }
-}
+pub use crate::knob::rules::phase;
 
-/// Plans every knob and orders the writes. Errors are bad input found on
-/// this host (`file:line: field: message`).
+/// Plans every knob and orders the writes. Knobs are planned in dependency
+/// order ([`rules::kind_phase`]), each against the state the writes before it
+/// leave (an EPP knob sees the governor a governor knob of the same apply
+/// writes). Errors are bad input found on this host (`file:line: field: message`).
 pub fn plan<'m>(host: &HostCtx, knobs: &[&'m Knob]) -> Result<Planned<'m>, String> {
-    let mut plans = Vec::new();
-    for &knob in knobs {
-        let p = knob
-            .spec
-            .plan(host)
-            .map_err(|e| knob.source.field_error(e).to_string())?;
-        let (refused, skipped) = p
-            .blocked
-            .into_iter()
-            .partition(|b| !matches!(b.blocker, Blocker::NotApplicable(_)));
-        plans.push(KnobPlan {
-            knob,
-            writes: p.writes,
-            skipped,
-            refused,
-            notes: p.notes,
-        });
-    }
+    let planned = plan_in_order(host, knobs);
+    host.forget_assumed();
+    let plans = planned?;
     let mut steps: Vec<Step> = plans
         .iter()
         .enumerate()
@@ -88,6 +55,56 @@ pub fn plan<'m>(host: &HostCtx, knobs: &[&'m Knob]) -> Result<Planned<'m>, Strin
         knobs: plans,
         steps,
     })
+}
+
+fn plan_in_order<'m>(host: &HostCtx, knobs: &[&'m Knob]) -> Result<Vec<KnobPlan<'m>>, String> {
+    let mut order: Vec<usize> = (0..knobs.len()).collect();
+    order.sort_by_key(|&i| rules::kind_phase(knobs[i].kind));
+    let mut slots: Vec<Option<KnobPlan<'m>>> = knobs.iter().map(|_| None).collect();
+    for i in order {
+        let knob = knobs[i];
+        let p = knob
+            .spec
+            .plan(host)
+            .map_err(|e| knob.source.field_error(e).to_string())?;
+        // What later writes depend on (the driver mode, the governor).
+        for w in p
+            .writes
+            .iter()
+            .filter(|w| w.mode == WriteMode::Attribute && phase(&w.path) < rules::DEPENDENT_FREE)
+        {
+            host.assume_written(&w.path, w.after.trim());
+        }
+        // A PM QoS request lives while its file is open: apply, which exits,
+        // cannot keep it; `hostknob hold` (or its unit) does.
+        let (held, writes): (Vec<Write>, Vec<Write>) = p
+            .writes
+            .into_iter()
+            .partition(|w| w.mode == WriteMode::Hold);
+        let mut notes = p.notes;
+        for w in held {
+            notes.push(format!(
+                "not written: the kernel keeps a request on {} only while its file is open, \
+                 so it would end with this command; `hostknob hold {id}` holds {} µs \
+                 (`persistence: hold` with `hostknob persist {id} --install` from boot)",
+                w.path,
+                w.after,
+                id = knob.id
+            ));
+        }
+        let (refused, skipped) = p
+            .blocked
+            .into_iter()
+            .partition(|b| !matches!(b.blocker, Blocker::NotApplicable(_)));
+        slots[i] = Some(KnobPlan {
+            knob,
+            writes,
+            skipped,
+            refused,
+            notes,
+        });
+    }
+    Ok(slots.into_iter().flatten().collect())
 }
 
 /// Two knobs may write the same file only with the same value.
@@ -112,27 +129,4 @@ fn check_conflicts(plans: &[KnobPlan], steps: &[Step]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dependencies_order_the_phases() {
-        let gov = "/sys/devices/system/cpu/cpufreq/policy0/scaling_governor";
-        let epp = "/sys/devices/system/cpu/cpufreq/policy0/energy_performance_preference";
-        let boost = "/sys/devices/system/cpu/cpufreq/policy0/boost";
-        let global = "/sys/devices/system/cpu/cpufreq/boost";
-        let idle = "/sys/devices/system/cpu/cpu0/cpuidle/state3/disable";
-        assert!(phase(global) < phase(boost));
-        assert!(phase(gov) < phase(epp));
-        assert!(phase(global) < phase(gov));
-        assert_eq!(phase(idle), phase(boost));
-        // The per-CPU link to the policy is the same file.
-        assert_eq!(
-            phase("/sys/devices/system/cpu/cpu3/cpufreq/scaling_governor"),
-            phase(gov)
-        );
-    }
 }

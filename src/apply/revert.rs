@@ -30,7 +30,7 @@ pub struct RevertOutcome {
 }
 
 /// Restores what the journal recorded for `ids` (every entry when empty),
-/// in reverse order, reads each file back, records it in the ledger and
+/// in dependency order (the reverse, but the governor before EPP), reads each file back, records it in the ledger and
 /// drops the restored entries from the journal. `manifest` (when it loads)
 /// names the knobs' persistence in the ledger; revert does not need it.
 pub fn revert(
@@ -91,14 +91,22 @@ pub fn revert_with(
 
     let mut restored: Vec<(&journal::Entry, Option<String>)> = Vec::new();
     let mut failed = Vec::new();
-    for e in chosen.iter().rev() {
+    let mut order = chosen.clone();
+    crate::knob::rules::restore_order(&mut order, |e| e.path.as_str());
+    for e in order {
         let was = write::content(root, &e.path).ok().flatten();
         match write::restore(root, e) {
             Ok(()) => restored.push((e, was)),
             Err(f) => failed.push(f.why),
         }
     }
-    restored.reverse();
+    // Reported in journal order.
+    let index: std::collections::HashMap<*const journal::Entry, usize> = chosen
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (*e as *const journal::Entry, i))
+        .collect();
+    restored.sort_by_key(|(e, _)| index.get(&(*e as *const journal::Entry)).copied());
     let paths: Vec<String> = restored.iter().map(|(e, _)| e.path.clone()).collect();
     if !paths.is_empty() {
         journal.forget(&paths).map_err(|e| {

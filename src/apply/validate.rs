@@ -17,13 +17,6 @@ pub fn values(planned: &Planned) -> Result<(), String> {
     for s in &planned.steps {
         let id = &planned.knobs[s.knob].knob.id;
         match s.write.mode {
-            WriteMode::Hold => {
-                return Err(format!(
-                    "{id}: {} holds a request only while a process keeps it open; \
-                     apply cannot hold it (`persistence: hold` is for `hostknob hold`, not built yet)",
-                    s.write.path
-                ));
-            }
             WriteMode::Attribute if s.write.before.is_none() => {
                 return Err(format!(
                     "{id}: {}: its current value cannot be read, so it could not be restored",

@@ -62,6 +62,7 @@ pub fn put(
     };
     match what {
         Put::Attribute(text) => {
+            super::hooks::log_write(path, text);
             let mut f = root
                 .open_write(path)
                 .map_err(|e| fail(false, describe_write_error(path, &e)))?;

@@ -96,15 +96,6 @@ pub(super) fn managers(knob: &Knob, targets: &[Target], config: &HostConfig) -> 
             });
         }
     }
-    let mut seen = BTreeSet::new();
-    let mut add = |name: &str, l: &ConfLine, what: String| {
-        if seen.insert((name.to_string(), l.at())) {
-            out.push(Manager {
-                name: name.into(),
-                evidence: format!("{} {what}", l.at()),
-            });
-        }
-    };
     let paths: Vec<&str> = targets
         .iter()
         .filter(|t| t.mode == crate::knob::WriteMode::Attribute && t.blocker.is_none())
@@ -113,38 +104,96 @@ pub(super) fn managers(knob: &Knob, targets: &[Target], config: &HostConfig) -> 
     if paths.is_empty() {
         return out;
     }
-    for l in &config.boot.tmpfiles {
+    // hostknob's own persistence of this knob is not another manager
+    // (audit checks it as the knob's persistence instead).
+    let own = crate::persist::own_files(&knob.id);
+    let theirs = |l: &&ConfLine| !own.contains(&l.file);
+    let matching = |l: &ConfLine| {
         let pattern = glob::Pattern::new(&l.key).ok();
-        if paths
+        paths
             .iter()
-            .any(|p| *p == l.key || pattern.as_ref().is_some_and(|pat| pat.matches(p)))
-        {
-            add(
-                "tmpfiles.d",
-                l,
-                format!("writes {:?} to {}", l.value, l.key),
-            );
-        }
+            .filter(|p| **p == l.key || pattern.as_ref().is_some_and(|pat| pat.matches(p)))
+            .count()
+    };
+    let mut found: Vec<Finding> = Vec::new();
+    for l in config.boot.tmpfiles.iter().filter(theirs) {
+        note(&mut found, "tmpfiles.d", l, matching(l));
     }
-    for l in &config.boot.sysctl {
-        let pattern = glob::Pattern::new(&l.key).ok();
-        if paths
-            .iter()
-            .any(|p| *p == l.key || pattern.as_ref().is_some_and(|pat| pat.matches(p)))
-        {
-            add("sysctl.d", l, format!("sets {} = {}", l.key, l.value));
-        }
+    for l in config.boot.sysctl.iter().filter(theirs) {
+        note(&mut found, "sysctl.d", l, matching(l));
     }
     for l in &config.boot.udev {
         // A rule names the attribute relative to its device: match its tail.
         let suffix = format!("/{}", l.key);
         let leaf = format!("/{}", l.key.rsplit('/').next().unwrap_or(&l.key));
-        if paths
+        let hits = paths
             .iter()
-            .any(|p| p.ends_with(&suffix) || p.ends_with(&leaf))
-        {
-            add("udev", l, format!("sets ATTR{{{}}}={:?}", l.key, l.value));
+            .filter(|p| p.ends_with(&suffix) || p.ends_with(&leaf))
+            .count();
+        note(&mut found, "udev", l, hits);
+    }
+    out.extend(found.into_iter().map(Finding::manager));
+    out
+}
+
+/// Lines of one file that set this knob's files to one value: one finding,
+/// however many CPUs they cover.
+struct Finding {
+    name: &'static str,
+    file: String,
+    value: String,
+    lines: Vec<usize>,
+    /// The first line's key, as an example.
+    key: String,
+    files: usize,
+}
+
+fn note(found: &mut Vec<Finding>, name: &'static str, l: &ConfLine, hits: usize) {
+    if hits == 0 {
+        return;
+    }
+    match found
+        .iter_mut()
+        .find(|f| f.name == name && f.file == l.file && f.value == l.value)
+    {
+        Some(f) => {
+            if !f.lines.contains(&l.line) {
+                f.lines.push(l.line);
+                f.files += hits;
+            }
+        }
+        None => found.push(Finding {
+            name,
+            file: l.file.clone(),
+            value: l.value.clone(),
+            lines: vec![l.line],
+            key: l.key.clone(),
+            files: hits,
+        }),
+    }
+}
+
+impl Finding {
+    fn manager(self) -> Manager {
+        let what = match self.name {
+            "sysctl.d" => format!("sets {} = {}", self.key, self.value),
+            "udev" => format!("sets ATTR{{{}}}={:?}", self.key, self.value),
+            _ => format!("writes {:?} to {}", self.value, self.key),
+        };
+        let evidence = match self.lines.as_slice() {
+            [one] => format!("{}:{one} {what}", self.file),
+            many => format!(
+                "{}:{}-{} ({} lines) {what} and to {} more of this knob's files",
+                self.file,
+                many.iter().min().unwrap_or(&0),
+                many.iter().max().unwrap_or(&0),
+                many.len(),
+                self.files.saturating_sub(1)
+            ),
+        };
+        Manager {
+            name: self.name.into(),
+            evidence,
         }
     }
-    out
 }

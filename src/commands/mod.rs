@@ -5,6 +5,7 @@ pub(crate) mod audit;
 pub(crate) mod capture;
 pub(crate) mod completions;
 pub(crate) mod doc;
+pub(crate) mod hold;
 pub(crate) mod inventory;
 pub(crate) mod knobs;
 pub(crate) mod man;
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Apply(args) => apply::run(&cli.global, args),
         Command::Revert(args) => revert::run(&cli.global, args),
         Command::Persist(args) => persist::run(&cli.global, args),
+        Command::Hold(args) => hold::run(&cli.global, args),
         Command::Verify(args) => verify::run(&cli.global, args),
         Command::Report(args) => report::run(&cli.global, args),
         Command::Schema(args) => schema::run(args),

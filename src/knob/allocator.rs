@@ -196,9 +196,12 @@ impl Spec for Allocator {
 }
 
 impl Allocator {
+    /// systemd.unit(5): drop-ins apply in file-name order across the
+    /// directories, a later one overriding an earlier `Environment=`; `zz-`
+    /// sorts after `override.conf` (systemctl edit) and numbered files.
     fn dropin_path(&self) -> String {
         format!(
-            "/etc/systemd/system/{}.d/hostknob-{}.conf",
+            "/etc/systemd/system/{}.d/zz-hostknob-{}.conf",
             self.service,
             self.variable.to_ascii_lowercase().trim_start_matches('_')
         )
@@ -262,6 +265,26 @@ impl Allocator {
 }
 
 impl KnobKind for Allocator {
+    /// Our drop-in reads back only when the unit's effective environment
+    /// (every drop-in in order) carries the setting: a file that another
+    /// drop-in overrides did not take.
+    fn read_back(&self, host: &HostCtx, path: &str) -> std::io::Result<Option<String>> {
+        let own = host.root.read_trimmed(path)?;
+        if path != self.dropin_path() || own.is_none() {
+            return Ok(own);
+        }
+        let (_, effective) = self.unit_value(host);
+        Ok(if self.satisfied(effective.as_deref()) {
+            own
+        } else {
+            Some(format!(
+                "the unit's effective {}={} (a drop-in sorting after {path} overrides it)",
+                self.variable,
+                effective.as_deref().unwrap_or("(unset)")
+            ))
+        })
+    }
+
     fn kind(&self) -> KindName {
         KindName::Allocator
     }

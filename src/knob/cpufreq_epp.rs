@@ -2,13 +2,17 @@
 //! the selected CPUs. The value must be in
 //! `energy_performance_available_preferences`; where the kernel refuses EPP
 //! changes (intel_pstate or amd-pstate in active mode under the `performance`
-//! governor, which pins EPP to performance) the plan says so up front.
+//! governor, which pins EPP to performance) the plan says so up front,
+//! judged against the governor the plan's earlier writes leave
+//! ([`super::rules::epp_refused`]). Values compare as the kernel reads them
+//! back: a preset name is its number ([`super::rules::epp_same`]).
 
 use super::cpufreq_governor::{TargetDoc, check_word, policy_targets};
 use super::{
-    ATTRIBUTE_PERSISTENCE, Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
+    Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
     Service, Spec, Survey, Target, WriteMode,
 };
+use super::rules;
 use crate::inventory::{CPU_DIR, par_map};
 use crate::schema::Persistence;
 
@@ -46,11 +50,15 @@ impl KnobKind for CpufreqEpp {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        ATTRIBUTE_PERSISTENCE
+        super::CPU_PERSISTENCE
     }
 
     fn services(&self) -> &'static [Service] {
         &Service::ALL
+    }
+
+    fn confirms(&self, expect: &str, read: &str) -> bool {
+        rules::epp_same(expect, read)
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
@@ -61,11 +69,6 @@ impl KnobKind for CpufreqEpp {
             .text(&format!("{CPU_DIR}/intel_pstate/status"))
             .as_deref()
             == Some("active");
-        let pins = |driver: Option<&str>| match driver {
-            Some("intel_pstate") => pstate_active,
-            Some("amd-pstate-epp") => true,
-            _ => false,
-        };
         // Two reads per policy, hundreds of policies on big hosts: in parallel.
         let reads = par_map(&policies, |(p, _)| {
             (
@@ -125,19 +128,27 @@ impl KnobKind for CpufreqEpp {
                         ),
                     }));
                 }
-                let pinned = p.governor.as_deref() == Some("performance")
-                    && self.epp != "performance"
-                    && pins(p.driver.as_deref());
-                pinned.then(|| {
-                    Blocker::Unsupported(format!(
-                        "{} in active mode refuses EPP changes while the governor is performance \
-                         (EPP is pinned to performance); set the governor to powersave first",
-                        p.driver.as_deref().unwrap_or("the driver")
-                    ))
+                let driver = p.driver.as_deref().unwrap_or("");
+                if self.epp == "default"
+                    && let Some(why) = rules::epp_default_refused(driver)
+                {
+                    return Some(Blocker::Unsupported(why));
+                }
+                let governor = p.governor.as_deref().unwrap_or("");
+                rules::epp_refused(driver, pstate_active, governor, &self.epp).map(|why| {
+                    let gov_path = format!("{}/scaling_governor", p.dir);
+                    Blocker::Unsupported(if host.is_assumed(&gov_path) {
+                        format!(
+                            "this apply sets the governor to performance first, and {why}; \
+                             apply EPP with governor powersave, or EPP performance"
+                        )
+                    } else {
+                        why
+                    })
                 })
             });
             survey.targets.push(Target {
-                in_effect: current == self.epp,
+                in_effect: rules::epp_same(&current, &self.epp),
                 path,
                 cpus: Some(p.cpus.clone()),
                 label: None,

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::{
-    ATTRIBUTE_PERSISTENCE, Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, PolicyInfo,
+    Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, PolicyInfo,
     ReadValue, Service, Spec, Survey, Target, WriteMode, offline_target,
 };
 use crate::cpulist::CpuList;
@@ -53,12 +53,12 @@ impl Spec for CpufreqGovernor {
 
 /// The policies that drive the selected CPUs, or a target saying why there are none.
 /// A policy that also drives CPUs outside the selection cannot be set for part of them.
-pub fn policy_targets<'h>(
-    host: &'h HostCtx,
+pub fn policy_targets(
+    host: &HostCtx,
     cpus: &CpuSel,
     desired: &str,
     survey: &mut Survey,
-) -> Vec<(&'h PolicyInfo, Option<Blocker>)> {
+) -> Vec<(PolicyInfo, Option<Blocker>)> {
     let (here, missing) = cpus.split(host.online());
     survey.targets.extend(offline_target(&missing, desired));
     let policies = host.policies();
@@ -123,7 +123,7 @@ impl KnobKind for CpufreqGovernor {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        ATTRIBUTE_PERSISTENCE
+        super::CPU_PERSISTENCE
     }
 
     fn services(&self) -> &'static [Service] {

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::{
-    ATTRIBUTE_PERSISTENCE, Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
+    Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
     Service, Spec, Survey, Target, WriteMode, state_path, offline_target,
 };
 use crate::cpulist::CpuList;
@@ -201,7 +201,7 @@ impl KnobKind for CpuidleState {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        ATTRIBUTE_PERSISTENCE
+        super::CPU_PERSISTENCE
     }
 
     fn services(&self) -> &'static [Service] {

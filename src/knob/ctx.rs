@@ -1,8 +1,11 @@
-//! What knobs read about one host, read once and shared: online CPUs, idle
-//! state tables, cpufreq policies, boot time, processes.
+//! What knobs read about one host. Fixed topology (online CPUs, which CPUs
+//! each cpufreq policy drives, boot time, processes) is read once and
+//! shared; values (a governor, a driver) are read fresh at every survey, so
+//! a survey after a write sees the write.
 
+use std::collections::HashMap;
 use std::io;
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock};
 
 use crate::cpulist::CpuList;
 use crate::inventory::{CPU_DIR, numbered, par_map};
@@ -15,7 +18,10 @@ pub struct HostCtx<'r> {
     /// The name knobs target (`--host`, the hostname, or the capture's name).
     pub name: String,
     online: OnceLock<CpuList>,
-    policies: OnceLock<Vec<PolicyInfo>>,
+    policies: OnceLock<Vec<(String, CpuList)>>,
+    /// Values a plan will have written before the knob being planned
+    /// (path -> value in the file's words): later knobs plan against them.
+    pending: RwLock<HashMap<String, String>>,
     boot_time: OnceLock<Option<u64>>,
     processes: OnceLock<Vec<Process>>,
     cmdline: OnceLock<Option<String>>,
@@ -60,14 +66,19 @@ impl<'r> HostCtx<'r> {
             name,
             online: OnceLock::new(),
             policies: OnceLock::new(),
+            pending: RwLock::new(HashMap::new()),
             boot_time: OnceLock::new(),
             processes: OnceLock::new(),
             cmdline: OnceLock::new(),
         }
     }
 
-    /// A file's text, trimmed.
+    /// A file's text, trimmed (as an earlier write of the plan being made
+    /// will have left it, see [`HostCtx::assume_written`]).
     pub fn value(&self, path: &str) -> ReadValue {
+        if let Some(v) = self.pending.read().ok().and_then(|p| p.get(path).cloned()) {
+            return ReadValue::Value(v);
+        }
         match self.root.read_string(path) {
             Ok(s) => ReadValue::Value(s.trim().to_string()),
             Err(e) if is_absent(&e) => ReadValue::Absent,
@@ -120,9 +131,29 @@ impl<'r> HostCtx<'r> {
         })
     }
 
-    /// cpufreq policies with the CPUs they drive (online ones only).
-    pub fn policies(&self) -> &[PolicyInfo] {
-        self.policies.get_or_init(|| {
+    /// Plans what follows as if `path` already held `value`.
+    pub fn assume_written(&self, path: &str, value: &str) {
+        if let Ok(mut p) = self.pending.write() {
+            p.insert(path.to_string(), value.to_string());
+        }
+    }
+
+    /// Whether `path` holds a value an earlier write of this plan will have written.
+    pub fn is_assumed(&self, path: &str) -> bool {
+        self.pending.read().is_ok_and(|p| p.contains_key(path))
+    }
+
+    /// Back to the host as it is.
+    pub fn forget_assumed(&self) {
+        if let Ok(mut p) = self.pending.write() {
+            p.clear();
+        }
+    }
+
+    /// cpufreq policies with the CPUs they drive (online ones only): which
+    /// CPUs a policy drives is read once, its driver and governor every time.
+    pub fn policies(&self) -> Vec<PolicyInfo> {
+        let topology = self.policies.get_or_init(|| {
             let names = self.root.read_dir(CPUFREQ_DIR).unwrap_or_default();
             let ids = numbered(&names, "policy");
             let online = self.online();
@@ -145,19 +176,26 @@ impl<'r> HostCtx<'r> {
                     .copied()
                     .filter(|c| online.contains(*c))
                     .collect();
-                Some(PolicyInfo {
-                    cpus,
-                    driver: text("scaling_driver"),
-                    governor: text("scaling_governor"),
-                    available_governors: text("scaling_available_governors")
-                        .map(|t| t.split_whitespace().map(str::to_string).collect()),
-                    dir,
-                })
+                Some((dir, cpus))
             })
             .into_iter()
             .flatten()
-            .filter(|p| !p.cpus.is_empty())
+            .filter(|(_, cpus)| !cpus.is_empty())
             .collect()
+        });
+        par_map(topology, |(dir, cpus)| {
+            let text = |name: &str| {
+                self.text(&format!("{dir}/{name}"))
+                    .filter(|s| !s.is_empty())
+            };
+            PolicyInfo {
+                cpus: cpus.clone(),
+                driver: text("scaling_driver"),
+                governor: text("scaling_governor"),
+                available_governors: text("scaling_available_governors")
+                    .map(|t| t.split_whitespace().map(str::to_string).collect()),
+                dir: dir.clone(),
+            }
         })
     }
 

@@ -6,6 +6,7 @@
 //! line in the `kinds!` registry below.
 
 mod ctx;
+pub mod rules;
 
 use std::fmt;
 
@@ -511,6 +512,14 @@ pub fn offline_target(missing: &CpuList, desired: &str) -> Option<Target> {
 
 /// The per-CPU persistence set shared by attribute kinds.
 pub const ATTRIBUTE_PERSISTENCE: &[Persistence] = &[Persistence::Runtime, Persistence::Tmpfiles];
+
+/// cpuidle and cpufreq kinds: a boot unit first (it re-resolves states and
+/// policies at each boot), tmpfiles.d (pins indexes and paths) still allowed.
+pub const CPU_PERSISTENCE: &[Persistence] = &[
+    Persistence::Runtime,
+    Persistence::Boot,
+    Persistence::Tmpfiles,
+];
 
 /// A plain name (module, parameter, service): no path separators, no `..`.
 pub fn check_name(field: &str, text: &str, what: &str) -> Result<(), FieldError> {

@@ -1,9 +1,13 @@
 //! `module-param`: a kernel module parameter,
 //! `/sys/module/<module>/parameters/<param>` (built-in modules have them too,
-//! e.g. `haltpoll`'s `guest_halt_poll_ns` in a KVM guest).
+//! e.g. `haltpoll`'s `guest_halt_poll_ns` in a KVM guest). The kernel's
+//! rules ([`super::rules`]): `-` and `_` in a module name are the same (the
+//! directory has `_`), and a bool parameter reads back `Y`/`N` whatever word
+//! set it, so a bool compares as a bool.
 
 use serde::Deserialize;
 
+use super::rules::{module_dir_name, param_bool};
 use super::{
     FieldError, HostCtx, KindName, KnobKind, ReadValue, Service, Spec, Survey, Target, WriteMode,
     check_name,
@@ -26,10 +30,19 @@ pub struct ModuleParam {
 
 impl ModuleParam {
     fn dir(&self) -> String {
-        format!("/sys/module/{}", self.module)
+        format!("/sys/module/{}", module_dir_name(&self.module))
     }
     fn path(&self) -> String {
-        format!("/sys/module/{}/parameters/{}", self.module, self.param)
+        format!("{}/parameters/{}", self.dir(), self.param)
+    }
+
+    /// What to write where the file now reads `current`: a bool parameter
+    /// (it reads `Y`/`N`) gets `Y`/`N`, so the read-back is the kernel's word.
+    fn write_for(&self, current: &str) -> String {
+        match (is_bool_print(current), param_bool(&self.value)) {
+            (true, Some(b)) => if b { "Y" } else { "N" }.to_string(),
+            _ => self.value.clone(),
+        }
     }
 }
 
@@ -55,7 +68,23 @@ impl Spec for ModuleParam {
     }
 }
 
+/// How the kernel prints a bool parameter (`param_get_bool`).
+fn is_bool_print(text: &str) -> bool {
+    matches!(text.trim(), "Y" | "N")
+}
+
+/// Whether a value read from the file is the value wanted.
+fn same_param(want: &str, read: &str) -> bool {
+    let read = read.trim();
+    read == want
+        || (is_bool_print(read) && param_bool(want).is_some() && param_bool(want) == param_bool(read))
+}
+
 impl KnobKind for ModuleParam {
+    fn confirms(&self, expect: &str, read: &str) -> bool {
+        same_param(expect, read)
+    }
+
     fn kind(&self) -> KindName {
         KindName::ModuleParam
     }
@@ -105,14 +134,14 @@ impl KnobKind for ModuleParam {
         }
         match host.value(&path) {
             ReadValue::Value(v) => survey.targets.push(Target {
-                in_effect: v == self.value,
+                in_effect: same_param(&self.value, &v),
                 path,
                 cpus: None,
                 label: None,
                 restore: Some(v.clone()),
+                write: Some(self.write_for(&v)),
                 current: Some(v),
                 desired: self.value.clone(),
-                write: Some(self.value.clone()),
                 mode: WriteMode::Attribute,
                 blocker: None,
             }),

@@ -1,8 +1,9 @@
 //! `pm-qos`: the global CPU latency request, `/dev/cpu_dma_latency`. A request
 //! holds only while the process that wrote it keeps the file open; the value
 //! read back is the aggregate of all requests (the smallest), and
-//! 2000000000 µs means nobody asks for anything. `hostknob hold`, which
-//! would own the request by keeping the file open, is not built yet.
+//! 2000000000 µs means nobody asks for anything. `hostknob hold` owns the
+//! request by keeping the file open; audit names the processes that hold it
+//! open (`/proc/PID/fd`).
 
 use super::{
     Blocker, FieldError, HostCtx, KindName, KnobKind, Service, Spec, Survey, Target, WriteMode,
@@ -108,9 +109,15 @@ impl KnobKind for PmQos {
             ));
             return Ok(survey);
         };
-        survey.notes.push(format!(
-            "the request holds only while a process keeps {DEVICE} open; `hostknob hold`, not built yet, would own it"
-        ));
+        let holders = holders(host);
+        survey.notes.push(if holders.is_empty() {
+            format!(
+                "nobody holds {DEVICE} open: the aggregate is no request of ours; \
+                 `hostknob hold KNOB` holds one"
+            )
+        } else {
+            format!("{DEVICE} is held open by {}", holders.join(", "))
+        });
         // Any request at least as strict as ours keeps the constraint in force.
         let in_effect = current <= self.max_latency_us;
         survey.targets.push(Target {
@@ -127,4 +134,21 @@ impl KnobKind for PmQos {
         });
         Ok(survey)
     }
+}
+
+/// Processes with the device open (`PID (comm)`), from `/proc/PID/fd`.
+pub fn holders(host: &HostCtx) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in host.processes() {
+        let dir = format!("/proc/{}/fd", p.pid);
+        let open = host.list(&dir).iter().any(|fd| {
+            host.root
+                .read_link(&format!("{dir}/{fd}"))
+                .is_ok_and(|t| t.as_os_str() == DEVICE)
+        });
+        if open {
+            out.push(format!("PID {} ({})", p.pid, p.comm));
+        }
+    }
+    out
 }

@@ -22,14 +22,13 @@ pub struct Sysctl {
     pub value: String,
 }
 
-/// `net.ipv4.tcp_rmem` -> `/proc/sys/net/ipv4/tcp_rmem`; a name with `/`
-/// is taken as a path (needed when a component holds a dot, e.g. `eth0.100`).
+/// `net.ipv4.tcp_rmem` -> `/proc/sys/net/ipv4/tcp_rmem`, read as sysctl.d(5)
+/// says: when the first separator is `.`, `.` and `/` swap
+/// (`net.ipv4.conf.eth0/100.rp_filter` is `.../eth0.100/rp_filter`); when it
+/// is `/`, the name is a path.
 pub fn sysctl_path(name: &str) -> Result<String, String> {
-    let parts: Vec<&str> = if name.contains('/') {
-        name.split('/').collect()
-    } else {
-        name.split('.').collect()
-    };
+    let path = super::rules::sysctl_key_path(name);
+    let parts: Vec<&str> = path.split('/').collect();
     let ok = |p: &&str| {
         !p.is_empty()
             && *p != ".."

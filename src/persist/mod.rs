@@ -6,14 +6,21 @@
 //! - `sysctl.d`: `/etc/sysctl.d/90-hostknob-<id>.conf`, `name = value`;
 //! - `systemd-dropin`: the service's drop-in with `Environment=` (the same
 //!   file apply writes);
+//! - `hold`: `hostknob-hold@.service`, whose instance `hostknob-hold@<id>`
+//!   runs `hostknob hold <id>` (a PM QoS request lives while its file is open);
+//! - `boot`: `hostknob-boot@.service`, a oneshot whose instance runs
+//!   `hostknob apply <id>` after drivers load (recommended for cpuidle and
+//!   cpufreq knobs: no state index or policy path is pinned);
 //! - `cmdline`: kernel command-line arguments, printed with the commands that
 //!   add them; hostknob never writes a boot loader's configuration.
 //!
 //! The artifact is computed from this host (its CPUs, states, policies), so
 //! it is exact here; it carries no time, so regenerating it is stable.
 
+pub mod boot_unit;
 pub mod cmdline;
 pub mod dropin;
+pub mod hold_unit;
 pub mod sysctl_d;
 pub mod tmpfiles;
 pub mod udev;
@@ -60,6 +67,15 @@ pub(crate) fn header(knob: &Knob, host: &str) -> String {
     )
 }
 
+/// The files `persist --install` writes for knob `id`: hostknob's own, so
+/// audit does not count them as another manager of the knob.
+pub fn own_files(id: &str) -> [String; 2] {
+    [
+        format!("{}/hostknob-{id}.conf", tmpfiles::TMPFILES_DIR),
+        format!("{}/90-hostknob-{id}.conf", sysctl_d::SYSCTL_DIR),
+    ]
+}
+
 /// Where the knob's `persistence:` is written (`file:line`), and the
 /// mechanisms its kind allows other than `runtime`: what to tell someone
 /// who wants a runtime knob permanent.
@@ -92,11 +108,8 @@ pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
                 durable.join(" or ")
             )));
         }
-        Persistence::Hold => {
-            return Err(refuse_by_design(
-                "a process holds the request open (`hostknob hold`, not built yet); there is no file to persist",
-            ));
-        }
+        Persistence::Hold => return Ok(hold_unit::artifact(knob)),
+        Persistence::Boot => return Ok(boot_unit::artifact(knob)),
         Persistence::Cmdline => return cmdline::artifact(knob, refuse_by_design),
         _ => {}
     }
@@ -136,7 +149,7 @@ pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
         Persistence::Tmpfiles => tmpfiles::artifact(knob, host, &targets),
         Persistence::SysctlD => sysctl_d::artifact(knob, host, &targets),
         Persistence::SystemdDropin => dropin::artifact(knob, survey.notes.clone(), &targets),
-        Persistence::Runtime | Persistence::Hold | Persistence::Cmdline => {
+        Persistence::Runtime | Persistence::Hold | Persistence::Boot | Persistence::Cmdline => {
             unreachable!("handled above")
         }
     }
@@ -219,9 +232,8 @@ pub fn check(
         Persistence::Runtime => {
             Err("persistence: runtime; nothing makes it survive a reboot".into())
         }
-        Persistence::Hold => Err(
-            "persistence: hold; the request lasts only while a process holds it open (`hostknob hold` is not built yet)".into(),
-        ),
+        Persistence::Hold => hold_unit::check(knob, host),
+        Persistence::Boot => boot_unit::check(knob, host),
         Persistence::SystemdDropin => dropin::check(&writable),
         Persistence::Cmdline => cmdline::check(knob, host),
         Persistence::Tmpfiles => tmpfiles::check(&writable, &config.tmpfiles),

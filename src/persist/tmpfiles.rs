@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{Artifact, ConfLine, by_files, config_files, header};
-use crate::knob::{HostCtx, Target};
+use crate::knob::{HostCtx, KindName, Target};
 use crate::manifest::Knob;
 use crate::schema::Persistence;
 
@@ -20,6 +20,31 @@ const DIRS: [&str; 4] = [
 /// A value as a tmpfiles.d argument: specifiers (`%`) and C escapes (`\`) are literal.
 pub(super) fn tmpfiles_arg(value: &str) -> String {
     value.replace('\\', "\\\\").replace('%', "%%")
+}
+
+/// A tmpfiles.d argument as systemd-tmpfiles writes it: the reverse of
+/// [`tmpfiles_arg`] (tmpfiles.d(5): `%%` is `%`; C-style escapes).
+pub(super) fn tmpfiles_unarg(arg: &str) -> String {
+    let mut out = String::new();
+    let mut chars = arg.chars();
+    while let Some(c) = chars.next() {
+        match (c, chars.clone().next()) {
+            ('%', Some('%')) | ('\\', Some('\\')) => {
+                out.push(c);
+                chars.next();
+            }
+            ('\\', Some('n')) => {
+                out.push('\n');
+                chars.next();
+            }
+            ('\\', Some('t')) => {
+                out.push('\t');
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 pub(super) fn artifact(
@@ -53,14 +78,47 @@ pub(super) fn artifact(
         path: Some(format!("{TMPFILES_DIR}/hostknob-{id}.conf")),
         content,
         commands: Vec::new(),
-        notes: vec![format!(
-            "systemd-tmpfiles writes {} at every boot (systemd-tmpfiles-setup.service)",
-            match targets.len() {
-                1 => "this file".to_string(),
-                n => format!("these {n} files"),
-            }
-        )],
+        notes: {
+            let mut notes = vec![format!(
+                "systemd-tmpfiles writes {} at every boot (systemd-tmpfiles-setup.service)",
+                match targets.len() {
+                    1 => "this file".to_string(),
+                    n => format!("these {n} files"),
+                }
+            )];
+            notes.extend(pinning(knob, targets));
+            notes
+        },
     })
+}
+
+/// What a `w` line fixes that the knob itself does not: tmpfiles.d(5) `w`
+/// names one path, and a path that does not exist when the line runs is
+/// skipped. Said so, with `persistence: boot` as the fix.
+fn pinning(knob: &Knob, targets: &[&Target]) -> Vec<String> {
+    let id = &knob.id;
+    let boot = "`persistence: boot` (a unit running `hostknob apply` after drivers load) does not";
+    let mut out = Vec::new();
+    if knob.kind == KindName::CpuidleState {
+        let indexes: BTreeSet<&str> = targets
+            .iter()
+            .filter_map(|t| t.path.split('/').find(|c| c.starts_with("state")))
+            .collect();
+        let states: BTreeSet<&str> = targets.iter().filter_map(|t| t.label.as_deref()).collect();
+        out.push(format!(
+            "{id}: these lines pin idle-state indexes ({}) for {}: a kernel, BIOS or driver change \
+             renumbers states and the lines then write another state; {boot}",
+            indexes.into_iter().collect::<Vec<_>>().join(", "),
+            states.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if targets.iter().any(|t| t.path.contains("/cpufreq/")) {
+        out.push(format!(
+            "{id}: cpufreq policy files exist only once the cpufreq driver has loaded (a module, \
+             or CPUs onlined later): a `w` line for a path missing at boot is skipped; {boot}"
+        ));
+    }
+    out
 }
 
 /// Every `w` line of the tmpfiles.d directories, in the order systemd reads them.
@@ -75,12 +133,15 @@ pub fn read(host: &HostCtx) -> Vec<ConfLine> {
             if !ty.starts_with('w') {
                 continue;
             }
-            // Type Path Mode User Group Age Argument: the argument is the rest.
-            let arg = line
-                .split_whitespace()
-                .skip(6)
-                .collect::<Vec<_>>()
-                .join(" ");
+            // Type Path Mode User Group Age Argument: the argument is the
+            // rest, as systemd-tmpfiles writes it (unescaped).
+            let arg = tmpfiles_unarg(
+                &line
+                    .split_whitespace()
+                    .skip(6)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
             out.push(ConfLine {
                 file: file.clone(),
                 line: i + 1,
@@ -123,4 +184,16 @@ pub(super) fn check(writable: &[&Target], lines: &[ConfLine]) -> Result<String, 
         }
     }
     Ok(by_files(by))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_round_trip() {
+        for v in ["50%", "a\\b", "%%n", "plain"] {
+            assert_eq!(tmpfiles_unarg(&tmpfiles_arg(v)), v);
+        }
+    }
 }

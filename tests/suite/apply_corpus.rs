@@ -96,7 +96,7 @@ fn every_kind_on_the_vm_reverts_to_a_byte_identical_tree_drop_in_included() {
             "/sys/kernel/mm/transparent_hugepage/enabled",
             "/proc/sys/vm/swappiness",
             "/sys/module/haltpoll/parameters/guest_halt_poll_ns",
-            "/etc/systemd/system/rpc-node.service.d/hostknob-rjem_malloc_conf.conf",
+            "/etc/systemd/system/rpc-node.service.d/zz-hostknob-rjem_malloc_conf.conf",
         ]
     );
 }
@@ -324,7 +324,7 @@ fn the_journal_records_exact_contents_and_restore_words() {
     assert_eq!(thp["mode"], "attribute");
     assert!(
         Path::new(&root)
-            .join("etc/systemd/system/rpc-node.service.d/hostknob-rjem_malloc_conf.conf")
+            .join("etc/systemd/system/rpc-node.service.d/zz-hostknob-rjem_malloc_conf.conf")
             .is_file()
     );
     ok(&run(&root, m.path(), &["revert", "--all"]));

@@ -118,7 +118,6 @@ fn bad_input_is_one_line_exit_1_and_nothing_changed() {
             "always",
             "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: always\n",
         ),
-        ("qos", "persistence: runtime\nkind: pm-qos\nset: 20\n"),
         (
             "nosuch",
             "persistence: runtime\nkind: sysctl\ntarget: {name: vm.nosuch}\nset: 1\n",
@@ -147,10 +146,6 @@ fn bad_input_is_one_line_exit_1_and_nothing_changed() {
             &[
                 "sometimes: /sys/kernel/mm/transparent_hugepage/enabled: sometimes is not a choice here",
             ],
-        ),
-        (
-            &["apply", "qos"],
-            &["qos: /dev/cpu_dma_latency holds a request only while a process keeps it open"],
         ),
         (
             &["apply", "thp", "always"],

@@ -22,6 +22,7 @@ mod inventory_hwloc;
 mod inventory_live;
 mod inventory_sections;
 mod inventory_sysinfo;
+mod kernel_rules;
 mod manifest_bad;
 mod manifest_kinds;
 mod persist;

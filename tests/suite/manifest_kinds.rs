@@ -214,7 +214,7 @@ fn epp_is_checked_against_the_list_and_the_performance_pin() {
     assert!(p.writes.is_empty());
     assert!(!p.blocked.is_empty());
     assert!(p.blocked.iter().all(|b| matches!(&b.blocker,
-        Blocker::Unsupported(r) if r.contains("refuses EPP changes while the governor is performance"))));
+        Blocker::Unsupported(r) if r.contains("rejects EPP balance_power while the governor is performance"))));
     // Asking for what the pin holds is fine.
     let p = plan(&gnr3, "kind: cpufreq-epp\nset: performance\n");
     assert!(p.writes.is_empty() && p.blocked.is_empty());
@@ -394,7 +394,7 @@ fn allocator_reads_unit_drop_ins_and_plans_a_drop_in() {
     let w = &p.writes[0];
     assert_eq!(
         w.path,
-        "/etc/systemd/system/rpc-node.service.d/hostknob-rjem_malloc_conf.conf"
+        "/etc/systemd/system/rpc-node.service.d/zz-hostknob-rjem_malloc_conf.conf"
     );
     assert_eq!(w.mode, WriteMode::File);
     assert_eq!(w.before, None);

@@ -216,7 +216,7 @@ fn the_drop_in_is_the_allocator_knobs_persistence() {
         err(&o)
     );
     ok(&run(&root, m.path(), &["persist", "jemalloc", "--install"]));
-    let path = root.join("etc/systemd/system/rpc-node.service.d/hostknob-rjem_malloc_conf.conf");
+    let path = root.join("etc/systemd/system/rpc-node.service.d/zz-hostknob-rjem_malloc_conf.conf");
     assert_eq!(std::fs::read_to_string(path).unwrap(), text);
     let (r, _) = audit_json(&root, m.path(), None);
     assert_eq!(knob(&r, "jemalloc")["status"], "ok", "{r:#}");
