@@ -15,8 +15,13 @@ pub fn table(r: &Report) -> String {
             (
                 "probe".into(),
                 format!(
-                    "{} ({} rounds, seed {}, settle {} ms)",
-                    r.probe, r.rounds, r.seed, r.settle_ms
+                    "{} ({} rounds run, first look after {}, cap {}, seed {}, settle {} ms)",
+                    r.probe,
+                    r.rounds,
+                    r.analysis.rule.rounds,
+                    r.analysis.rule.max_rounds,
+                    r.seed,
+                    r.settle_ms
                 ),
             ),
             (
@@ -29,7 +34,7 @@ pub fn table(r: &Report) -> String {
             ),
         ],
     );
-    let row = |name: &str, l: &crate::verify::verdict::LegFigures| {
+    let row = |name: &str, l: &crate::verify::paired::LegFigures| {
         vec![
             name.to_string(),
             l.samples.to_string(),
@@ -46,7 +51,7 @@ pub fn table(r: &Report) -> String {
         vec![row("as found", &a.baseline), row("applied", &a.applied)],
     );
     out += &grid(
-        "Per round (applied / as found, p50)",
+        &format!("Per round (applied / as found, {})", a.metric.as_str()),
         &["round", "as found p50", "applied p50", "ratio"],
         a.ratios
             .iter()
@@ -63,23 +68,32 @@ pub fn table(r: &Report) -> String {
     );
     let mut rows = vec![
         (
-            "median ratio".into(),
+            format!("ratio ({})", a.metric.as_str()),
             format!(
-                "{:.3} ({} rounds lower, {} higher)",
-                a.median_ratio, a.rounds_lower, a.rounds_higher
+                "{:.3}, {:.1}% interval {:.3}-{:.3} ({} rounds lower, {} higher; t-test p {:.2e})",
+                a.ratio,
+                a.confidence * 100.0,
+                a.interval[0],
+                a.interval[1],
+                a.rounds_lower,
+                a.rounds_higher,
+                a.p_value
             ),
         ),
-        ("Mann-Whitney p".into(), format!("{:.2e}", a.p_value)),
-        ("verdict".into(), r.verdict.as_str().to_string()),
+        ("verdict".into(), r.verdict_words.clone()),
     ];
-    if let Some(e) = &r.expectation {
+    if let Some(n) = &r.note {
+        rows.push(("note".into(), n.clone()));
+    }
+    for e in &r.expectations {
         rows.push((
             "expected".into(),
-            match (e.met, &e.measured) {
-                (Some(true), Some(m)) => format!("\"{}\": met ({m})", e.text),
-                (Some(false), Some(m)) => format!("\"{}\": not met ({m})", e.text),
-                _ => format!("\"{}\" (prose: not checked)", e.text),
-            },
+            format!(
+                "{}: {} ({})",
+                e.text,
+                if e.check.met { "met" } else { "NOT MET" },
+                e.check.measured
+            ),
         ));
     }
     rows.push((

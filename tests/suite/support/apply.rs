@@ -14,6 +14,8 @@ pub fn command(root: &Path, manifest: &Path, args: &[&str]) -> Command {
     let mut c = hostknob_command(&[]);
     c.arg("--root").arg(root).arg("--manifest").arg(manifest);
     c.args(args);
+    // The test-only seam that lets verify run its probe under a copy's root.
+    c.env("HOSTKNOB_TEST_PROBE_ON_ROOT", "1");
     c
 }
 
