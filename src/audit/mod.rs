@@ -39,6 +39,9 @@ pub struct Report {
     pub summary: BTreeMap<Status, usize>,
     /// Knobs in the manifest that target other hosts.
     pub other_hosts: usize,
+    /// Ledger entries under this host name from another machine or a capture:
+    /// left out of every status and of the evidence.
+    pub other_machine_entries: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -91,7 +94,9 @@ pub fn evaluate(
         .filter(|k| only.is_empty() || only.contains(&k.id))
         .collect();
     let other_hosts = manifest.knobs.len() - manifest.for_host(&host.name).count();
-    let ledger = ledger::read(&manifest.dir, &host.name).map_err(|e| ManifestErrors(vec![e]))?;
+    let (ledger, other_machines) =
+        ledger::read_for(&manifest.dir, &host.name, &ledger::Identity::of(host.root))
+            .map_err(|e| ManifestErrors(vec![e]))?;
     let kinds: BTreeSet<KindName> = chosen.iter().map(|k| k.kind).collect();
     let services: BTreeSet<Service> = chosen
         .iter()
@@ -125,6 +130,7 @@ pub fn evaluate(
         knobs,
         summary,
         other_hosts,
+        other_machine_entries: other_machines,
     })
 }
 

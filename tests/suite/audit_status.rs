@@ -180,6 +180,7 @@ fn ledger_entry(timestamp: &str, action: Action) -> Entry {
         hostknob: "0.1.0".into(),
         note: None,
         evidence: None,
+        identity: Default::default(),
     }
 }
 
@@ -557,4 +558,71 @@ fn the_manifest_can_come_from_the_environment() {
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["manifest"], m.path().display().to_string());
     assert_eq!(knob(&r, "thp")["status"], "unpersisted");
+}
+
+#[test]
+fn a_capture_applied_under_root_does_not_make_the_live_host_drift() {
+    // Issue 11: the VM capture's hostname is `vm`, like this machine's. An
+    // apply under --root COPY wrote ledger entries that the live host's audit
+    // read as its own ("applied in this boot and changed since by something
+    // else"). The manifest (and its ledger) is a temporary copy; the live
+    // host is only read.
+    let (_t, root) = vm();
+    let m = knobs(&VM_KNOBS);
+    ok(&run(&root, m.path(), &["--host", "vm", "apply", "--all"]));
+    let text = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
+    let canon = std::fs::canonicalize(&root).unwrap();
+    assert!(text.contains("root: capture"), "{text}");
+    assert!(
+        text.contains(&format!("capture: {}", canon.display())),
+        "{text}"
+    );
+    let entries = ledger::read(m.path(), "vm").unwrap();
+    assert_eq!(entries.len(), 5);
+
+    let live = hostknob(&[
+        "--host",
+        "vm",
+        "--manifest",
+        m.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "audit",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&live)).unwrap();
+    assert_eq!(v["other_machine_entries"], 5, "{v}");
+    for k in v["knobs"].as_array().unwrap() {
+        let detail = k["detail"].as_str().unwrap_or("");
+        assert!(!detail.contains("applied in this boot"), "{k}");
+        assert!(k["evidence"].is_null(), "{k}");
+    }
+    let table = hostknob(&[
+        "--host",
+        "vm",
+        "--manifest",
+        m.path().to_str().unwrap(),
+        "audit",
+    ]);
+    assert!(
+        stdout(&table)
+            .contains("5 ledger entries under the name vm are from another machine or a capture"),
+        "{}",
+        stdout(&table)
+    );
+    // Under the copy itself they are its history.
+    let o = run(
+        &root,
+        m.path(),
+        &["--host", "vm", "--format", "json", "audit"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["other_machine_entries"], 0, "{v}");
+    assert_eq!(
+        (
+            v["summary"]["unpersisted"].as_u64(),
+            v["summary"]["ok"].as_u64()
+        ),
+        (Some(4), Some(1)),
+        "{v}"
+    );
 }
