@@ -224,6 +224,11 @@ pub struct ApplyArgs {
 pub struct RevertArgs {
     #[command(flatten)]
     pub choice: KnobChoice,
+    /// Also remove the persistence file hostknob installed for these knobs
+    /// (as `persist KNOB --remove`); without it, revert names the file that
+    /// would bring the change back at the next boot.
+    #[arg(long)]
+    pub persisted: bool,
 }
 
 #[derive(Args, Debug)]

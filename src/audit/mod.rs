@@ -191,9 +191,12 @@ fn report_knob(
 }
 
 impl Report {
-    /// 0 when every knob is ok, unpersisted or not-applicable; 2 otherwise.
+    /// 0 when every knob is ok, unpersisted or not-applicable; 1 when a
+    /// knob's file cannot be read (an error, not a finding); 2 otherwise.
     pub fn exit_code(&self) -> i32 {
-        if self.knobs.iter().any(|k| k.status.fails()) {
+        if self.knobs.iter().any(|k| k.status == Status::Unreadable) {
+            1
+        } else if self.knobs.iter().any(|k| k.status.fails()) {
             2
         } else {
             0

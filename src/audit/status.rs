@@ -17,16 +17,20 @@ pub enum Status {
     Drift,
     Unsupported,
     LostOnReboot,
+    /// The file exists but cannot be read (I/O error, not UTF-8): its value
+    /// is unknown. audit exits 1.
+    Unreadable,
 }
 
 impl Status {
-    pub const ALL: [Status; 6] = [
+    pub const ALL: [Status; 7] = [
         Status::Ok,
         Status::Unpersisted,
         Status::NotApplicable,
         Status::Drift,
         Status::Unsupported,
         Status::LostOnReboot,
+        Status::Unreadable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +41,7 @@ impl Status {
             Status::Drift => "drift",
             Status::Unsupported => "unsupported",
             Status::LostOnReboot => "lost-on-reboot",
+            Status::Unreadable => "unreadable",
         }
     }
 
@@ -57,6 +62,7 @@ impl Status {
             Status::Unsupported => 3,
             Status::Drift => 4,
             Status::LostOnReboot => 5,
+            Status::Unreadable => 6,
         }
     }
 }
@@ -80,9 +86,8 @@ pub(super) struct Judged<'t> {
 
 pub(super) fn judge<'t>(target: &'t Target, persist: &Result<String, String>) -> Judged<'t> {
     let (status, detail) = match (&target.blocker, target.in_effect) {
-        (Some(Blocker::NotApplicable(r) | Blocker::Unreadable(r)), _) => {
-            (Status::NotApplicable, r.clone())
-        }
+        (Some(Blocker::NotApplicable(r)), _) => (Status::NotApplicable, r.clone()),
+        (Some(Blocker::Unreadable(r)), _) => (Status::Unreadable, r.clone()),
         (Some(Blocker::Unsupported(r)), false) => (Status::Unsupported, r.clone()),
         (_, true) => match persist {
             Ok(_) => (Status::Ok, String::new()),

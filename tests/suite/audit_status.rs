@@ -626,3 +626,25 @@ fn a_capture_applied_under_root_does_not_make_the_live_host_drift() {
         "{v}"
     );
 }
+
+#[test]
+fn an_unreadable_knob_file_is_unreadable_and_exits_1() {
+    // Issue 11: bytes that are not UTF-8 (as an I/O error) read as
+    // not-applicable, exit 0.
+    let (_t, host) = copy_host("fc-haltpoll-2cpu");
+    std::fs::write(
+        host.join("sys/kernel/mm/transparent_hugepage/enabled"),
+        b"always [madv\xffise] never\n",
+    )
+    .unwrap();
+    let m = manifest(&[("thp.yaml", THP_TMPFILES)]);
+    let (r, code) = audit_json(&host, m.path(), None);
+    let k = knob(&r, "thp");
+    assert_eq!(
+        (k["status"].as_str(), code),
+        (Some("unreadable"), 1),
+        "{r:#}"
+    );
+    assert!(k["detail"].as_str().unwrap().contains("not UTF-8"), "{k:#}");
+    assert_eq!(r["summary"]["unreadable"], 1);
+}
