@@ -177,7 +177,9 @@ hostknob never writes a boot loader's configuration."
         long_about = "Runs the knob's declared probe (`verify.probe` in the manifest, or --probe) in rounds. \
 Each round runs two legs, the knob as found and the knob applied, in an order drawn per round from the seed \
 (ChaCha8; the seed is printed so a run can be repeated). Each leg sets the state with apply's journal and lock, \
-waits --settle, then probes.\n\n\
+waits --settle, then probes. The sleeper (rpc server, timer CPU) runs on a CPU inside the knob's target \
+CPUs, the waker (rpc client) outside them where possible and never on a CPU sharing a core, module or L2 \
+with the sleeper; a --sleeper-cpu outside the target is refused unless --force.\n\n\
 The round is the unit of evidence: its two legs are a pair, and the verdict tests the per-round log ratios \
 applied / as found (a Student t interval at 99.5%). After the first --rounds and after each further batch, \
 it stops when the interval clears 1 and the ratio is at least 5% from 1 (improved or regressed), or when the \
@@ -580,6 +582,9 @@ pub struct VerifyArgs {
     /// Wait for another hostknob holding the lock instead of failing at once.
     #[arg(long)]
     pub wait: bool,
+    /// Measure on a --sleeper-cpu (--server-cpu, --cpu) outside the knob's target CPUs.
+    #[arg(long)]
+    pub force: bool,
     /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
     #[arg(last = true, value_name = "PROBE OPTIONS")]
     pub probe_args: Vec<String>,

@@ -22,7 +22,7 @@ pub(crate) mod render;
 pub mod root;
 pub mod schema;
 pub(crate) mod stats;
-pub(crate) mod verify;
+pub mod verify;
 
 #[cfg(test)]
 mod layering;

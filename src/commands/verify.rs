@@ -70,6 +70,7 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
         probe_name: name,
         probe: crate::commands::probe::latency_probe(&probe)?,
         wait: args.wait,
+        force: args.force,
     };
     let mut report = verify::run(&session, knob, &opts, &mut |line| {
         eprintln!("hostknob: {line}")

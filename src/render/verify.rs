@@ -25,6 +25,20 @@ pub fn table(r: &Report) -> String {
                 ),
             ),
             (
+                "placement".into(),
+                format!(
+                    "sleeper CPU {}, waker CPU {} (target CPUs {}; {})",
+                    r.placement.sleeper,
+                    r.placement.waker,
+                    r.placement
+                        .target_cpus
+                        .as_ref()
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "none".into()),
+                    r.placement.why
+                ),
+            ),
+            (
                 "leg order".into(),
                 r.order
                     .iter()

@@ -11,6 +11,7 @@
 pub mod expect;
 pub mod order;
 pub mod paired;
+pub mod placement;
 
 use std::time::{Duration, Instant};
 
@@ -50,6 +51,8 @@ pub struct Options {
     pub probe_name: String,
     pub probe: LatencyProbe,
     pub wait: bool,
+    /// Allow a --sleeper-cpu (--server-cpu, --cpu) outside the knob's target.
+    pub force: bool,
 }
 
 /// One declared expectation, checked on an analysis of its own metric.
@@ -82,6 +85,8 @@ pub struct Report {
     pub decision: Decision,
     /// The verdict with its ratio, interval and rounds, in words.
     pub verdict_words: String,
+    /// Where the probe ran: the sleeper inside the knob's target.
+    pub placement: placement::Placement,
     /// The manifest's `verify.note`.
     pub note: Option<String>,
     pub expectations: Vec<ExpectationCheck>,
@@ -213,12 +218,20 @@ pub fn run(
         .lock(opts.wait)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     check_verifiable(session, knob)?;
+    let (probe, placement) = place_probe(session, knob, opts)?;
+    let opts = &Options {
+        probe,
+        probe_name: opts.probe_name.clone(),
+        ..*opts
+    };
     let before = snapshot(session, knob)?;
     catch_signals()?;
     progress(&format!(
-        "verifying {} with the {} probe: {} rounds first, up to {}, seed {}, settle {} ms",
+        "verifying {} with the {} probe on CPU {} (from CPU {}): {} rounds first, up to {}, seed {}, settle {} ms",
         knob.id,
         opts.probe_name,
+        placement.sleeper,
+        placement.waker,
         rule.rounds,
         rule.max_rounds,
         opts.seed,
@@ -278,6 +291,7 @@ pub fn run(
         verdict: analysis.verdict,
         decision: analysis.decision,
         verdict_words: analysis.verdict_words(),
+        placement,
         samples: [flat(0), flat(1)],
         analysis,
         note: knob.verify.as_ref().and_then(|v| v.note.clone()),
@@ -286,6 +300,56 @@ pub fn run(
         warnings,
         ledger: None,
     })
+}
+
+/// The probe with its CPUs placed from the knob's target (see `placement`).
+fn place_probe(
+    session: &Session,
+    knob: &Knob,
+    opts: &Options,
+) -> Result<(LatencyProbe, placement::Placement)> {
+    let survey = knob
+        .spec
+        .survey(&session.ctx)
+        .map_err(|e| anyhow::anyhow!("{}: {}", e.field, e.message))?;
+    let cpus: Vec<u32> = survey
+        .targets
+        .iter()
+        .filter(|t| t.blocker.is_none())
+        .filter_map(|t| t.cpus.as_ref())
+        .flat_map(|c| c.as_slice().iter().copied())
+        .collect();
+    let target: Option<crate::cpulist::CpuList> =
+        (!cpus.is_empty()).then(|| cpus.into_iter().collect());
+    let allowed = probe::Cpus::read(session.root())?.allowed;
+    let mut p = opts.probe.clone();
+    let asked = match &p {
+        LatencyProbe::Wakeup(o) => placement::Asked {
+            sleeper: o.sleeper_cpu,
+            waker: o.waker_cpu,
+        },
+        LatencyProbe::Rpc(o) => placement::Asked {
+            sleeper: o.server_cpu,
+            waker: o.client_cpu,
+        },
+        LatencyProbe::Timer(o) => placement::Asked {
+            sleeper: o.cpu,
+            waker: None,
+        },
+    };
+    let placed = placement::place(session.root(), &allowed, target.as_ref(), asked, opts.force)?;
+    match &mut p {
+        LatencyProbe::Wakeup(o) => {
+            o.sleeper_cpu = Some(placed.sleeper);
+            o.waker_cpu = Some(placed.waker);
+        }
+        LatencyProbe::Rpc(o) => {
+            o.server_cpu = Some(placed.sleeper);
+            o.client_cpu = Some(placed.waker);
+        }
+        LatencyProbe::Timer(o) => o.cpu = Some(placed.sleeper),
+    }
+    Ok((p, placed))
 }
 
 /// The rule for the asked rounds; fewer than `MIN_ROUNDS` is refused.

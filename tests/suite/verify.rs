@@ -416,3 +416,99 @@ fn a_contradicted_expectation_exits_2_and_is_recorded_as_not_met() {
     let ledger = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
     assert!(ledger.contains("NOT met"), "{ledger}");
 }
+
+#[test]
+fn placement_puts_the_sleeper_in_the_target_and_the_waker_away_from_it() {
+    use hostknob::cpulist::CpuList;
+    use hostknob::verify::placement::{Asked, place};
+    let list = |s: &str| CpuList::parse(s).unwrap();
+    // adl0: P-cores 0-7 with SMT (L2 shared by 0-1, ...), E-core modules 8-11
+    // and 12-15 (one L2 each). The old default, 15 and 14, was one module.
+    // Read-only: the unpacked captures themselves.
+    let root = hostknob::root::Root::open(&corpus_host("adl0")).unwrap();
+    let all = list("0-15");
+    let p = place(&root, &all, None, Asked::default(), false).unwrap();
+    assert_eq!((p.sleeper, p.waker), (15, 11), "{p:?}");
+    assert_eq!(p.sleeper_neighbours, list("12-14"));
+    // The shipped knob's target, CPUs 0-7: the sleeper inside, the waker outside.
+    let t = list("0-7");
+    let p = place(&root, &all, Some(&t), Asked::default(), false).unwrap();
+    assert_eq!((p.sleeper, p.waker), (7, 15), "{p:?}");
+    assert_eq!(p.sleeper_neighbours, list("6"));
+    // A target of one P-core's two threads: the waker is never its sibling.
+    let t = list("0-1");
+    let p = place(&root, &list("0-1,12-13"), Some(&t), Asked::default(), false).unwrap();
+    assert_eq!((p.sleeper, p.waker), (1, 13), "{p:?}");
+    let e = place(
+        &root,
+        &all,
+        Some(&t),
+        Asked {
+            sleeper: Some(5),
+            waker: None,
+        },
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("--sleeper-cpu 5 is outside the knob's target CPUs 0-1"),
+        "{e}"
+    );
+    let p = place(
+        &root,
+        &all,
+        Some(&t),
+        Asked {
+            sleeper: Some(5),
+            waker: None,
+        },
+        true,
+    )
+    .unwrap();
+    assert_eq!(p.sleeper, 5);
+    // Only the sibling is left: named as such.
+    let p = place(&root, &list("0-1"), None, Asked::default(), false).unwrap();
+    assert_eq!((p.sleeper, p.waker), (1, 0));
+    assert!(p.why.contains("shares a core, module or L2"), "{}", p.why);
+
+    // spr1: 2 × 80 cores with SMT (CPU n and n+160 share a core).
+    let root = hostknob::root::Root::open(&corpus_host("spr1")).unwrap();
+    let all = list("0-319");
+    let t = list("0-7,160-167");
+    let p = place(&root, &all, Some(&t), Asked::default(), false).unwrap();
+    assert_eq!(p.sleeper, 167, "{p:?}");
+    assert!(p.sleeper_neighbours.contains(7), "{p:?}");
+    assert!(!t.contains(p.waker) && p.waker != 7, "{p:?}");
+}
+
+#[test]
+fn a_sleeper_outside_the_knobs_target_is_refused_unless_forced() {
+    let (_t, root) = vm();
+    let m = knobs(&[KNOB]);
+    let before = tree(&root);
+    let mut probe = FAST.to_vec();
+    probe.extend(["--sleeper-cpu", "0"]);
+    let o = run(&root, m.path(), &verify_args(&["--rounds", "5"], &probe));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("--sleeper-cpu 0 is outside the knob's target CPUs 1"),
+        "{}",
+        err(&o)
+    );
+    assert_tree(&before, &root, "refused");
+    // The default: the sleeper on CPU 1 (the target), recorded in the JSON.
+    let o = run(
+        &root,
+        m.path(),
+        &verify_args(
+            &["--rounds", "5", "--max-rounds", "5", "--seed", "3"],
+            &FAST,
+        ),
+    );
+    let v: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(v["placement"]["sleeper"], 1, "{v}");
+    assert_eq!(v["placement"]["waker"], 0, "{v}");
+    assert_eq!(v["placement"]["target_cpus"], "1", "{v}");
+    assert_eq!(v["settings"]["sleeper_cpu"], 1, "{v}");
+}
