@@ -80,6 +80,35 @@ pub fn table(r: &Report) -> String {
             })
             .collect(),
     );
+    if !r.idle[1].is_empty() {
+        out += &grid(
+            "Idle states entered on the watched CPUs (summed over the rounds)",
+            &[
+                "CPU",
+                "state",
+                "as found: entries",
+                "residency",
+                "applied: entries",
+                "residency",
+            ],
+            r.idle[1]
+                .iter()
+                .map(|a| {
+                    let b = r.idle[0]
+                        .iter()
+                        .find(|b| b.cpu == a.cpu && b.state == a.state);
+                    vec![
+                        a.cpu.to_string(),
+                        format!("{}{}", a.state, if a.disabled { " (disabled)" } else { "" }),
+                        b.map_or("-".into(), |b| b.entries.to_string()),
+                        b.map_or("-".into(), |b| format!("{} µs", b.residency_us)),
+                        a.entries.to_string(),
+                        format!("{} µs", a.residency_us),
+                    ]
+                })
+                .collect(),
+        );
+    }
     let mut rows = vec![
         (
             format!("ratio ({})", a.metric.as_str()),
@@ -95,6 +124,26 @@ pub fn table(r: &Report) -> String {
             ),
         ),
         ("verdict".into(), r.verdict_words.clone()),
+        (
+            "honoured".into(),
+            match r.honoured.findings.as_slice() {
+                [] => "yes: the kernel did what the knob asked in every applied leg".into(),
+                f => format!(
+                    "NOT HONOURED: {}{}{}",
+                    f[0],
+                    if f.len() > 1 {
+                        format!(" (and {} more)", f.len() - 1)
+                    } else {
+                        String::new()
+                    },
+                    r.honoured
+                        .cause
+                        .as_ref()
+                        .map(|c| format!("; likely cause: {c}"))
+                        .unwrap_or_default()
+                ),
+            },
+        ),
     ];
     if let Some(n) = &r.note {
         rows.push(("note".into(), n.clone()));

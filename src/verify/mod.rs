@@ -9,6 +9,7 @@
 //! probes and the loop check) all end with the knob reverted and read back.
 
 pub mod expect;
+pub mod honoured;
 pub mod order;
 pub mod paired;
 pub mod placement;
@@ -55,6 +56,19 @@ pub struct Options {
     pub force: bool,
 }
 
+/// What the kernel did against what the knob asked, over the applied legs.
+#[derive(Debug, Serialize)]
+pub struct Honoured {
+    /// `honoured` or `not-honoured`.
+    pub status: &'static str,
+    /// The evidence, per applied leg.
+    pub findings: Vec<String>,
+    /// The likely cause, when known.
+    pub cause: Option<String>,
+    /// The CPUs whose idle counters were read.
+    pub cpus: Vec<u32>,
+}
+
 /// One declared expectation, checked on an analysis of its own metric.
 #[derive(Debug, Serialize)]
 pub struct ExpectationCheck {
@@ -87,6 +101,11 @@ pub struct Report {
     pub verdict_words: String,
     /// Where the probe ran: the sleeper inside the knob's target.
     pub placement: placement::Placement,
+    /// Whether the kernel did what the knob asked during the applied legs.
+    pub honoured: Honoured,
+    /// Idle-state entries and residency on the watched CPUs, summed over the
+    /// rounds: as found, applied.
+    pub idle: [Vec<honoured::StateCount>; 2],
     /// The manifest's `verify.note`.
     pub note: Option<String>,
     pub expectations: Vec<ExpectationCheck>,
@@ -239,6 +258,7 @@ pub fn run(
     ));
     let metric = primary_metric(knob);
     let mut legs = Legs::new(session, knob, opts);
+    legs.watched = honoured::watched(placement.sleeper, placement.target_cpus.as_ref());
     let mut analysis = None;
     for at in rule.looks() {
         while legs.rounds.len() < at {
@@ -272,6 +292,31 @@ pub fn run(
         ));
     }
     let expectations = check_expectations(knob, &legs.rounds, rule);
+    let findings = std::mem::take(&mut legs.findings);
+    let honoured = Honoured {
+        status: if findings.is_empty() {
+            "honoured"
+        } else {
+            "not-honoured"
+        },
+        cause: (!findings.is_empty())
+            .then(|| honoured::likely_cause(session.root()))
+            .flatten(),
+        findings,
+        cpus: legs.watched.clone(),
+    };
+    if honoured.status == "not-honoured" {
+        warnings.push(format!(
+            "{} is not honoured by the kernel: {}{}",
+            knob.id,
+            honoured.findings[0],
+            honoured
+                .cause
+                .as_ref()
+                .map(|c| format!("; likely cause: {c}"))
+                .unwrap_or_default()
+        ));
+    }
     let flat = |k: usize| -> Vec<u64> {
         legs.rounds
             .iter()
@@ -292,6 +337,8 @@ pub fn run(
         decision: analysis.decision,
         verdict_words: analysis.verdict_words(),
         placement,
+        honoured,
+        idle: std::mem::take(&mut legs.idle),
         samples: [flat(0), flat(1)],
         analysis,
         note: knob.verify.as_ref().and_then(|v| v.note.clone()),
@@ -394,6 +441,10 @@ struct Legs<'a, 's> {
     order: Vec<[Leg; 2]>,
     settings: serde_json::Value,
     warnings: Vec<String>,
+    /// The CPUs whose idle counters each leg reads.
+    watched: Vec<u32>,
+    idle: [Vec<honoured::StateCount>; 2],
+    findings: Vec<String>,
 }
 
 impl<'a, 's> Legs<'a, 's> {
@@ -411,7 +462,36 @@ impl<'a, 's> Legs<'a, 's> {
             order: Vec::new(),
             settings: serde_json::Value::Null,
             warnings: Vec::new(),
+            watched: Vec::new(),
+            idle: [Vec::new(), Vec::new()],
+            findings: Vec::new(),
         }
+    }
+
+    /// After an applied leg: the kernel's counters and the knob's files
+    /// against what the knob asked.
+    fn check_applied(&mut self, round: usize, delta: &[honoured::StateCount]) {
+        let session = self.guard.session;
+        let mut found = honoured::findings(session.root(), delta);
+        if let Ok(survey) = self.knob.spec.survey(&session.ctx) {
+            for t in survey
+                .targets
+                .iter()
+                .filter(|t| t.blocker.is_none() && !t.in_effect)
+            {
+                found.push(format!(
+                    "{} reads {} at the end of the applied leg, not {}: something changed it back mid-run",
+                    t.path,
+                    t.current.as_deref().unwrap_or("nothing"),
+                    t.desired
+                ));
+            }
+        }
+        self.findings.extend(
+            found
+                .into_iter()
+                .map(|f| format!("round {}: {f}", round + 1)),
+        );
     }
 
     /// Runs one more round, both legs in the seeded order.
@@ -436,7 +516,9 @@ impl<'a, 's> Legs<'a, 's> {
             if !settle(self.opts.settle) {
                 return Err(interrupted(done, total));
             }
-            let run = match latency::run(self.guard.session.root(), &self.opts.probe) {
+            let root = self.guard.session.root();
+            let counters = honoured::read(root, &self.watched);
+            let run = match latency::run(root, &self.opts.probe) {
                 Ok(r) => r,
                 Err(_) if probe::cancelled() => return Err(interrupted(done, total)),
                 Err(e) => {
@@ -467,6 +549,11 @@ impl<'a, 's> Legs<'a, 's> {
                 p50 as f64 / 1e3,
                 run.samples_ns.len()
             ));
+            let d = honoured::delta(&counters, &honoured::read(root, &self.watched));
+            honoured::accumulate(&mut self.idle[(leg == Leg::Applied) as usize], &d);
+            if leg == Leg::Applied {
+                self.check_applied(round, &d);
+            }
             got[(leg == Leg::Applied) as usize] = run.samples_ns;
         }
         let [b, a] = got;
@@ -530,7 +617,7 @@ fn check_expectations(
 pub fn exit_code(r: &Report) -> i32 {
     if !r.restored {
         1
-    } else if r.expectations.iter().any(|e| !e.check.met) {
+    } else if r.expectations.iter().any(|e| !e.check.met) || r.honoured.status != "honoured" {
         2
     } else {
         0
@@ -551,6 +638,16 @@ pub fn summary(r: &Report) -> String {
         a.applied.cv * 100.0,
         r.verdict_words
     );
+    if r.honoured.status != "honoured" {
+        s += &format!(
+            "; NOT HONOURED: {}",
+            r.honoured
+                .findings
+                .first()
+                .map(String::as_str)
+                .unwrap_or("")
+        );
+    }
     for e in &r.expectations {
         s += &format!(
             "; expected \"{}\": {} ({})",
@@ -588,6 +685,9 @@ pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
         "p_value": r.analysis.p_value,
         "verdict": r.verdict,
         "decision": r.decision,
+        "placement": r.placement,
+        "honoured": r.honoured,
+        "idle": r.idle,
         "expectations": r.expectations,
     }));
     session.record(&entry).map_err(|e| anyhow::anyhow!("{e}"))?;

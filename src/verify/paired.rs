@@ -306,7 +306,7 @@ impl Analysis {
     pub fn verdict_words(&self) -> String {
         let n = self.ratios.len();
         let iv = format!(
-            "ratio {:.3}, {:.0} % interval {:.3}-{:.3}",
+            "ratio {:.3}, {:.1} % interval {:.3}-{:.3}",
             self.ratio,
             self.confidence * 100.0,
             self.interval[0],
