@@ -155,8 +155,18 @@ fn report_knob(
         .map(|g| g.status)
         .max_by_key(|s| s.rank())
         .unwrap_or(Status::NotApplicable);
+    let ignored = matches!(status, Status::Ok | Status::Unpersisted)
+        .then(|| ignored_by_the_kernel(knob, &targets, host))
+        .flatten();
+    let status = if ignored.is_some() {
+        Status::NotHonoured
+    } else {
+        status
+    };
     let worst: Vec<&StatusGroup> = groups.iter().filter(|g| g.status == status).collect();
-    let detail = if groups.len() == 1 {
+    let detail = if let Some(why) = ignored {
+        why
+    } else if groups.len() == 1 {
         worst[0].detail.clone()
     } else {
         worst
@@ -188,6 +198,52 @@ fn report_knob(
         source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
         evidence: latest_evidence(&knob.id, ledger),
     }
+}
+
+/// Why the kernel ignores a knob that reads as set, when that is known: a
+/// disabled idle state under the `haltpoll` governor, with the state's
+/// entry counters as they read now.
+fn ignored_by_the_kernel(
+    knob: &Knob,
+    targets: &[crate::knob::Target],
+    host: &HostCtx,
+) -> Option<String> {
+    if knob.kind != KindName::CpuidleState || knob.spec.desired() != "disabled" {
+        return None;
+    }
+    let gov = ["current_governor", "current_governor_ro"]
+        .iter()
+        .find_map(|f| {
+            host.root
+                .read_string(&format!("/sys/devices/system/cpu/cpuidle/{f}"))
+                .ok()
+        })?;
+    if gov.trim() != "haltpoll" {
+        return None;
+    }
+    let usage: Vec<String> = targets
+        .iter()
+        .filter(|t| t.in_effect)
+        .filter_map(|t| {
+            let p = t.path.strip_suffix("/disable")?;
+            let n = host.root.read_string(&format!("{p}/usage")).ok()?;
+            Some(format!(
+                "{}: usage {}",
+                t.label.as_deref().unwrap_or(p),
+                n.trim()
+            ))
+        })
+        .take(4)
+        .collect();
+    Some(format!(
+        "reads disabled, but the cpuidle governor is `haltpoll`, which ignores per-state disable (the `menu` and `teo` governors honour it): the state is still entered{}; `hostknob verify {}` shows the entries per leg",
+        if usage.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", usage.join(", "))
+        },
+        knob.id
+    ))
 }
 
 impl Report {

@@ -17,19 +17,23 @@ pub enum Status {
     Drift,
     Unsupported,
     LostOnReboot,
+    /// Reads as set, but the kernel is known to ignore it here (a disabled
+    /// idle state under the `haltpoll` cpuidle governor).
+    NotHonoured,
     /// The file exists but cannot be read (I/O error, not UTF-8): its value
     /// is unknown. audit exits 1.
     Unreadable,
 }
 
 impl Status {
-    pub const ALL: [Status; 7] = [
+    pub const ALL: [Status; 8] = [
         Status::Ok,
         Status::Unpersisted,
         Status::NotApplicable,
         Status::Drift,
         Status::Unsupported,
         Status::LostOnReboot,
+        Status::NotHonoured,
         Status::Unreadable,
     ];
 
@@ -41,6 +45,7 @@ impl Status {
             Status::Drift => "drift",
             Status::Unsupported => "unsupported",
             Status::LostOnReboot => "lost-on-reboot",
+            Status::NotHonoured => "not-honoured",
             Status::Unreadable => "unreadable",
         }
     }
@@ -49,7 +54,7 @@ impl Status {
     pub fn fails(self) -> bool {
         matches!(
             self,
-            Status::Drift | Status::Unsupported | Status::LostOnReboot
+            Status::Drift | Status::Unsupported | Status::LostOnReboot | Status::NotHonoured
         )
     }
 
@@ -62,7 +67,8 @@ impl Status {
             Status::Unsupported => 3,
             Status::Drift => 4,
             Status::LostOnReboot => 5,
-            Status::Unreadable => 6,
+            Status::NotHonoured => 6,
+            Status::Unreadable => 7,
         }
     }
 }

@@ -648,3 +648,44 @@ fn an_unreadable_knob_file_is_unreadable_and_exits_1() {
     assert!(k["detail"].as_str().unwrap().contains("not UTF-8"), "{k:#}");
     assert_eq!(r["summary"]["unreadable"], 1);
 }
+
+#[test]
+fn a_disabled_idle_state_under_the_haltpoll_governor_is_not_honoured() {
+    // Issue 11: on the VM (governor haltpoll) a disabled `haltpoll idle`
+    // read back 1 and audited ok, though the state was still entered.
+    let (_t, root) = copy_host("fc-haltpoll-2cpu");
+    let m = knobs(&[(
+        "idle-off",
+        "persistence: runtime\nkind: cpuidle-state\ntarget: {cpus: \"1\", states: {names: [haltpoll idle]}}\nset: disabled\n",
+    )]);
+    ok(&run(
+        &root,
+        m.path(),
+        &["--host", "vm", "apply", "idle-off"],
+    ));
+    let (r, code) = audit_json(&root, m.path(), Some("vm"));
+    let k = knob(&r, "idle-off");
+    assert_eq!(
+        (k["status"].as_str(), code),
+        (Some("not-honoured"), 2),
+        "{k:#}"
+    );
+    let d = k["detail"].as_str().unwrap();
+    assert!(
+        d.contains("`haltpoll`, which ignores per-state disable") && d.contains("usage "),
+        "{d}"
+    );
+    // The same state under `menu`, which honours it: unpersisted, exit 0.
+    for f in ["current_governor", "current_governor_ro"] {
+        std::fs::write(
+            root.join("sys/devices/system/cpu/cpuidle").join(f),
+            "menu\n",
+        )
+        .unwrap();
+    }
+    let (r, code) = audit_json(&root, m.path(), Some("vm"));
+    assert_eq!(
+        (knob(&r, "idle-off")["status"].as_str(), code),
+        (Some("unpersisted"), 0)
+    );
+}
