@@ -113,9 +113,14 @@ fn live_verify_of_haltpoll_idle_on_cpu1_leaves_the_host_as_found() {
             "1000..5000",
         ],
     );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let busy = v["warnings"].to_string();
+    assert!(
+        !busy.contains("entered no idle state"),
+        "CPU 1 never idled: other work kept it busy, the state cannot be seen entered: {busy}"
+    );
     // Not honoured is exit 2: the run is a finding, not an error.
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     eprintln!("live verify: {} {}", v["verdict"], v["honoured"]);
     assert_eq!(v["restored"], true);
     // Issue 11: the `haltpoll` governor ignores per-state disable. The state

@@ -13,6 +13,9 @@ pub mod honoured;
 pub mod order;
 pub mod paired;
 pub mod placement;
+mod record;
+
+pub use record::{record, summary};
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +23,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::apply::{self, ApplyError, ApplyOptions, Session};
-use crate::manifest::{Knob, ledger};
+use crate::manifest::Knob;
 use crate::probe;
 use crate::probe::latency::{self, LatencyProbe};
 use order::LegOrder;
@@ -289,6 +292,17 @@ pub fn run(
         warnings.push(format!(
             "{}'s files do not read as they did before the run: check `hostknob audit {}`",
             knob.id, knob.id
+        ));
+    }
+    let idle_entries: u64 = legs.idle[0]
+        .iter()
+        .filter(|c| c.cpu == placement.sleeper)
+        .map(|c| c.entries)
+        .sum();
+    if idle_entries == 0 && !legs.idle[0].is_empty() {
+        warnings.push(format!(
+            "CPU {} entered no idle state in any as-found leg: something else kept it busy, so this run cannot show what an idle-state knob does",
+            placement.sleeper
         ));
     }
     let expectations = check_expectations(knob, &legs.rounds, rule);
@@ -622,79 +636,4 @@ pub fn exit_code(r: &Report) -> i32 {
     } else {
         0
     }
-}
-
-/// The one-line summary the ledger and the host document show.
-pub fn summary(r: &Report) -> String {
-    let a = &r.analysis;
-    let mut s = format!(
-        "{} probe, seed {}: {} {:.1} -> {:.1} µs, CV {:.1}% / {:.1}%: {}",
-        r.probe,
-        r.seed,
-        a.metric.as_str(),
-        a.baseline.get(a.metric) / 1e3,
-        a.applied.get(a.metric) / 1e3,
-        a.baseline.cv * 100.0,
-        a.applied.cv * 100.0,
-        r.verdict_words
-    );
-    if r.honoured.status != "honoured" {
-        s += &format!(
-            "; NOT HONOURED: {}",
-            r.honoured
-                .findings
-                .first()
-                .map(String::as_str)
-                .unwrap_or("")
-        );
-    }
-    for e in &r.expectations {
-        s += &format!(
-            "; expected \"{}\": {} ({})",
-            e.text,
-            if e.check.met { "met" } else { "NOT met" },
-            e.check.measured
-        );
-    }
-    s
-}
-
-/// Appends the evidence to the host's ledger.
-pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
-    let mut entry = apply::ledger_entry(
-        &session.ctx.name,
-        knob,
-        ledger::Action::Verified,
-        Vec::new(),
-        &apply::who(),
-    );
-    entry.note = Some(summary(r));
-    entry.evidence = Some(serde_json::json!({
-        "probe": r.probe,
-        "settings": r.settings,
-        "rounds": r.rounds,
-        "seed": r.seed,
-        "settle_ms": r.settle_ms,
-        "metric": r.analysis.metric,
-        "baseline": r.analysis.baseline,
-        "applied": r.analysis.applied,
-        "ratios": r.analysis.ratios,
-        "ratio": r.analysis.ratio,
-        "interval": r.analysis.interval,
-        "confidence": r.analysis.confidence,
-        "p_value": r.analysis.p_value,
-        "verdict": r.verdict,
-        "decision": r.decision,
-        "placement": r.placement,
-        "honoured": r.honoured,
-        "idle": r.idle,
-        "expectations": r.expectations,
-    }));
-    session.record(&entry).map_err(|e| anyhow::anyhow!("{e}"))?;
-    r.ledger = Some(
-        ledger::path_for(&session.manifest_dir, &session.ctx.name)
-            .display()
-            .to_string(),
-    );
-    Ok(())
 }
