@@ -230,19 +230,26 @@ exits 0. Runs in the foreground, for a systemd unit: `persistence: hold` with `h
     Hold(HoldArgs),
     /// A/B one knob with its probe in shuffled rounds; a verdict you can defend, recorded as evidence.
     #[command(
-        long_about = "Runs the knob's declared probe (`verify.probe` in the manifest, or --probe) in R rounds. \
-Each round runs two legs, the knob as found and the knob applied, in an order shuffled per round (seeded; \
-the seed is printed so a run can be repeated). Each leg sets the state with apply's journal and lock, waits \
---settle, then probes.\n\n\
-Reported: each leg's median across rounds of p50, p95, p99 and max; the per-round ratio applied / as found \
-and the median of those ratios; each leg's CV; a verdict: improved, regressed, or no detectable effect at \
-this noise (Mann-Whitney p < 0.01 over the pooled samples, a median ratio at least 5% from 1, and at least \
-5 rounds in 6 agreeing), and whether the manifest's `verify.expect` was met. The evidence is appended to \
-the ledger.\n\n\
+        long_about = "Runs the knob's declared probe (`verify.probe` in the manifest, or --probe) in rounds. \
+Each round runs two legs, the knob as found and the knob applied, in an order drawn per round from the seed \
+(ChaCha8; the seed is printed so a run can be repeated). Each leg sets the state with apply's journal and lock, \
+waits --settle, then probes. The sleeper (rpc server, timer CPU) runs on a CPU inside the knob's target \
+CPUs, the waker (rpc client) outside them where possible and never on a CPU sharing a core, module or L2 \
+with the sleeper; a --sleeper-cpu outside the target is refused unless --force.\n\n\
+The round is the unit of evidence: its two legs are a pair, and the verdict tests the per-round log ratios \
+applied / as found (a Student t interval at 99.5%). After the first --rounds and after each further batch, \
+it stops when the interval clears 1 and the ratio is at least 5% from 1 (improved or regressed), or when the \
+interval lies within 5% of 1 (no detectable effect), else runs more rounds up to --max-rounds (then: no \
+detectable effect at this noise after N rounds). At least 5 rounds: with fewer, the interval is so wide \
+that no effect worth having could clear it, and a verdict from 2 or 3 rounds is chance.\n\n\
+Reported: each leg's median across rounds of p50, p95, p99 and max, the per-round ratios, the ratio and its \
+interval, the decision and rounds run, and each `verify.expect` of the manifest, met or not. The evidence is \
+appended to the ledger. Exit 0 when every expectation is met (or none is declared), 2 when the run \
+contradicts one, 1 on error.\n\n\
 The host is left as found on every path: success, a probe error, a panic, Ctrl-C/SIGTERM (the run stops \
 and reverts); after a SIGKILL, `hostknob revert KNOB` restores from the journal.",
         after_help = "Examples:\n  hostknob verify cpuidle-no-deep-state\n  \
-hostknob verify haltpoll-idle-off --rounds 6 --settle 1s --plot /tmp/v.svg -- --samples 100 --gap-us 500..5000\n  \
+hostknob verify haltpoll-idle-off --rounds 6 --max-rounds 12 --settle 1s --plot /tmp/v.svg -- --samples 100 --gap-us 500..5000\n  \
 hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order"
     )]
     Verify(VerifyArgs),
@@ -283,6 +290,11 @@ pub struct ApplyArgs {
 pub struct RevertArgs {
     #[command(flatten)]
     pub choice: KnobChoice,
+    /// Also remove the persistence file hostknob installed for these knobs
+    /// (as `persist KNOB --remove`); without it, revert names the file that
+    /// would bring the change back at the next boot.
+    #[arg(long)]
+    pub persisted: bool,
 }
 
 #[derive(Args, Debug)]
@@ -629,9 +641,12 @@ pub struct VerifyArgs {
     /// The knob id (see `hostknob knobs`).
     #[arg(value_name = "KNOB")]
     pub knob: String,
-    /// Rounds; each runs both legs, in an order shuffled per round.
+    /// Rounds before the first look (at least 5); each runs both legs, in a seeded order.
     #[arg(long, default_value_t = 6, value_name = "R")]
     pub rounds: usize,
+    /// The most rounds before giving up on deciding [default: 4 × --rounds].
+    #[arg(long, value_name = "N")]
+    pub max_rounds: Option<usize>,
     /// Wait after setting a leg's state before probing (e.g. 2s, 500ms).
     #[arg(long, default_value = "2s", value_parser = crate::probe::parse_seconds, value_name = "DURATION")]
     pub settle: Duration,
@@ -647,6 +662,9 @@ pub struct VerifyArgs {
     /// Wait for another hostknob holding the lock instead of failing at once.
     #[arg(long)]
     pub wait: bool,
+    /// Measure on a --sleeper-cpu (--server-cpu, --cpu) outside the knob's target CPUs.
+    #[arg(long)]
+    pub force: bool,
     /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
     #[arg(last = true, value_name = "PROBE OPTIONS")]
     pub probe_args: Vec<String>,

@@ -25,7 +25,7 @@ pub(crate) mod report;
 pub mod root;
 pub mod schema;
 pub(crate) mod stats;
-pub(crate) mod verify;
+pub mod verify;
 
 #[cfg(test)]
 mod layering;

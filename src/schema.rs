@@ -7,6 +7,8 @@ use std::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
+pub mod expect;
+
 /// One knob. `T` and `S` are the kind's own `target` and `set` types: the
 /// document is read once with `serde_yaml::Value` for both (to learn the kind)
 /// and once more with the kind's types, so their errors carry a line too.
@@ -124,8 +126,12 @@ pub enum HistoryAction {
 #[serde(deny_unknown_fields)]
 pub struct Verify {
     pub probe: Probe,
-    /// The expected effect, for people and for `verify`'s report.
-    pub expect: String,
+    /// What the probe should show, checked by `verify` (one or a list).
+    #[serde(default)]
+    pub expect: expect::Expectations,
+    /// The expected effect in words, for people.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]

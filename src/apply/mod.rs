@@ -77,7 +77,9 @@ impl<'r> Session<'r> {
 
     /// Appends an event to this host's ledger.
     pub fn record(&self, entry: &ledger::Entry) -> Result<(), ApplyError> {
-        ledger::append(&self.manifest_dir, entry)
+        let mut entry = entry.clone();
+        entry.identity = ledger::Identity::of(self.root());
+        ledger::append(&self.manifest_dir, &entry)
             .map(drop)
             .map_err(|e| ApplyError::Unrecorded(format!("the ledger could not be written: {e:#}")))
     }

@@ -47,5 +47,7 @@ pub(super) fn ledger_entry_for(
         hostknob: env!("CARGO_PKG_VERSION").to_string(),
         note: None,
         evidence: None,
+        // Filled in by `Session::record`, the one writer.
+        identity: ledger::Identity::default(),
     }
 }

@@ -148,7 +148,13 @@ pub fn revert_with(
     };
     if opts.record && !outcome.knobs.is_empty() {
         let user = who();
-        let history = ledger::read(&s.manifest_dir, &s.ctx.name).unwrap_or_default();
+        let history = ledger::read_for(
+            &s.manifest_dir,
+            &s.ctx.name,
+            &ledger::Identity::of(s.root()),
+        )
+        .map(|(ours, _)| ours)
+        .unwrap_or_default();
         for k in &outcome.knobs {
             let persistence = persistence_for(manifest, &history, &k.id);
             let entry = ledger_entry_for(

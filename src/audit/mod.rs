@@ -41,6 +41,9 @@ pub struct Report {
     pub summary: BTreeMap<Status, usize>,
     /// Knobs in the manifest that target other hosts.
     pub other_hosts: usize,
+    /// Ledger entries under this host name from another machine or a capture:
+    /// left out of every status and of the evidence.
+    pub other_machine_entries: usize,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -93,7 +96,9 @@ pub fn evaluate(
         .filter(|k| only.is_empty() || only.contains(&k.id))
         .collect();
     let other_hosts = manifest.knobs.len() - manifest.for_host(&host.name).count();
-    let ledger = ledger::read(&manifest.dir, &host.name).map_err(|e| ManifestErrors(vec![e]))?;
+    let (ledger, other_machines) =
+        ledger::read_for(&manifest.dir, &host.name, &ledger::Identity::of(host.root))
+            .map_err(|e| ManifestErrors(vec![e]))?;
     let kinds: BTreeSet<KindName> = chosen.iter().map(|k| k.kind).collect();
     let services: BTreeSet<Service> = chosen
         .iter()
@@ -127,6 +132,7 @@ pub fn evaluate(
         knobs,
         summary,
         other_hosts,
+        other_machine_entries: other_machines,
     })
 }
 
@@ -151,8 +157,18 @@ fn report_knob(
         .map(|g| g.status)
         .max_by_key(|s| s.rank())
         .unwrap_or(Status::NotApplicable);
+    let ignored = matches!(status, Status::Ok | Status::Unpersisted)
+        .then(|| ignored_by_the_kernel(knob, &targets, host))
+        .flatten();
+    let status = if ignored.is_some() {
+        Status::NotHonoured
+    } else {
+        status
+    };
     let worst: Vec<&StatusGroup> = groups.iter().filter(|g| g.status == status).collect();
-    let detail = if groups.len() == 1 {
+    let detail = if let Some(why) = ignored {
+        why
+    } else if groups.len() == 1 {
         worst[0].detail.clone()
     } else {
         worst
@@ -186,10 +202,59 @@ fn report_knob(
     }
 }
 
+/// Why the kernel ignores a knob that reads as set, when that is known: a
+/// disabled idle state under the `haltpoll` governor, with the state's
+/// entry counters as they read now.
+fn ignored_by_the_kernel(
+    knob: &Knob,
+    targets: &[crate::knob::Target],
+    host: &HostCtx,
+) -> Option<String> {
+    if knob.kind != KindName::CpuidleState || knob.spec.desired() != "disabled" {
+        return None;
+    }
+    let gov = ["current_governor", "current_governor_ro"]
+        .iter()
+        .find_map(|f| {
+            host.root
+                .read_string(&format!("/sys/devices/system/cpu/cpuidle/{f}"))
+                .ok()
+        })?;
+    if gov.trim() != "haltpoll" {
+        return None;
+    }
+    let usage: Vec<String> = targets
+        .iter()
+        .filter(|t| t.in_effect)
+        .filter_map(|t| {
+            let p = t.path.strip_suffix("/disable")?;
+            let n = host.root.read_string(&format!("{p}/usage")).ok()?;
+            Some(format!(
+                "{}: usage {}",
+                t.label.as_deref().unwrap_or(p),
+                n.trim()
+            ))
+        })
+        .take(4)
+        .collect();
+    Some(format!(
+        "reads disabled, but the cpuidle governor is `haltpoll`, which ignores per-state disable (the `menu` and `teo` governors honour it): the state is still entered{}; `hostknob verify {}` shows the entries per leg",
+        if usage.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", usage.join(", "))
+        },
+        knob.id
+    ))
+}
+
 impl Report {
-    /// 0 when every knob is ok, unpersisted or not-applicable; 2 otherwise.
+    /// 0 when every knob is ok, unpersisted or not-applicable; 1 when a
+    /// knob's file cannot be read (an error, not a finding); 2 otherwise.
     pub fn exit_code(&self) -> i32 {
-        if self.knobs.iter().any(|k| k.status.fails()) {
+        if self.knobs.iter().any(|k| k.status == Status::Unreadable) {
+            1
+        } else if self.knobs.iter().any(|k| k.status.fails()) {
             2
         } else {
             0

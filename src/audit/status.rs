@@ -19,16 +19,24 @@ pub enum Status {
     Drift,
     Unsupported,
     LostOnReboot,
+    /// Reads as set, but the kernel is known to ignore it here (a disabled
+    /// idle state under the `haltpoll` cpuidle governor).
+    NotHonoured,
+    /// The file exists but cannot be read (I/O error, not UTF-8): its value
+    /// is unknown. audit exits 1.
+    Unreadable,
 }
 
 impl Status {
-    pub const ALL: [Status; 6] = [
+    pub const ALL: [Status; 8] = [
         Status::Ok,
         Status::Unpersisted,
         Status::NotApplicable,
         Status::Drift,
         Status::Unsupported,
         Status::LostOnReboot,
+        Status::NotHonoured,
+        Status::Unreadable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -39,6 +47,8 @@ impl Status {
             Status::Drift => "drift",
             Status::Unsupported => "unsupported",
             Status::LostOnReboot => "lost-on-reboot",
+            Status::NotHonoured => "not-honoured",
+            Status::Unreadable => "unreadable",
         }
     }
 
@@ -46,7 +56,7 @@ impl Status {
     pub fn fails(self) -> bool {
         matches!(
             self,
-            Status::Drift | Status::Unsupported | Status::LostOnReboot
+            Status::Drift | Status::Unsupported | Status::LostOnReboot | Status::NotHonoured
         )
     }
 
@@ -59,6 +69,8 @@ impl Status {
             Status::Unsupported => 3,
             Status::Drift => 4,
             Status::LostOnReboot => 5,
+            Status::NotHonoured => 6,
+            Status::Unreadable => 7,
         }
     }
 }
@@ -82,9 +94,8 @@ pub(super) struct Judged<'t> {
 
 pub(super) fn judge<'t>(target: &'t Target, persist: &Result<String, String>) -> Judged<'t> {
     let (status, detail) = match (&target.blocker, target.in_effect) {
-        (Some(Blocker::NotApplicable(r) | Blocker::Unreadable(r)), _) => {
-            (Status::NotApplicable, r.clone())
-        }
+        (Some(Blocker::NotApplicable(r)), _) => (Status::NotApplicable, r.clone()),
+        (Some(Blocker::Unreadable(r)), _) => (Status::Unreadable, r.clone()),
         (Some(Blocker::Unsupported(r)), false) => (Status::Unsupported, r.clone()),
         (_, true) => match persist {
             Ok(_) => (Status::Ok, String::new()),

@@ -31,11 +31,11 @@ fn plot(common: &CommonArgs, title: &str, samples_ns: &[u64]) -> Result<()> {
 
 pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
     let root = Root::open(&g.root)?;
+    probe::require_live(&root, "probe")?;
     let host = crate::manifest::host::resolve(&root, g.host.as_deref()).name;
     match &args.probe {
         ProbeCommand::Wakeup(a) => {
             let r = wakeup::run(&root, &wakeup_options(a)?)?;
-            probe::warn_if_not_live(&root);
             for w in &r.warnings {
                 eprintln!("hostknob: warning: {w}");
             }

@@ -31,5 +31,45 @@ pub fn run(g: &Global, args: &RevertArgs) -> Result<i32> {
             render::wrap_prose(&render::apply::revert_table(&outcome))
         ),
     }
+    if let Some(m) = &manifest {
+        persisted(&session, m, &c.knobs, args.persisted, c.wait)?;
+    }
     Ok(0)
+}
+
+/// The knobs (every one for this host with `--all`) whose persistence file
+/// hostknob installed is still there: a reverted change comes back at the
+/// next boot. Removed with `--persisted`, else named with the way to remove it.
+fn persisted(
+    s: &apply::Session,
+    m: &manifest::Manifest,
+    ids: &[String],
+    remove: bool,
+    wait: bool,
+) -> Result<()> {
+    for knob in m.for_host(&s.ctx.name) {
+        if !ids.is_empty() && !ids.contains(&knob.id) {
+            continue;
+        }
+        let Ok(artifact) = crate::persist::artifact(knob, &s.ctx) else {
+            continue;
+        };
+        let Some(path) = artifact.path.as_deref() else {
+            continue;
+        };
+        if !matches!(apply::write::content(s.root(), path), Ok(Some(_))) {
+            continue;
+        }
+        if remove {
+            apply::install::install_or_remove(s, knob, &artifact, false, wait)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            eprintln!("hostknob: {}: removed its persistence file {path}", knob.id);
+        } else {
+            eprintln!(
+                "hostknob: warning: {} is persisted by {path}, which brings it back at the next boot: run `hostknob persist {} --remove` (or `hostknob revert {} --persisted`)",
+                knob.id, knob.id, knob.id
+            );
+        }
+    }
+    Ok(())
 }

@@ -27,6 +27,7 @@ fn probe_name(p: Probe) -> &'static str {
 }
 
 pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
+    crate::probe::require_live(&crate::root::Root::open(&g.root)?, "verify")?;
     let t = crate::commands::OpenHost::open(g)?;
     let manifest = manifest::load(&t.manifest_dir)?;
     let knob =
@@ -63,11 +64,13 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
     let session = t.session(g);
     let opts = verify::Options {
         rounds: args.rounds,
+        max_rounds: args.max_rounds,
         settle: args.settle,
         seed,
         probe_name: name,
         probe: crate::commands::probe::latency_probe(&probe)?,
         wait: args.wait,
+        force: args.force,
     };
     let mut report = verify::run(&session, knob, &opts, &mut |line| {
         eprintln!("hostknob: {line}")
@@ -99,5 +102,5 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
         Some(text) => print!("{text}"),
         None => print!("{}", render::wrap_prose(&render::verify::table(&report))),
     }
-    Ok(if report.restored { 0 } else { 1 })
+    Ok(verify::exit_code(&report))
 }

@@ -26,7 +26,7 @@ pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Resul
     }
     let manifest = crate::manifest::load(manifest_dir)?;
     let report = audit::evaluate(&manifest, host, host_source, &[])?;
-    let events = ledger::read(manifest_dir, &host.name)?;
+    let (events, _) = ledger::read_for(manifest_dir, &host.name, &ledger::Identity::of(host.root))?;
 
     let mut knobs = String::new();
     if report.knobs.is_empty() {

@@ -13,7 +13,17 @@
 //!     - {path: /sys/devices/system/cpu/cpu0/cpuidle/state3/disable, before: "0", after: "1"}
 //!   user: alice
 //!   hostknob: 0.1.0
+//!   machine_id: 3d1219c7c4c5404aaa1f6d2a48adfda4
+//!   boot_id: 0b7c1e9c-5d43-4a53-9f0e-2f8f1f5e8a11
+//!   root: live
 //! ```
+//!
+//! Host names repeat (a capture of a VM named `vm` on a VM named `vm`), so
+//! every entry also says which machine it is about: its machine-id and boot id
+//! and whether the root was the live host or a capture (with the capture's
+//! path). Readers keep only the entries of the machine they look at
+//! (`read_for`); entries written before these fields existed carry none and
+//! are kept.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -22,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ManifestError;
 use crate::cpulist::CpuList;
+use crate::root::Root;
 use crate::schema::Persistence;
 
 pub const LEDGER_DIR: &str = "ledger";
@@ -71,6 +82,109 @@ pub struct Entry {
     /// `verify`'s figures (probe, settings, rounds, medians, ratios, verdict).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<serde_json::Value>,
+    /// Which machine: set by the one writer (`Session::record`).
+    #[serde(flatten)]
+    pub identity: Identity,
+}
+
+/// Whether an entry was made on the running host or on a captured tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RootKind {
+    Live,
+    Capture,
+}
+
+/// The machine an entry is about.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Identity {
+    /// `<root>/etc/machine-id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
+    /// `<root>/proc/sys/kernel/random/boot_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    /// `None` only in entries written before identity was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<RootKind>,
+    /// The capture's directory, for `root: capture`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<String>,
+}
+
+impl Identity {
+    /// The identity of the machine behind `root`.
+    pub fn of(root: &Root) -> Identity {
+        let read = |p: &str| {
+            root.read_string(p)
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty() && t.len() <= 128)
+        };
+        let live = root.is_live();
+        Identity {
+            machine_id: read("/etc/machine-id"),
+            boot_id: read("/proc/sys/kernel/random/boot_id"),
+            root: Some(if live {
+                RootKind::Live
+            } else {
+                RootKind::Capture
+            }),
+            capture: (!live).then(|| {
+                std::fs::canonicalize(root.base())
+                    .unwrap_or_else(|_| root.base().to_path_buf())
+                    .display()
+                    .to_string()
+            }),
+        }
+    }
+
+    /// Whether an entry with this identity is about the machine `here`.
+    /// Unknown (legacy) entries count as this host's; a live entry never
+    /// matches a capture or the other way round; two machine-ids must agree.
+    pub fn same_machine(&self, here: &Identity) -> bool {
+        let Some(kind) = self.root else {
+            return true;
+        };
+        if Some(kind) != here.root {
+            return false;
+        }
+        if kind == RootKind::Capture && self.capture != here.capture {
+            return false;
+        }
+        match (&self.machine_id, &here.machine_id) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+    }
+
+    /// How an entry's origin reads for a person.
+    pub fn describe(&self) -> String {
+        match (self.root, &self.capture, &self.machine_id) {
+            (None, ..) => "an entry without machine identity".into(),
+            (Some(RootKind::Capture), Some(c), _) => format!("the capture at {c}"),
+            (Some(RootKind::Capture), None, _) => "a capture".into(),
+            (Some(RootKind::Live), _, Some(m)) => format!("the live machine {m}"),
+            (Some(RootKind::Live), _, None) => "a live machine without machine-id".into(),
+        }
+    }
+}
+
+/// The entries of one host name that are about the machine `here`, and how
+/// many others were left out (another machine, or a capture).
+pub fn read_for(
+    manifest_dir: &Path,
+    host: &str,
+    here: &Identity,
+) -> Result<(Vec<Entry>, usize), ManifestError> {
+    let all = read(manifest_dir, host)?;
+    let n = all.len();
+    let ours: Vec<Entry> = all
+        .into_iter()
+        .filter(|e| e.identity.same_machine(here))
+        .collect();
+    let others = n - ours.len();
+    Ok((ours, others))
 }
 
 impl Entry {
@@ -320,7 +434,52 @@ mod tests {
             hostknob: env!("CARGO_PKG_VERSION").into(),
             note: None,
             evidence: None,
+            identity: Identity::default(),
         }
+    }
+
+    #[test]
+    fn identity_round_trips_and_separates_machines() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = Identity {
+            machine_id: Some("aaaa".into()),
+            boot_id: Some("b1".into()),
+            root: Some(RootKind::Live),
+            capture: None,
+        };
+        let cap = Identity {
+            machine_id: None,
+            boot_id: None,
+            root: Some(RootKind::Capture),
+            capture: Some("/tmp/copy".into()),
+        };
+        let mut a = entry("2026-07-10T09:14:03Z", Action::Applied);
+        a.identity = cap.clone();
+        let mut b = entry("2026-07-11T10:00:00Z", Action::Applied);
+        b.identity = live.clone();
+        let legacy = entry("2026-07-09T10:00:00Z", Action::Applied);
+        for e in [&legacy, &a, &b] {
+            append(dir.path(), e).unwrap();
+        }
+        let text = std::fs::read_to_string(path_for(dir.path(), "rpc-ap-1")).unwrap();
+        assert!(
+            text.contains("root: capture") && text.contains("capture: /tmp/copy"),
+            "{text}"
+        );
+        assert!(
+            text.contains("machine_id: aaaa") && text.contains("root: live"),
+            "{text}"
+        );
+        let (ours, others) = read_for(dir.path(), "rpc-ap-1", &live).unwrap();
+        assert_eq!((ours, others), (vec![legacy.clone(), b.clone()], 1));
+        let (ours, others) = read_for(dir.path(), "rpc-ap-1", &cap).unwrap();
+        assert_eq!((ours, others), (vec![legacy.clone(), a], 1));
+        let elsewhere = Identity {
+            machine_id: Some("cccc".into()),
+            ..live
+        };
+        let (ours, others) = read_for(dir.path(), "rpc-ap-1", &elsewhere).unwrap();
+        assert_eq!((ours, others), (vec![legacy], 2));
     }
 
     #[test]

@@ -597,9 +597,9 @@ fn read_knob(source: Source) -> Result<Knob, ManifestError> {
         });
     }
     if let Some(v) = &doc.verify
-        && v.expect.trim().is_empty()
+        && v.note.as_ref().is_some_and(|n| n.trim().is_empty())
     {
-        return Err(source.error("verify.expect", "empty: say what the probe should show"));
+        return Err(source.error("verify.note", "empty: say what the probe should show"));
     }
     Ok(Knob {
         id: doc.id,

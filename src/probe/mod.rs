@@ -349,14 +349,26 @@ impl Latency {
     }
 }
 
-/// Warns (on stderr) that counters come from a tree that is not this host.
-pub fn warn_if_not_live(root: &Root) {
-    if !root.is_live() {
-        eprintln!(
-            "hostknob: warning: --root {} is not the live host; the probe runs here but reads its counters from that tree",
-            root.base().display()
-        );
+/// The test suite's seam (only with the `test-hooks` feature): with
+/// `HOSTKNOB_TEST_PROBE_ON_ROOT=1`, probes and verify run under a `--root`
+/// tree, so that verify's orchestration is tested on copies of captures.
+/// The measurement is still of this machine; never set it outside the suite.
+pub const PROBE_ON_ROOT_VAR: &str = "HOSTKNOB_TEST_PROBE_ON_ROOT";
+
+/// Refuses a probe (or verify) under a root other than `/`: the probe would
+/// measure this machine and report the tree's idle states and CPUs as if
+/// they were the ones measured.
+pub fn require_live(root: &Root, what: &str) -> Result<()> {
+    if root.is_live()
+        || (cfg!(feature = "test-hooks")
+            && std::env::var_os(PROBE_ON_ROOT_VAR).is_some_and(|v| v == "1"))
+    {
+        return Ok(());
     }
+    anyhow::bail!(
+        "{what} measures this machine, not the tree at --root {}: run it on the host itself (without --root)",
+        root.base().display()
+    )
 }
 
 #[cfg(test)]

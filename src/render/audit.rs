@@ -54,7 +54,14 @@ fn summary(r: &Report) -> String {
             n => format!(" ({n} knobs are for other hosts)"),
         });
     }
-    line + "\n"
+    line.push('\n');
+    if r.other_machine_entries > 0 {
+        line.push_str(&format!(
+            "{} ledger entries under the name {} are from another machine or a capture: not this host's history, left out\n",
+            r.other_machine_entries, r.host
+        ));
+    }
+    line
 }
 
 fn scope(cpus: &Option<CpuList>, paths: &[String]) -> String {

@@ -15,8 +15,27 @@ pub fn table(r: &Report) -> String {
             (
                 "probe".into(),
                 format!(
-                    "{} ({} rounds, seed {}, settle {} ms)",
-                    r.probe, r.rounds, r.seed, r.settle_ms
+                    "{} ({} rounds run, first look after {}, cap {}, seed {}, settle {} ms)",
+                    r.probe,
+                    r.rounds,
+                    r.analysis.rule.rounds,
+                    r.analysis.rule.max_rounds,
+                    r.seed,
+                    r.settle_ms
+                ),
+            ),
+            (
+                "placement".into(),
+                format!(
+                    "sleeper CPU {}, waker CPU {} (target CPUs {}; {})",
+                    r.placement.sleeper,
+                    r.placement.waker,
+                    r.placement
+                        .target_cpus
+                        .as_ref()
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "none".into()),
+                    r.placement.why
                 ),
             ),
             (
@@ -29,7 +48,7 @@ pub fn table(r: &Report) -> String {
             ),
         ],
     );
-    let row = |name: &str, l: &crate::verify::verdict::LegFigures| {
+    let row = |name: &str, l: &crate::verify::paired::LegFigures| {
         vec![
             name.to_string(),
             l.samples.to_string(),
@@ -46,7 +65,7 @@ pub fn table(r: &Report) -> String {
         vec![row("as found", &a.baseline), row("applied", &a.applied)],
     );
     out += &grid(
-        "Per round (applied / as found, p50)",
+        &format!("Per round (applied / as found, {})", a.metric.as_str()),
         &["round", "as found p50", "applied p50", "ratio"],
         a.ratios
             .iter()
@@ -61,25 +80,55 @@ pub fn table(r: &Report) -> String {
             })
             .collect(),
     );
+    out += &idle_table(r);
     let mut rows = vec![
         (
-            "median ratio".into(),
+            format!("ratio ({})", a.metric.as_str()),
             format!(
-                "{:.3} ({} rounds lower, {} higher)",
-                a.median_ratio, a.rounds_lower, a.rounds_higher
+                "{:.3}, {:.1}% interval {:.3}-{:.3} ({} rounds lower, {} higher; t-test p {:.2e})",
+                a.ratio,
+                a.confidence * 100.0,
+                a.interval[0],
+                a.interval[1],
+                a.rounds_lower,
+                a.rounds_higher,
+                a.p_value
             ),
         ),
-        ("Mann-Whitney p".into(), format!("{:.2e}", a.p_value)),
-        ("verdict".into(), r.verdict.as_str().to_string()),
+        ("verdict".into(), r.verdict_words.clone()),
+        (
+            "honoured".into(),
+            match r.honoured.findings.as_slice() {
+                [] => "yes: the kernel did what the knob asked in every applied leg".into(),
+                f => format!(
+                    "NOT HONOURED: {}{}{}",
+                    f[0],
+                    if f.len() > 1 {
+                        format!(" (and {} more)", f.len() - 1)
+                    } else {
+                        String::new()
+                    },
+                    r.honoured
+                        .cause
+                        .as_ref()
+                        .map(|c| format!("; likely cause: {c}"))
+                        .unwrap_or_default()
+                ),
+            },
+        ),
     ];
-    if let Some(e) = &r.expectation {
+    if let Some(n) = &r.note {
+        rows.push(("note".into(), n.clone()));
+    }
+    for e in &r.expectations {
         rows.push((
             "expected".into(),
-            match (e.met, &e.measured) {
-                (Some(true), Some(m)) => format!("\"{}\": met ({m})", e.text),
-                (Some(false), Some(m)) => format!("\"{}\": not met ({m})", e.text),
-                _ => format!("\"{}\" (prose: not checked)", e.text),
-            },
+            format!(
+                "{}: {} ({})",
+                e.text,
+                if e.check.met { "met" } else { "NOT MET" },
+                e.check.measured
+            ),
         ));
     }
     rows.push((
@@ -98,4 +147,39 @@ pub fn table(r: &Report) -> String {
         out += &format!("warning: {w}\n");
     }
     out.trim_end().to_string() + "\n"
+}
+
+/// Each leg's idle-state entries and residency on the watched CPUs.
+fn idle_table(r: &Report) -> String {
+    let mut out = String::new();
+    if !r.idle[1].is_empty() {
+        out += &grid(
+            "Idle states entered on the watched CPUs (summed over the rounds)",
+            &[
+                "CPU",
+                "state",
+                "as found: entries",
+                "residency",
+                "applied: entries",
+                "residency",
+            ],
+            r.idle[1]
+                .iter()
+                .map(|a| {
+                    let b = r.idle[0]
+                        .iter()
+                        .find(|b| b.cpu == a.cpu && b.state == a.state);
+                    vec![
+                        a.cpu.to_string(),
+                        format!("{}{}", a.state, if a.disabled { " (disabled)" } else { "" }),
+                        b.map_or("-".into(), |b| b.entries.to_string()),
+                        b.map_or("-".into(), |b| format!("{} µs", b.residency_us)),
+                        a.entries.to_string(),
+                        format!("{} µs", a.residency_us),
+                    ]
+                })
+                .collect(),
+        );
+    }
+    out
 }

@@ -87,7 +87,19 @@ fn every_kind_on_adl0_reverts_to_a_byte_identical_tree_governor_before_epp() {
 
 #[test]
 fn every_kind_on_the_vm_reverts_to_a_byte_identical_tree_drop_in_included() {
-    let journal = apply_then_revert("fc-haltpoll-2cpu", &VM_KNOBS, &[UNIT]);
+    // The menu governor honours the disabled state (haltpoll: not-honoured, in audit_status).
+    let journal = apply_then_revert(
+        "fc-haltpoll-2cpu",
+        &VM_KNOBS,
+        &[
+            UNIT,
+            ("sys/devices/system/cpu/cpuidle/current_governor", "menu\n"),
+            (
+                "sys/devices/system/cpu/cpuidle/current_governor_ro",
+                "menu\n",
+            ),
+        ],
+    );
     assert_eq!(
         journal,
         vec![

@@ -180,6 +180,7 @@ fn ledger_entry(timestamp: &str, action: Action) -> Entry {
         hostknob: "0.1.0".into(),
         note: None,
         evidence: None,
+        identity: Default::default(),
     }
 }
 
@@ -515,10 +516,9 @@ fn the_spec_example_loads_exactly_as_written() {
     assert_eq!(k.spec.desired(), "disabled");
     assert_eq!(k.history.len(), 1);
     assert!(k.hosts.matches("rpc-ap-2") && !k.hosts.matches("rpc-ap-4"));
-    assert_eq!(
-        k.verify.as_ref().unwrap().expect,
-        "p50 lower by at least 300 µs"
-    );
+    let v = k.verify.as_ref().unwrap();
+    assert_eq!(v.expect.0.len(), 1);
+    assert_eq!(v.expect.0[0].to_string(), "p50 lower by at least 300 µs");
 }
 
 #[test]
@@ -558,4 +558,134 @@ fn the_manifest_can_come_from_the_environment() {
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["manifest"], m.path().display().to_string());
     assert_eq!(knob(&r, "thp")["status"], "unpersisted");
+}
+
+#[test]
+fn a_capture_applied_under_root_does_not_make_the_live_host_drift() {
+    // Issue 11: the VM capture's hostname is `vm`, like this machine's. An
+    // apply under --root COPY wrote ledger entries that the live host's audit
+    // read as its own ("applied in this boot and changed since by something
+    // else"). The manifest (and its ledger) is a temporary copy; the live
+    // host is only read.
+    let (_t, root) = vm();
+    let m = knobs(&VM_KNOBS);
+    ok(&run(&root, m.path(), &["--host", "vm", "apply", "--all"]));
+    let text = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
+    let canon = std::fs::canonicalize(&root).unwrap();
+    assert!(text.contains("root: capture"), "{text}");
+    assert!(
+        text.contains(&format!("capture: {}", canon.display())),
+        "{text}"
+    );
+    let entries = ledger::read(m.path(), "vm").unwrap();
+    assert_eq!(entries.len(), 5);
+
+    let live = hostknob(&[
+        "--host",
+        "vm",
+        "--manifest",
+        m.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "audit",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&live)).unwrap();
+    assert_eq!(v["other_machine_entries"], 5, "{v}");
+    for k in v["knobs"].as_array().unwrap() {
+        let detail = k["detail"].as_str().unwrap_or("");
+        assert!(!detail.contains("applied in this boot"), "{k}");
+        assert!(k["evidence"].is_null(), "{k}");
+    }
+    let table = hostknob(&[
+        "--host",
+        "vm",
+        "--manifest",
+        m.path().to_str().unwrap(),
+        "audit",
+    ]);
+    assert!(
+        stdout(&table)
+            .contains("5 ledger entries under the name vm are from another machine or a capture"),
+        "{}",
+        stdout(&table)
+    );
+    // Under the copy itself they are its history.
+    let o = run(
+        &root,
+        m.path(),
+        &["--host", "vm", "--format", "json", "audit"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["other_machine_entries"], 0, "{v}");
+    assert_eq!(
+        (
+            v["summary"]["unpersisted"].as_u64(),
+            v["summary"]["ok"].as_u64()
+        ),
+        (Some(4), Some(1)),
+        "{v}"
+    );
+}
+
+#[test]
+fn an_unreadable_knob_file_is_unreadable_and_exits_1() {
+    // Issue 11: bytes that are not UTF-8 (as an I/O error) read as
+    // not-applicable, exit 0.
+    let (_t, host) = copy_host("fc-haltpoll-2cpu");
+    std::fs::write(
+        host.join("sys/kernel/mm/transparent_hugepage/enabled"),
+        b"always [madv\xffise] never\n",
+    )
+    .unwrap();
+    let m = manifest(&[("thp.yaml", THP_TMPFILES)]);
+    let (r, code) = audit_json(&host, m.path(), None);
+    let k = knob(&r, "thp");
+    assert_eq!(
+        (k["status"].as_str(), code),
+        (Some("unreadable"), 1),
+        "{r:#}"
+    );
+    assert!(k["detail"].as_str().unwrap().contains("not UTF-8"), "{k:#}");
+    assert_eq!(r["summary"]["unreadable"], 1);
+}
+
+#[test]
+fn a_disabled_idle_state_under_the_haltpoll_governor_is_not_honoured() {
+    // Issue 11: on the VM (governor haltpoll) a disabled `haltpoll idle`
+    // read back 1 and audited ok, though the state was still entered.
+    let (_t, root) = copy_host("fc-haltpoll-2cpu");
+    let m = knobs(&[(
+        "idle-off",
+        "persistence: runtime\nkind: cpuidle-state\ntarget: {cpus: \"1\", states: {names: [haltpoll idle]}}\nset: disabled\n",
+    )]);
+    ok(&run(
+        &root,
+        m.path(),
+        &["--host", "vm", "apply", "idle-off"],
+    ));
+    let (r, code) = audit_json(&root, m.path(), Some("vm"));
+    let k = knob(&r, "idle-off");
+    assert_eq!(
+        (k["status"].as_str(), code),
+        (Some("not-honoured"), 2),
+        "{k:#}"
+    );
+    let d = k["detail"].as_str().unwrap();
+    assert!(
+        d.contains("`haltpoll`, which ignores per-state disable") && d.contains("usage "),
+        "{d}"
+    );
+    // The same state under `menu`, which honours it: unpersisted, exit 0.
+    for f in ["current_governor", "current_governor_ro"] {
+        std::fs::write(
+            root.join("sys/devices/system/cpu/cpuidle").join(f),
+            "menu\n",
+        )
+        .unwrap();
+    }
+    let (r, code) = audit_json(&root, m.path(), Some("vm"));
+    assert_eq!(
+        (knob(&r, "idle-off")["status"].as_str(), code),
+        (Some("unpersisted"), 0)
+    );
 }

@@ -3,7 +3,7 @@
 
 use crate::support::*;
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 const SUBCOMMANDS: [&str; 13] = [
     "inventory",

@@ -216,6 +216,20 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
     ),
     ("bad-id", "thp.yaml", 1, "id", "is not a knob id"),
     (
+        "verify-expect-prose",
+        "thp.yaml",
+        11,
+        "verify",
+        "`p50 no higher than 120 µs` is prose, which verify cannot check; write it as `{metric: p50",
+    ),
+    (
+        "verify-expect-missing-by",
+        "thp.yaml",
+        11,
+        "verify",
+        "`change: lower` needs `by:`",
+    ),
+    (
         "allocator-bad-conf",
         "alloc.yaml",
         6,

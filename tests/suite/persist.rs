@@ -255,3 +255,56 @@ fn kernel_arguments_are_printed_with_their_commands_and_never_written() {
     );
     assert_tree(&before, &root, "cmdline");
 }
+
+#[test]
+fn revert_of_a_persisted_knob_names_the_file_and_persisted_removes_it() {
+    // Issue 11: `revert --all` said nothing of an installed tmpfiles.d file,
+    // which brings the change back at the next boot.
+    let (_t, root) = vm();
+    let m = knobs(&[(
+        "thp-never",
+        "persistence: tmpfiles\nkind: thp\ntarget: {setting: enabled}\nset: never\n",
+    )]);
+    ok(&run(
+        &root,
+        m.path(),
+        &["--host", "vm", "apply", "thp-never"],
+    ));
+    let o = ok(&run(
+        &root,
+        m.path(),
+        &[
+            "--host",
+            "vm",
+            "--format",
+            "json",
+            "persist",
+            "thp-never",
+            "--install",
+        ],
+    ));
+    let path = serde_json::from_str::<serde_json::Value>(&o).unwrap()["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let file = root.join(path.trim_start_matches('/'));
+    assert!(file.exists(), "{}", file.display());
+    let o = run(&root, m.path(), &["--host", "vm", "revert", "--all"]);
+    ok(&o);
+    let e = err(&o);
+    assert!(
+        e.contains(&format!("thp-never is persisted by {path}"))
+            && e.contains("hostknob persist thp-never --remove"),
+        "{e}"
+    );
+    assert!(file.exists(), "revert alone leaves the file");
+    let o = run(
+        &root,
+        m.path(),
+        &["--host", "vm", "revert", "--all", "--persisted"],
+    );
+    ok(&o);
+    assert!(!file.exists(), "--persisted removes it: {}", err(&o));
+    let o = run(&root, m.path(), &["--host", "vm", "revert", "--all"]);
+    assert!(!err(&o).contains("is persisted by"), "{}", err(&o));
+}

@@ -367,17 +367,60 @@ fn cpus_that_do_not_exist_are_refused() {
     );
 }
 
+/// `hostknob ARGS...` with the test-only seam that lets a probe run under a
+/// root; fails with one line.
+fn seam_error(args: &[&str]) -> String {
+    let out = hostknob_command(args)
+        .env("HOSTKNOB_TEST_PROBE_ON_ROOT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stdout(&out));
+    let e = stderr(&out).trim().to_string();
+    assert_eq!(e.lines().count(), 1, "one line expected: {e}");
+    e
+}
+
+#[test]
+fn probes_refuse_a_root_other_than_slash() {
+    // Issue 11: a probe under --root measured this VM and reported the
+    // tree's idle states as if they had been measured.
+    let gnr = corpus_host("gnr0");
+    let gnr = gnr.to_str().unwrap();
+    for args in [
+        &["--root", gnr, "probe", "wakeup", "--samples", "5"][..],
+        &["--root", gnr, "probe", "timer", "--loops", "1"],
+        &[
+            "--root",
+            gnr,
+            "--format",
+            "json",
+            "probe",
+            "rpc",
+            "--samples",
+            "5",
+        ],
+    ] {
+        let e = error(args);
+        assert!(
+            e.contains("measures this machine, not the tree at --root") && e.contains("gnr0"),
+            "{e}"
+        );
+    }
+    let e = error(&["--root", gnr, "verify", "anything"]);
+    assert!(e.contains("measures this machine"), "{e}");
+}
+
 #[test]
 fn offline_cpus_are_refused_under_a_root() {
     // A host tree where CPUs 2-3 are present but offline (this host cannot
-    // be changed to show that).
+    // be changed to show that), through the suite's seam.
     let dir = tempfile::tempdir().unwrap();
     let cpu = dir.path().join("sys/devices/system/cpu");
     std::fs::create_dir_all(&cpu).unwrap();
     std::fs::write(cpu.join("online"), "0-1\n").unwrap();
     std::fs::write(cpu.join("present"), "0-3\n").unwrap();
     let root = dir.path().to_str().unwrap();
-    let e = error(&[
+    let e = seam_error(&[
         "--root",
         root,
         "probe",
@@ -391,7 +434,7 @@ fn offline_cpus_are_refused_under_a_root() {
         e,
         "hostknob: --sleeper-cpu 3: CPU 3 is offline (online CPUs: 0-1)"
     );
-    let e = error(&[
+    let e = seam_error(&[
         "--root", root, "probe", "timer", "--cpu", "2", "--loops", "1",
     ]);
     assert_eq!(e, "hostknob: --cpu 2: CPU 2 is offline (online CPUs: 0-1)");

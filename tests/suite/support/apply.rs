@@ -14,6 +14,8 @@ pub fn command(root: &Path, manifest: &Path, args: &[&str]) -> Command {
     let mut c = hostknob_command(&[]);
     c.arg("--root").arg(root).arg("--manifest").arg(manifest);
     c.args(args);
+    // The test-only seam that lets verify run its probe under a copy's root.
+    c.env("HOSTKNOB_TEST_PROBE_ON_ROOT", "1");
     c
 }
 
@@ -57,10 +59,23 @@ pub const UNIT: (&str, &str) = (
     "[Unit]\nDescription=rpc\n[Service]\nExecStart=/usr/bin/rpc-node\n",
 );
 
-/// A copy of the VM capture with the unit the allocator knob targets.
+/// A copy of the VM capture with the unit the allocator knob targets, and
+/// the `menu` cpuidle governor, which honours a disabled idle state (under
+/// the capture's own `haltpoll`, audit says `not-honoured`: tested in
+/// `audit_status`).
 pub fn vm() -> (tempfile::TempDir, PathBuf) {
     let (tmp, root) = copy_host("fc-haltpoll-2cpu");
-    write_files(&root, &[UNIT]);
+    write_files(
+        &root,
+        &[
+            UNIT,
+            ("sys/devices/system/cpu/cpuidle/current_governor", "menu\n"),
+            (
+                "sys/devices/system/cpu/cpuidle/current_governor_ro",
+                "menu\n",
+            ),
+        ],
+    );
     (tmp, root)
 }
 

@@ -1,0 +1,162 @@
+//! Did the kernel do what the knob asked? A knob can read back as set and
+//! still be ignored: the `haltpoll` cpuidle governor enters a state whose
+//! `disable` reads 1. Around each leg, the idle-state counters of the CPUs
+//! the probe sleeps on are read; after each applied leg, what the kernel did
+//! is compared with what the knob asked:
+//!
+//! - a state that reads disabled whose `usage` rose;
+//! - a state deeper (exit latency) than the CPU's resume-latency limit
+//!   (`power/pm_qos_resume_latency_us`; `n/a` allows polling only) entered;
+//! - a knob file that no longer reads as set at the end of the leg (a
+//!   governor or EPP changed back mid-run).
+
+use serde::Serialize;
+
+use crate::cpulist::CpuList;
+use crate::inventory::{CPU_DIR, cpuidle_dir, state_indices, state_path};
+use crate::root::Root;
+
+/// At most this many CPUs are watched: the sleeper and the first of the target.
+const MAX_CPUS: usize = 16;
+
+/// One idle state's counters on one CPU, or their change over a leg.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema, PartialEq)]
+pub struct StateCount {
+    pub cpu: u32,
+    pub state: String,
+    pub latency_us: Option<u64>,
+    /// `disable` as read at the end of the leg.
+    pub disabled: bool,
+    /// Entries (`usage`).
+    pub entries: u64,
+    /// Residency (`time`), µs.
+    pub residency_us: u64,
+}
+
+/// The CPUs to watch: the sleeper first, then target CPUs, at most `MAX_CPUS`.
+pub fn watched(sleeper: u32, target: Option<&CpuList>) -> Vec<u32> {
+    let mut cpus = vec![sleeper];
+    if let Some(t) = target {
+        cpus.extend(
+            t.as_slice()
+                .iter()
+                .filter(|&&c| c != sleeper)
+                .take(MAX_CPUS - 1),
+        );
+    }
+    cpus
+}
+
+/// Every idle state's counters on `cpus` now (states that cannot be read are left out).
+pub fn read(root: &Root, cpus: &[u32]) -> Vec<StateCount> {
+    let mut out = Vec::new();
+    for &cpu in cpus {
+        let Ok(names) = root.read_dir(&cpuidle_dir(cpu)) else {
+            continue;
+        };
+        for i in state_indices(&names) {
+            let text = |a: &str| {
+                root.read_string(&state_path(cpu, i, a))
+                    .ok()
+                    .map(|t| t.trim().to_string())
+            };
+            let num = |a: &str| text(a).and_then(|t| t.parse::<u64>().ok());
+            let (Some(entries), Some(residency_us)) = (num("usage"), num("time")) else {
+                continue;
+            };
+            out.push(StateCount {
+                cpu,
+                state: text("name").unwrap_or_else(|| format!("state{i}")),
+                latency_us: num("latency"),
+                disabled: num("disable").is_some_and(|d| d != 0),
+                entries,
+                residency_us,
+            });
+        }
+    }
+    out
+}
+
+/// `after - before`, per CPU and state (`disabled` as read after).
+pub fn delta(before: &[StateCount], after: &[StateCount]) -> Vec<StateCount> {
+    after
+        .iter()
+        .map(|a| {
+            let b = before.iter().find(|b| b.cpu == a.cpu && b.state == a.state);
+            StateCount {
+                entries: a.entries.saturating_sub(b.map_or(a.entries, |b| b.entries)),
+                residency_us: a
+                    .residency_us
+                    .saturating_sub(b.map_or(a.residency_us, |b| b.residency_us)),
+                ..a.clone()
+            }
+        })
+        .collect()
+}
+
+/// Adds `d` into the running totals `sum`.
+pub fn accumulate(sum: &mut Vec<StateCount>, d: &[StateCount]) {
+    for s in d {
+        match sum
+            .iter_mut()
+            .find(|x| x.cpu == s.cpu && x.state == s.state)
+        {
+            Some(x) => {
+                x.entries += s.entries;
+                x.residency_us += s.residency_us;
+                x.disabled |= s.disabled;
+            }
+            None => sum.push(s.clone()),
+        }
+    }
+}
+
+/// The resume-latency limit of `cpu` in µs: `Some(0)` for `n/a` (polling only),
+/// `None` for no limit (`0`) or an unreadable file.
+pub fn resume_limit_us(root: &Root, cpu: u32) -> Option<u64> {
+    let t = root
+        .read_string(&format!(
+            "{CPU_DIR}/cpu{cpu}/power/pm_qos_resume_latency_us"
+        ))
+        .ok()?;
+    match t.trim() {
+        "n/a" => Some(0),
+        "0" => None,
+        n => n.parse().ok(),
+    }
+}
+
+/// The findings of one applied leg: what the kernel did against what was asked.
+pub fn findings(root: &Root, leg: &[StateCount]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in leg.iter().filter(|s| s.entries > 0) {
+        if s.disabled {
+            out.push(format!(
+                "CPU {}: `{}` reads disabled but was entered {} times ({} µs) in the applied leg",
+                s.cpu, s.state, s.entries, s.residency_us
+            ));
+        } else if let (Some(limit), Some(lat)) = (resume_limit_us(root, s.cpu), s.latency_us)
+            && lat > limit
+        {
+            out.push(format!(
+                "CPU {}: `{}` (exit latency {lat} µs) was entered {} times in the applied leg, above the resume-latency limit of {}",
+                s.cpu,
+                s.state,
+                s.entries,
+                if limit == 0 { "n/a (polling only)".to_string() } else { format!("{limit} µs") }
+            ));
+        }
+    }
+    out
+}
+
+/// The likely cause of a disabled state being entered, when it is known.
+pub fn likely_cause(root: &Root) -> Option<String> {
+    let gov = ["current_governor", "current_governor_ro"]
+        .iter()
+        .find_map(|f| root.read_string(&format!("{CPU_DIR}/cpuidle/{f}")).ok())?;
+    let gov = gov.trim();
+    (gov == "haltpoll").then(|| {
+        "the cpuidle governor is `haltpoll`, which ignores per-state disable; the `menu` and `teo` governors honour it (/sys/devices/system/cpu/cpuidle/current_governor)".to_string()
+    })
+}

@@ -1,0 +1,593 @@
+//! The verdict from paired rounds.
+//!
+//! Each round runs both legs back to back in a shuffled order, so a drift that
+//! moves the whole round (a noisy minute, a neighbour's burst) cancels in that
+//! round's ratio. The round, not the sample, is the unit of evidence: samples of
+//! one leg share that leg's few seconds of host state and are not independent,
+//! so a test over pooled samples calls noise an effect.
+//!
+//! The rule, for a metric (p50 unless the expectation names another):
+//!
+//! 1. Per round r, d_r = ln(applied metric / as-found metric).
+//! 2. The ratio is exp(mean d); its interval is exp(mean d ± t · sd/√R), the
+//!    Student t interval at `1 - alpha` (99.5 %). Under no effect, d_r is symmetric
+//!    about 0 whatever the noise (the leg order is random), which keeps the t
+//!    interval honest or conservative.
+//! 3. After the first `rounds` and then after each batch of further rounds:
+//!    - `improved`: the interval lies below 1 and the ratio is at most
+//!      1 - min_effect (0.95); `regressed` is the mirror image (1.05);
+//!    - `no detectable effect`, decided: the interval lies within
+//!      [1 - min_effect, 1 + min_effect]: any effect is smaller than that;
+//!    - otherwise more rounds, up to `max_rounds`; then `no detectable effect
+//!      at this noise after N rounds`.
+//!
+//! Looking at the evidence after each batch gives noise several chances; alpha
+//! is per look and the looks are few (see `looks`), and the minimum effect must
+//! also hold, so an A/A run stays quiet in well over 95 % of runs (tests below).
+
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+pub use crate::schema::expect::Metric;
+use crate::stats::{self, Summary};
+
+/// A leg's value of `m` in one round.
+pub fn metric_of(m: Metric, s: &Summary) -> f64 {
+    match m {
+        Metric::P50 => s.p50_ns as f64,
+        Metric::P95 => s.p95_ns as f64,
+        Metric::P99 => s.p99_ns as f64,
+        Metric::P999 => s.p999_ns as f64,
+        Metric::Max => s.max_ns as f64,
+        Metric::Mean => s.mean_ns,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Improved,
+    Regressed,
+    NoDetectableEffect,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::NoDetectableEffect => "no detectable effect",
+        }
+    }
+}
+
+/// Why the rounds stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    /// The interval cleared 1 and the ratio the minimum effect.
+    EffectCleared,
+    /// The interval lies within the minimum effect on both sides.
+    WithinMinimumEffect,
+    /// Neither after `max_rounds`: the noise is too large for this effect.
+    RoundCap,
+    /// Not decided yet: run another batch.
+    MoreRounds,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
+pub struct Rule {
+    /// Per-look error rate of the interval (0.005: a 99.5 % interval).
+    pub alpha: f64,
+    /// Smallest relative change that counts (0.05 = 5 %).
+    pub min_effect: f64,
+    /// Rounds before the first look.
+    pub rounds: usize,
+    /// Rounds added between looks.
+    pub batch: usize,
+    /// The most rounds a run takes before it gives up on deciding.
+    pub max_rounds: usize,
+}
+
+/// Fewer rounds cannot show anything: with 4, a 99 % t interval is
+/// ±5.8 standard errors, wider than most effects worth having.
+pub const MIN_ROUNDS: usize = 5;
+
+impl Rule {
+    /// The default design for `rounds` first rounds: batches of half as many,
+    /// up to four times as many rounds in all.
+    pub fn for_rounds(rounds: usize) -> Rule {
+        let rounds = rounds.max(MIN_ROUNDS);
+        Rule {
+            alpha: 0.005,
+            min_effect: 0.05,
+            rounds,
+            batch: rounds.div_ceil(2),
+            max_rounds: rounds * 4,
+        }
+    }
+
+    /// The round counts after which the evidence is looked at.
+    pub fn looks(&self) -> Vec<usize> {
+        let mut at = vec![self.rounds];
+        while let Some(&last) = at.last() {
+            if last >= self.max_rounds || self.batch == 0 {
+                break;
+            }
+            at.push((last + self.batch).min(self.max_rounds));
+        }
+        at
+    }
+}
+
+impl Default for Rule {
+    fn default() -> Rule {
+        Rule::for_rounds(6)
+    }
+}
+
+/// One leg's figures over the rounds: the median across rounds of each round's
+/// p50, p95, p99 and max, and the CV of the per-round p50s.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct LegFigures {
+    pub rounds: usize,
+    pub samples: usize,
+    pub p50_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: f64,
+    /// Coefficient of variation of the per-round p50s.
+    pub cv: f64,
+    pub round_p50_ns: Vec<u64>,
+}
+
+impl LegFigures {
+    fn from_rounds(rounds: &[Summary], samples: usize) -> LegFigures {
+        let pick = |f: fn(&Summary) -> u64| {
+            let mut v: Vec<u64> = rounds.iter().map(f).collect();
+            v.sort_unstable();
+            if v.is_empty() {
+                0
+            } else {
+                stats::percentile_sorted(&v, stats::P50)
+            }
+        };
+        let round_p50_ns: Vec<u64> = rounds.iter().map(|s| s.p50_ns).collect();
+        let means: Vec<f64> = rounds.iter().map(|s| s.mean_ns).collect();
+        LegFigures {
+            rounds: rounds.len(),
+            samples,
+            p50_ns: pick(|s| s.p50_ns),
+            p95_ns: pick(|s| s.p95_ns),
+            p99_ns: pick(|s| s.p99_ns),
+            p999_ns: pick(|s| s.p999_ns),
+            max_ns: pick(|s| s.max_ns),
+            mean_ns: median(&means),
+            cv: cv(&round_p50_ns.iter().map(|&v| v as f64).collect::<Vec<_>>()),
+            round_p50_ns,
+        }
+    }
+
+    /// The leg's value of `metric` (median across rounds).
+    pub fn get(&self, metric: Metric) -> f64 {
+        match metric {
+            Metric::P50 => self.p50_ns as f64,
+            Metric::P95 => self.p95_ns as f64,
+            Metric::P99 => self.p99_ns as f64,
+            Metric::P999 => self.p999_ns as f64,
+            Metric::Max => self.max_ns as f64,
+            Metric::Mean => self.mean_ns,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Analysis {
+    pub metric: Metric,
+    pub baseline: LegFigures,
+    pub applied: LegFigures,
+    /// applied / as found, per round, of `metric`.
+    pub ratios: Vec<f64>,
+    /// exp(mean of the per-round log ratios): the typical ratio.
+    pub ratio: f64,
+    /// The ratio's interval at `confidence`.
+    pub interval: [f64; 2],
+    pub confidence: f64,
+    /// Two-sided p of the one-sample t test of the log ratios against 0.
+    pub p_value: f64,
+    pub rounds_lower: usize,
+    pub rounds_higher: usize,
+    pub verdict: Verdict,
+    pub decision: Decision,
+    pub rule: Rule,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => s[n / 2],
+        _ => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if v.len() < 2 {
+        return (mean, f64::NAN);
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt())
+}
+
+fn cv(v: &[f64]) -> f64 {
+    let (mean, sd) = mean_sd(v);
+    if v.len() < 2 || mean <= 0.0 {
+        0.0
+    } else {
+        sd / mean
+    }
+}
+
+/// `rounds[r]` holds round r's samples (ns) of the as-found and the applied leg.
+/// `rounds.len()` is the number of rounds run so far; the decision says whether
+/// the rule wants more (see `Rule::looks` for when to ask).
+pub fn analyze(rounds: &[(Vec<u64>, Vec<u64>)], metric: Metric, rule: Rule) -> Analysis {
+    let paired: Vec<(Summary, Summary)> = rounds
+        .iter()
+        .filter_map(|(b, a)| Some((Summary::from_ns(b)?, Summary::from_ns(a)?)))
+        .collect();
+    let (b_sum, a_sum): (Vec<Summary>, Vec<Summary>) = paired.iter().cloned().unzip();
+    let baseline = LegFigures::from_rounds(&b_sum, rounds.iter().map(|r| r.0.len()).sum());
+    let applied = LegFigures::from_rounds(&a_sum, rounds.iter().map(|r| r.1.len()).sum());
+    // A zero metric (a clock that did not move) has no ratio; such rounds drop out.
+    let ratios: Vec<f64> = paired
+        .iter()
+        .map(|(b, a)| metric_of(metric, a) / metric_of(metric, b))
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .collect();
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let (mean, sd) = mean_sd(&logs);
+    let n = logs.len();
+    let confidence = 1.0 - rule.alpha;
+    let (interval, p_value) = if n >= 2 && sd > 0.0 {
+        let t = StudentsT::new(0.0, 1.0, (n - 1) as f64).expect("df >= 1");
+        let se = sd / (n as f64).sqrt();
+        let q = t.inverse_cdf(1.0 - rule.alpha / 2.0);
+        let p = 2.0 * (1.0 - t.cdf((mean / se).abs()));
+        ([(mean - q * se).exp(), (mean + q * se).exp()], p)
+    } else if n >= 2 {
+        // Every round gave the very same ratio: no spread, the interval is a point.
+        (
+            [mean.exp(), mean.exp()],
+            if mean == 0.0 { 1.0 } else { 0.0 },
+        )
+    } else {
+        ([0.0, f64::INFINITY], f64::NAN)
+    };
+    let ratio = if n > 0 { mean.exp() } else { f64::NAN };
+    let (lo, hi) = (interval[0], interval[1]);
+    let (down, up) = (1.0 - rule.min_effect, 1.0 + rule.min_effect);
+    let (verdict, decision) = if n >= MIN_ROUNDS && hi < 1.0 && ratio <= down {
+        (Verdict::Improved, Decision::EffectCleared)
+    } else if n >= MIN_ROUNDS && lo > 1.0 && ratio >= up {
+        (Verdict::Regressed, Decision::EffectCleared)
+    } else if n >= MIN_ROUNDS && lo >= down && hi <= up {
+        (Verdict::NoDetectableEffect, Decision::WithinMinimumEffect)
+    } else if rounds.len() >= rule.max_rounds {
+        (Verdict::NoDetectableEffect, Decision::RoundCap)
+    } else {
+        (Verdict::NoDetectableEffect, Decision::MoreRounds)
+    };
+    Analysis {
+        metric,
+        baseline,
+        applied,
+        rounds_lower: ratios.iter().filter(|&&r| r < 1.0).count(),
+        rounds_higher: ratios.iter().filter(|&&r| r > 1.0).count(),
+        ratios,
+        ratio,
+        interval,
+        confidence,
+        p_value,
+        verdict,
+        decision,
+        rule,
+    }
+}
+
+impl Analysis {
+    /// The verdict in words, with the reason it stopped.
+    pub fn verdict_words(&self) -> String {
+        let n = self.ratios.len();
+        let iv = format!(
+            "ratio {:.3}, {:.1} % interval {:.3}-{:.3}",
+            self.ratio,
+            self.confidence * 100.0,
+            self.interval[0],
+            self.interval[1]
+        );
+        match self.decision {
+            Decision::EffectCleared => format!("{} ({iv}, {n} rounds)", self.verdict.as_str()),
+            Decision::WithinMinimumEffect => format!(
+                "no detectable effect: any change is under {:.0} % ({iv}, {n} rounds)",
+                self.rule.min_effect * 100.0
+            ),
+            Decision::RoundCap | Decision::MoreRounds => {
+                format!("no detectable effect at this noise after {n} rounds ({iv})")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn normal(rng: &mut ChaCha8Rng) -> f64 {
+        let (u1, u2): (f64, f64) = (rng.random::<f64>().max(1e-12), rng.random());
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// Log-normal latencies around `median_ns` with spread `sigma` (of the log).
+    fn draw(rng: &mut ChaCha8Rng, n: usize, median_ns: f64, sigma: f64) -> Vec<u64> {
+        (0..n)
+            .map(|_| (median_ns * (sigma * normal(rng)).exp()) as u64 + 1)
+            .collect()
+    }
+
+    /// A host whose state drifts: each round shares a factor (CV `round_cv`)
+    /// and each leg adds its own (CV `leg_cv`), as legs seconds apart do.
+    pub(crate) struct Host {
+        pub base: f64,
+        pub effect: f64,
+        pub sigma: f64,
+        pub round_cv: f64,
+        pub leg_cv: f64,
+        pub samples: usize,
+    }
+
+    impl Host {
+        pub fn rounds(&self, rng: &mut ChaCha8Rng, n: usize) -> Vec<(Vec<u64>, Vec<u64>)> {
+            (0..n)
+                .map(|_| {
+                    let round = (self.round_cv * normal(rng)).exp();
+                    let b = round * (self.leg_cv * normal(rng)).exp();
+                    let a = round * (self.leg_cv * normal(rng)).exp();
+                    (
+                        draw(rng, self.samples, self.base * b, self.sigma),
+                        draw(rng, self.samples, self.base * self.effect * a, self.sigma),
+                    )
+                })
+                .collect()
+        }
+
+        /// Runs the sequential design as verify does.
+        pub fn verify(&self, seed: u64, rule: Rule) -> Analysis {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut rounds = Vec::new();
+            for at in rule.looks() {
+                let more = at - rounds.len();
+                rounds.extend(self.rounds(&mut rng, more));
+                let a = analyze(&rounds, Metric::P50, rule);
+                if a.decision != Decision::MoreRounds {
+                    return a;
+                }
+            }
+            unreachable!("the last look is at max_rounds")
+        }
+    }
+
+    fn count(host: &Host, trials: u64, verdict: Verdict) -> usize {
+        (0..trials)
+            .filter(|&s| host.verify(s, Rule::default()).verdict == verdict)
+            .count()
+    }
+
+    /// The rule this replaced: pooled Mann-Whitney p < 0.01, median round
+    /// ratio 5 % away from 1, 5 of 6 rounds agreeing.
+    fn old_rule_claims_effect(rounds: &[(Vec<u64>, Vec<u64>)]) -> bool {
+        let ratios: Vec<f64> = rounds
+            .iter()
+            .map(|(b, a)| {
+                Summary::from_ns(a).unwrap().p50_ns as f64
+                    / Summary::from_ns(b).unwrap().p50_ns as f64
+            })
+            .collect();
+        let m = median(&ratios);
+        let lower = ratios.iter().filter(|&&r| r < 1.0).count();
+        let higher = ratios.len() - lower;
+        let pooled_b: Vec<u64> = rounds.iter().flat_map(|r| r.0.clone()).collect();
+        let pooled_a: Vec<u64> = rounds.iter().flat_map(|r| r.1.clone()).collect();
+        let p = mann_whitney_p(&pooled_b, &pooled_a);
+        p < 0.01 && ((m <= 0.95 && lower >= 5) || (m >= 1.05 && higher >= 5))
+    }
+
+    fn mann_whitney_p(x: &[u64], y: &[u64]) -> f64 {
+        let (n1, n2) = (x.len() as f64, y.len() as f64);
+        let mut all: Vec<(u64, bool)> = x
+            .iter()
+            .map(|&v| (v, true))
+            .chain(y.iter().map(|&v| (v, false)))
+            .collect();
+        all.sort_unstable_by_key(|p| p.0);
+        let mut rank_x = 0.0;
+        for (i, p) in all.iter().enumerate() {
+            if p.1 {
+                rank_x += i as f64 + 1.0;
+            }
+        }
+        let u = rank_x - n1 * (n1 + 1.0) / 2.0;
+        let z = (u - n1 * n2 / 2.0).abs() / (n1 * n2 * (n1 + n2 + 1.0) / 12.0).sqrt();
+        let t = StudentsT::new(0.0, 1.0, 1e9).unwrap();
+        2.0 * (1.0 - t.cdf(z))
+    }
+
+    const DRIFTY: Host = Host {
+        base: 80_000.0,
+        effect: 1.0,
+        sigma: 0.4,
+        round_cv: 0.25,
+        leg_cv: 0.12,
+        samples: 100,
+    };
+
+    #[test]
+    fn aa_with_round_and_leg_drift_says_no_effect_where_the_pooled_rule_did_not() {
+        let trials = 200;
+        let quiet = count(&DRIFTY, trials, Verdict::NoDetectableEffect);
+        assert!(
+            quiet * 100 >= 95 * trials as usize,
+            "only {quiet}/{trials} quiet"
+        );
+        // The old rule over the same kind of data: far more than 5 % false effects.
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let false_effects = (0..trials)
+            .filter(|_| old_rule_claims_effect(&DRIFTY.rounds(&mut rng, 6)))
+            .count();
+        assert!(
+            false_effects * 100 > 10 * trials as usize,
+            "old rule: {false_effects}/{trials}"
+        );
+    }
+
+    #[test]
+    fn aa_with_heavy_leg_drift_stops_at_the_cap_and_says_so() {
+        let host = Host {
+            leg_cv: 0.3,
+            ..DRIFTY
+        };
+        let a = host.verify(3, Rule::default());
+        assert_eq!(a.verdict, Verdict::NoDetectableEffect);
+        assert_eq!(a.decision, Decision::RoundCap, "{a:?}");
+        assert_eq!(a.ratios.len(), 24);
+        assert!(a.verdict_words().contains("at this noise after 24 rounds"));
+        let quiet = count(&host, 200, Verdict::NoDetectableEffect);
+        assert!(quiet >= 190, "{quiet}/200");
+    }
+
+    #[test]
+    fn a_real_effect_is_found_through_the_drift() {
+        // Resume latency n/a on this VM: p50 ~87 -> ~14 µs.
+        let host = Host {
+            effect: 0.16,
+            ..DRIFTY
+        };
+        assert_eq!(count(&host, 100, Verdict::Improved), 100);
+        let a = host.verify(1, Rule::default());
+        assert_eq!((a.decision, a.ratios.len()), (Decision::EffectCleared, 6));
+        assert!(a.interval[1] < 0.3 && a.interval[0] > 0.08, "{a:?}");
+        let host = Host {
+            effect: 1.6,
+            ..DRIFTY
+        };
+        assert_eq!(count(&host, 100, Verdict::Regressed), 100);
+    }
+
+    #[test]
+    fn a_moderate_effect_takes_more_rounds() {
+        let host = Host {
+            effect: 0.8,
+            ..DRIFTY
+        };
+        let found = (0..100)
+            .map(|s| host.verify(s, Rule::default()))
+            .filter(|a| a.verdict == Verdict::Improved)
+            .collect::<Vec<_>>();
+        assert!(found.len() >= 90, "{}/100", found.len());
+        assert!(
+            found.iter().any(|a| a.ratios.len() > 6),
+            "some needed a second look"
+        );
+    }
+
+    #[test]
+    fn a_quiet_host_decides_no_effect_within_the_minimum() {
+        let host = Host {
+            sigma: 0.1,
+            round_cv: 0.05,
+            leg_cv: 0.005,
+            samples: 400,
+            ..DRIFTY
+        };
+        let a = host.verify(11, Rule::default());
+        assert_eq!(a.decision, Decision::WithinMinimumEffect, "{a:?}");
+        assert!(a.interval[0] >= 0.95 && a.interval[1] <= 1.05);
+        assert!(a.verdict_words().contains("under 5 %"));
+    }
+
+    #[test]
+    fn a_small_shift_under_heavy_noise_is_not_a_verdict() {
+        let host = Host {
+            effect: 0.98,
+            sigma: 1.2,
+            ..DRIFTY
+        };
+        let quiet = count(&host, 100, Verdict::NoDetectableEffect);
+        assert!(quiet >= 95, "{quiet}/100");
+    }
+
+    #[test]
+    fn looks_and_minimum_rounds() {
+        assert_eq!(Rule::for_rounds(6).looks(), vec![6, 9, 12, 15, 18, 21, 24]);
+        assert_eq!(Rule::for_rounds(2).rounds, MIN_ROUNDS);
+        assert_eq!(Rule::for_rounds(5).looks(), vec![5, 8, 11, 14, 17, 20]);
+    }
+
+    #[test]
+    fn figures_ratios_and_interval_by_hand() {
+        // Ratios 0.5, 0.5, 0.5, 0.5, 0.5: no spread, the interval is the point.
+        let r: Vec<_> = (0..5)
+            .map(|_| (vec![100, 200, 300], vec![50, 100, 150]))
+            .collect();
+        let a = analyze(&r, Metric::P50, Rule::default());
+        assert_eq!(a.ratios, vec![0.5; 5]);
+        assert!((a.ratio - 0.5).abs() < 1e-12 && a.interval == [a.ratio, a.ratio]);
+        assert_eq!((a.verdict, a.rounds_lower), (Verdict::Improved, 5));
+        assert_eq!(a.baseline.p50_ns, 200);
+        assert_eq!(a.applied.round_p50_ns, vec![100; 5]);
+        // Log ratios ln 0.5 and ln 1: mean -0.3466, sd 0.4901, se 0.3466;
+        // t(1) 0.9975 quantile 127.32: interval exp(-0.3466 ± 22.06).
+        let r = vec![(vec![200], vec![100]), (vec![200], vec![200])];
+        let a = analyze(&r, Metric::P50, Rule::default());
+        assert!((a.ratio - 0.5f64.sqrt()).abs() < 1e-9);
+        assert!(
+            (a.interval[1].ln() - (-0.34657 + 127.32 * 0.34657)).abs() < 1e-2,
+            "{a:?}"
+        );
+        assert!(
+            (a.p_value - 0.5).abs() < 1e-6,
+            "t = 1 on 1 df: p = 0.5, got {}",
+            a.p_value
+        );
+        assert_eq!(a.decision, Decision::MoreRounds);
+    }
+
+    #[test]
+    fn metric_selects_the_statistic() {
+        let r: Vec<_> = (0..6)
+            .map(|_| {
+                (
+                    (1..=100).collect::<Vec<u64>>(),
+                    (1..=100).map(|v| if v > 95 { v * 3 } else { v }).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            analyze(&r, Metric::P50, Rule::default()).verdict,
+            Verdict::NoDetectableEffect
+        );
+        assert_eq!(
+            analyze(&r, Metric::P99, Rule::default()).verdict,
+            Verdict::Regressed
+        );
+        assert!((analyze(&r, Metric::Max, Rule::default()).ratio - 3.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,141 @@
+//! Where verify runs its probe: the sleeper (the CPU left idle, or the rpc
+//! server) inside the knob's target CPUs, the waker (or the rpc client)
+//! outside them where possible, and never on a CPU that shares a core, a
+//! module (cluster) or an L2 with the sleeper: a busy neighbour keeps the
+//! shared parts awake and hides the exit cost of the state being measured.
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use crate::cpulist::CpuList;
+use crate::inventory::{CPU_DIR, Reader};
+use crate::root::Root;
+
+/// The CPUs chosen and why.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Placement {
+    /// The knob's target CPUs; `None` for a knob without CPUs (THP, sysctl).
+    pub target_cpus: Option<CpuList>,
+    pub sleeper: u32,
+    pub waker: u32,
+    /// CPUs that share a core, module or L2 with the sleeper (itself left out).
+    pub sleeper_neighbours: CpuList,
+    pub why: String,
+}
+
+/// What the user asked for with the probe's options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Asked {
+    pub sleeper: Option<u32>,
+    pub waker: Option<u32>,
+}
+
+/// The CPUs that share a core (SMT), a cluster (module) or a cache of level
+/// 2 or below with `cpu`, from sysfs under `root`. Cache levels come from
+/// `level`; where a capture lacks it, `index0`-`index2` (L1d, L1i, L2 on
+/// every architecture Linux lists them for) count.
+pub fn neighbours(root: &Root, cpu: u32) -> CpuList {
+    let r = Reader::new(root);
+    let dir = format!("{CPU_DIR}/cpu{cpu}");
+    let mut all: Vec<u32> = Vec::new();
+    for f in [
+        "topology/thread_siblings_list",
+        "topology/core_cpus_list",
+        "topology/cluster_cpus_list",
+    ] {
+        if let Some(l) = r.cpulist(&format!("{dir}/{f}")) {
+            all.extend(l.as_slice());
+        }
+    }
+    let indices = r
+        .dir(&format!("{dir}/cache"))
+        .map(|names| crate::inventory::numbered(&names, "index"))
+        .unwrap_or_default();
+    for i in indices {
+        let d = format!("{dir}/cache/index{i}");
+        let close = match r.parse::<u32>(&format!("{d}/level")) {
+            Some(level) => level <= 2,
+            None => i <= 2,
+        };
+        if close && let Some(l) = r.cpulist(&format!("{d}/shared_cpu_list")) {
+            all.extend(l.as_slice());
+        }
+    }
+    all.retain(|&c| c != cpu);
+    all.into_iter().collect()
+}
+
+/// Chooses the sleeper and the waker among `allowed`. An asked sleeper
+/// outside the target is refused unless `force`.
+pub fn place(
+    root: &Root,
+    allowed: &CpuList,
+    target: Option<&CpuList>,
+    asked: Asked,
+    force: bool,
+) -> Result<Placement> {
+    let in_target = |c: u32| target.is_none_or(|t| t.contains(c));
+    let sleeper = match asked.sleeper {
+        Some(s) if !in_target(s) && !force => bail!(
+            "--sleeper-cpu {s} is outside the knob's target CPUs {}: the knob does not touch it, so verify would measure nothing; pick one of them, or pass --force to measure there anyway",
+            target.map(|t| t.to_string()).unwrap_or_default()
+        ),
+        Some(s) => s,
+        None => match allowed.as_slice().iter().rev().find(|&&c| in_target(c)) {
+            Some(&c) => c,
+            None => bail!(
+                "none of the knob's target CPUs {} can run the probe here (allowed: {allowed}): verify would measure a CPU the knob does not touch",
+                target.map(|t| t.to_string()).unwrap_or_default()
+            ),
+        },
+    };
+    let near = neighbours(root, sleeper);
+    let (waker, why) = match asked.waker {
+        Some(w) => (w, "--waker-cpu as asked".to_string()),
+        None => {
+            let far = |c: &&u32| **c != sleeper && !near.contains(**c);
+            let outside = allowed
+                .as_slice()
+                .iter()
+                .rev()
+                .filter(far)
+                .find(|&&c| !in_target(c));
+            let inside = allowed.as_slice().iter().rev().find(far);
+            let other = allowed.as_slice().iter().rev().find(|&&c| c != sleeper);
+            match (outside, inside, other) {
+                (Some(&w), ..) => (
+                    w,
+                    "the waker outside the target, sharing no core, module or L2 with the sleeper"
+                        .to_string(),
+                ),
+                (None, Some(&w), _) => (
+                    w,
+                    match target {
+                        Some(_) => "every CPU outside the target is unusable or near the sleeper: the waker inside it, sharing no core, module or L2 with the sleeper",
+                        None => "the waker sharing no core, module or L2 with the sleeper",
+                    }
+                    .to_string(),
+                ),
+                (None, None, Some(&w)) => (
+                    w,
+                    format!(
+                        "every other usable CPU shares a core, module or L2 with the sleeper (CPUs {near}): its wakeups may understate a deep state's exit cost"
+                    ),
+                ),
+                (None, None, None) => bail!(
+                    "the probe needs two CPUs, but only CPU {allowed} can run it"
+                ),
+            }
+        }
+    };
+    if waker == sleeper {
+        bail!("the waker and the sleeper are both CPU {waker}: they must differ");
+    }
+    Ok(Placement {
+        target_cpus: target.cloned(),
+        sleeper,
+        waker,
+        sleeper_neighbours: near,
+        why,
+    })
+}
