@@ -11,8 +11,6 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::inventory;
-use crate::probe::{rpc, wakeup};
-use crate::render;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -192,7 +190,7 @@ Then check every write before making the first (values the host accepts, values 
 read, permission asked without writing), take the lock in the state directory, journal the values \
 before (fsynced), write in an order that respects kernel dependencies (governor before EPP, a global \
 boost before per-policy ones) and read every file back. If any write or read-back fails, everything \
-already written is restored in reverse order and read back, and the failing file is named. On \
+already written is restored (in the order the kernel's dependencies require) and read back, and the failing file is named. On \
 success the change is appended to the ledger (<manifest>/ledger/<host>.yaml) and the knobs' caveats \
 are printed.\n\nExit codes: 0 applied (or nothing to do, or a dry run); 1 refused or failed, with \
 what happened to the host said on stderr.",
@@ -203,7 +201,7 @@ sudo hostknob apply cpuidle-no-deep-state\n  sudo hostknob apply --all --wait"
     /// Restore the values recorded before the first apply, read them back, record it.
     #[command(
         long_about = "Restore what the journal in the state directory recorded before the first apply \
-since the journal began (also after a crash in the middle of an apply), in reverse order, read every \
+since the journal began (also after a crash in the middle of an apply), in the order the kernel's dependencies require (EPP before the governor that pins it), read every \
 file back, append to the ledger and drop the restored entries from the journal. Files that cannot \
 be restored stay in the journal, and revert exits 1 naming them."
     )]
@@ -357,18 +355,6 @@ pub enum Format {
     Prometheus,
 }
 
-impl From<Format> for render::Format {
-    fn from(f: Format) -> Self {
-        match f {
-            Format::Table => render::Format::Table,
-            Format::Yaml => render::Format::Yaml,
-            Format::Json => render::Format::Json,
-            Format::Markdown => render::Format::Markdown,
-            Format::Prometheus => render::Format::Prometheus,
-        }
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mechanism {
     /// FUTEX_WAIT / FUTEX_WAKE on a private futex word.
@@ -379,29 +365,10 @@ pub enum Mechanism {
     Pipe,
 }
 
-impl From<Mechanism> for wakeup::Mechanism {
-    fn from(m: Mechanism) -> Self {
-        match m {
-            Mechanism::Futex => wakeup::Mechanism::Futex,
-            Mechanism::Eventfd => wakeup::Mechanism::Eventfd,
-            Mechanism::Pipe => wakeup::Mechanism::Pipe,
-        }
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Proto {
     Udp,
     Tcp,
-}
-
-impl From<Proto> for rpc::Proto {
-    fn from(p: Proto) -> Self {
-        match p {
-            Proto::Udp => rpc::Proto::Udp,
-            Proto::Tcp => rpc::Proto::Tcp,
-        }
-    }
 }
 
 #[derive(Args, Debug)]

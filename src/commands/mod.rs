@@ -19,7 +19,9 @@ pub(crate) mod verify;
 use anyhow::Result;
 
 use crate::apply::Session;
-use crate::cli::{Cli, Command, Global};
+use crate::cli::{self, Cli, Command, Global};
+use crate::probe::{rpc, wakeup};
+use crate::render;
 use crate::manifest;
 use crate::root::Root;
 
@@ -93,5 +95,38 @@ impl OpenHost {
             &self.manifest_dir,
             &g.state_dir,
         )
+    }
+}
+
+// The command line's value enums, mapped onto the library's types.
+
+impl From<cli::Format> for render::Format {
+    fn from(f: cli::Format) -> Self {
+        match f {
+            cli::Format::Table => render::Format::Table,
+            cli::Format::Yaml => render::Format::Yaml,
+            cli::Format::Json => render::Format::Json,
+            cli::Format::Markdown => render::Format::Markdown,
+            cli::Format::Prometheus => render::Format::Prometheus,
+        }
+    }
+}
+
+impl From<cli::Mechanism> for wakeup::Mechanism {
+    fn from(m: cli::Mechanism) -> Self {
+        match m {
+            cli::Mechanism::Futex => wakeup::Mechanism::Futex,
+            cli::Mechanism::Eventfd => wakeup::Mechanism::Eventfd,
+            cli::Mechanism::Pipe => wakeup::Mechanism::Pipe,
+        }
+    }
+}
+
+impl From<cli::Proto> for rpc::Proto {
+    fn from(p: cli::Proto) -> Self {
+        match p {
+            cli::Proto::Udp => rpc::Proto::Udp,
+            cli::Proto::Tcp => rpc::Proto::Tcp,
+        }
     }
 }
