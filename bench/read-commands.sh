@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Read commands' speed and memory: inventory beside lscpu on this machine, and
-# inventory and doc on the largest captures (cwf0: 576 CPUs, gnr0: 512 CPUs).
-# Prints medians and ratios.
-# Usage: bench/inventory.sh   (from the repository root; installs hyperfine)
+# inventory, audit and doc on the largest captures (cwf0: 576 CPUs, gnr0: 512
+# CPUs). Prints medians and ratios, then counts that do not depend on the load
+# of a shared machine: system calls (strace -c -f), instructions in user space
+# (valgrind callgrind), CPU time and page faults (perf stat).
+# Usage: bench/read-commands.sh   (from the repository root; installs hyperfine)
+#        BIN=path/to/hostknob bench/read-commands.sh   (measure another build)
 set -euo pipefail
-echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 cd "$(dirname "$0")/.."
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine; }
-cargo build --release --locked -q
-bin=target/release/hostknob
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --locked -q
+  BIN=${CARGO_TARGET_DIR:-target}/release/hostknob
+fi
+bin=$BIN
+echo "# machine: $(nproc) CPUs, kernel $(uname -r), binary $bin"
+echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 corpus=${HOSTKNOB_CORPUS:-tests/corpus/hosts}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -39,7 +46,7 @@ hyperfine --style none -N -w 5 -r 50 --export-json "$tmp/big.json" "$bin --root 
 median "$tmp/big.json" | sed "s#$tmp/##"
 
 echo "# audit on the largest captures (target < 50 ms)"
-hyperfine --style none -N -w 5 -r 30 -i --export-json "$tmp/audit.json" "$bin --root $tmp/gnr0 --manifest manifest audit" "$bin --root $tmp/cwf0 --manifest manifest audit" >/dev/null
+hyperfine --style none -N -w 5 -r 30 -i --export-json "$tmp/audit.json" "$bin --root $tmp/gnr0 --host gnr0 --manifest manifest audit" "$bin --root $tmp/cwf0 --host cwf0 --manifest manifest audit" >/dev/null
 median "$tmp/audit.json" | sed "s#$tmp/##"
 
 echo "# host document on the largest captures (target < 50 ms)"
@@ -52,4 +59,27 @@ for args in "inventory" "--root $tmp/gnr0 inventory" "--root $tmp/cwf0 inventory
   tail -1 "$tmp/t" | sed "s#$tmp/##"
 done
 /usr/bin/time -f "%M KiB  lscpu" lscpu >/dev/null 2>"$tmp/t"; tail -1 "$tmp/t"
+
+# Counts, repeatable under load.
+command -v strace >/dev/null || { apt-get update -qq && apt-get install -y -qq strace; }
+syscalls() { strace -f -c -o "$tmp/s" "$@" >/dev/null 2>&1 || true; awk '/total/ {print $3}' "$tmp/s"; }
+echo "# system calls (strace -c -f)"
+echo "lscpu: $(syscalls lscpu)"
+for args in "inventory" "--root $tmp/gnr0 inventory" "--root $tmp/gnr0 --host gnr0 --manifest manifest audit" "--root $tmp/gnr0 --host gnr0 doc --out /dev/null"; do
+  echo "hostknob $args: $(syscalls $bin $args)" | sed "s#$tmp/##"
+done
+if command -v valgrind >/dev/null; then
+  echo "# instructions in user space (valgrind --tool=callgrind; live only: valgrind lacks openat2)"
+  for cmd in "lscpu" "$bin --version" "$bin inventory"; do
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" $cmd >/dev/null 2>"$tmp/v" || true
+    echo "$cmd: $(awk '/Collected/ {print $4}' "$tmp/v") instructions"
+  done
+fi
+if perf stat -e task-clock true 2>/dev/null; then
+  echo "# CPU time and page faults (perf stat, 40 runs each; CPU time is summed over threads)"
+  for cmd in "lscpu" "$bin --version" "$bin inventory" "$bin --root $tmp/gnr0 inventory"; do
+    perf stat -x, -e task-clock,page-faults -r 40 $cmd 2>"$tmp/p" >/dev/null || true
+    echo "$cmd: $(awk -F, '{printf "%s %s; ", $1, $3}' "$tmp/p")" | sed "s#$tmp/##"
+  done
+fi
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

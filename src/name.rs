@@ -1,7 +1,6 @@
 //! The one rule for names that become file names (host names in ledger files
 //! and host documents): checked before the first write, wherever the name came
-//! from (`--host`, the tree's hostname file, the capture's metadata, the root
-//! directory's name).
+//! from (`--host`, the tree's hostname file, the capture's metadata).
 
 /// At most this many characters (a DNS label is at most 63).
 pub const MAX_LEN: usize = 64;

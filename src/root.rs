@@ -955,6 +955,16 @@ impl DirHandle<'_> {
     }
 
     pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
+        self.read_with(rel, self.logical.starts_with("/sys"))
+    }
+
+    /// A procfs file the kernel writes as one record (`PID/stat`): like a
+    /// sysfs attribute, a short read is its end, which saves the EOF read.
+    pub fn read_record(&self, rel: &str) -> io::Result<Vec<u8>> {
+        self.read_with(rel, true)
+    }
+
+    fn read_with(&self, rel: &str, single_shot: bool) -> io::Result<Vec<u8>> {
         let logical = format!("{}/{}", self.logical, rel);
         let fd = self.root.record_result(
             &logical,
@@ -962,7 +972,7 @@ impl DirHandle<'_> {
             self.open_at(rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY),
         )?;
         let f = regular(File::from(fd), READ_CAP)?;
-        read_all(f, self.logical.starts_with("/sys"), READ_CAP)
+        read_all(f, single_shot, READ_CAP)
     }
 
     pub fn exists(&self, rel: &str) -> bool {

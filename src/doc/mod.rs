@@ -654,11 +654,17 @@ fn provenance(d: &DocInput) -> String {
     .collect();
     o += &table(&["fact", "command"], &rows);
 
-    if !inv.not_exposed.is_empty() {
+    // The document shows no PM QoS request value, so it lists no such gap.
+    let gaps: Vec<_> = inv
+        .not_exposed
+        .iter()
+        .filter(|n| n.what != crate::inventory::PM_QOS_WHAT)
+        .collect();
+    if !gaps.is_empty() {
         o += "\n## Not exposed by this host\n\n";
         o += &table(
             &["what", "looked for"],
-            &inv.not_exposed
+            &gaps
                 .iter()
                 .map(|n| vec![n.what.clone(), code(&n.path)])
                 .collect::<Vec<_>>(),

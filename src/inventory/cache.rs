@@ -32,14 +32,17 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Vec<Cache> {
     }
     // (level, type, size, index) -> instances
     let mut caches: Vec<Cache> = Vec::new();
-    let mut covered: Vec<(String, CpuList)> = Vec::new();
     // Every CPU has the first CPU's cache indices; listing 576 directories costs more than it tells.
     let indices = numbered(&ctx.dir(&first_dir).unwrap_or_default(), "index");
+    // Per index, the CPUs an instance already read covers (a flag per CPU
+    // number: searching the lists read so far was quadratic on big hosts).
+    let slots = online.as_slice().last().map_or(0, |&c| c as usize + 1);
+    let mut covered = vec![vec![false; slots]; indices.len()];
     for &cpu in online.as_slice() {
         let dir = format!("{CPU_DIR}/cpu{cpu}/cache");
-        for &idx in &indices {
+        for (pos, &idx) in indices.iter().enumerate() {
             let index = format!("index{idx}");
-            if covered.iter().any(|(i, l)| *i == index && l.contains(cpu)) {
+            if covered[pos][cpu as usize] {
                 continue;
             }
             let d = format!("{dir}/{index}");
@@ -57,7 +60,11 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Vec<Cache> {
             let size_kib = ctx
                 .text(&format!("{d}/size"))
                 .and_then(|s| parse_size_kib(ctx, &d, &s));
-            covered.push((index.clone(), shared.clone()));
+            for &c in shared.as_slice() {
+                if let Some(slot) = covered[pos].get_mut(c as usize) {
+                    *slot = true;
+                }
+            }
             match caches.iter_mut().find(|c| {
                 c.index == index && c.level == level && c.kind == kind && c.size_kib == size_kib
             }) {

@@ -10,27 +10,46 @@ use crate::cpulist::{CpuList, Group, group};
 
 pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
 
+/// A list no policy (or CPU) exposes is `null` in JSON, not `[]`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Frequency {
     pub driver: Option<String>,
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<String>>>")]
     pub drivers: Vec<Group<String>>,
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<String>>>")]
     pub governors: Vec<Group<String>>,
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<String>>>")]
     pub epp: Vec<Group<String>>,
     pub available_governors: Option<Vec<String>>,
     pub available_epp: Option<Vec<String>>,
     /// `cpuinfo_min_freq` / `cpuinfo_max_freq`: what the hardware can do.
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<u64>>>")]
     pub min_khz: Vec<Group<u64>>,
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<u64>>>")]
     pub max_khz: Vec<Group<u64>>,
     /// `base_frequency` (intel_pstate) or `amd_pstate_nominal_freq`.
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<u64>>>")]
     pub base_khz: Vec<Group<u64>>,
     /// `scaling_min_freq` / `scaling_max_freq`: the limits in force.
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<u64>>>")]
     pub scaling_min_khz: Vec<Group<u64>>,
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<u64>>>")]
     pub scaling_max_khz: Vec<Group<u64>>,
     /// Turbo / boost enabled: `cpufreq/boost`, else the inverse of `intel_pstate/no_turbo`.
     pub boost: Option<bool>,
     pub intel_pstate_status: Option<String>,
     pub amd_pstate_status: Option<String>,
     /// `power/energy_perf_bias` (0 = performance .. 15 = power saving).
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<u32>>>")]
     pub energy_perf_bias: Vec<Group<u32>>,
     pub policies: usize,
 }
@@ -98,12 +117,16 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
         }))
     }
     let drivers = by(&policies, |p| p.driver.clone());
-    let epb = group(online.as_slice().iter().filter_map(|&c| {
-        Some((
-            c,
-            ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{c}/power/energy_perf_bias"))?,
-        ))
-    }));
+    let epb = group(
+        par_map(online.as_slice(), |&c| {
+            Some((
+                c,
+                ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{c}/power/energy_perf_bias"))?,
+            ))
+        })
+        .into_iter()
+        .flatten(),
+    );
     let intel_pstate_status = ctx.text(&format!("{CPU_DIR}/intel_pstate/status"));
     let boost = ctx
         .parse::<u32>(&format!("{CPUFREQ_DIR}/boost"))

@@ -14,6 +14,9 @@ pub struct Idle {
     pub driver: Option<String>,
     pub governor: Option<String>,
     pub available_governors: Option<Vec<String>>,
+    /// `null` when no CPU exposes an idle state.
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<IdleState>>")]
     pub states: Vec<IdleState>,
     /// CPUs with at least one idle state.
     pub cpus_with_states: CpuList,
@@ -22,6 +25,8 @@ pub struct Idle {
     pub state_tables: Option<Vec<Group<String>>>,
     /// `power/pm_qos_resume_latency_us` per CPU: `0` means no constraint,
     /// `n/a` means the CPU may not enter any idle state except polling.
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<Group<String>>>")]
     pub pm_qos_resume_latency_us: Vec<Group<String>>,
 }
 

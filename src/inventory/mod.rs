@@ -4,6 +4,7 @@
 //! an entry in `not_exposed` naming the path looked for; values that cannot be
 //! parsed become a warning naming the file, never a panic or a guess.
 
+pub(crate) mod absent;
 mod arch;
 mod cache;
 mod cpu;
@@ -49,7 +50,13 @@ pub struct Inventory {
     pub memory: Memory,
     pub idle: Idle,
     pub frequency: Option<Frequency>,
+    /// `null` when the host has no `vulnerabilities` directory.
+    #[serde(with = "absent", default)]
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
     pub vulnerabilities: BTreeMap<String, String>,
+    /// `null` when the host has no `/sys/class/net`.
+    #[serde(with = "absent", default)]
+    #[schemars(with = "Option<Vec<Interface>>")]
     pub network: Vec<Interface>,
     pub pm_qos: PmQos,
     pub processes: Option<Processes>,
@@ -59,7 +66,9 @@ pub struct Inventory {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PmQos {
-    /// The global CPU latency request (`/dev/cpu_dma_latency`), µs; readable only as root.
+    /// The global CPU latency request (`/dev/cpu_dma_latency`), µs; readable
+    /// only as root. `null` when unreadable; `not_exposed` names the device
+    /// when the host has none.
     pub cpu_dma_latency_us: Option<i64>,
 }
 
@@ -178,7 +187,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn finish(self) -> (Vec<String>, Vec<NotExposed>) {
+    fn finish(self) -> Notes {
         (
             self.warnings.into_inner().unwrap(),
             self.missing.into_inner().unwrap(),
@@ -325,25 +334,55 @@ pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
 /// left empty when not asked for.
 pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> {
     let want = |s: Section| only.is_empty() || only.contains(&s);
+    // Vulnerabilities, network and processes need no CPU list: they are read
+    // on a second thread while this one reads sysfs (on a small host the
+    // process table is a third of the run). Each part has its own Reader, and
+    // their notes are joined in the order of the sections.
+    std::thread::scope(|s| {
+        let side =
+            (want(Section::Vulnerabilities) || want(Section::Network) || want(Section::Processes))
+                .then(|| s.spawn(|| side_sections(root, &want)));
+        let ctx = Reader::new(root);
+        let host = host::read(&ctx);
+        let cpu = cpu::read(&ctx);
+        let main = cpu.map(|cpu| cpu_sections(&ctx, &want, host, cpu));
+        let late = Reader::new(root);
+        let pm_qos = PmQos {
+            cpu_dma_latency_us: pm_qos_request(&late),
+        };
+        let side = side
+            .map(|h| h.join().expect("inventory thread"))
+            .unwrap_or_default();
+        let mut inv = main?;
+        let (mut warnings, mut not_exposed) = ctx.finish();
+        let [early, procs] = side.notes;
+        for (w, n) in [early, late.finish(), procs] {
+            warnings.extend(w);
+            not_exposed.extend(n);
+        }
+        inv.vulnerabilities = side.vulnerabilities;
+        inv.network = side.network;
+        inv.pm_qos = pm_qos;
+        inv.processes = side.processes;
+        inv.warnings = warnings;
+        inv.not_exposed = not_exposed;
+        Ok(inv)
+    })
+}
+
+type Notes = (Vec<String>, Vec<NotExposed>);
+
+#[derive(Default)]
+struct Side {
+    vulnerabilities: BTreeMap<String, String>,
+    network: Vec<Interface>,
+    processes: Option<Processes>,
+    /// Vulnerabilities and network; processes (read after PM QoS in order).
+    notes: [Notes; 2],
+}
+
+fn side_sections(root: &Root, want: &dyn Fn(Section) -> bool) -> Side {
     let ctx = Reader::new(root);
-    let host = host::read(&ctx);
-    let cpu = cpu::read(&ctx)?;
-    let online = cpu.online.clone();
-    let caches = if want(Section::Caches) {
-        cache::read(&ctx, &online)
-    } else {
-        Vec::new()
-    };
-    let idle = cpuidle::read(&ctx, &online);
-    let frequency = want(Section::Frequency)
-        .then(|| cpufreq::read(&ctx, &online))
-        .flatten();
-    let numa = if want(Section::Numa) {
-        memory::read_numa(&ctx)
-    } else {
-        Numa { nodes: Vec::new() }
-    };
-    let memory = memory::read(&ctx);
     let vulnerabilities = if want(Section::Vulnerabilities) {
         host::vulnerabilities(&ctx)
     } else {
@@ -354,14 +393,37 @@ pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> 
     } else {
         Vec::new()
     };
-    let pm_qos = PmQos {
-        cpu_dma_latency_us: read_cpu_dma_latency(root),
-    };
+    let late = Reader::new(root);
     let processes = want(Section::Processes)
-        .then(|| processes::read(&ctx))
+        .then(|| processes::read(&late))
         .flatten();
-    let (warnings, not_exposed) = ctx.finish();
-    Ok(Inventory {
+    Side {
+        vulnerabilities,
+        network,
+        processes,
+        notes: [ctx.finish(), late.finish()],
+    }
+}
+
+/// The sections that need the online CPUs, in the order their notes appear.
+fn cpu_sections(ctx: &Reader, want: &dyn Fn(Section) -> bool, host: Host, cpu: Cpu) -> Inventory {
+    let online = cpu.online.clone();
+    let caches = if want(Section::Caches) {
+        cache::read(ctx, &online)
+    } else {
+        Vec::new()
+    };
+    let idle = cpuidle::read(ctx, &online);
+    let frequency = want(Section::Frequency)
+        .then(|| cpufreq::read(ctx, &online))
+        .flatten();
+    let numa = if want(Section::Numa) {
+        memory::read_numa(ctx)
+    } else {
+        Numa { nodes: Vec::new() }
+    };
+    let memory = memory::read(ctx);
+    Inventory {
         schema: SCHEMA_VERSION,
         host,
         cpu,
@@ -370,13 +432,15 @@ pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> 
         memory,
         idle,
         frequency,
-        vulnerabilities,
-        network,
-        pm_qos,
-        processes,
-        not_exposed,
-        warnings,
-    })
+        vulnerabilities: BTreeMap::new(),
+        network: Vec::new(),
+        pm_qos: PmQos {
+            cpu_dma_latency_us: None,
+        },
+        processes: None,
+        not_exposed: Vec::new(),
+        warnings: Vec::new(),
+    }
 }
 
 /// The global PM QoS CPU latency request: the one path and parser that
@@ -391,6 +455,22 @@ pub fn parse_pm_qos_request(bytes: &[u8]) -> Option<i64> {
             let text = String::from_utf8_lossy(bytes);
             i64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
         }
+    }
+}
+
+/// What `not_exposed` calls the PM QoS device when a host has none.
+pub const PM_QOS_WHAT: &str = "PM QoS request";
+
+/// The request in force; a host without the device (a capture) says so in
+/// `not_exposed`, while an unreadable one (not root) is only `None`.
+fn pm_qos_request(ctx: &Reader) -> Option<i64> {
+    match ctx.root.read_device(PM_QOS_DEVICE, 64) {
+        Ok(bytes) => parse_pm_qos_request(&bytes),
+        Err(e) if is_absent(&e) => {
+            ctx.not_exposed(PM_QOS_WHAT, PM_QOS_DEVICE);
+            None
+        }
+        Err(_) => None,
     }
 }
 
@@ -427,7 +507,7 @@ impl Inventory {
             }
         }
         inv.not_exposed
-            .retain(|n| n.what != "processes" && n.what != "PM QoS request");
+            .retain(|n| n.what != "processes" && n.what != PM_QOS_WHAT);
         inv.warnings.clear();
         inv
     }

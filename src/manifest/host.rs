@@ -7,13 +7,22 @@ use crate::root::Root;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct HostName {
     pub name: String,
-    /// Where it came from: `--host`, a file under the root, or the root's directory name.
+    /// Where it came from: `--host` or a file under the root.
     pub source: String,
 }
 
+/// Where the name of a tree that names no host "came from".
+pub const UNNAMED_SOURCE: &str =
+    "nothing: the tree has no /proc/sys/kernel/hostname and no `host:` in hostknob-capture.yaml";
+
+/// What such a tree is called: not a valid name (so nothing is written under
+/// it, and no knob's host pattern but `"*"` matches it).
+pub const UNNAMED: &str = "(unnamed)";
+
 /// `--host`, else `/proc/sys/kernel/hostname` under the root, else `host:` in
-/// the capture's `hostknob-capture.yaml`, else the root directory's name
-/// (corpus captures have no hostname file).
+/// the capture's `hostknob-capture.yaml`. Never the directory the tree was
+/// copied to: a copy renamed `spr1-old/` is still the host it was taken from.
+/// A tree naming no host (corpus dumps) is [`UNNAMED`] until `--host` names it.
 pub fn resolve(root: &Root, explicit: Option<&str>) -> HostName {
     let found = |name: String, source: &str| HostName {
         name,
@@ -37,12 +46,7 @@ pub fn resolve(root: &Root, explicit: Option<&str>) -> HostName {
     {
         return found(h.trim().to_string(), crate::capture::METADATA_FILE);
     }
-    let base = root
-        .base()
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "localhost".into());
-    found(base, "the root directory's name")
+    found(UNNAMED.to_string(), UNNAMED_SOURCE)
 }
 
 impl HostName {
@@ -52,6 +56,9 @@ impl HostName {
         match crate::name::check(&self.name) {
             Ok(()) => Ok(self),
             Err(m) if self.source == "--host" => anyhow::bail!("--host: {m}"),
+            Err(_) if self.source == UNNAMED_SOURCE => {
+                anyhow::bail!("no host name: {UNNAMED_SOURCE}; pass --host NAME")
+            }
             Err(m) => anyhow::bail!("the host name from {}: {m}; pass --host NAME", self.source),
         }
     }

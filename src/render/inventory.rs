@@ -242,7 +242,17 @@ fn idle(inv: &Inventory, _: Want) -> String {
                             format!("{v} µs (held by a process)")
                         }
                     })
-                    .unwrap_or_else(|| "not readable (root only)".into()),
+                    .unwrap_or_else(|| {
+                        if inv
+                            .not_exposed
+                            .iter()
+                            .any(|n| n.what == crate::inventory::PM_QOS_WHAT)
+                        {
+                            format!("not exposed (no {})", crate::inventory::PM_QOS_DEVICE)
+                        } else {
+                            "not readable (root only)".into()
+                        }
+                    }),
             ),
         ],
     );

@@ -522,12 +522,13 @@ fn the_spec_example_loads_exactly_as_written() {
 }
 
 #[test]
-fn the_host_name_comes_from_the_capture_file_then_the_directory() {
+fn the_host_name_comes_from_the_capture_file() {
     let (_tmp, host) = copy_host("adl0");
     let m = manifest(&[("k.yaml", &THP_TMPFILES.replace("[vm]", "[rpc-ap-9]"))]);
     let (r, _) = audit_json(&host, m.path(), None);
     assert_eq!(r["host"], "adl0");
-    assert_eq!(r["host_source"], "the root directory's name");
+    assert_eq!(r["host_source"], "hostknob-capture.yaml");
+    assert_eq!(r["knobs"].as_array().unwrap().len(), 0);
     write_files(
         &host,
         &[(

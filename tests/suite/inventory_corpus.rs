@@ -181,8 +181,14 @@ fn check_host(host: &str) -> Vec<String> {
         j_list(&idle["available_governors"]),
         y_list(&ei["available_governors"]),
     );
-    let states = idle["states"].as_array().unwrap();
     let want_states = ei["cpu0_states"].as_sequence().cloned().unwrap_or_default();
+    // No states is "not exposed": null, not an empty list.
+    c.eq(
+        "idle states null exactly when none",
+        idle["states"].is_null(),
+        want_states.is_empty(),
+    );
+    let states = idle["states"].as_array().cloned().unwrap_or_default();
     c.eq("number of idle states", states.len(), want_states.len());
     for (got, want) in states.iter().zip(&want_states) {
         let i = want["state"].as_u64().unwrap();
@@ -305,8 +311,8 @@ fn check_host(host: &str) -> Vec<String> {
             let name = n["name"].as_str().unwrap();
             let got = inv["network"]
                 .as_array()
-                .unwrap()
-                .iter()
+                .into_iter()
+                .flatten()
                 .find(|i| i["name"].as_str() == Some(name));
             match got {
                 None => c.failures.push(format!("{host}: interface {name} missing")),

@@ -18,6 +18,7 @@ mod fleet_schemas;
 mod hostile;
 mod inventory_bad_input;
 mod inventory_corpus;
+mod inventory_gaps;
 mod inventory_hwloc;
 mod inventory_live;
 mod inventory_sections;

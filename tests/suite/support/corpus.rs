@@ -66,8 +66,9 @@ fn fnv64(bytes: &[u8]) -> u64 {
 }
 
 /// The unpacked, read-only-by-convention tree of one captured host, in a
-/// directory named after the host (so the host name resolves to it). Do not
-/// modify it: use `copy_host` or `corpus_copy` for that.
+/// directory named after the host, with a `hostknob-capture.yaml` naming it
+/// (as `hostknob capture` writes). Do not modify it: use `copy_host` or
+/// `corpus_copy` for that.
 pub fn corpus_host(name: &str) -> PathBuf {
     // One unpack at a time in this process: tests run on parallel threads.
     static UNPACK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -80,9 +81,8 @@ pub fn corpus_host(name: &str) -> PathBuf {
         .parent()
         .expect("the target directory")
         .join("corpus");
-    let dest = cache.join(format!("{name}-{:016x}", fnv64(&bytes)));
-    // The tree sits in a directory named after the host, so `--root` alone
-    // names it (hostknob falls back to the root directory's name).
+    // `-m`: the layout with the capture metadata below.
+    let dest = cache.join(format!("{name}-{:016x}-m", fnv64(&bytes)));
     let tree = dest.join(name);
     if tree.is_dir() {
         return tree;
@@ -106,6 +106,12 @@ pub fn corpus_host(name: &str) -> PathBuf {
         .status()
         .unwrap();
     assert!(st.success(), "tar failed on {}", tarball.display());
+    // The dumps name no host; `hostknob capture` would have recorded the name
+    // here, and hostknob takes it from here (never from the directory).
+    let meta = tmp.path().join(name).join("hostknob-capture.yaml");
+    if !meta.exists() {
+        std::fs::write(&meta, format!("host: {name}\n")).unwrap();
+    }
     let tmp = tmp.keep();
     if std::fs::rename(&tmp, &dest).is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
@@ -132,8 +138,8 @@ pub fn corpus_copy(name: &str) -> tempfile::TempDir {
     dir
 }
 
-/// A private copy of a captured host at `<tempdir>/<name>` (so the host name
-/// still resolves to it), for tests that change it.
+/// A private copy of a captured host at `<tempdir>/<name>`, for tests that
+/// change it.
 pub fn copy_host(name: &str) -> (tempfile::TempDir, PathBuf) {
     let src = corpus_host(name);
     let tmp = tempfile::tempdir().unwrap();
