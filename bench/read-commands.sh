@@ -37,7 +37,7 @@ hyperfine --style none -N -w 10 -r 100 --export-json "$tmp/live.json" "$bin inve
 median "$tmp/live.json"
 python3 - "$tmp/live.json" <<'PY'
 import json,sys
-r={x["command"].split()[0].split("/")[-1]:sorted(x["times"])[len(x["times"])//2] for x in json.load(open(sys.argv[1]))["results"]}
+r={("lscpu" if x["command"]=="lscpu" else "hostknob"):sorted(x["times"])[len(x["times"])//2] for x in json.load(open(sys.argv[1]))["results"]}
 print(f"ratio hostknob/lscpu (medians): {r['hostknob']/r['lscpu']:.2f}  (target <= 1.2)")
 PY
 
@@ -62,7 +62,7 @@ done
 
 # Counts, repeatable under load.
 command -v strace >/dev/null || { apt-get update -qq && apt-get install -y -qq strace; }
-syscalls() { strace -f -c -o "$tmp/s" "$@" >/dev/null 2>&1 || true; awk '/total/ {print $3}' "$tmp/s"; }
+syscalls() { strace -f -c -o "$tmp/s" "$@" >/dev/null 2>&1 || true; awk '/total/ {print $4}' "$tmp/s"; }
 echo "# system calls (strace -c -f)"
 echo "lscpu: $(syscalls lscpu)"
 for args in "inventory" "--root $tmp/gnr0 inventory" "--root $tmp/gnr0 --host gnr0 --manifest manifest audit" "--root $tmp/gnr0 --host gnr0 doc --out /dev/null"; do
