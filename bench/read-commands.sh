@@ -41,6 +41,25 @@ r={("lscpu" if x["command"]=="lscpu" else "hostknob"):sorted(x["times"])[len(x["
 print(f"ratio hostknob/lscpu (medians): {r['hostknob']/r['lscpu']:.2f}  (target <= 1.2)")
 PY
 
+# hyperfine runs all of one command, then all of the next: under a changing
+# load, alternating run by run compares more fairly. BEFORE=<binary> adds
+# another build to the comparison.
+echo "# live, alternated run by run (150 rounds; median, first quartile, min)"
+python3 - 150 "$bin inventory" ${BEFORE:+"$BEFORE inventory"} lscpu <<'PY'
+import os, statistics, subprocess, sys, time
+n, cmds = int(sys.argv[1]), sys.argv[2:]
+res = [[] for _ in cmds]
+with open(os.devnull, "w") as null:
+    for i in range(n):
+        for j in (range(len(cmds)) if i % 2 == 0 else reversed(range(len(cmds)))):
+            t = time.perf_counter()
+            subprocess.run(cmds[j].split(), stdout=null, stderr=null)
+            res[j].append(time.perf_counter() - t)
+for c, r in zip(cmds, res):
+    r.sort()
+    print(f"{c:50s} median {statistics.median(r)*1e3:6.2f} ms  p25 {r[len(r)//4]*1e3:6.2f}  min {r[0]*1e3:6.2f}")
+PY
+
 echo "# largest captures"
 hyperfine --style none -N -w 5 -r 50 --export-json "$tmp/big.json" "$bin --root $tmp/gnr0 inventory" "$bin --root $tmp/cwf0 inventory" >/dev/null
 median "$tmp/big.json" | sed "s#$tmp/##"
