@@ -34,11 +34,13 @@ fn list(v: &Option<Vec<String>>) -> String {
 
 type Want<'a> = &'a dyn Fn(Section) -> bool;
 
+type SectionFn = fn(&Inventory, Want) -> String;
+
 /// The sections asked for (all when `only` is empty), in the usual order: one
 /// function per section.
 pub fn render_only(inv: &Inventory, only: &[Section]) -> String {
     let want = |s: Section| only.is_empty() || only.contains(&s);
-    let sections: [(bool, fn(&Inventory, Want) -> String); 10] = [
+    let sections: [(bool, SectionFn); 10] = [
         (want(Section::Host), host),
         (want(Section::Cpu), cpu),
         (want(Section::Caches), caches),
