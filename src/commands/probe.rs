@@ -5,9 +5,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::cli::{
-    CommonArgs, GapArgs, Global, ProbeArgs, ProbeCommand, RpcArgs, TimerArgs, WakeupArgs,
-};
+use crate::cli::{CommonArgs, GapArgs, ProbeArgs, ProbeCommand, RpcArgs, TimerArgs, WakeupArgs};
 use crate::probe::latency::LatencyProbe;
 use crate::probe::{self, Gaps, idle_cpu, rpc, rss, timer, wakeup};
 use crate::render;
@@ -29,7 +27,8 @@ fn plot(common: &CommonArgs, title: &str, samples_ns: &[u64]) -> Result<()> {
     Ok(())
 }
 
-pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
+pub fn run(args: &ProbeArgs) -> Result<i32> {
+    let g = args;
     let root = Root::open(&g.root)?;
     probe::require_live(&root, "probe")?;
     let host = crate::manifest::host::resolve(&root, g.host.as_deref()).name;
@@ -218,7 +217,7 @@ fn rss_row(bg: Option<bool>, s: &rss::MemSample) -> Vec<String> {
 }
 
 fn emit<T: Serialize + crate::contract::Contract>(
-    g: &Global,
+    g: &ProbeArgs,
     value: &T,
     table: fn(&T) -> String,
 ) -> Result<i32> {

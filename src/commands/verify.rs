@@ -1,7 +1,6 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 
-use crate::cli::Global;
 use crate::cli::{ProbeCommand, VerifyArgs};
 use crate::manifest;
 use crate::render;
@@ -26,9 +25,10 @@ fn probe_name(p: Probe) -> &'static str {
     }
 }
 
-pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
-    crate::probe::require_live(&crate::root::Root::open(&g.root)?, "verify")?;
-    let t = crate::commands::OpenHost::open(g)?;
+pub fn run(args: &VerifyArgs) -> Result<i32> {
+    let g = &args.change;
+    crate::probe::require_live(&crate::root::Root::open(&g.target.root.root)?, "verify")?;
+    let t = crate::commands::OpenHost::open(&g.target)?;
     let manifest = manifest::load(&t.manifest_dir)?;
     let knob =
         crate::apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
@@ -61,7 +61,7 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
             .map(|d| d.as_secs())
             .unwrap_or(0)
     });
-    let session = t.session(g);
+    let session = t.session(&g.state);
     let opts = verify::Options {
         rounds: args.rounds,
         max_rounds: args.max_rounds,
@@ -98,7 +98,7 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
         )?;
         std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
-    match render::machine(g.format.into(), &report)? {
+    match render::machine(g.format.format.into(), &report)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::wrap_prose(&render::verify::table(&report))),
     }
