@@ -19,6 +19,8 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// How often a ticker's thread redraws.
 const REDRAW: Duration = Duration::from_millis(200);
+/// Nothing is drawn for work done sooner: no flash on a quick run.
+const DELAY: Duration = Duration::from_secs(1);
 
 /// Turns progress on (when stderr is a terminal) or off, for the process.
 pub fn enable(on: bool) {
@@ -65,7 +67,16 @@ impl Ticker {
             let (done, stop, what) = (done.clone(), stop.clone(), what.to_string());
             std::thread::spawn(move || {
                 place();
+                let started = std::time::Instant::now();
+                let until = started + DELAY;
+                while !stop.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+                    std::thread::park_timeout(until - std::time::Instant::now());
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
                 let bar = bar(total, &what);
+                bar.set_elapsed(started.elapsed());
                 while !stop.load(Ordering::Relaxed) {
                     bar.set_position(done.load(Ordering::Relaxed));
                     bar.tick();
@@ -81,11 +92,6 @@ impl Ticker {
     #[inline]
     pub fn tick(&self) {
         self.done.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Sets the count (for a caller that counts itself).
-    pub fn set(&self, n: u64) {
-        self.done.store(n, Ordering::Relaxed);
     }
 }
 

@@ -27,7 +27,35 @@ fn plot(common: &CommonArgs, title: &str, samples_ns: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// Runs the probe; Ctrl-C (SIGTERM, SIGHUP) stops it within a moment, even
+/// in a long idle gap, and exits 128 + the signal's number (130 for Ctrl-C).
 pub fn run(args: &ProbeArgs) -> Result<i32> {
+    probe::interrupt::install()?;
+    match measure(args) {
+        Err(_) if probe::cancelled() => {
+            let sig = probe::interrupt::signal().unwrap_or(libc::SIGINT);
+            eprintln!(
+                "hostknob: probe {}: interrupted by {} before the last sample: nothing is reported; PM QoS, if it was held, is released",
+                name(&args.probe),
+                nix::sys::signal::Signal::try_from(sig).map_or("a signal", |s| s.as_str()),
+            );
+            Ok(128 + sig)
+        }
+        r => r,
+    }
+}
+
+fn name(p: &ProbeCommand) -> &'static str {
+    match p {
+        ProbeCommand::Wakeup(_) => "wakeup",
+        ProbeCommand::Timer(_) => "timer",
+        ProbeCommand::Rpc(_) => "rpc",
+        ProbeCommand::IdleCpu(_) => "idle-cpu",
+        ProbeCommand::Rss(_) => "rss",
+    }
+}
+
+fn measure(args: &ProbeArgs) -> Result<i32> {
     let g = args;
     let root = Root::open(&g.root)?;
     probe::require_live(&root, "probe")?;

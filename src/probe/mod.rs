@@ -6,6 +6,7 @@
 mod handoff;
 mod idle_counters;
 pub mod idle_cpu;
+pub mod interrupt;
 pub mod latency;
 pub mod pmqos;
 pub mod rpc;

@@ -325,9 +325,14 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
         (Some(_), None) => None,
     };
     let start = now_ns();
+    let ticker = crate::progress::Ticker::start("rpc", Some(opts.samples as u64), move || {
+        if let Some(c) = client_cpu {
+            let _ = pin_current_thread(c);
+        }
+    });
     let outcome = std::thread::scope(|s| -> Result<_> {
         let server_thread = server.map(|srv| s.spawn(move || srv.serve(server_cpu)));
-        let client = s.spawn(|| client(opts, addr, client_cpu, expect.as_deref(), &flag));
+        let client = s.spawn(|| client(opts, addr, client_cpu, expect.as_deref(), &flag, &ticker));
         let result = client.join().expect("client thread panicked");
         if let Some(t) = server_thread {
             // Tell the server to stop, then make sure it did not fail first.
@@ -408,10 +413,12 @@ fn client(
     cpu: Option<u32>,
     expect: Option<&[u8]>,
     flag: &str,
+    ticker: &crate::progress::Ticker,
 ) -> Result<Outcome> {
     if let Some(c) = cpu {
         pin_current_thread(c)?;
     }
+    let _sleeper = super::interrupt::register();
     let (clock_read_ns, clock_read_min_ns) = super::clock_cost();
     let per_sample_ns = super::median_of(10_000, || {
         let a = now_ns();
@@ -433,9 +440,8 @@ fn client(
         stray: 0,
     };
     for i in 0..opts.samples {
-        super::check_cancelled()?;
         let gap = opts.gaps.gap_ns(i);
-        std::thread::sleep(Duration::from_nanos(gap));
+        super::interrupt::sleep(Duration::from_nanos(gap))?;
         let (stray, closed) = conn.drain(&mut buf).map_err(|e| refused(e, flag))?;
         out.stray += stray;
         if closed {
@@ -464,7 +470,7 @@ fn client(
                         break Some(t);
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => super::check_cancelled()?,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     if opts.proto == Proto::Udp {
                         break None;
@@ -494,6 +500,7 @@ fn client(
             }
             None => out.lost += 1,
         }
+        ticker.tick();
     }
     // Tell the built-in server we are done.
     match &mut conn {

@@ -182,6 +182,9 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
     let time_before = read_counters(&states, "time")?;
     let start = now_ns();
 
+    let ticker = crate::progress::Ticker::start("wakeup", Some(n as u64), move || {
+        let _ = pin_current_thread(waker_cpu);
+    });
     let (latencies, waker) = std::thread::scope(|s| {
         let sleeper = s.spawn(|| -> Result<Vec<u64>> {
             let r = (|| {
@@ -213,6 +216,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         let waker = s.spawn(|| -> Result<(Overhead, Vec<GapEntries>)> {
             let r = (|| {
                 pin_current_thread(waker_cpu)?;
+                let _sleeper = super::interrupt::register();
                 let overhead = overhead(opts.mechanism)?;
                 wait_for(&ready, 1, Duration::from_secs(5), &failed)?;
                 let mut per_gap = Vec::with_capacity(n);
@@ -220,9 +224,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                 // this sample's wake ends is counted after the sleeper answers.
                 let mut before = read_counters(&states, "usage")?;
                 for i in 0..n {
-                    super::check_cancelled()?;
                     let gap = opts.gaps.gap_ns(i);
-                    std::thread::sleep(Duration::from_nanos(gap));
+                    super::interrupt::sleep(Duration::from_nanos(gap))?;
                     t0.store(now_ns(), Ordering::Release);
                     channel.wake().context("the wake call failed")?;
                     wait_for(&done, i as u32 + 1, Duration::from_secs(5), &failed)?;
@@ -234,6 +237,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                         .collect();
                     per_gap.push((gap, entries));
                     before = after;
+                    ticker.tick();
                 }
                 Ok((overhead, per_gap))
             })();

@@ -286,6 +286,7 @@ fn a_missing_textfile_directory_is_one_line_and_writes_nothing() {
 
 #[test]
 fn prometheus_and_markdown_are_refused_where_they_do_not_apply() {
+    // A usage error: each command lists the formats it renders.
     let o = run(
         &corpus_host("adl0"),
         &shipped(),
@@ -294,7 +295,7 @@ fn prometheus_and_markdown_are_refused_where_they_do_not_apply() {
     assert_eq!(o.status.code(), Some(1));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        e.contains("--format prometheus: only `audit` renders it"),
+        e.contains("invalid value 'prometheus'") && e.contains("table, yaml, json"),
         "{e}"
     );
     let o = run(
@@ -303,5 +304,11 @@ fn prometheus_and_markdown_are_refused_where_they_do_not_apply() {
         &["--format", "markdown", "knobs"],
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--format markdown: only `report`"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("invalid value 'markdown'"));
+    let o = run(
+        &corpus_host("adl0"),
+        &shipped(),
+        &["--format", "prometheus", "audit"],
+    );
+    assert!(o.status.code() != Some(1), "audit takes prometheus");
 }
