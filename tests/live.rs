@@ -325,7 +325,11 @@ fn live_hold_keeps_the_request_while_it_runs_and_drops_it_on_sigterm() {
     let before = cpu_dma_latency();
     let m = knobs(&[("live-qos", "persistence: hold\nkind: pm-qos\nset: 20\n")]);
     // hold keeps no state: it takes no --state-dir.
-    let mut c = command(Path::new("/"), m.path(), &["--host", "live", "hold", "live-qos"]);
+    let mut c = command(
+        Path::new("/"),
+        m.path(),
+        &["--host", "live", "hold", "live-qos"],
+    );
     let mut child = Child(
         c.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

@@ -108,10 +108,10 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
     let start = now_ns();
     let ticker = crate::progress::Ticker::start("timer", Some(loops as u64), move || {
         // Draw from a CPU other than the timer's.
-        if let (Some(c), Ok(allowed)) = (cpu, super::allowed_cpus()) {
-            if let Some(&other) = allowed.as_slice().iter().find(|&&o| o != c) {
-                let _ = pin_current_thread(other);
-            }
+        if let (Some(c), Ok(allowed)) = (cpu, super::allowed_cpus())
+            && let Some(&other) = allowed.as_slice().iter().find(|&&o| o != c)
+        {
+            let _ = pin_current_thread(other);
         }
     });
     let ticker = &ticker;
