@@ -12,6 +12,7 @@ use crate::probe::latency::LatencyProbe;
 use crate::probe::{self, Gaps, idle_cpu, rpc, rss, timer, wakeup};
 use crate::render;
 use crate::root::Root;
+use crate::schema::Probe;
 use crate::stats;
 
 /// Writes `--plot`: one distribution, titled with the host and the probe.
@@ -186,11 +187,11 @@ pub fn latency_probe(probe: &ProbeCommand) -> Result<LatencyProbe> {
         ProbeCommand::Wakeup(a) => LatencyProbe::Wakeup(wakeup_options(a)?),
         ProbeCommand::Timer(a) => LatencyProbe::Timer(timer_options(a)),
         ProbeCommand::Rpc(a) => LatencyProbe::Rpc(rpc_options(a)?),
-        ProbeCommand::IdleCpu(_) | ProbeCommand::Rss(_) => {
-            bail!(
-                "verify compares latency distributions: use the wakeup, timer or rpc probe (idle-cpu and rss are run with `hostknob probe`)"
-            )
-        }
+        other => bail!(
+            "verify compares latency distributions: use the {} probe ({} is run with `hostknob probe`)",
+            Probe::latency_names(),
+            other.probe()
+        ),
     })
 }
 
@@ -234,5 +235,68 @@ fn partial(note: Option<&str>) -> Result<i32> {
     match note {
         Some(n) => bail!("{n}"),
         None => Ok(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The probe registry (`probe::Probe`, from `probes!` in `probe/mod.rs`)
+    //! against everything else that must name each probe.
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    #[test]
+    fn every_probe_has_a_subcommand_a_json_schema_and_documentation() {
+        let cli = crate::cli::Cli::command();
+        let probe = cli.find_subcommand("probe").unwrap();
+        let subcommands: Vec<&str> = probe.get_subcommands().map(|c| c.get_name()).collect();
+        let probes: Vec<&str> = Probe::ALL.iter().map(|p| p.as_str()).collect();
+        assert_eq!(
+            subcommands, probes,
+            "`probe_commands!` in cli.rs against `probes!`"
+        );
+        let docs = include_str!("../../docs/probes.md");
+        let json = include_str!("../../docs/json.md");
+        for p in Probe::ALL {
+            let name = format!("probe-{p}");
+            assert!(
+                crate::commands::schema::schema(&name).is_some(),
+                "no JSON schema `{name}` in commands/schema.rs"
+            );
+            assert!(
+                docs.contains(&format!("## `probe {p}`")),
+                "docs/probes.md has no section for {p}"
+            );
+            assert!(
+                json.contains(&format!("`{p}")),
+                "docs/json.md does not describe {p}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_command_line_runs_the_probe_it_names_and_verify_takes_the_latency_ones() {
+        for p in Probe::ALL {
+            // The least each probe needs on its command line.
+            let line: &[&str] = match p {
+                Probe::IdleCpu | Probe::Rss => &["--pid", "1"],
+                _ => &[],
+            };
+            let args = ["hostknob", "probe", p.as_str()].iter().chain(line);
+            let cli = crate::cli::Cli::try_parse_from(args).unwrap();
+            let crate::cli::Command::Probe(a) = cli.command else {
+                panic!("not a probe command");
+            };
+            assert_eq!(a.probe.probe(), p);
+            let latency = latency_probe(&a.probe);
+            assert_eq!(latency.is_ok(), p.is_latency(), "{p}");
+            if let Ok(l) = latency {
+                assert_eq!(l.probe(), p);
+            } else {
+                let e = latency.err().unwrap().to_string();
+                assert!(e.contains("use the wakeup, timer or rpc probe"), "{e}");
+            }
+        }
     }
 }

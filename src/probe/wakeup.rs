@@ -285,7 +285,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         busy_warning(&raw, sleeper_cpu).into_iter().collect()
     };
     Ok(WakeupResult {
-        probe: "wakeup".into(),
+        probe: super::Probe::Wakeup.as_str().into(),
         latency: Latency::from_ns(&latencies)?,
         settings: Settings {
             waker_cpu,
@@ -378,6 +378,18 @@ fn by_deepest_state(raw: &[Sample], states: &[IdleStateDelta]) -> Vec<StateLaten
             })
         })
         .collect()
+}
+
+
+/// What `verify` compares of a run.
+impl super::latency::IntoLatencyRun for WakeupResult {
+    fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
+        Ok(super::latency::LatencyRun {
+            samples_ns: self.raw.iter().map(|s| s.latency_ns).collect(),
+            settings: serde_json::to_value(&self.settings)?,
+            warnings: self.warnings,
+        })
+    }
 }
 
 #[cfg(test)]
