@@ -283,8 +283,8 @@ mod tests {
                 Probe::IdleCpu | Probe::Rss => &["--pid", "1"],
                 _ => &[],
             };
-            let args = ["hostknob", "probe", p.as_str()].iter().chain(line);
-            let cli = crate::cli::Cli::try_parse_from(args).unwrap();
+            let head = ["hostknob", "probe", p.as_str()];
+            let cli = crate::cli::Cli::try_parse_from(head.iter().chain(line)).unwrap();
             let crate::cli::Command::Probe(a) = cli.command else {
                 panic!("not a probe command");
             };
@@ -296,6 +296,36 @@ mod tests {
             } else {
                 let e = latency.err().unwrap().to_string();
                 assert!(e.contains("use the wakeup, timer or rpc probe"), "{e}");
+            }
+        }
+    }
+
+    /// `hostknob probe NAME --help` (issue 14 item 8): the probe's own
+    /// options under its own heading, the shared ones after them.
+    #[test]
+    fn probes_list_their_own_options_before_the_shared_ones() {
+        let mut cli = crate::cli::Cli::command();
+        cli.build();
+        let probe = cli.find_subcommand_mut("probe").unwrap();
+        for p in Probe::ALL {
+            let name = p.as_str();
+            let own = format!("{}{} options", name[..1].to_uppercase(), &name[1..]);
+            let sub = probe.find_subcommand_mut(name).unwrap();
+            let help = sub.render_long_help().to_string();
+            let at = |heading: &str| help.find(&format!("\n{heading}:\n"));
+            let own_at = at(&own).unwrap_or_else(|| panic!("{name}: no {own:?}:\n{help}"));
+            if let Some(shared) = at("Shared probe options") {
+                assert!(own_at < shared, "{name}: shared options first:\n{help}");
+            }
+            for arg in sub.get_arguments().filter(|a| !a.is_global_set()) {
+                let id = arg.get_id().as_str();
+                let heading = arg.get_help_heading();
+                assert!(
+                    heading == Some(own.as_str())
+                        || heading == Some("Shared probe options")
+                        || id == "help",
+                    "{name}: --{id} is under {heading:?}"
+                );
             }
         }
     }

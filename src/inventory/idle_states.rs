@@ -150,3 +150,60 @@ pub fn cpu_indices(root: &Root, cpu: u32) -> Vec<u32> {
         .map(|names| state_indices(&names))
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CPU's states as files under a test root: `name`, `latency`, `disable`, `usage`, `time`.
+    fn tree(states: &[(u32, &str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        for (i, name, disable) in states {
+            let d = dir
+                .path()
+                .join(format!("sys/devices/system/cpu/cpu1/cpuidle/state{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            for (f, v) in [("name", *name), ("latency", "2\n"), ("disable", *disable)] {
+                std::fs::write(d.join(f), v).unwrap();
+            }
+            std::fs::write(d.join("usage"), format!("{}\n", 100 + i)).unwrap();
+            std::fs::write(d.join("time"), "7\n").unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn states_are_listed_by_number_and_read_with_their_attributes() {
+        let t = tree(&[(10, "C10\n", "1\n"), (0, "POLL\0\n", "0\n"), (2, "C2", "0")]);
+        let root = Root::open(t.path()).unwrap();
+        let dir = CpuIdleDir::open(&root, 1).unwrap().unwrap();
+        assert_eq!(dir.indices().unwrap(), vec![0, 2, 10]);
+        assert!(dir.has(2) && !dir.has(1));
+        let states = cpu_states(&root, 1).unwrap();
+        assert_eq!(states[0].name, "POLL");
+        assert_eq!(
+            states[2],
+            StateFacts {
+                index: 10,
+                name: "C10".into(),
+                latency_us: Some(2),
+                residency_us: None,
+                disabled: Some(true),
+                usage: Some(110),
+                time_us: Some(7),
+            }
+        );
+        assert_eq!(dir.counter(2, "usage").unwrap(), 102);
+        let e = format!("{:#}", dir.counter(2, "residency").unwrap_err());
+        assert!(
+            e.starts_with("/sys/devices/system/cpu/cpu1/cpuidle/state2/residency"),
+            "{e}"
+        );
+        assert_eq!(cpu_indices(&root, 1), vec![0, 2, 10]);
+        // A CPU without cpuidle has no states, which is not an error.
+        assert!(CpuIdleDir::open(&root, 0).unwrap().is_none());
+        assert!(cpu_states(&root, 0).unwrap().is_empty());
+        assert!(cpu_indices(&root, 0).is_empty());
+    }
+}
