@@ -20,9 +20,9 @@ use anyhow::Result;
 
 use crate::apply::Session;
 use crate::cli::{self, Cli, Command, Global};
-use crate::manifest;
 use crate::probe::{rpc, wakeup};
 use crate::render;
+use crate::manifest;
 use crate::root::Root;
 
 pub fn run(cli: Cli) -> Result<i32> {
