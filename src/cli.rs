@@ -370,6 +370,8 @@ pub enum Proto {
 }
 
 #[derive(Args, Debug)]
+// Options `probe` itself takes (and its subcommands inherit) come after the probe's own.
+#[command(next_help_heading = "Global options")]
 pub struct ProbeArgs {
     #[command(subcommand)]
     pub probe: ProbeCommand,
@@ -393,75 +395,64 @@ pub struct ProbeArgs {
     pub quiet: bool,
 }
 
-#[derive(Subcommand, Debug)]
-pub enum ProbeCommand {
+/// The probes' subcommands, one per `probe::Probe` (the registry in
+/// `probe/mod.rs`): a variant here is named as the probe's there, so a
+/// subcommand without a probe does not compile, and `commands::probe`'s
+/// tests check that every probe has a subcommand. Each `*Args` struct lists
+/// the probe's own options under its own heading, before the shared ones.
+macro_rules! probe_commands {
+    ($($(#[$attr:meta])* $variant:ident($args:ident),)*) => {
+        #[derive(Subcommand, Debug)]
+        pub enum ProbeCommand {
+            $($(#[$attr])* $variant($args),)*
+        }
+
+        impl ProbeCommand {
+            /// The probe this command line runs.
+            pub fn probe(&self) -> crate::schema::Probe {
+                match self {
+                    $(ProbeCommand::$variant(_) => crate::schema::Probe::$variant,)*
+                }
+            }
+        }
+    };
+}
+
+probe_commands! {
     /// Idle-settled wakeup latency of a thread blocked in the kernel, with the idle states its CPU entered.
     #[command(
-        long_about = "Idle-settled wakeup latency. A sleeper thread pinned to --sleeper-cpu blocks in the \
-kernel (a futex by default); a waker pinned to --waker-cpu leaves it idle for a gap from a deterministic \
-schedule, reads CLOCK_MONOTONIC and wakes it; the sleeper reads the clock as its first act after waking. \
-One sample = that difference.\n\n\
-Reported: n, min, p50, p95, p99, p99.9, max, mean, stdev; a histogram; the sleeper CPU's idle-state \
-entries and residency over the run (cpuidle usage/time deltas) and the samples grouped by the deepest \
-state entered in their gap, so a latency floor can be tied to a state's exit latency; the clock read \
-cost and the probe's own per-sample overhead, measured at start.\n\n\
-PM QoS is not held unless --pmqos-us is given, so C-state exits are measured.",
-        after_help = "Examples:\n  hostknob probe wakeup\n  hostknob probe wakeup --samples 500 --gap-us 200..2000 --format json\n  \
-hostknob probe wakeup --pmqos-us 0          # the same with deep idle states held off\n  \
-hostknob probe wakeup --raw /tmp/wakeup.csv"
+        long_about = include_str!("help/probe-wakeup.txt"),
+        after_help = include_str!("help/probe-wakeup-examples.txt")
     )]
     Wakeup(WakeupArgs),
     /// Timer wakeup lateness by cyclictest's method (absolute clock_nanosleep on CLOCK_MONOTONIC).
     #[command(
-        long_about = "Timer wakeup lateness, cyclictest's method: a thread sleeps with absolute \
-clock_nanosleep(CLOCK_MONOTONIC) until the next interval boundary and records how late it woke. \
-Options mirror cyclictest: --interval (-i), --loops (-l), --cpu (-a), --priority (-p, SCHED_FIFO), \
---mlock (-m). Unlike cyclictest, PM QoS is NOT held by default, so C-state exits are part of the \
-result; --pmqos-us 0 matches cyclictest's default, and no --pmqos-us matches `cyclictest --laptop`.",
-        after_help = "Examples:\n  hostknob probe timer --interval 1000 --loops 10000\n  \
-hostknob probe timer --interval 2ms --loops 2000 --cpu 1 --priority 80 --mlock --pmqos-us 0\n  \
-  (the same as: cyclictest -i 2000 -l 2000 -a 1 -p 80 -m)"
+        long_about = include_str!("help/probe-timer.txt"),
+        after_help = include_str!("help/probe-timer-examples.txt")
     )]
     Timer(TimerArgs),
     /// Light request/response round trips with idle gaps: the built-in echo server or your own service.
     #[command(
-        long_about = "The \"light call\" floor: small request/response round trips with idle gaps between \
-them, over UDP or TCP, to a built-in echo server on a pinned thread (bound to loopback unless --bind says \
-otherwise) or to your own service with --connect HOST:PORT. Each round trip after a gap pays for waking \
-both ends, which is where a C-state tax shows.",
-        after_help = "Examples:\n  hostknob probe rpc                       # UDP echo over loopback\n  \
-hostknob probe rpc --proto tcp --gap-us 200..2000 --samples 1000\n  \
-hostknob probe rpc --proto tcp --connect 10.0.0.5:8080 \\\n      --payload 'GET /health HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' --expect '\\r\\n\\r\\nok'"
+        long_about = include_str!("help/probe-rpc.txt"),
+        after_help = include_str!("help/probe-rpc-examples.txt")
     )]
     Rpc(RpcArgs),
     /// CPU use of a process as % of one core, from utime + stime in /proc/PID/stat over windows.
     #[command(
-        long_about = "CPU use of a process (all its threads) as a percentage of one core: the change of \
-utime + stime in /proc/PID/stat over each window of wall time. Default: three consecutive 10 s windows; \
-the median and range are reported. With --cmd the command is started, measured and killed at the end. \
-If the process ends during the run the completed windows are printed, flagged partial, and the exit \
-code is 1.",
-        after_help = "Examples:\n  hostknob probe idle-cpu --pid 1234\n  \
-hostknob probe idle-cpu --window 2s --windows 5 --cmd my-server --idle"
+        long_about = include_str!("help/probe-idle-cpu.txt"),
+        after_help = include_str!("help/probe-idle-cpu-examples.txt")
     )]
     IdleCpu(IdleCpuArgs),
     /// Memory decay after a burst: a process's RSS over time, or a jemalloc burst in hostknob itself.
     #[command(
-        long_about = "Memory decay after a burst, the jemalloc PR's method: VmRSS/VmHWM from \
-/proc/PID/status about twice a second and Pss/LazyFree from /proc/PID/smaps_rollup about once a second; \
-corrected = rss - lazyfree. The summary gives the anchor, the peak, the values at +10 s, +30 s and the \
-end, and each one's residual against the anchor (also as a % of the growth from anchor to peak).\n\n\
---self-burst reproduces the PR here: hostknob (jemalloc is its global allocator) allocates about \
---burst-mib MiB in mixed sizes from --threads threads, frees it, and samples its own memory over the \
-idle window, first with jemalloc's background_thread false, then true (each written with a mallctl and \
-read back; the read-back is reported). The original value is restored at the end.",
-        after_help = "Examples:\n  hostknob probe rss --pid 1234 --duration 2m\n  \
-hostknob probe rss --self-burst --duration 35s"
+        long_about = include_str!("help/probe-rss.txt"),
+        after_help = include_str!("help/probe-rss-examples.txt")
     )]
     Rss(RssArgs),
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Wakeup options")]
 pub struct WakeupArgs {
     /// CPU of the waker thread [default: an allowed online CPU other than the sleeper's].
     #[arg(long, value_name = "CPU")]
@@ -493,6 +484,7 @@ pub struct GapArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Shared probe options")]
 pub struct CommonArgs {
     /// Hold /dev/cpu_dma_latency at N µs for the run (0 keeps CPUs out of every
     /// idle state with an exit latency). Released when the run ends [default: not held].
@@ -507,6 +499,7 @@ pub struct CommonArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Timer options")]
 pub struct TimerArgs {
     /// Interval between wakeups: µs when a bare number (cyclictest's -i), or e.g. 2ms.
     #[arg(long, default_value = "1000", value_parser = crate::probe::parse_micros, value_name = "US")]
@@ -528,6 +521,7 @@ pub struct TimerArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Rpc options")]
 pub struct RpcArgs {
     /// Transport.
     #[arg(long, value_enum, default_value = "udp")]
@@ -573,6 +567,7 @@ pub struct RpcArgs {
 
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("target").required(true).args(["pid", "cmd"])))]
+#[command(next_help_heading = "Idle-cpu options")]
 pub struct IdleCpuArgs {
     /// The process to measure.
     #[arg(long, value_name = "PID")]
@@ -593,6 +588,7 @@ pub struct IdleCpuArgs {
 
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("target").required(true).args(["pid", "self_burst"])))]
+#[command(next_help_heading = "Rss options")]
 pub struct RssArgs {
     /// The process to sample.
     #[arg(long, value_name = "PID")]

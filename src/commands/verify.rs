@@ -15,16 +15,6 @@ struct ProbeLine {
     probe: ProbeCommand,
 }
 
-fn probe_name(p: Probe) -> &'static str {
-    match p {
-        Probe::Wakeup => "wakeup",
-        Probe::Timer => "timer",
-        Probe::Rpc => "rpc",
-        Probe::IdleCpu => "idle-cpu",
-        Probe::Rss => "rss",
-    }
-}
-
 pub fn run(args: &VerifyArgs) -> Result<i32> {
     let g = &args.change;
     crate::probe::require_live(&crate::root::Root::open(&g.target.root.root)?, "verify")?;
@@ -34,7 +24,7 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
         crate::apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
     let name = match (&args.probe, &knob.verify) {
         (Some(p), _) => p.clone(),
-        (None, Some(v)) => probe_name(v.probe).to_string(),
+        (None, Some(v)) => v.probe.as_str().to_string(),
         (None, None) => bail!(
             "{}:{}: verify: knob {} declares no probe; add `verify: {{probe: wakeup, expect: ...}}` or pass --probe",
             knob.source.file.display(),
@@ -42,9 +32,10 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
             knob.id
         ),
     };
-    if !matches!(name.as_str(), "wakeup" | "timer" | "rpc") {
+    if !Probe::parse(&name).is_some_and(Probe::is_latency) {
         bail!(
-            "verify compares latency distributions: probe {name:?} is not one (use wakeup, timer or rpc; run `hostknob probe {name}` for the other)"
+            "verify compares latency distributions: probe {name:?} is not one (use {}; run `hostknob probe {name}` for the other)",
+            Probe::latency_names()
         );
     }
     let line = std::iter::once(name.clone()).chain(args.probe_args.iter().cloned());

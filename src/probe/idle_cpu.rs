@@ -184,7 +184,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<IdleCpuResult> {
     }
     let spread = Spread::of(&windows.iter().map(|w| w.cpu_pct).collect::<Vec<_>>());
     Ok(IdleCpuResult {
-        probe: "idle-cpu".into(),
+        probe: super::Probe::IdleCpu.as_str().into(),
         pid,
         command,
         settings: Settings {

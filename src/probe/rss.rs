@@ -215,7 +215,7 @@ pub fn run_pid(root: &Root, pid: i32, duration: Duration) -> Result<PidResult> {
         )
     });
     Ok(PidResult {
-        probe: "rss".into(),
+        probe: super::Probe::Rss.as_str().into(),
         mode: "pid".into(),
         pid,
         duration_s: duration.as_secs_f64(),
@@ -334,7 +334,7 @@ pub fn run_self_burst(root: &Root, opts: &BurstOptions) -> Result<SelfBurstResul
     outcome?;
     let restored = restored?;
     Ok(SelfBurstResult {
-        probe: "rss".into(),
+        probe: super::Probe::Rss.as_str().into(),
         mode: "self-burst".into(),
         pid,
         settings: BurstSettings {

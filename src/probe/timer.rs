@@ -164,7 +164,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
     let pm_qos = PmQosSetting::of(&hold);
     drop(hold);
     Ok(TimerResult {
-        probe: "timer".into(),
+        probe: super::Probe::Timer.as_str().into(),
         latency: Latency::from_ns(&raw)?,
         settings: Settings {
             interval_us: interval_ns / 1000,
@@ -181,4 +181,15 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
         duration_ms,
         raw,
     })
+}
+
+/// What `verify` compares of a run.
+impl super::latency::IntoLatencyRun for TimerResult {
+    fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
+        Ok(super::latency::LatencyRun {
+            samples_ns: self.raw,
+            settings: serde_json::to_value(&self.settings)?,
+            warnings: Vec::new(),
+        })
+    }
 }
