@@ -47,7 +47,10 @@ pub fn mirror_recorded(root: &Root, out: &Path, host: Option<&str>) -> Result<Ca
         links: 0,
         skipped: Vec::new(),
     };
-    for (path, access) in root.recorded() {
+    let recorded = root.recorded();
+    let ticker = crate::progress::Ticker::start("capture", Some(recorded.len() as u64), || {});
+    for (path, access) in recorded {
+        ticker.tick();
         if access == Access::Denied {
             report.skipped.push(path);
             continue;

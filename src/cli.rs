@@ -1,5 +1,7 @@
-//! Command-line options, in one place. Global options may stand before or
-//! after the subcommand (`hostknob --root R inventory --format json`).
+//! Command-line options, in one place. Each subcommand takes only the shared
+//! options it uses (--root, --format, ...); they may also stand before the
+//! subcommand's name (`hostknob --root R inventory --format json`): [`hoist`]
+//! moves them after it before clap parses.
 
 use std::path::PathBuf;
 
@@ -9,8 +11,6 @@ use clap_complete::Shell;
 use clap::ArgGroup;
 use std::net::IpAddr;
 use std::time::Duration;
-
-use crate::inventory;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -27,16 +27,17 @@ hostknob audit                                   # does the host match the manif
 hostknob apply cpuidle-no-deep-state --dry-run   # the writes, as a diff\n  \
 hostknob verify cpuidle-no-deep-state            # did it move the latency floor?\n  \
 hostknob persist cpuidle-no-deep-state           # what keeps it across a reboot\n\n\
-Exit codes: 0 success, 1 error (nothing changed), 2 audit drift or stale document."
+Options shared by subcommands (--root, --format, --host, --manifest, --state-dir, --quiet) \
+may stand before the subcommand's name; each subcommand takes those its --help lists.\n\n\
+Exit codes: 0 success, 1 error or usage error (nothing changed), 2 audit drift or stale document, \
+130 interrupted (Ctrl-C)."
 )]
 pub struct Cli {
-    #[command(flatten)]
-    pub global: Global,
     #[command(subcommand)]
     pub command: Command,
 }
 
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct InventoryArgs {
     /// Only these sections, in every format (all when none is named).
     #[arg(value_enum, value_name = "SECTION")]
@@ -44,6 +45,16 @@ pub struct InventoryArgs {
     /// The same as naming SECTION; may be repeated.
     #[arg(long = "section", value_enum, value_name = "SECTION")]
     pub section: Vec<Section>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct KnobsArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub format: FormatArg,
 }
 
 /// An inventory section on the command line, named as its JSON key.
@@ -63,120 +74,99 @@ pub enum Section {
     Processes,
 }
 
-impl From<Section> for inventory::Section {
-    fn from(s: Section) -> Self {
-        match s {
-            Section::Host => inventory::Section::Host,
-            Section::Cpu => inventory::Section::Cpu,
-            Section::Caches => inventory::Section::Caches,
-            Section::Numa => inventory::Section::Numa,
-            Section::Memory => inventory::Section::Memory,
-            Section::Idle => inventory::Section::Idle,
-            Section::Frequency => inventory::Section::Frequency,
-            Section::Vulnerabilities => inventory::Section::Vulnerabilities,
-            Section::Network => inventory::Section::Network,
-            Section::PmQos => inventory::Section::PmQos,
-            Section::Processes => inventory::Section::Processes,
-        }
-    }
+/// `--root`: the tree every host path is read (and written) under.
+#[derive(Args, Debug, Clone)]
+pub struct RootArg {
+    /// Read and write every host path (/sys, /proc, /etc, /dev, /var/lib/hostknob) under DIR.
+    #[arg(long, value_name = "DIR", env = "HOSTKNOB_ROOT", default_value = "/")]
+    pub root: PathBuf,
 }
 
 #[derive(Args, Debug, Clone)]
-pub struct Global {
-    /// Read and write every host path (/sys, /proc, /etc, /dev, /var/lib/hostknob) under DIR.
-    #[arg(
-        long,
-        global = true,
-        value_name = "DIR",
-        env = "HOSTKNOB_ROOT",
-        default_value = "/"
-    )]
-    pub root: PathBuf,
-    /// Output format: table for people; yaml and json are stable for machines.
-    #[arg(long, global = true, value_enum, default_value = "table")]
-    pub format: Format,
+pub struct HostArg {
     /// Host name used for the manifest and ledger [default: the host's hostname].
-    #[arg(long, global = true, value_name = "NAME", env = "HOSTKNOB_HOST")]
+    #[arg(long, value_name = "NAME", env = "HOSTKNOB_HOST")]
     pub host: Option<String>,
+}
+
+/// What reads a host tree and prints a result takes.
+#[derive(Args, Debug, Clone)]
+pub struct ReadArgs {
+    #[command(flatten)]
+    pub root: RootArg,
+    #[command(flatten)]
+    pub host: HostArg,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+/// The host tree, its name and its manifest: what reads the manifest needs.
+#[derive(Args, Debug, Clone)]
+pub struct TargetArgs {
+    #[command(flatten)]
+    pub root: RootArg,
+    #[command(flatten)]
+    pub host: HostArg,
     /// The knob manifest directory [default: /etc/hostknob/manifest under --root].
-    #[arg(long, global = true, value_name = "DIR", env = "HOSTKNOB_MANIFEST")]
+    #[arg(long, value_name = "DIR", env = "HOSTKNOB_MANIFEST")]
     pub manifest: Option<PathBuf>,
-    /// Where apply keeps its journal and state, resolved under --root.
-    #[arg(
-        long,
-        global = true,
-        value_name = "DIR",
-        default_value = "/var/lib/hostknob"
-    )]
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StateArg {
+    /// Where apply keeps its journal, lock and state, resolved under --root.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/hostknob")]
     pub state_dir: PathBuf,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct FormatArg {
+    /// Output format: table for people; yaml and json are stable for machines.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct QuietArg {
+    /// No progress on stderr (shown only when stderr is a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Hardware and kernel facts: CPUs, caches, frequency, idle states, memory, NUMA, NICs, processes.
     #[command(
-        long_about = "Hardware and kernel facts, read-only and without root: CPU identity and topology \
-(packages, cores, SMT siblings, hybrid types, online/isolated/nohz_full CPUs), caches, cpufreq driver, \
-governor, EPP and limits, cpuidle driver, governor and every idle state, per-CPU PM QoS, memory, NUMA, \
-huge pages, THP, kernel, boot time, mitigations, NIC IRQs and their affinity, and the busiest processes.\n\n\
-Values that differ between CPUs are grouped (`0-15: performance; 16-31: powersave`). What the host does \
-not expose is reported as \"not exposed\" with the path looked for."
+        long_about = include_str!("help/inventory.txt")
     )]
     Inventory(InventoryArgs),
     /// Copy every file inventory reads into OUT, a tree to use later with --root OUT.
     #[command(
-        long_about = "Copy every file that inventory reads into OUT as a mirror tree (symlinks kept as \
-symlinks), plus hostknob-capture.yaml (host, time, version, command line, skipped files). \
-Then `hostknob --root OUT inventory` prints what this host printed, apart from live counters. \
-Files this user may not read are skipped and listed. OUT must be new or empty."
+        long_about = include_str!("help/capture.txt")
     )]
     Capture(CaptureArgs),
     /// Write the host document (Markdown) to hosts/<host>.md, or check that it is current.
     #[command(
-        long_about = "Write the host document: CPU and SMT layout, caches, frequencies, governor and \
-energy preference, idle states and PM QoS, memory and NUMA, kernel and mitigations, CPU partitioning, NIC \
-interrupt placement and loopback settings, the services sharing the host, the knobs in effect and the \
-latest evidence, and for every fact the read-only command that shows it without hostknob.\n\n\
-The output is stable: an unchanged host gives an identical file apart from the one `_Generated by` line. \
---check regenerates, prints a unified diff against the file and exits 2 when it is stale.",
+        long_about = include_str!("help/doc.txt"),
         after_help = "Examples:\n  hostknob doc                       # writes hosts/$(hostname).md\n  \
 hostknob --root /tmp/web-7 --host web-7 doc --check\n  hostknob doc --out -             # to stdout"
     )]
     Doc(DocArgs),
     /// The manifest's knobs for this host: desired value, current value (grouped) and status.
     #[command(
-        long_about = "List the knobs of the manifest that target this host (by `hosts:`, matched against \
---host, the hostname, or the capture's name), with the desired value, the current value grouped over CPUs or \
-files that agree, and the audit status. Read-only; exit 0 unless the manifest or the root cannot be read."
+        long_about = include_str!("help/knobs.txt")
     )]
-    Knobs,
+    Knobs(KnobsArgs),
     /// Check every knob for this host: ok, drift, lost-on-reboot, unsupported, not-applicable, unpersisted.
     #[command(
-        long_about = "For each knob that targets this host, compare the desired value with what the host \
-holds, per CPU group or file, and give one status: ok; drift (differs); lost-on-reboot (the ledger or the \
-knob's history says it was applied here runtime-only, the host booted since, and the value is back); \
-unsupported (the host does not accept the value, e.g. a governor it lacks); not-applicable (with the reason, \
-e.g. no such idle state, no cpufreq in a VM); unpersisted (in effect, but nothing makes it survive a reboot). \
-Also names other managers that may override a knob: tuned, power-profiles-daemon, TLP, cpupower, and \
-sysctl.d, tmpfiles.d or udev entries touching the same files.\n\n\
-Exit codes: 0 when every knob is ok, unpersisted or not-applicable; 2 when any is drift, unsupported or \
-lost-on-reboot; 1 when the manifest does not load or the root cannot be read.",
+        long_about = include_str!("help/audit.txt"),
         after_help = "Examples:\n  hostknob audit\n  hostknob --root /tmp/rpc-ap-1 --manifest manifest audit --format json\n  \
 hostknob audit cpuidle-no-deep-state"
     )]
     Audit(AuditArgs),
     /// Measure the host: wakeup and timer latency, RPC round trips, a process's idle CPU and memory decay.
     #[command(
-        long_about = "Built-in probes that measure what a knob is meant to change, with real threads, \
-clocks, sockets and the real allocator. Latency probes report n, min, p50, p95, p99, p99.9, max, mean \
-and stdev (nearest-rank percentiles of the exact samples) and a histogram; --raw FILE writes every \
-sample as CSV.\n\n\
-  wakeup    idle-settled wakeup of a thread blocked in the kernel, with its CPU's idle-state entries\n\
-  timer     timer lateness by cyclictest's method\n\
-  rpc       light request/response round trips with idle gaps\n\
-  idle-cpu  a process's CPU use in % of one core\n\
-  rss       memory decay after a burst (a process, or a jemalloc burst in hostknob itself)\n\n\
-No probe leaves anything changed: PM QoS (--pmqos-us) is held only while the probe runs.",
+        long_about = include_str!("help/probe.txt"),
         after_help = "Examples:\n  hostknob probe wakeup --format json\n  \
 hostknob probe timer --interval 1000 --loops 10000 --pmqos-us 0\n  \
 hostknob probe rss --self-burst --duration 35s"
@@ -184,68 +174,29 @@ hostknob probe rss --self-burst --duration 35s"
     Probe(ProbeArgs),
     /// Change knobs safely: plan (as a diff), check, journal, write, read back, record.
     #[command(
-        long_about = "Plan every write of the chosen knobs that target this host and show it as a unified \
-diff per file (files that change alike over many CPUs as one: cpu0-319/cpuidle/state3/disable). \
-Then check every write before making the first (values the host accepts, values before that can be \
-read, permission asked without writing), take the lock in the state directory, journal the values \
-before (fsynced), write in an order that respects kernel dependencies (governor before EPP, a global \
-boost before per-policy ones) and read every file back. If any write or read-back fails, everything \
-already written is restored (in the order the kernel's dependencies require) and read back, and the failing file is named. On \
-success the change is appended to the ledger (<manifest>/ledger/<host>.yaml) and the knobs' caveats \
-are printed.\n\nExit codes: 0 applied (or nothing to do, or a dry run); 1 refused or failed, with \
-what happened to the host said on stderr.",
+        long_about = include_str!("help/apply.txt"),
         after_help = "Examples:\n  hostknob apply cpuidle-no-deep-state --dry-run\n  \
 sudo hostknob apply cpuidle-no-deep-state\n  sudo hostknob apply --all --wait"
     )]
     Apply(ApplyArgs),
     /// Restore the values recorded before the first apply, read them back, record it.
     #[command(
-        long_about = "Restore what the journal in the state directory recorded before the first apply \
-since the journal began (also after a crash in the middle of an apply), in the order the kernel's dependencies require (EPP before the governor that pins it), read every \
-file back, append to the ledger and drop the restored entries from the journal. Files that cannot \
-be restored stay in the journal, and revert exits 1 naming them."
+        long_about = include_str!("help/revert.txt")
     )]
     Revert(RevertArgs),
     /// Print (or install) what makes a knob survive a reboot: tmpfiles.d, sysctl.d, drop-in, cmdline.
     #[command(
-        long_about = "Produce what makes the knob survive a reboot, by the mechanism its manifest entry \
-names: systemd-tmpfiles.d `w` lines for sysfs knobs, a sysctl.d file for sysctl knobs, a systemd \
-drop-in with Environment= for allocator knobs, kernel command-line arguments for boot-time knobs. \
-Without --install the artifact goes to stdout (the file's content, or the arguments) and where it \
-would go to stderr. --install writes the file under --root (audit then reports the knob persisted); \
---remove deletes it. Kernel command-line arguments are printed with the commands that add them; \
-hostknob never writes a boot loader's configuration."
+        long_about = include_str!("help/persist.txt")
     )]
     Persist(PersistArgs),
     /// Hold a pm-qos knob's PM QoS request in the foreground until SIGTERM or Ctrl-C.
     #[command(
-        long_about = "Opens /dev/cpu_dma_latency, writes the pm-qos knob's value and keeps the file open: \
-the kernel keeps a PM QoS request only while its file is open. Prints the aggregate the kernel reads \
-back, then waits; SIGTERM, SIGINT or SIGHUP close the file (the kernel drops the request) and it \
-exits 0. Runs in the foreground, for a systemd unit: `persistence: hold` with `hostknob persist KNOB \
---install` writes hostknob-hold@.service, whose instance hostknob-hold@KNOB.service runs this."
+        long_about = include_str!("help/hold.txt")
     )]
     Hold(HoldArgs),
     /// A/B one knob with its probe in shuffled rounds; a verdict you can defend, recorded as evidence.
     #[command(
-        long_about = "Runs the knob's declared probe (`verify.probe` in the manifest, or --probe) in rounds. \
-Each round runs two legs, the knob as found and the knob applied, in an order drawn per round from the seed \
-(ChaCha8; the seed is printed so a run can be repeated). Each leg sets the state with apply's journal and lock, \
-waits --settle, then probes. The sleeper (rpc server, timer CPU) runs on a CPU inside the knob's target \
-CPUs, the waker (rpc client) outside them where possible and never on a CPU sharing a core, module or L2 \
-with the sleeper; a --sleeper-cpu outside the target is refused unless --force.\n\n\
-The round is the unit of evidence: its two legs are a pair, and the verdict tests the per-round log ratios \
-applied / as found (a Student t interval at 99.5%). After the first --rounds and after each further batch, \
-it stops when the interval clears 1 and the ratio is at least 5% from 1 (improved or regressed), or when the \
-interval lies within 5% of 1 (no detectable effect), else runs more rounds up to --max-rounds (then: no \
-detectable effect at this noise after N rounds). At least 5 rounds: with fewer, the interval is so wide \
-that no effect worth having could clear it, and a verdict from 2 or 3 rounds is chance.\n\n\
-Reported: each leg's median across rounds of p50, p95, p99 and max, the per-round ratios, the ratio and its \
-interval, the decision and rounds run, and each `verify.expect` of the manifest, met or not. The evidence is \
-appended to the ledger. Exit 0 when every expectation is met (or none is declared), 2 when the run \
-contradicts one, 1 on error.\n\n\
-The host is left as found on every path: success, a probe error, a panic, Ctrl-C/SIGTERM (the run stops \
-and reverts); after a SIGKILL, `hostknob revert KNOB` restores from the journal.",
+        long_about = include_str!("help/verify.txt"),
         after_help = "Examples:\n  hostknob verify cpuidle-no-deep-state\n  \
 hostknob verify haltpoll-idle-off --rounds 6 --max-rounds 12 --settle 1s --plot /tmp/v.svg -- --samples 100 --gap-us 500..5000\n  \
 hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order"
@@ -282,6 +233,21 @@ pub struct ApplyArgs {
     /// Show the plan and check it; write nothing, take no lock.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub change: ChangeArgs,
+}
+
+/// What every command that changes the host takes.
+#[derive(Args, Debug)]
+pub struct ChangeArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub state: StateArg,
+    #[command(flatten)]
+    pub format: FormatArg,
+    #[command(flatten)]
+    pub quiet: QuietArg,
 }
 
 #[derive(Args, Debug)]
@@ -293,6 +259,8 @@ pub struct RevertArgs {
     /// would bring the change back at the next boot.
     #[arg(long)]
     pub persisted: bool,
+    #[command(flatten)]
+    pub change: ChangeArgs,
 }
 
 #[derive(Args, Debug)]
@@ -309,6 +277,8 @@ pub struct PersistArgs {
     /// Wait for another hostknob holding the lock instead of failing at once.
     #[arg(long)]
     pub wait: bool,
+    #[command(flatten)]
+    pub change: ChangeArgs,
 }
 
 #[derive(Args, Debug)]
@@ -316,6 +286,8 @@ pub struct HoldArgs {
     /// The pm-qos knob's id.
     #[arg(value_name = "KNOB")]
     pub knob: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 #[derive(Args, Debug)]
@@ -326,6 +298,8 @@ pub struct DocArgs {
     /// Compare with the file instead of writing it: exit 0 if current, 2 (with a diff) if stale.
     #[arg(long)]
     pub check: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 #[derive(Args, Debug)]
@@ -336,12 +310,22 @@ pub struct AuditArgs {
     /// Also write the audit as Prometheus metrics to DIR/hostknob.prom (atomically, for node_exporter's textfile collector).
     #[arg(long, value_name = "DIR")]
     pub textfile: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Output format: table for people; yaml and json are stable for machines;
+    /// prometheus is the text exposition format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: AuditFormat,
 }
 
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
     /// Directory to create (or an empty one).
     pub out: PathBuf,
+    #[command(flatten)]
+    pub read: ReadArgs,
+    #[command(flatten)]
+    pub quiet: QuietArg,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -349,10 +333,24 @@ pub enum Format {
     Table,
     Yaml,
     Json,
-    /// Markdown tables (`report`).
-    Markdown,
-    /// Prometheus text exposition (`audit`).
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFormat {
+    Table,
+    Yaml,
+    Json,
+    /// Prometheus text exposition.
     Prometheus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    /// Markdown tables.
+    Markdown,
+    Yaml,
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -372,80 +370,89 @@ pub enum Proto {
 }
 
 #[derive(Args, Debug)]
+// Options `probe` itself takes (and its subcommands inherit) come after the probe's own.
+#[command(next_help_heading = "Global options")]
 pub struct ProbeArgs {
     #[command(subcommand)]
     pub probe: ProbeCommand,
+    /// Only / (the default): a probe measures this machine, so another root is refused.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "HOSTKNOB_ROOT",
+        default_value = "/"
+    )]
+    pub root: PathBuf,
+    /// Host name for the plot's title [default: the host's hostname].
+    #[arg(long, global = true, value_name = "NAME", env = "HOSTKNOB_HOST")]
+    pub host: Option<String>,
+    /// Output format: table for people; yaml and json are stable for machines.
+    #[arg(long, global = true, value_enum, default_value = "table")]
+    pub format: Format,
+    /// No progress on stderr (shown only when stderr is a terminal).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
 }
 
-#[derive(Subcommand, Debug)]
-pub enum ProbeCommand {
+/// The probes' subcommands, one per `probe::Probe` (the registry in
+/// `probe/mod.rs`): a variant here is named as the probe's there, so a
+/// subcommand without a probe does not compile, and `commands::probe`'s
+/// tests check that every probe has a subcommand. Each `*Args` struct lists
+/// the probe's own options under its own heading, before the shared ones.
+macro_rules! probe_commands {
+    ($($(#[$attr:meta])* $variant:ident($args:ident),)*) => {
+        #[derive(Subcommand, Debug)]
+        pub enum ProbeCommand {
+            $($(#[$attr])* $variant($args),)*
+        }
+
+        impl ProbeCommand {
+            /// The probe this command line runs.
+            pub fn probe(&self) -> crate::schema::Probe {
+                match self {
+                    $(ProbeCommand::$variant(_) => crate::schema::Probe::$variant,)*
+                }
+            }
+        }
+    };
+}
+
+probe_commands! {
     /// Idle-settled wakeup latency of a thread blocked in the kernel, with the idle states its CPU entered.
     #[command(
-        long_about = "Idle-settled wakeup latency. A sleeper thread pinned to --sleeper-cpu blocks in the \
-kernel (a futex by default); a waker pinned to --waker-cpu leaves it idle for a gap from a deterministic \
-schedule, reads CLOCK_MONOTONIC and wakes it; the sleeper reads the clock as its first act after waking. \
-One sample = that difference.\n\n\
-Reported: n, min, p50, p95, p99, p99.9, max, mean, stdev; a histogram; the sleeper CPU's idle-state \
-entries and residency over the run (cpuidle usage/time deltas) and the samples grouped by the deepest \
-state entered in their gap, so a latency floor can be tied to a state's exit latency; the clock read \
-cost and the probe's own per-sample overhead, measured at start.\n\n\
-PM QoS is not held unless --pmqos-us is given, so C-state exits are measured.",
-        after_help = "Examples:\n  hostknob probe wakeup\n  hostknob probe wakeup --samples 500 --gap-us 200..2000 --format json\n  \
-hostknob probe wakeup --pmqos-us 0          # the same with deep idle states held off\n  \
-hostknob probe wakeup --raw /tmp/wakeup.csv"
+        long_about = include_str!("help/probe-wakeup.txt"),
+        after_help = include_str!("help/probe-wakeup-examples.txt")
     )]
     Wakeup(WakeupArgs),
     /// Timer wakeup lateness by cyclictest's method (absolute clock_nanosleep on CLOCK_MONOTONIC).
     #[command(
-        long_about = "Timer wakeup lateness, cyclictest's method: a thread sleeps with absolute \
-clock_nanosleep(CLOCK_MONOTONIC) until the next interval boundary and records how late it woke. \
-Options mirror cyclictest: --interval (-i), --loops (-l), --cpu (-a), --priority (-p, SCHED_FIFO), \
---mlock (-m). Unlike cyclictest, PM QoS is NOT held by default, so C-state exits are part of the \
-result; --pmqos-us 0 matches cyclictest's default, and no --pmqos-us matches `cyclictest --laptop`.",
-        after_help = "Examples:\n  hostknob probe timer --interval 1000 --loops 10000\n  \
-hostknob probe timer --interval 2ms --loops 2000 --cpu 1 --priority 80 --mlock --pmqos-us 0\n  \
-  (the same as: cyclictest -i 2000 -l 2000 -a 1 -p 80 -m)"
+        long_about = include_str!("help/probe-timer.txt"),
+        after_help = include_str!("help/probe-timer-examples.txt")
     )]
     Timer(TimerArgs),
     /// Light request/response round trips with idle gaps: the built-in echo server or your own service.
     #[command(
-        long_about = "The \"light call\" floor: small request/response round trips with idle gaps between \
-them, over UDP or TCP, to a built-in echo server on a pinned thread (bound to loopback unless --bind says \
-otherwise) or to your own service with --connect HOST:PORT. Each round trip after a gap pays for waking \
-both ends, which is where a C-state tax shows.",
-        after_help = "Examples:\n  hostknob probe rpc                       # UDP echo over loopback\n  \
-hostknob probe rpc --proto tcp --gap-us 200..2000 --samples 1000\n  \
-hostknob probe rpc --proto tcp --connect 10.0.0.5:8080 \\\n      --payload 'GET /health HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' --expect '\\r\\n\\r\\nok'"
+        long_about = include_str!("help/probe-rpc.txt"),
+        after_help = include_str!("help/probe-rpc-examples.txt")
     )]
     Rpc(RpcArgs),
     /// CPU use of a process as % of one core, from utime + stime in /proc/PID/stat over windows.
     #[command(
-        long_about = "CPU use of a process (all its threads) as a percentage of one core: the change of \
-utime + stime in /proc/PID/stat over each window of wall time. Default: three consecutive 10 s windows; \
-the median and range are reported. With --cmd the command is started, measured and killed at the end. \
-If the process ends during the run the completed windows are printed, flagged partial, and the exit \
-code is 1.",
-        after_help = "Examples:\n  hostknob probe idle-cpu --pid 1234\n  \
-hostknob probe idle-cpu --window 2s --windows 5 --cmd my-server --idle"
+        long_about = include_str!("help/probe-idle-cpu.txt"),
+        after_help = include_str!("help/probe-idle-cpu-examples.txt")
     )]
     IdleCpu(IdleCpuArgs),
     /// Memory decay after a burst: a process's RSS over time, or a jemalloc burst in hostknob itself.
     #[command(
-        long_about = "Memory decay after a burst, the jemalloc PR's method: VmRSS/VmHWM from \
-/proc/PID/status about twice a second and Pss/LazyFree from /proc/PID/smaps_rollup about once a second; \
-corrected = rss - lazyfree. The summary gives the anchor, the peak, the values at +10 s, +30 s and the \
-end, and each one's residual against the anchor (also as a % of the growth from anchor to peak).\n\n\
---self-burst reproduces the PR here: hostknob (jemalloc is its global allocator) allocates about \
---burst-mib MiB in mixed sizes from --threads threads, frees it, and samples its own memory over the \
-idle window, first with jemalloc's background_thread false, then true (each written with a mallctl and \
-read back; the read-back is reported). The original value is restored at the end.",
-        after_help = "Examples:\n  hostknob probe rss --pid 1234 --duration 2m\n  \
-hostknob probe rss --self-burst --duration 35s"
+        long_about = include_str!("help/probe-rss.txt"),
+        after_help = include_str!("help/probe-rss-examples.txt")
     )]
     Rss(RssArgs),
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Wakeup options")]
 pub struct WakeupArgs {
     /// CPU of the waker thread [default: an allowed online CPU other than the sleeper's].
     #[arg(long, value_name = "CPU")]
@@ -477,6 +484,7 @@ pub struct GapArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Shared probe options")]
 pub struct CommonArgs {
     /// Hold /dev/cpu_dma_latency at N µs for the run (0 keeps CPUs out of every
     /// idle state with an exit latency). Released when the run ends [default: not held].
@@ -491,6 +499,7 @@ pub struct CommonArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Timer options")]
 pub struct TimerArgs {
     /// Interval between wakeups: µs when a bare number (cyclictest's -i), or e.g. 2ms.
     #[arg(long, default_value = "1000", value_parser = crate::probe::parse_micros, value_name = "US")]
@@ -512,6 +521,7 @@ pub struct TimerArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Rpc options")]
 pub struct RpcArgs {
     /// Transport.
     #[arg(long, value_enum, default_value = "udp")]
@@ -557,6 +567,7 @@ pub struct RpcArgs {
 
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("target").required(true).args(["pid", "cmd"])))]
+#[command(next_help_heading = "Idle-cpu options")]
 pub struct IdleCpuArgs {
     /// The process to measure.
     #[arg(long, value_name = "PID")]
@@ -577,6 +588,7 @@ pub struct IdleCpuArgs {
 
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("target").required(true).args(["pid", "self_burst"])))]
+#[command(next_help_heading = "Rss options")]
 pub struct RssArgs {
     /// The process to sample.
     #[arg(long, value_name = "PID")]
@@ -635,16 +647,13 @@ pub struct VerifyArgs {
     /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
     #[arg(last = true, value_name = "PROBE OPTIONS")]
     pub probe_args: Vec<String>,
+    #[command(flatten)]
+    pub change: ChangeArgs,
 }
 
 #[derive(Args, Debug)]
 #[command(
-    long_about = "Read many hosts' `hostknob audit --format json` outputs (files, or directories of \
-*.json files, e.g. what ansible/playbooks/audit.yml fetched) and show one fleet view: per knob, the hosts \
-grouped where they agree on status and current value; hosts that agree on every knob; what is lost on \
-reboot or unpersisted where; the latest verify evidence per knob.\n\n\
---format table (default), markdown, json or yaml. Exit codes: 0 when no host fails its audit; 2 when any \
-host drifts (drift, unsupported, lost-on-reboot); 1 when an input cannot be read.",
+    long_about = include_str!("help/report.txt"),
     after_help = "Examples:\n  hostknob report /srv/hostknob-audits/\n  \
 hostknob report --format markdown audits/*.json > fleet.md"
 )]
@@ -652,13 +661,14 @@ pub struct ReportArgs {
     /// Audit JSON files, or directories holding them.
     #[arg(value_name = "FILE|DIR", required = true)]
     pub inputs: Vec<PathBuf>,
+    /// Output format: table or markdown for people; yaml and json for machines.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
 }
 
 #[derive(Args, Debug)]
 #[command(
-    long_about = "Print the JSON Schema (draft 2020-12) of one machine-readable output, generated from \
-the Rust type that writes it. Every JSON and YAML output carries `schema: N`, its version; N changes \
-only when a field changes meaning or goes away (new fields do not change it). Without NAME, list the names."
+    long_about = include_str!("help/schema.txt")
 )]
 pub struct SchemaArgs {
     /// The output, e.g. audit, inventory, probe-wakeup.

@@ -203,6 +203,10 @@ impl Lock {
         } else {
             libc::LOCK_EX | libc::LOCK_NB
         };
+        let _waiting = wait.then(|| {
+            let what = format!("waiting for the lock {}", shown.display());
+            crate::progress::Ticker::start(&what, None, || {})
+        });
         if unsafe { libc::flock(file.as_raw_fd(), flags) } != 0 {
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() == Some(libc::EWOULDBLOCK) {

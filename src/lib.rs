@@ -20,6 +20,7 @@ pub mod manifest;
 pub mod name;
 pub(crate) mod persist;
 pub(crate) mod probe;
+pub(crate) mod progress;
 pub(crate) mod render;
 pub(crate) mod report;
 pub mod root;

@@ -42,7 +42,9 @@ struct EvidenceIn {
     timestamp: String,
     verdict: Option<String>,
     summary: Option<String>,
-    median_ratio: Option<f64>,
+    /// `median_ratio` in audits before the paired-round verdict.
+    #[serde(alias = "median_ratio")]
+    ratio: Option<f64>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -63,7 +65,7 @@ pub struct HostLine {
     pub boot_time: Option<String>,
     /// Knobs per status on this host.
     pub summary: BTreeMap<Status, usize>,
-    /// Whether the host's audit would exit 2 (drift, unsupported, lost-on-reboot).
+    /// Whether the host's audit would exit 2 (drift, unsupported, lost-on-reboot, not-honoured).
     pub fails: bool,
 }
 
@@ -82,7 +84,7 @@ pub struct FleetKnob {
     pub desired: Vec<String>,
     /// Hosts that agree on status and current value.
     pub groups: Vec<KnobGroup>,
-    /// Hosts whose status fails the audit (drift, unsupported, lost-on-reboot).
+    /// Hosts whose status fails the audit (drift, unsupported, lost-on-reboot, not-honoured).
     pub drifting: Vec<String>,
     pub lost_on_reboot: Vec<String>,
     /// In effect, but nothing makes it survive a reboot.
@@ -105,7 +107,7 @@ pub struct HostEvidence {
     pub host: String,
     pub timestamp: String,
     pub verdict: Option<String>,
-    pub median_ratio: Option<f64>,
+    pub ratio: Option<f64>,
     pub summary: Option<String>,
 }
 
@@ -357,7 +359,7 @@ fn fleet_knob(id: &str, hosts: &BTreeMap<String, HostIn>) -> FleetKnob {
                 host: name.clone(),
                 timestamp: e.timestamp.clone(),
                 verdict: e.verdict.clone(),
-                median_ratio: e.median_ratio,
+                ratio: e.ratio,
                 summary: e.summary.clone(),
             });
         }
@@ -392,7 +394,7 @@ fn evidence_text(e: &HostEvidence) -> String {
         .clone()
         .unwrap_or_else(|| "recorded".into())
         .replace('-', " ");
-    if let Some(r) = e.median_ratio {
+    if let Some(r) = e.ratio {
         t.push_str(&format!(", ratio {r:.3}"));
     }
     format!(

@@ -134,15 +134,8 @@ pub struct Verify {
     pub note: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Probe {
-    Wakeup,
-    Timer,
-    Rpc,
-    IdleCpu,
-    Rss,
-}
+/// The probes, named by the registry beside them (`probe/mod.rs`).
+pub use crate::probe::Probe;
 
 /// Any YAML scalar (string, number, boolean) taken as the text it stands for:
 /// `set: 0` and `set: "0"` mean the same write.

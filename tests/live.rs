@@ -324,18 +324,11 @@ fn live_hold_keeps_the_request_while_it_runs_and_drops_it_on_sigterm() {
     }
     let before = cpu_dma_latency();
     let m = knobs(&[("live-qos", "persistence: hold\nkind: pm-qos\nset: 20\n")]);
-    let state = tempfile::tempdir().unwrap();
+    // hold keeps no state: it takes no --state-dir.
     let mut c = command(
         Path::new("/"),
         m.path(),
-        &[
-            "--state-dir",
-            state.path().to_str().unwrap(),
-            "--host",
-            "live",
-            "hold",
-            "live-qos",
-        ],
+        &["--host", "live", "hold", "live-qos"],
     );
     let mut child = Child(
         c.stdout(std::process::Stdio::piped())

@@ -15,8 +15,9 @@ pub struct Evidence {
     /// improved, regressed or no-detectable-effect.
     pub verdict: Option<String>,
     pub summary: Option<String>,
-    /// The median per-round ratio applied / as found.
-    pub median_ratio: Option<f64>,
+    /// applied / as found of the verified metric: the geometric mean of the
+    /// per-round ratios (entries before it was recorded: the median ratio).
+    pub ratio: Option<f64>,
 }
 
 /// The knob's latest `verified` event in the ledger.
@@ -33,7 +34,10 @@ pub(super) fn latest_evidence(id: &str, ledger: &[ledger::Entry]) -> Option<Evid
             .and_then(|v| v["verdict"].as_str())
             .map(str::to_string),
         summary: e.note.clone(),
-        median_ratio: e.evidence.as_ref().and_then(|v| v["median_ratio"].as_f64()),
+        ratio: e
+            .evidence
+            .as_ref()
+            .and_then(|v| v["ratio"].as_f64().or_else(|| v["median_ratio"].as_f64())),
     })
 }
 

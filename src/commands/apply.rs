@@ -1,14 +1,15 @@
 use anyhow::Result;
 
 use crate::apply::{self, ApplyOptions};
-use crate::cli::{ApplyArgs, Global};
+use crate::cli::ApplyArgs;
 use crate::manifest;
 use crate::render;
 
-pub fn run(g: &Global, args: &ApplyArgs) -> Result<i32> {
-    let t = super::OpenHost::open(g)?;
+pub fn run(args: &ApplyArgs) -> Result<i32> {
+    let g = &args.change;
+    let t = super::OpenHost::open(&g.target)?;
     let manifest = manifest::load(&t.manifest_dir)?;
-    let session = t.session(g);
+    let session = t.session(&g.state);
     let knobs = apply::select(&manifest, &t.host, &args.choice.knobs, args.choice.all)?;
     let opts = ApplyOptions {
         dry_run: args.dry_run,
@@ -16,7 +17,7 @@ pub fn run(g: &Global, args: &ApplyArgs) -> Result<i32> {
         ..ApplyOptions::default()
     };
     let outcome = apply::apply(&session, &knobs, &opts)?;
-    match render::machine(g.format.into(), &outcome)? {
+    match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!(
             "{}",

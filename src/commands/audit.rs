@@ -1,19 +1,20 @@
 use anyhow::Result;
 
 use crate::audit;
-use crate::cli::{AuditArgs, Global};
+use crate::cli::AuditArgs;
 use crate::knob::HostCtx;
 use crate::manifest;
 use crate::render;
 use crate::root::Root;
 
-pub fn run(g: &Global, args: &AuditArgs) -> Result<i32> {
-    let root = Root::open(&g.root)?;
-    let host = manifest::host::resolve(&root, g.host.as_deref());
+pub fn run(args: &AuditArgs) -> Result<i32> {
+    let g = &args.target;
+    let root = Root::open(&g.root.root)?;
+    let host = manifest::host::resolve(&root, g.host.host.as_deref());
     let dir = super::manifest_dir(g, &root);
     let ctx = HostCtx::new(&root, host.name.clone());
     let report = audit::run(&dir, &ctx, &host.source, &args.knobs)?;
-    if render::Format::from(g.format) == render::Format::Prometheus || args.textfile.is_some() {
+    if render::Format::from(args.format) == render::Format::Prometheus || args.textfile.is_some() {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)?
             .as_secs_f64();
@@ -21,12 +22,12 @@ pub fn run(g: &Global, args: &AuditArgs) -> Result<i32> {
         if let Some(dir) = &args.textfile {
             render::prometheus::write_textfile(dir, &metrics)?;
         }
-        if render::Format::from(g.format) == render::Format::Prometheus {
+        if render::Format::from(args.format) == render::Format::Prometheus {
             print!("{metrics}");
             return Ok(report.exit_code());
         }
     }
-    match render::machine(g.format.into(), &report)? {
+    match render::machine(args.format.into(), &report)? {
         Some(text) => print!("{text}"),
         None => print!(
             "{}",

@@ -1,13 +1,14 @@
 use anyhow::Result;
 
 use crate::capture;
-use crate::cli::{CaptureArgs, Global};
+use crate::cli::CaptureArgs;
 use crate::inventory;
 use crate::render;
 use crate::root::Root;
 
-pub fn run(g: &Global, args: &CaptureArgs) -> Result<i32> {
-    let root = Root::open(&g.root)?.recording();
+pub fn run(args: &CaptureArgs) -> Result<i32> {
+    let g = &args.read;
+    let root = Root::open(&g.root.root)?.recording();
     let inv = inventory::collect(&root)?;
     // Inventory reads policies directly; knobs and people use cpuN/cpufreq.
     for cpu in inv.cpu.online.as_slice() {
@@ -15,9 +16,9 @@ pub fn run(g: &Global, args: &CaptureArgs) -> Result<i32> {
     }
     // What doc reads beyond the inventory.
     let _ = crate::doc::settings::read_sysctls(&root);
-    let host = g.host.as_deref().or(inv.host.hostname.as_deref());
+    let host = g.host.host.as_deref().or(inv.host.hostname.as_deref());
     let report = capture::mirror_recorded(&root, &args.out, host)?;
-    match render::machine(g.format.into(), &report)? {
+    match render::machine(g.format.format.into(), &report)? {
         Some(text) => print!("{text}"),
         None => {
             println!(

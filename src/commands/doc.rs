@@ -2,19 +2,20 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{DocArgs, Global};
+use crate::cli::DocArgs;
 use crate::doc::{self, DocInput, settings};
 use crate::inventory;
 use crate::root::Root;
 
-pub fn run(g: &Global, args: &DocArgs) -> Result<i32> {
-    let root = Root::open(&g.root)?;
+pub fn run(args: &DocArgs) -> Result<i32> {
+    let g = &args.target;
+    let root = Root::open(&g.root.root)?;
     let inv = inventory::collect(&root)?;
     for w in &inv.warnings {
         eprintln!("hostknob: warning: {w}");
     }
     let sysctls = settings::read_sysctls(&root);
-    let host = crate::manifest::host::resolve(&root, g.host.as_deref());
+    let host = crate::manifest::host::resolve(&root, g.host.host.as_deref());
     let manifest_dir = super::manifest_dir(g, &root);
     let ctx = crate::knob::HostCtx::new(&root, host.name.clone());
     let knobs = doc::knobs::sections(&manifest_dir, &ctx, &host.source)?;

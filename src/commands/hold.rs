@@ -6,13 +6,13 @@ use anyhow::{Result, anyhow, bail};
 use nix::sys::signal::{SigSet, Signal};
 
 use crate::apply;
-use crate::cli::{Global, HoldArgs};
+use crate::cli::HoldArgs;
 use crate::knob::KindName;
 use crate::manifest;
 use crate::probe::pmqos;
 
-pub fn run(g: &Global, args: &HoldArgs) -> Result<i32> {
-    let t = super::OpenHost::open(g)?;
+pub fn run(args: &HoldArgs) -> Result<i32> {
+    let t = super::OpenHost::open(&args.target)?;
     let manifest = manifest::load(&t.manifest_dir)?;
     let knob = apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
     if knob.kind != KindName::PmQos {

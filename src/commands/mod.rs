@@ -19,29 +19,43 @@ pub(crate) mod verify;
 use anyhow::Result;
 
 use crate::apply::Session;
-use crate::cli::{self, Cli, Command, Global};
+use crate::cli::{self, Cli, Command, StateArg, TargetArgs};
+use crate::manifest;
 use crate::probe::{rpc, wakeup};
 use crate::render;
-use crate::manifest;
 use crate::root::Root;
 
 pub fn run(cli: Cli) -> Result<i32> {
+    crate::progress::enable(!quiet(&cli.command));
     match &cli.command {
-        Command::Inventory(args) => inventory::run(&cli.global, args),
-        Command::Capture(args) => capture::run(&cli.global, args),
-        Command::Doc(args) => doc::run(&cli.global, args),
-        Command::Knobs => knobs::run(&cli.global),
-        Command::Audit(args) => audit::run(&cli.global, args),
-        Command::Probe(args) => probe::run(&cli.global, args),
-        Command::Apply(args) => apply::run(&cli.global, args),
-        Command::Revert(args) => revert::run(&cli.global, args),
-        Command::Persist(args) => persist::run(&cli.global, args),
-        Command::Hold(args) => hold::run(&cli.global, args),
-        Command::Verify(args) => verify::run(&cli.global, args),
-        Command::Report(args) => report::run(&cli.global, args),
+        Command::Inventory(args) => inventory::run(args),
+        Command::Capture(args) => capture::run(args),
+        Command::Doc(args) => doc::run(args),
+        Command::Knobs(args) => knobs::run(args),
+        Command::Audit(args) => audit::run(args),
+        Command::Probe(args) => probe::run(args),
+        Command::Apply(args) => apply::run(args),
+        Command::Revert(args) => revert::run(args),
+        Command::Persist(args) => persist::run(args),
+        Command::Hold(args) => hold::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::Report(args) => report::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
+    }
+}
+
+/// `--quiet` where the command takes it; the others show no progress.
+fn quiet(c: &Command) -> bool {
+    match c {
+        Command::Capture(a) => a.quiet.quiet,
+        Command::Probe(a) => a.quiet,
+        Command::Apply(a) => a.change.quiet.quiet,
+        Command::Revert(a) => a.change.quiet.quiet,
+        Command::Persist(a) => a.change.quiet.quiet,
+        Command::Verify(a) => a.change.quiet.quiet,
+        _ => true,
     }
 }
 
@@ -52,8 +66,8 @@ pub const DEFAULT_MANIFEST: &str = "/etc/hostknob/manifest";
 /// `/etc/hostknob/manifest` under `--root`. The working directory is never
 /// looked at, so a `./manifest` cannot be picked up by surprise; a defaulted
 /// choice is said on stderr.
-pub fn manifest_dir(g: &Global, root: &Root) -> std::path::PathBuf {
-    match &g.manifest {
+pub fn manifest_dir(t: &TargetArgs, root: &Root) -> std::path::PathBuf {
+    match &t.manifest {
         Some(dir) => dir.clone(),
         None => {
             let dir = root.host_path(DEFAULT_MANIFEST);
@@ -75,12 +89,12 @@ pub struct OpenHost {
 }
 
 impl OpenHost {
-    pub fn open(g: &Global) -> Result<OpenHost> {
-        let root = Root::open(&g.root)?;
-        let host = manifest::host::resolve(&root, g.host.as_deref())
+    pub fn open(t: &TargetArgs) -> Result<OpenHost> {
+        let root = Root::open(&t.root.root)?;
+        let host = manifest::host::resolve(&root, t.host.host.as_deref())
             .checked()?
             .name;
-        let manifest_dir = manifest_dir(g, &root);
+        let manifest_dir = manifest_dir(t, &root);
         Ok(OpenHost {
             root,
             host,
@@ -88,12 +102,12 @@ impl OpenHost {
         })
     }
 
-    pub fn session<'r>(&'r self, g: &Global) -> Session<'r> {
+    pub fn session<'r>(&'r self, state: &StateArg) -> Session<'r> {
         Session::new(
             &self.root,
             self.host.clone(),
             &self.manifest_dir,
-            &g.state_dir,
+            &state.state_dir,
         )
     }
 }
@@ -106,8 +120,47 @@ impl From<cli::Format> for render::Format {
             cli::Format::Table => render::Format::Table,
             cli::Format::Yaml => render::Format::Yaml,
             cli::Format::Json => render::Format::Json,
-            cli::Format::Markdown => render::Format::Markdown,
-            cli::Format::Prometheus => render::Format::Prometheus,
+        }
+    }
+}
+
+impl From<cli::AuditFormat> for render::Format {
+    fn from(f: cli::AuditFormat) -> Self {
+        match f {
+            cli::AuditFormat::Table => render::Format::Table,
+            cli::AuditFormat::Yaml => render::Format::Yaml,
+            cli::AuditFormat::Json => render::Format::Json,
+            cli::AuditFormat::Prometheus => render::Format::Prometheus,
+        }
+    }
+}
+
+impl From<cli::ReportFormat> for render::Format {
+    fn from(f: cli::ReportFormat) -> Self {
+        match f {
+            cli::ReportFormat::Table => render::Format::Table,
+            cli::ReportFormat::Markdown => render::Format::Markdown,
+            cli::ReportFormat::Yaml => render::Format::Yaml,
+            cli::ReportFormat::Json => render::Format::Json,
+        }
+    }
+}
+
+impl From<cli::Section> for crate::inventory::Section {
+    fn from(s: cli::Section) -> Self {
+        use crate::inventory::Section as S;
+        match s {
+            cli::Section::Host => S::Host,
+            cli::Section::Cpu => S::Cpu,
+            cli::Section::Caches => S::Caches,
+            cli::Section::Numa => S::Numa,
+            cli::Section::Memory => S::Memory,
+            cli::Section::Idle => S::Idle,
+            cli::Section::Frequency => S::Frequency,
+            cli::Section::Vulnerabilities => S::Vulnerabilities,
+            cli::Section::Network => S::Network,
+            cli::Section::PmQos => S::PmQos,
+            cli::Section::Processes => S::Processes,
         }
     }
 }

@@ -1,20 +1,21 @@
 use anyhow::{Result, anyhow};
 
 use crate::apply;
-use crate::cli::{Global, PersistArgs};
+use crate::cli::PersistArgs;
 use crate::manifest;
 use crate::persist;
 use crate::render;
 
-pub fn run(g: &Global, args: &PersistArgs) -> Result<i32> {
-    let t = super::OpenHost::open(g)?;
+pub fn run(args: &PersistArgs) -> Result<i32> {
+    let g = &args.change;
+    let t = super::OpenHost::open(&g.target)?;
     let manifest = manifest::load(&t.manifest_dir)?;
-    let session = t.session(g);
+    let session = t.session(&g.state);
     let knob = apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
     let artifact =
         persist::artifact(knob, &session.ctx).map_err(|m| anyhow!("{m}: nothing was changed"))?;
     if !args.install && !args.remove {
-        match render::machine(g.format.into(), &artifact)? {
+        match render::machine(g.format.format.into(), &artifact)? {
             Some(text) => print!("{text}"),
             None => {
                 print!("{}", artifact.content);
@@ -33,7 +34,7 @@ pub fn run(g: &Global, args: &PersistArgs) -> Result<i32> {
         args.install,
         args.wait,
     )?;
-    match render::machine(g.format.into(), &outcome)? {
+    match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!(
             "{}",

@@ -5,13 +5,12 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::cli::{
-    CommonArgs, GapArgs, Global, ProbeArgs, ProbeCommand, RpcArgs, TimerArgs, WakeupArgs,
-};
+use crate::cli::{CommonArgs, GapArgs, ProbeArgs, ProbeCommand, RpcArgs, TimerArgs, WakeupArgs};
 use crate::probe::latency::LatencyProbe;
 use crate::probe::{self, Gaps, idle_cpu, rpc, rss, timer, wakeup};
 use crate::render;
 use crate::root::Root;
+use crate::schema::Probe;
 use crate::stats;
 
 /// Writes `--plot`: one distribution, titled with the host and the probe.
@@ -29,7 +28,36 @@ fn plot(common: &CommonArgs, title: &str, samples_ns: &[u64]) -> Result<()> {
     Ok(())
 }
 
-pub fn run(g: &Global, args: &ProbeArgs) -> Result<i32> {
+/// Runs the probe; Ctrl-C (SIGTERM, SIGHUP) stops it within a moment, even
+/// in a long idle gap, and exits 128 + the signal's number (130 for Ctrl-C).
+pub fn run(args: &ProbeArgs) -> Result<i32> {
+    probe::interrupt::install()?;
+    match measure(args) {
+        Err(_) if probe::cancelled() => {
+            let sig = probe::interrupt::signal().unwrap_or(libc::SIGINT);
+            eprintln!(
+                "hostknob: probe {}: interrupted by {} before the last sample: nothing is reported; PM QoS, if it was held, is released",
+                name(&args.probe),
+                nix::sys::signal::Signal::try_from(sig).map_or("a signal", |s| s.as_str()),
+            );
+            Ok(128 + sig)
+        }
+        r => r,
+    }
+}
+
+fn name(p: &ProbeCommand) -> &'static str {
+    match p {
+        ProbeCommand::Wakeup(_) => "wakeup",
+        ProbeCommand::Timer(_) => "timer",
+        ProbeCommand::Rpc(_) => "rpc",
+        ProbeCommand::IdleCpu(_) => "idle-cpu",
+        ProbeCommand::Rss(_) => "rss",
+    }
+}
+
+fn measure(args: &ProbeArgs) -> Result<i32> {
+    let g = args;
     let root = Root::open(&g.root)?;
     probe::require_live(&root, "probe")?;
     let host = crate::manifest::host::resolve(&root, g.host.as_deref()).name;
@@ -186,11 +214,11 @@ pub fn latency_probe(probe: &ProbeCommand) -> Result<LatencyProbe> {
         ProbeCommand::Wakeup(a) => LatencyProbe::Wakeup(wakeup_options(a)?),
         ProbeCommand::Timer(a) => LatencyProbe::Timer(timer_options(a)),
         ProbeCommand::Rpc(a) => LatencyProbe::Rpc(rpc_options(a)?),
-        ProbeCommand::IdleCpu(_) | ProbeCommand::Rss(_) => {
-            bail!(
-                "verify compares latency distributions: use the wakeup, timer or rpc probe (idle-cpu and rss are run with `hostknob probe`)"
-            )
-        }
+        other => bail!(
+            "verify compares latency distributions: use the {} probe ({} is run with `hostknob probe`)",
+            Probe::latency_names(),
+            other.probe()
+        ),
     })
 }
 
@@ -218,7 +246,7 @@ fn rss_row(bg: Option<bool>, s: &rss::MemSample) -> Vec<String> {
 }
 
 fn emit<T: Serialize + crate::contract::Contract>(
-    g: &Global,
+    g: &ProbeArgs,
     value: &T,
     table: fn(&T) -> String,
 ) -> Result<i32> {
@@ -234,5 +262,98 @@ fn partial(note: Option<&str>) -> Result<i32> {
     match note {
         Some(n) => bail!("{n}"),
         None => Ok(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The probe registry (`probe::Probe`, from `probes!` in `probe/mod.rs`)
+    //! against everything else that must name each probe.
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    #[test]
+    fn every_probe_has_a_subcommand_a_json_schema_and_documentation() {
+        let cli = crate::cli::Cli::command();
+        let probe = cli.find_subcommand("probe").unwrap();
+        let subcommands: Vec<&str> = probe.get_subcommands().map(|c| c.get_name()).collect();
+        let probes: Vec<&str> = Probe::ALL.iter().map(|p| p.as_str()).collect();
+        assert_eq!(
+            subcommands, probes,
+            "`probe_commands!` in cli.rs against `probes!`"
+        );
+        let docs = include_str!("../../docs/probes.md");
+        let json = include_str!("../../docs/json.md");
+        for p in Probe::ALL {
+            let name = format!("probe-{p}");
+            assert!(
+                crate::commands::schema::schema(&name).is_some(),
+                "no JSON schema `{name}` in commands/schema.rs"
+            );
+            assert!(
+                docs.contains(&format!("## `probe {p}`")),
+                "docs/probes.md has no section for {p}"
+            );
+            assert!(
+                json.contains(&format!("`{p}")),
+                "docs/json.md does not describe {p}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_command_line_runs_the_probe_it_names_and_verify_takes_the_latency_ones() {
+        for p in Probe::ALL {
+            // The least each probe needs on its command line.
+            let line: &[&str] = match p {
+                Probe::IdleCpu | Probe::Rss => &["--pid", "1"],
+                _ => &[],
+            };
+            let head = ["hostknob", "probe", p.as_str()];
+            let cli = crate::cli::Cli::try_parse_from(head.iter().chain(line)).unwrap();
+            let crate::cli::Command::Probe(a) = cli.command else {
+                panic!("not a probe command");
+            };
+            assert_eq!(a.probe.probe(), p);
+            let latency = latency_probe(&a.probe);
+            assert_eq!(latency.is_ok(), p.is_latency(), "{p}");
+            if let Ok(l) = latency {
+                assert_eq!(l.probe(), p);
+            } else {
+                let e = latency.err().unwrap().to_string();
+                assert!(e.contains("use the wakeup, timer or rpc probe"), "{e}");
+            }
+        }
+    }
+
+    /// `hostknob probe NAME --help` (issue 14 item 8): the probe's own
+    /// options under its own heading, the shared ones after them.
+    #[test]
+    fn probes_list_their_own_options_before_the_shared_ones() {
+        let mut cli = crate::cli::Cli::command();
+        cli.build();
+        let probe = cli.find_subcommand_mut("probe").unwrap();
+        for p in Probe::ALL {
+            let name = p.as_str();
+            let own = format!("{}{} options", name[..1].to_uppercase(), &name[1..]);
+            let sub = probe.find_subcommand_mut(name).unwrap();
+            let help = sub.render_long_help().to_string();
+            let at = |heading: &str| help.find(&format!("\n{heading}:\n"));
+            let own_at = at(&own).unwrap_or_else(|| panic!("{name}: no {own:?}:\n{help}"));
+            if let Some(shared) = at("Shared probe options") {
+                assert!(own_at < shared, "{name}: shared options first:\n{help}");
+            }
+            for arg in sub.get_arguments().filter(|a| !a.is_global_set()) {
+                let id = arg.get_id().as_str();
+                let heading = arg.get_help_heading();
+                assert!(
+                    heading == Some(own.as_str())
+                        || heading == Some("Shared probe options")
+                        || id == "help",
+                    "{name}: --{id} is under {heading:?}"
+                );
+            }
+        }
     }
 }

@@ -1,16 +1,17 @@
 use anyhow::{Result, bail};
 
 use crate::apply;
-use crate::cli::{Global, RevertArgs};
+use crate::cli::RevertArgs;
 use crate::manifest;
 use crate::render;
 
-pub fn run(g: &Global, args: &RevertArgs) -> Result<i32> {
+pub fn run(args: &RevertArgs) -> Result<i32> {
+    let g = &args.change;
     let c = &args.choice;
     if c.knobs.is_empty() && !c.all {
         bail!("name the knobs to revert, or pass --all: nothing was changed");
     }
-    let t = super::OpenHost::open(g)?;
+    let t = super::OpenHost::open(&g.target)?;
     // The journal, not the manifest, says what to restore: a manifest that no
     // longer loads must not keep a host from being put back.
     let manifest = match manifest::load(&t.manifest_dir) {
@@ -22,9 +23,9 @@ pub fn run(g: &Global, args: &RevertArgs) -> Result<i32> {
             None
         }
     };
-    let session = t.session(g);
+    let session = t.session(&g.state);
     let outcome = apply::revert(&session, manifest.as_ref(), &c.knobs, c.wait)?;
-    match render::machine(g.format.into(), &outcome)? {
+    match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!(
             "{}",

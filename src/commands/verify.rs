@@ -1,7 +1,6 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 
-use crate::cli::Global;
 use crate::cli::{ProbeCommand, VerifyArgs};
 use crate::manifest;
 use crate::render;
@@ -16,25 +15,16 @@ struct ProbeLine {
     probe: ProbeCommand,
 }
 
-fn probe_name(p: Probe) -> &'static str {
-    match p {
-        Probe::Wakeup => "wakeup",
-        Probe::Timer => "timer",
-        Probe::Rpc => "rpc",
-        Probe::IdleCpu => "idle-cpu",
-        Probe::Rss => "rss",
-    }
-}
-
-pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
-    crate::probe::require_live(&crate::root::Root::open(&g.root)?, "verify")?;
-    let t = crate::commands::OpenHost::open(g)?;
+pub fn run(args: &VerifyArgs) -> Result<i32> {
+    let g = &args.change;
+    crate::probe::require_live(&crate::root::Root::open(&g.target.root.root)?, "verify")?;
+    let t = crate::commands::OpenHost::open(&g.target)?;
     let manifest = manifest::load(&t.manifest_dir)?;
     let knob =
         crate::apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
     let name = match (&args.probe, &knob.verify) {
         (Some(p), _) => p.clone(),
-        (None, Some(v)) => probe_name(v.probe).to_string(),
+        (None, Some(v)) => v.probe.as_str().to_string(),
         (None, None) => bail!(
             "{}:{}: verify: knob {} declares no probe; add `verify: {{probe: wakeup, expect: ...}}` or pass --probe",
             knob.source.file.display(),
@@ -42,9 +32,10 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
             knob.id
         ),
     };
-    if !matches!(name.as_str(), "wakeup" | "timer" | "rpc") {
+    if !Probe::parse(&name).is_some_and(Probe::is_latency) {
         bail!(
-            "verify compares latency distributions: probe {name:?} is not one (use wakeup, timer or rpc; run `hostknob probe {name}` for the other)"
+            "verify compares latency distributions: probe {name:?} is not one (use {}; run `hostknob probe {name}` for the other)",
+            Probe::latency_names()
         );
     }
     let line = std::iter::once(name.clone()).chain(args.probe_args.iter().cloned());
@@ -61,7 +52,7 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
             .map(|d| d.as_secs())
             .unwrap_or(0)
     });
-    let session = t.session(g);
+    let session = t.session(&g.state);
     let opts = verify::Options {
         rounds: args.rounds,
         max_rounds: args.max_rounds,
@@ -98,7 +89,7 @@ pub fn run(g: &Global, args: &VerifyArgs) -> Result<i32> {
         )?;
         std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
-    match render::machine(g.format.into(), &report)? {
+    match render::machine(g.format.format.into(), &report)? {
         Some(text) => print!("{text}"),
         None => print!("{}", render::wrap_prose(&render::verify::table(&report))),
     }

@@ -6,7 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CPU_DIR, Reader, numbered, par_map};
+use super::idle_states::{CpuIdleDir, state_path};
+use super::pm_qos::resume_latency_path;
+use super::{CPU_DIR, Reader, par_map};
 use crate::cpulist::{CpuList, Group, group};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -100,15 +102,14 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
             {
                 Some(p) => p,
                 None => {
-                    let d = format!("{CPU_DIR}/cpu{cpu}/cpuidle/state{}", r.index);
                     states.push(IdleState {
                         index: r.index,
                         name: r.shape.name.clone(),
-                        desc: ctx.text(&format!("{d}/desc")),
+                        desc: ctx.text(&state_path(cpu, r.index, "desc")),
                         latency_us: r.shape.latency,
                         residency_us: r.shape.residency,
                         disabled_cpus: CpuList::default(),
-                        default_status: ctx.text(&format!("{d}/default_status")),
+                        default_status: ctx.text(&state_path(cpu, r.index, "default_status")),
                         usage: Some(0),
                         time_us: Some(0),
                     });
@@ -148,19 +149,14 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
     // Keep only the first CPU's table in `states` order; others are in `state_tables`.
     states.sort_by_key(|s| s.index);
 
-    let pm_qos = group(online.as_slice().iter().filter_map(|&cpu| {
-        Some((
-            cpu,
-            ctx.text(&format!(
-                "{CPU_DIR}/cpu{cpu}/power/pm_qos_resume_latency_us"
-            ))?,
-        ))
-    }));
+    let pm_qos = group(
+        online
+            .as_slice()
+            .iter()
+            .filter_map(|&cpu| Some((cpu, ctx.text(&resume_latency_path(cpu))?))),
+    );
     if pm_qos.is_empty() {
-        ctx.not_exposed(
-            "PM QoS resume latency",
-            &format!("{CPU_DIR}/cpu0/power/pm_qos_resume_latency_us"),
-        );
+        ctx.not_exposed("PM QoS resume latency", &resume_latency_path(0));
     }
     Idle {
         driver,
@@ -171,22 +167,6 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
         state_tables,
         pm_qos_resume_latency_us: pm_qos,
     }
-}
-
-/// One CPU's idle-state directory. The one place the layout of idle states
-/// is spelled, for inventory, the cpuidle knob and the wakeup probe.
-pub fn cpuidle_dir(cpu: u32) -> String {
-    format!("{CPU_DIR}/cpu{cpu}/cpuidle")
-}
-
-/// One file of one idle state: `.../cpuN/cpuidle/stateI/attr`.
-pub fn state_path(cpu: u32, index: u32, attr: &str) -> String {
-    format!("{}/state{index}/{attr}", cpuidle_dir(cpu))
-}
-
-/// The idle states among a cpuidle directory's entries, by index.
-pub fn state_indices(names: &[String]) -> Vec<u32> {
-    numbered(names, "state")
 }
 
 struct RawState {
@@ -201,38 +181,56 @@ struct RawState {
 /// directories (and no more) is taken to have it, and only `disable` and the
 /// counters are read: on a 512-CPU host each file per CPU costs about 2 ms.
 fn read_cpu(ctx: &Reader, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawState> {
-    let dir = cpuidle_dir(cpu);
-    let Some(at) = ctx.at(&dir) else {
-        return Vec::new();
+    let dir = match CpuIdleDir::open(ctx.root, cpu) {
+        Ok(Some(d)) => d,
+        Ok(None) => return Vec::new(),
+        Err(e) => {
+            ctx.warn(format!("{}: {e}", super::cpuidle_dir(cpu)));
+            return Vec::new();
+        }
     };
+    // Read through `Reader`, so unreadable or garbled files become warnings.
+    let text =
+        |index: u32, attr: &str| ctx.text_from(&dir.path(index, attr), dir.read(index, attr));
+    fn parse<T: std::str::FromStr>(
+        ctx: &Reader,
+        dir: &CpuIdleDir,
+        text: Option<String>,
+        index: u32,
+        attr: &str,
+    ) -> Option<T> {
+        ctx.parse_text(&dir.path(index, attr), text?)
+    }
     let state = |index: u32, shape: Shape| RawState {
         index,
         shape,
-        disabled: at
-            .parse::<u32>(&format!("state{index}/disable"))
-            .map(|v| v != 0),
-        usage: at.parse(&format!("state{index}/usage")),
-        time: at.parse(&format!("state{index}/time")),
+        disabled: parse::<u32>(ctx, &dir, text(index, "disable"), index, "disable").map(|v| v != 0),
+        usage: parse(ctx, &dir, text(index, "usage"), index, "usage"),
+        time: parse(ctx, &dir, text(index, "time"), index, "time"),
     };
     if let Some(first) = first {
         let next = first.last().map_or(0, |(i, _)| i + 1);
         let read: Vec<RawState> = first.iter().map(|(i, s)| state(*i, s.clone())).collect();
-        if read.iter().all(|r| r.disabled.is_some()) && !at.exists(&format!("state{next}")) {
+        if read.iter().all(|r| r.disabled.is_some()) && !dir.has(next) {
             return read;
         }
     }
-    let Some(names) = ctx.dir(&dir) else {
-        return Vec::new();
+    let indices = match dir.indices() {
+        Ok(i) => i,
+        Err(e) => {
+            if !crate::root::is_absent(&e) {
+                ctx.warn(format!("{}: {e}", dir.logical()));
+            }
+            return Vec::new();
+        }
     };
-    state_indices(&names)
+    indices
         .into_iter()
         .map(|index| {
             let shape = Shape {
-                name: at
-                    .text(&format!("state{index}/name"))
-                    .unwrap_or_else(|| format!("state{index}")),
-                latency: at.parse(&format!("state{index}/latency")),
-                residency: at.parse(&format!("state{index}/residency")),
+                name: text(index, "name").unwrap_or_else(|| format!("state{index}")),
+                latency: parse(ctx, &dir, text(index, "latency"), index, "latency"),
+                residency: parse(ctx, &dir, text(index, "residency"), index, "residency"),
             };
             state(index, shape)
         })

@@ -12,8 +12,10 @@ mod cpufreq;
 mod cpuidle;
 mod cpuinfo;
 mod host;
+mod idle_states;
 mod memory;
 mod network;
+mod pm_qos;
 mod processes;
 
 use std::collections::BTreeMap;
@@ -29,10 +31,16 @@ pub use arch::CoreType;
 pub use cache::Cache;
 pub use cpu::{Cpu, CpuTopology, Hybrid, Smt};
 pub use cpufreq::Frequency;
-pub use cpuidle::{Idle, IdleState, cpuidle_dir, state_indices, state_path};
+pub use cpuidle::{Idle, IdleState};
 pub use host::Host;
+pub use idle_states::{
+    CpuIdleDir, StateFacts, cpu_indices, cpu_states, cpuidle_dir, state_indices, state_path,
+};
 pub use memory::{HugePages, Memory, Numa, NumaNode};
 pub use network::{Interface, Irq};
+pub use pm_qos::{
+    PM_QOS_DEVICE, parse_pm_qos_request, read_cpu_dma_latency, resume_latency_path, resume_limit_us,
+};
 pub use processes::{Process, Processes};
 
 pub const CPU_DIR: &str = "/sys/devices/system/cpu";
@@ -443,21 +451,6 @@ fn cpu_sections(ctx: &Reader, want: &dyn Fn(Section) -> bool, host: Host, cpu: C
     }
 }
 
-/// The global PM QoS CPU latency request: the one path and parser that
-/// inventory, the `pm-qos` knob and the probes' `--pmqos-us` hold share.
-pub const PM_QOS_DEVICE: &str = "/dev/cpu_dma_latency";
-
-/// The aggregate request: 4 bytes, native-endian s32 (some kernels print hex text).
-pub fn parse_pm_qos_request(bytes: &[u8]) -> Option<i64> {
-    match bytes.len() {
-        4 => Some(i32::from_ne_bytes(bytes[..4].try_into().ok()?) as i64),
-        _ => {
-            let text = String::from_utf8_lossy(bytes);
-            i64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
-        }
-    }
-}
-
 /// What `not_exposed` calls the PM QoS device when a host has none.
 pub const PM_QOS_WHAT: &str = "PM QoS request";
 
@@ -472,13 +465,6 @@ fn pm_qos_request(ctx: &Reader) -> Option<i64> {
         }
         Err(_) => None,
     }
-}
-
-/// The limit in force (the minimum of all requests), µs. Opening the device
-/// adds a request at the default value (no constraint), so reading it does
-/// not change the aggregate; the file is closed at once.
-pub fn read_cpu_dma_latency(root: &Root) -> Option<i64> {
-    parse_pm_qos_request(&root.read_device(PM_QOS_DEVICE, 64).ok()?)
 }
 
 impl Inventory {

@@ -125,7 +125,7 @@ fn env_words(value: &str) -> Vec<String> {
 }
 
 /// Applies one unit file's `Environment=` lines in `[Service]` to `env`.
-fn apply_unit_text(text: &str, variable: &str, env: &mut Option<String>) {
+fn apply_unit_text(text: &str, variable: &str, env: &mut Option<String>, files: &mut Vec<String>) {
     let mut in_service = false;
     for line in text.lines() {
         let line = line.trim();
@@ -134,6 +134,13 @@ fn apply_unit_text(text: &str, variable: &str, env: &mut Option<String>) {
             continue;
         }
         if !in_service {
+            continue;
+        }
+        if let Some(value) = line.strip_prefix("EnvironmentFile=") {
+            match value.trim() {
+                "" => files.clear(),
+                f => files.push(f.to_string()),
+            }
             continue;
         }
         let Some(value) = line.strip_prefix("Environment=") else {
@@ -149,6 +156,29 @@ fn apply_unit_text(text: &str, variable: &str, env: &mut Option<String>) {
             }
         }
     }
+}
+
+/// The variable's value in an environment file (`KEY=VALUE` lines, `#` and
+/// `;` comments, optional quotes), the last assignment winning.
+fn env_file_value(text: &str, variable: &str) -> Option<String> {
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some((k, v)) = line.split_once('=')
+            && k.trim() == variable
+        {
+            let v = v.trim();
+            let unquoted = ['"', '\'']
+                .iter()
+                .find_map(|q| v.strip_prefix(*q).and_then(|r| r.strip_suffix(*q)))
+                .unwrap_or(v);
+            found = Some(unquoted.to_string());
+        }
+    }
+    found
 }
 
 impl Spec for Allocator {
@@ -218,9 +248,12 @@ impl Allocator {
     }
 
     /// The unit's effective value: unit file, then drop-ins by file name
-    /// (a name in /etc hides the same name in /run and /usr/lib).
+    /// (a name in /etc hides the same name in /run and /usr/lib), then the
+    /// `EnvironmentFile=` files, whose variables override `Environment=`
+    /// (systemd.exec(5); a leading `-` lets a file be missing).
     fn unit_value(&self, host: &HostCtx) -> (bool, Option<String>) {
         let mut env = None;
+        let mut files = Vec::new();
         let mut found = false;
         if let Some(dir) = UNIT_DIRS
             .iter()
@@ -228,7 +261,7 @@ impl Allocator {
         {
             found = true;
             if let Some(text) = host.text(&format!("{dir}/{}", self.service)) {
-                apply_unit_text(&text, &self.variable, &mut env);
+                apply_unit_text(&text, &self.variable, &mut env, &mut files);
             }
         }
         let mut dropins: std::collections::BTreeMap<String, String> = Default::default();
@@ -243,7 +276,16 @@ impl Allocator {
         for path in dropins.values() {
             found = true;
             if let Some(text) = host.text(path) {
-                apply_unit_text(&text, &self.variable, &mut env);
+                apply_unit_text(&text, &self.variable, &mut env, &mut files);
+            }
+        }
+        for f in &files {
+            let path = f.strip_prefix('-').unwrap_or(f);
+            if let Some(v) = host
+                .text(path)
+                .and_then(|t| env_file_value(&t, &self.variable))
+            {
+                env = Some(v);
             }
         }
         (found, env)
@@ -278,7 +320,7 @@ impl KnobKind for Allocator {
             own
         } else {
             Some(format!(
-                "the unit's effective {}={} (a drop-in sorting after {path} overrides it)",
+                "the unit's effective {}={} (a drop-in sorting after {path}, or an EnvironmentFile=, overrides it)",
                 self.variable,
                 effective.as_deref().unwrap_or("(unset)")
             ))
@@ -410,6 +452,7 @@ mod tests {
             &format!("[Service]\nEnvironment={line}\n"),
             "_RJEM_MALLOC_CONF",
             &mut env,
+            &mut Vec::new(),
         );
         assert_eq!(env.as_deref(), Some("a:%n,b:x\\y\"z"));
     }
@@ -421,11 +464,35 @@ mod tests {
             "[Unit]\nEnvironment=MALLOC_CONF=x:1\n[Service]\nEnvironment=\"A=b c\" MALLOC_CONF=background_thread:true\n",
             "MALLOC_CONF",
             &mut env,
+            &mut Vec::new(),
         );
         assert_eq!(env.as_deref(), Some("background_thread:true"));
-        apply_unit_text("[Service]\nEnvironment=\n", "MALLOC_CONF", &mut env);
+        apply_unit_text(
+            "[Service]\nEnvironment=\n",
+            "MALLOC_CONF",
+            &mut env,
+            &mut Vec::new(),
+        );
         assert_eq!(env, None);
         assert_eq!(env_words("'A=1 2' B=3"), vec!["A=1 2", "B=3"]);
+    }
+
+    #[test]
+    fn environment_files_are_listed_reset_and_read() {
+        let mut env = None;
+        let mut files = Vec::new();
+        apply_unit_text(
+            "[Service]\nEnvironmentFile=-/etc/default/a\nEnvironmentFile=/etc/b\n",
+            "MALLOC_CONF",
+            &mut env,
+            &mut files,
+        );
+        assert_eq!(files, ["-/etc/default/a", "/etc/b"]);
+        apply_unit_text("[Service]\nEnvironmentFile=\n", "MALLOC_CONF", &mut env, &mut files);
+        assert!(files.is_empty());
+        let text = "# c\n; c\nMALLOC_CONF=narenas:1\nOTHER=1\nMALLOC_CONF=\"narenas:2\"\n";
+        assert_eq!(env_file_value(text, "MALLOC_CONF").as_deref(), Some("narenas:2"));
+        assert_eq!(env_file_value(text, "MALLOC"), None);
     }
 
     #[test]

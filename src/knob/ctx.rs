@@ -8,7 +8,7 @@ use std::io;
 use std::sync::{OnceLock, RwLock};
 
 use crate::cpulist::CpuList;
-use crate::inventory::{CPU_DIR, numbered, par_map};
+use crate::inventory::{CPU_DIR, cpu_indices, numbered, par_map};
 use crate::root::{Root, is_absent};
 
 pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
@@ -113,20 +113,19 @@ impl<'r> HostCtx<'r> {
     }
 
     /// One attribute (`name`, `latency`) of every idle state of every online
-    /// CPU, in CPU and state order. Read per CPU: the same index can be a
-    /// different state on another CPU of a hybrid part. The kernel numbers
-    /// states from 0 without gaps, so probing `state0`, `state1`, ... until
-    /// one is absent lists them without a directory read per CPU.
+    /// CPU, in CPU and state order. States are listed per CPU by the one
+    /// index rule (`inventory::cpu_indices`); values are read as a plan would
+    /// leave them. A state without the attribute is left out.
     pub fn idle_attr(&self, attr: &str) -> Vec<CpuIdle> {
         par_map(self.online().as_slice(), |&cpu| {
-            let mut states = Vec::new();
-            for index in 0.. {
-                match self.value(&state_path(cpu, index, attr)) {
-                    ReadValue::Value(v) => states.push((index, Some(v))),
-                    ReadValue::Unreadable(_) => states.push((index, None)),
-                    ReadValue::Absent => break,
-                }
-            }
+            let states = cpu_indices(self.root, cpu)
+                .into_iter()
+                .filter_map(|index| match self.value(&state_path(cpu, index, attr)) {
+                    ReadValue::Value(v) => Some((index, Some(v))),
+                    ReadValue::Unreadable(_) => Some((index, None)),
+                    ReadValue::Absent => None,
+                })
+                .collect();
             CpuIdle { cpu, states }
         })
     }

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::schema::Persistence;
 
-pub use crate::inventory::{PM_QOS_DEVICE as DEVICE, parse_pm_qos_request as parse_request};
+use crate::inventory::{PM_QOS_DEVICE as DEVICE, parse_pm_qos_request as parse_request};
 /// `PM_QOS_CPU_LATENCY_DEFAULT_VALUE`: no request.
 pub const NO_REQUEST: i64 = 2_000_000_000;
 

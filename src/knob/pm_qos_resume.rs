@@ -11,7 +11,7 @@ use super::{
     Spec, Survey, Target, WriteMode, offline_target,
 };
 use crate::cpulist::CpuList;
-use crate::inventory::CPU_DIR;
+use crate::inventory::{CPU_DIR, resume_latency_path};
 use crate::schema::{Persistence, Scalar};
 
 #[derive(Debug, Deserialize)]
@@ -96,7 +96,7 @@ impl KnobKind for PmQosResumeLatency {
         let mut survey = Survey::default();
         let mut absent = Vec::new();
         for &cpu in here.as_slice() {
-            let path = format!("{CPU_DIR}/cpu{cpu}/power/pm_qos_resume_latency_us");
+            let path = resume_latency_path(cpu);
             match host.value(&path) {
                 ReadValue::Value(v) => survey.targets.push(Target {
                     in_effect: v == self.value,

@@ -1,57 +1,37 @@
-//! The idle-state counters of one CPU (cpuidle `usage` and `time`), read
-//! through open directory handles so sampling them costs one read each.
+//! The idle-state counters of the sleeper's CPU (cpuidle `usage` and `time`),
+//! read through its open cpuidle directory (`inventory::CpuIdleDir`, the one
+//! reader of idle states) so sampling them costs one read each.
 
 use anyhow::{Context, Result};
 
-use crate::root::{DirHandle, Root};
+use crate::inventory::{CpuIdleDir, StateFacts};
+use crate::root::Root;
 
-/// One idle state of the sleeper's CPU, with its directory open.
-pub(super) struct StateDir<'r> {
-    pub(super) index: u32,
-    pub(super) name: String,
-    pub(super) latency_us: Option<u64>,
-    pub(super) residency_us: Option<u64>,
-    pub(super) disabled: Option<bool>,
-    pub(super) dir: DirHandle<'r>,
+/// The states of one CPU as found at the start, and its directory for counters.
+pub(super) struct IdleCounters<'r> {
+    dir: Option<CpuIdleDir<'r>>,
+    pub(super) states: Vec<StateFacts>,
 }
 
-impl StateDir<'_> {
-    pub(super) fn counter(&self, name: &str) -> Result<u64> {
-        let text = self
-            .dir
-            .read_string(name)
-            .with_context(|| format!("{}/{name}", self.dir.logical()))?;
-        text.trim()
-            .parse()
-            .with_context(|| format!("{}/{name}: not a number: {text:?}", self.dir.logical()))
+impl<'r> IdleCounters<'r> {
+    pub(super) fn open(root: &'r Root, cpu: u32) -> Result<IdleCounters<'r>> {
+        let base = crate::inventory::cpuidle_dir(cpu);
+        let dir = CpuIdleDir::open(root, cpu).with_context(|| base.clone())?;
+        let states = match &dir {
+            Some(d) => d.states().with_context(|| base.clone())?,
+            None => Vec::new(),
+        };
+        Ok(IdleCounters { dir, states })
     }
-}
 
-pub(super) fn idle_states(root: &Root, cpu: u32) -> Result<Vec<StateDir<'_>>> {
-    let base = crate::inventory::cpuidle_dir(cpu);
-    let names = match root.read_dir(&base) {
-        Ok(n) => n,
-        Err(e) if crate::root::is_absent(&e) => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| base.clone()),
-    };
-    let mut out = Vec::new();
-    for index in crate::inventory::state_indices(&names) {
-        let path = format!("{base}/state{index}");
-        let dir = root.dir_handle(&path).with_context(|| path.clone())?;
-        let text = |f: &str| dir.read_string(f).ok().map(|s| s.trim().to_string());
-        let num = |f: &str| text(f).and_then(|s| s.parse::<u64>().ok());
-        out.push(StateDir {
-            index,
-            name: text("name").unwrap_or_else(|| format!("state{index}")),
-            latency_us: num("latency"),
-            residency_us: num("residency"),
-            disabled: num("disable").map(|v| v != 0),
-            dir,
-        });
+    /// `counter` of every state, in `states` order.
+    pub(super) fn read(&self, counter: &str) -> Result<Vec<u64>> {
+        let Some(dir) = &self.dir else {
+            return Ok(Vec::new());
+        };
+        self.states
+            .iter()
+            .map(|s| dir.counter(s.index, counter))
+            .collect()
     }
-    Ok(out)
-}
-
-pub(super) fn read_counters(states: &[StateDir], counter: &str) -> Result<Vec<u64>> {
-    states.iter().map(|s| s.counter(counter)).collect()
 }

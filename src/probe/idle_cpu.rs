@@ -153,7 +153,10 @@ pub fn run(root: &Root, opts: &Options) -> Result<IdleCpuResult> {
     };
     let mut windows = Vec::new();
     let mut note = None;
-    std::thread::sleep(opts.settle);
+    let _sleeper = super::interrupt::register();
+    let ticker =
+        crate::progress::Ticker::start("idle-cpu windows", Some(opts.windows as u64), || {});
+    super::interrupt::sleep(opts.settle)?;
     let mut prev = same_process(root, pid, first.start_ticks)?;
     let mut prev_t = now_ns();
     for k in 1..=opts.windows {
@@ -161,7 +164,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<IdleCpuResult> {
             note = Some(gone(k));
             break;
         };
-        std::thread::sleep(opts.window);
+        super::interrupt::sleep(opts.window)?;
+        ticker.tick();
         let b = same_process(root, pid, first.start_ticks)?;
         let t = now_ns();
         let Some(b) = b else {
@@ -180,7 +184,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<IdleCpuResult> {
     }
     let spread = Spread::of(&windows.iter().map(|w| w.cpu_pct).collect::<Vec<_>>());
     Ok(IdleCpuResult {
-        probe: "idle-cpu".into(),
+        probe: super::Probe::IdleCpu.as_str().into(),
         pid,
         command,
         settings: Settings {

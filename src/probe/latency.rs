@@ -1,17 +1,13 @@
 //! The latency probes, as one choice: what `probe` prints one of and what
-//! `verify` runs in each leg.
+//! `verify` runs in each leg. The choice itself, [`LatencyProbe`], is made by
+//! the `probes!` registry in `probe/mod.rs`; each latency probe's result
+//! says here how it becomes samples.
 
 use anyhow::Result;
 
-use super::{rpc, timer, wakeup};
 use crate::root::Root;
 
-#[derive(Clone, Debug)]
-pub enum LatencyProbe {
-    Wakeup(wakeup::Options),
-    Timer(timer::Options),
-    Rpc(rpc::Options),
-}
+pub use super::LatencyProbe;
 
 /// One run of a latency probe: every sample and the settings that shaped it.
 pub struct LatencyRun {
@@ -20,31 +16,11 @@ pub struct LatencyRun {
     pub warnings: Vec<String>,
 }
 
+/// A latency probe's result as `verify` compares it.
+pub trait IntoLatencyRun {
+    fn into_latency_run(self) -> Result<LatencyRun>;
+}
+
 pub fn run(root: &Root, probe: &LatencyProbe) -> Result<LatencyRun> {
-    Ok(match probe {
-        LatencyProbe::Wakeup(o) => {
-            let r = wakeup::run(root, o)?;
-            LatencyRun {
-                samples_ns: r.raw.iter().map(|s| s.latency_ns).collect(),
-                settings: serde_json::to_value(&r.settings)?,
-                warnings: r.warnings,
-            }
-        }
-        LatencyProbe::Timer(o) => {
-            let r = timer::run(root, o)?;
-            LatencyRun {
-                samples_ns: r.raw,
-                settings: serde_json::to_value(&r.settings)?,
-                warnings: Vec::new(),
-            }
-        }
-        LatencyProbe::Rpc(o) => {
-            let r = rpc::run(root, o)?;
-            LatencyRun {
-                samples_ns: r.raw.iter().map(|&(_, rtt)| rtt).collect(),
-                settings: serde_json::to_value(&r.settings)?,
-                warnings: Vec::new(),
-            }
-        }
-    })
+    probe.run(root)
 }

@@ -5,13 +5,110 @@
 
 mod handoff;
 mod idle_counters;
-pub mod idle_cpu;
+pub mod interrupt;
 pub mod latency;
 pub mod pmqos;
-pub mod rpc;
-pub mod rss;
-pub mod timer;
-pub mod wakeup;
+
+/// The probe registry. A probe is one module here plus one line below: its
+/// module, its name in [`Probe`] and on the command line (`hostknob probe
+/// NAME`, a manifest's `verify.probe`). The latency probes (the ones `verify`
+/// compares) also become a [`latency::LatencyProbe`] variant holding the
+/// module's `Options`, run through its `run` and [`latency::IntoLatencyRun`].
+macro_rules! probes {
+    (
+        latency { $($lmodule:ident => $lvariant:ident $lname:literal,)* }
+        other { $($omodule:ident => $ovariant:ident $oname:literal,)* }
+    ) => {
+        $(pub mod $lmodule;)*
+        $(pub mod $omodule;)*
+
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
+        pub enum Probe {
+            $(#[serde(rename = $lname)] $lvariant,)*
+            $(#[serde(rename = $oname)] $ovariant,)*
+        }
+
+        impl Probe {
+            pub const ALL: [Probe; [$($lname,)* $($oname,)*].len()] =
+                [$(Probe::$lvariant,)* $(Probe::$ovariant,)*];
+
+            /// Its name on the command line and in manifests.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Probe::$lvariant => $lname,)*
+                    $(Probe::$ovariant => $oname,)*
+                }
+            }
+
+            /// Whether `verify` can compare its runs (it measures latency).
+            pub fn is_latency(self) -> bool {
+                match self {
+                    $(Probe::$lvariant => true,)*
+                    $(Probe::$ovariant => false,)*
+                }
+            }
+        }
+
+        /// A latency probe with its options: what `verify` runs in each leg.
+        #[derive(Clone, Debug)]
+        pub enum LatencyProbe {
+            $($lvariant($lmodule::Options),)*
+        }
+
+        impl LatencyProbe {
+            pub fn probe(&self) -> Probe {
+                match self {
+                    $(LatencyProbe::$lvariant(_) => Probe::$lvariant,)*
+                }
+            }
+
+            /// One run, as samples and the settings that shaped them.
+            pub fn run(&self, root: &Root) -> Result<latency::LatencyRun> {
+                use latency::IntoLatencyRun;
+                match self {
+                    $(LatencyProbe::$lvariant(o) => $lmodule::run(root, o)?.into_latency_run(),)*
+                }
+            }
+        }
+    };
+}
+
+probes! {
+    latency {
+        wakeup => Wakeup "wakeup",
+        timer => Timer "timer",
+        rpc => Rpc "rpc",
+    }
+    other {
+        idle_cpu => IdleCpu "idle-cpu",
+        rss => Rss "rss",
+    }
+}
+
+impl Probe {
+    pub fn parse(name: &str) -> Option<Probe> {
+        Probe::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
+    /// `wakeup, timer or rpc`: the latency probes, for messages.
+    pub fn latency_names() -> String {
+        let names: Vec<&str> = Probe::ALL
+            .into_iter()
+            .filter(|p| p.is_latency())
+            .map(Probe::as_str)
+            .collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
+}
+
+impl fmt::Display for Probe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 use std::fmt;
 use std::time::Duration;

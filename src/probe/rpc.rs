@@ -325,9 +325,14 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
         (Some(_), None) => None,
     };
     let start = now_ns();
+    let ticker = crate::progress::Ticker::start("rpc", Some(opts.samples as u64), move || {
+        if let Some(c) = client_cpu {
+            let _ = pin_current_thread(c);
+        }
+    });
     let outcome = std::thread::scope(|s| -> Result<_> {
         let server_thread = server.map(|srv| s.spawn(move || srv.serve(server_cpu)));
-        let client = s.spawn(|| client(opts, addr, client_cpu, expect.as_deref(), &flag));
+        let client = s.spawn(|| client(opts, addr, client_cpu, expect.as_deref(), &flag, &ticker));
         let result = client.join().expect("client thread panicked");
         if let Some(t) = server_thread {
             // Tell the server to stop, then make sure it did not fail first.
@@ -346,7 +351,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
         bail!("{flag}: no replies within {} ms", opts.timeout.as_millis());
     }
     Ok(RpcResult {
-        probe: "rpc".into(),
+        probe: super::Probe::Rpc.as_str().into(),
         latency: Latency::from_ns(&rtts)?,
         settings: Settings {
             proto: opts.proto,
@@ -402,16 +407,67 @@ struct Outcome {
     stray: u64,
 }
 
+/// How one request ended.
+enum Got {
+    /// The reply was complete at this time.
+    At(u64),
+    /// No reply (UDP: the datagram or its answer was lost).
+    Lost,
+    /// A reply came, and ended, without the expected text.
+    Without,
+}
+
+/// A run stops after this many replies without the expected text: the
+/// service is not answering what was asked.
+const MAX_WITHOUT: usize = 3;
+
+/// `2 replies did not contain "ok" (samples 0, 1)`.
+fn describe_without(samples: &[usize], opts: &Options, expect: &[u8]) -> String {
+    let what = match &opts.expect {
+        Some(_) => format!("--expect {}", shown(expect)),
+        None => "the echo of the request".to_string(),
+    };
+    let list: Vec<String> = samples.iter().map(|i| i.to_string()).collect();
+    let (replies, was) = match samples.len() {
+        1 => ("1 reply".to_string(), "sample"),
+        n => (format!("{n} replies"), "samples"),
+    };
+    let early = samples.last().is_some_and(|&last| last + 1 < opts.samples);
+    let stopped = if samples.len() >= MAX_WITHOUT && early {
+        "; stopped there"
+    } else {
+        ""
+    };
+    format!(
+        "{replies} did not contain {what} ({was} {}{stopped})",
+        list.join(", ")
+    )
+}
+
+/// Bytes as quoted, escaped text, cut after 200 bytes.
+fn shown(bytes: &[u8]) -> String {
+    const MAX: usize = 200;
+    let cut = &bytes[..bytes.len().min(MAX)];
+    let text: String = String::from_utf8_lossy(cut).escape_debug().collect();
+    if bytes.len() > MAX {
+        format!("\"{text}\"… ({} bytes)", bytes.len())
+    } else {
+        format!("\"{text}\"")
+    }
+}
+
 fn client(
     opts: &Options,
     addr: SocketAddr,
     cpu: Option<u32>,
     expect: Option<&[u8]>,
     flag: &str,
+    ticker: &crate::progress::Ticker,
 ) -> Result<Outcome> {
     if let Some(c) = cpu {
         pin_current_thread(c)?;
     }
+    let _sleeper = super::interrupt::register();
     let (clock_read_ns, clock_read_min_ns) = super::clock_cost();
     let per_sample_ns = super::median_of(10_000, || {
         let a = now_ns();
@@ -432,10 +488,12 @@ fn client(
         reconnects: 0,
         stray: 0,
     };
+    // Replies that lacked the expected text (by sample), and the first of them.
+    let mut without = Vec::new();
+    let mut first_without = Vec::new();
     for i in 0..opts.samples {
-        super::check_cancelled()?;
         let gap = opts.gaps.gap_ns(i);
-        std::thread::sleep(Duration::from_nanos(gap));
+        super::interrupt::sleep(Duration::from_nanos(gap))?;
         let (stray, closed) = conn.drain(&mut buf).map_err(|e| refused(e, flag))?;
         out.stray += stray;
         if closed {
@@ -448,10 +506,13 @@ fn client(
             ErrorKind::ConnectionRefused => refused(e, flag),
             _ => anyhow::Error::new(e).context(format!("{flag}: sample {i}: send")),
         })?;
-        let t1 = loop {
+        let got = loop {
             match conn.recv(&mut buf) {
                 Ok(0) if opts.proto == Proto::Tcp => {
-                    bail!("{flag}: the connection was closed before a reply (sample {i})")
+                    if reply.is_empty() {
+                        bail!("{flag}: the connection was closed before a reply (sample {i})")
+                    }
+                    break Got::Without;
                 }
                 Ok(n) => {
                     let t = now_ns();
@@ -460,14 +521,20 @@ fn client(
                         Some(e) => contains(&reply, e),
                         None => true,
                     };
-                    if done || opts.proto == Proto::Udp {
-                        break Some(t);
+                    if done {
+                        break Got::At(t);
+                    }
+                    if opts.proto == Proto::Udp {
+                        break Got::Without;
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => super::check_cancelled()?,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     if opts.proto == Proto::Udp {
-                        break None;
+                        break Got::Lost;
+                    }
+                    if !reply.is_empty() {
+                        break Got::Without;
                     }
                     bail!(
                         "{flag}: no complete reply within {} ms (sample {i})",
@@ -483,17 +550,27 @@ fn client(
                 Err(e) => return Err(e).context(format!("{flag}: sample {i}: receive")),
             }
         };
-        match t1 {
-            Some(t1) => {
-                if let (Some(e), Proto::Udp) = (expect, opts.proto)
-                    && !contains(&reply, e)
-                {
-                    bail!("{flag}: the reply to sample {i} does not contain the expected text");
+        match got {
+            Got::At(t1) => out.raw.push((gap, t1 - t0)),
+            Got::Lost => out.lost += 1,
+            Got::Without => {
+                if without.is_empty() {
+                    first_without = reply.clone();
                 }
-                out.raw.push((gap, t1 - t0));
+                without.push(i);
+                if without.len() >= MAX_WITHOUT {
+                    break;
+                }
             }
-            None => out.lost += 1,
         }
+        ticker.tick();
+    }
+    if !without.is_empty() {
+        bail!(
+            "{flag}: {}; first reply: {}",
+            describe_without(&without, opts, expect.unwrap_or_default()),
+            shown(&first_without)
+        );
     }
     // Tell the built-in server we are done.
     match &mut conn {
@@ -505,6 +582,18 @@ fn client(
         }
     }
     Ok(out)
+}
+
+
+/// What `verify` compares of a run.
+impl super::latency::IntoLatencyRun for RpcResult {
+    fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
+        Ok(super::latency::LatencyRun {
+            samples_ns: self.raw.iter().map(|&(_, rtt)| rtt).collect(),
+            settings: serde_json::to_value(&self.settings)?,
+            warnings: Vec::new(),
+        })
+    }
 }
 
 #[cfg(test)]

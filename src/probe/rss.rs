@@ -162,12 +162,15 @@ impl Reader<'_> {
         let start = now_ns();
         let ticks = (duration.as_nanos() / TICK.as_nanos()) as u64;
         let mut out = Vec::new();
+        let _sleeper = super::interrupt::register();
+        let ticker = crate::progress::Ticker::start("rss samples", Some(ticks + 1), || {});
         for k in 0..=ticks {
             let due = start + k * TICK.as_nanos() as u64;
             let now = now_ns();
             if due > now {
-                std::thread::sleep(Duration::from_nanos(due - now));
+                super::interrupt::sleep(Duration::from_nanos(due - now))?;
             }
+            ticker.tick();
             let t_ms = ((now_ns() - start) / 1_000_000) as i64;
             match self.sample(t_ms, k % 2 == 0)? {
                 Some(s) => out.push(s),
@@ -212,7 +215,7 @@ pub fn run_pid(root: &Root, pid: i32, duration: Duration) -> Result<PidResult> {
         )
     });
     Ok(PidResult {
-        probe: "rss".into(),
+        probe: super::Probe::Rss.as_str().into(),
         mode: "pid".into(),
         pid,
         duration_s: duration.as_secs_f64(),
@@ -331,7 +334,7 @@ pub fn run_self_burst(root: &Root, opts: &BurstOptions) -> Result<SelfBurstResul
     outcome?;
     let restored = restored?;
     Ok(SelfBurstResult {
-        probe: "rss".into(),
+        probe: super::Probe::Rss.as_str().into(),
         mode: "self-burst".into(),
         pid,
         settings: BurstSettings {

@@ -52,13 +52,6 @@ pub struct Settings {
     pub host: HostFacts,
 }
 
-fn timespec(ns: u64) -> libc::timespec {
-    libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    }
-}
-
 fn set_fifo(priority: u32) -> Result<()> {
     let param = libc::sched_param {
         sched_priority: priority as i32,
@@ -113,6 +106,15 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
     let loops = opts.loops;
     let priority = opts.priority;
     let start = now_ns();
+    let ticker = crate::progress::Ticker::start("timer", Some(loops as u64), move || {
+        // Draw from a CPU other than the timer's.
+        if let (Some(c), Ok(allowed)) = (cpu, super::allowed_cpus())
+            && let Some(&other) = allowed.as_slice().iter().find(|&&o| o != c)
+        {
+            let _ = pin_current_thread(other);
+        }
+    });
+    let ticker = &ticker;
     let (raw, overruns, overhead) = std::thread::scope(|s| {
         s.spawn(move || -> Result<(Vec<u64>, u64, Overhead)> {
             if let Some(c) = cpu {
@@ -121,6 +123,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
             if let Some(p) = priority {
                 set_fifo(p)?;
             }
+            let _sleeper = super::interrupt::register();
             let (clock_read_ns, clock_read_min_ns) = super::clock_cost();
             let per_sample_ns = super::median_of(10_000, || {
                 let next = now_ns();
@@ -132,26 +135,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
             let mut overruns = 0;
             let mut next = now_ns() + interval_ns;
             for slot in lat.iter_mut() {
-                super::check_cancelled()?;
-                let ts = timespec(next);
-                loop {
-                    let r = unsafe {
-                        libc::clock_nanosleep(
-                            libc::CLOCK_MONOTONIC,
-                            libc::TIMER_ABSTIME,
-                            &ts,
-                            std::ptr::null_mut(),
-                        )
-                    };
-                    match r {
-                        0 => break,
-                        libc::EINTR => continue,
-                        e => {
-                            return Err(std::io::Error::from_raw_os_error(e))
-                                .context("clock_nanosleep failed");
-                        }
-                    }
-                }
+                super::interrupt::sleep_until(next)?;
                 let now = now_ns();
                 *slot = now.saturating_sub(next);
                 next += interval_ns;
@@ -159,6 +143,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
                     next += interval_ns;
                     overruns += 1;
                 }
+                ticker.tick();
             }
             Ok((
                 lat,
@@ -179,7 +164,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
     let pm_qos = PmQosSetting::of(&hold);
     drop(hold);
     Ok(TimerResult {
-        probe: "timer".into(),
+        probe: super::Probe::Timer.as_str().into(),
         latency: Latency::from_ns(&raw)?,
         settings: Settings {
             interval_us: interval_ns / 1000,
@@ -196,4 +181,15 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
         duration_ms,
         raw,
     })
+}
+
+/// What `verify` compares of a run.
+impl super::latency::IntoLatencyRun for TimerResult {
+    fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
+        Ok(super::latency::LatencyRun {
+            samples_ns: self.raw,
+            settings: serde_json::to_value(&self.settings)?,
+            warnings: Vec::new(),
+        })
+    }
 }

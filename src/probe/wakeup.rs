@@ -22,9 +22,10 @@ use serde::{Deserialize, Serialize};
 
 pub use super::handoff::Mechanism;
 use super::handoff::{Channel, futex_wake, wait_for};
-use super::idle_counters::{StateDir, idle_states, read_counters};
+use super::idle_counters::IdleCounters;
 use super::pmqos::{self, PmQosSetting};
 use super::{Cpus, Gaps, HostFacts, Latency, Overhead, now_ns, pin_current_thread};
+use crate::inventory::StateFacts;
 use crate::root::Root;
 use crate::stats::Summary;
 
@@ -169,7 +170,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         ("--sleeper-cpu", opts.sleeper_cpu),
     )?;
     let host = HostFacts::read(root);
-    let states = idle_states(root, sleeper_cpu)?;
+    let counters = IdleCounters::open(root, sleeper_cpu)?;
+    let states = &counters.states;
     let hold = opts.pmqos_us.map(|us| pmqos::hold(root, us)).transpose()?;
     let channel = Channel::new(opts.mechanism, false).context("cannot create the wake channel")?;
 
@@ -178,10 +180,13 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
     let ready = AtomicU32::new(0);
     let done = AtomicU32::new(0);
     let failed = AtomicBool::new(false);
-    let usage_before = read_counters(&states, "usage")?;
-    let time_before = read_counters(&states, "time")?;
+    let usage_before = counters.read("usage")?;
+    let time_before = counters.read("time")?;
     let start = now_ns();
 
+    let ticker = crate::progress::Ticker::start("wakeup", Some(n as u64), move || {
+        let _ = pin_current_thread(waker_cpu);
+    });
     let (latencies, waker) = std::thread::scope(|s| {
         let sleeper = s.spawn(|| -> Result<Vec<u64>> {
             let r = (|| {
@@ -213,20 +218,20 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         let waker = s.spawn(|| -> Result<(Overhead, Vec<GapEntries>)> {
             let r = (|| {
                 pin_current_thread(waker_cpu)?;
+                let _sleeper = super::interrupt::register();
                 let overhead = overhead(opts.mechanism)?;
                 wait_for(&ready, 1, Duration::from_secs(5), &failed)?;
                 let mut per_gap = Vec::with_capacity(n);
                 // The kernel counts an idle period when it ends, so the one
                 // this sample's wake ends is counted after the sleeper answers.
-                let mut before = read_counters(&states, "usage")?;
+                let mut before = counters.read("usage")?;
                 for i in 0..n {
-                    super::check_cancelled()?;
                     let gap = opts.gaps.gap_ns(i);
-                    std::thread::sleep(Duration::from_nanos(gap));
+                    super::interrupt::sleep(Duration::from_nanos(gap))?;
                     t0.store(now_ns(), Ordering::Release);
                     channel.wake().context("the wake call failed")?;
                     wait_for(&done, i as u32 + 1, Duration::from_secs(5), &failed)?;
-                    let after = read_counters(&states, "usage")?;
+                    let after = counters.read("usage")?;
                     let entries = after
                         .iter()
                         .zip(&before)
@@ -234,6 +239,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                         .collect();
                     per_gap.push((gap, entries));
                     before = after;
+                    ticker.tick();
                 }
                 Ok((overhead, per_gap))
             })();
@@ -255,8 +261,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         }
     })?;
     let duration_ms = (now_ns() - start) / 1_000_000;
-    let usage_after = read_counters(&states, "usage")?;
-    let time_after = read_counters(&states, "time")?;
+    let usage_after = counters.read("usage")?;
+    let time_after = counters.read("time")?;
     let pm_qos = PmQosSetting::of(&hold);
     drop(hold);
 
@@ -271,7 +277,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         })
         .collect();
     let idle_states = state_deltas(
-        &states,
+        states,
         (&usage_before, &usage_after),
         (&time_before, &time_after),
         n,
@@ -283,7 +289,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         busy_warning(&raw, sleeper_cpu).into_iter().collect()
     };
     Ok(WakeupResult {
-        probe: "wakeup".into(),
+        probe: super::Probe::Wakeup.as_str().into(),
         latency: Latency::from_ns(&latencies)?,
         settings: Settings {
             waker_cpu,
@@ -306,7 +312,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
 
 /// Each idle state's entries and residency over the run.
 fn state_deltas(
-    states: &[StateDir],
+    states: &[StateFacts],
     (usage_before, usage_after): (&[u64], &[u64]),
     (time_before, time_after): (&[u64], &[u64]),
     n: usize,
@@ -376,6 +382,18 @@ fn by_deepest_state(raw: &[Sample], states: &[IdleStateDelta]) -> Vec<StateLaten
             })
         })
         .collect()
+}
+
+
+/// What `verify` compares of a run.
+impl super::latency::IntoLatencyRun for WakeupResult {
+    fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
+        Ok(super::latency::LatencyRun {
+            samples_ns: self.raw.iter().map(|s| s.latency_ns).collect(),
+            settings: serde_json::to_value(&self.settings)?,
+            warnings: self.warnings,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -104,10 +104,10 @@ pub fn metrics(r: &Report, now: f64) -> String {
         family(
             &mut out,
             "hostknob_knob_verify_ratio",
-            "Median per-round ratio applied / as found of the knob's latest verify (below 1: lower latency).",
+            "Ratio applied / as found (geometric mean over rounds) of the knob's latest verify (below 1: lower latency).",
         );
         for (k, e) in &verified {
-            if let Some(ratio) = e.median_ratio {
+            if let Some(ratio) = e.ratio {
                 let _ = writeln!(
                     out,
                     "hostknob_knob_verify_ratio{{host=\"{host}\",knob=\"{}\"}} {ratio}",

@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use crate::cpulist::CpuList;
-use crate::inventory::{CPU_DIR, cpuidle_dir, state_indices, state_path};
+use crate::inventory::{CPU_DIR, cpu_states, resume_latency_path};
 use crate::root::Root;
 
 /// At most this many CPUs are watched: the sleeper and the first of the target.
@@ -51,24 +51,18 @@ pub fn watched(sleeper: u32, target: Option<&CpuList>) -> Vec<u32> {
 pub fn read(root: &Root, cpus: &[u32]) -> Vec<StateCount> {
     let mut out = Vec::new();
     for &cpu in cpus {
-        let Ok(names) = root.read_dir(&cpuidle_dir(cpu)) else {
+        let Ok(states) = cpu_states(root, cpu) else {
             continue;
         };
-        for i in state_indices(&names) {
-            let text = |a: &str| {
-                root.read_string(&state_path(cpu, i, a))
-                    .ok()
-                    .map(|t| t.trim().to_string())
-            };
-            let num = |a: &str| text(a).and_then(|t| t.parse::<u64>().ok());
-            let (Some(entries), Some(residency_us)) = (num("usage"), num("time")) else {
+        for st in states {
+            let (Some(entries), Some(residency_us)) = (st.usage, st.time_us) else {
                 continue;
             };
             out.push(StateCount {
                 cpu,
-                state: text("name").unwrap_or_else(|| format!("state{i}")),
-                latency_us: num("latency"),
-                disabled: num("disable").is_some_and(|d| d != 0),
+                state: st.name,
+                latency_us: st.latency_us,
+                disabled: st.disabled.unwrap_or(false),
                 entries,
                 residency_us,
             });
@@ -114,16 +108,7 @@ pub fn accumulate(sum: &mut Vec<StateCount>, d: &[StateCount]) {
 /// The resume-latency limit of `cpu` in µs: `Some(0)` for `n/a` (polling only),
 /// `None` for no limit (`0`) or an unreadable file.
 pub fn resume_limit_us(root: &Root, cpu: u32) -> Option<u64> {
-    let t = root
-        .read_string(&format!(
-            "{CPU_DIR}/cpu{cpu}/power/pm_qos_resume_latency_us"
-        ))
-        .ok()?;
-    match t.trim() {
-        "n/a" => Some(0),
-        "0" => None,
-        n => n.parse().ok(),
-    }
+    crate::inventory::resume_limit_us(&root.read_string(&resume_latency_path(cpu)).ok()?)
 }
 
 /// The findings of one applied leg: what the kernel did against what was asked.

@@ -180,23 +180,10 @@ impl Drop for Guard<'_, '_> {
     }
 }
 
-extern "C" fn on_signal(_: libc::c_int) {
-    probe::cancel();
-}
-
-/// SIGINT, SIGTERM and SIGHUP only set the cancel flag: the loop restores.
+/// SIGINT, SIGTERM and SIGHUP only set the cancel flag (and wake a probe's
+/// sleeping threads): the loop restores.
 fn catch_signals() -> Result<()> {
-    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-    let action = SigAction::new(
-        SigHandler::Handler(on_signal),
-        SaFlags::empty(),
-        SigSet::empty(),
-    );
-    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        unsafe { sigaction(sig, &action) }
-            .with_context(|| format!("installing a {sig} handler"))?;
-    }
-    Ok(())
+    probe::interrupt::install()
 }
 
 fn interrupted(done: usize, total: usize) -> anyhow::Error {

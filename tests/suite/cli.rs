@@ -67,3 +67,184 @@ fn help_teaches() {
     let out = hostknob(&["inventory", "--help"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("not exposed"));
 }
+
+/// `--help` of `hostknob ARGS... --help`.
+fn help(args: &[&str]) -> String {
+    let mut all = args.to_vec();
+    all.push("--help");
+    let o = hostknob(&all);
+    assert_eq!(o.status.code(), Some(0), "{all:?}");
+    stdout(&o)
+}
+
+#[test]
+fn each_subcommand_lists_only_the_options_it_uses() {
+    let lists = |args: &[&str], yes: &[&str], no: &[&str]| {
+        let h = help(args);
+        for o in yes {
+            assert!(h.contains(o), "{args:?} --help lacks {o}");
+        }
+        for o in no {
+            assert!(!h.contains(o), "{args:?} --help lists {o}");
+        }
+    };
+    let all = [
+        "--root",
+        "--format",
+        "--host",
+        "--manifest",
+        "--state-dir",
+        "--quiet",
+    ];
+    lists(&["inventory"], &all[..3], &all[3..]);
+    lists(
+        &["capture"],
+        &["--root", "--host", "--format", "--quiet"],
+        &["--manifest", "--state-dir"],
+    );
+    lists(
+        &["doc"],
+        &["--root", "--host", "--manifest"],
+        &["--format", "--state-dir", "--quiet"],
+    );
+    lists(&["audit"], &all[..4], &all[4..]);
+    lists(&["knobs"], &all[..4], &all[4..]);
+    lists(&["apply"], &all, &[]);
+    lists(&["revert"], &all, &[]);
+    lists(&["persist"], &all, &[]);
+    lists(&["verify"], &all, &[]);
+    lists(
+        &["hold"],
+        &["--root", "--host", "--manifest"],
+        &["--format", "--state-dir", "--quiet"],
+    );
+    lists(
+        &["report"],
+        &["--format"],
+        &["--root", "--host", "--manifest", "--state-dir"],
+    );
+    for cmd in ["schema", "completions", "man"] {
+        lists(&[cmd], &[], &all);
+    }
+    lists(
+        &["probe", "wakeup"],
+        &["--root", "--format", "--host", "--quiet"],
+        &["--manifest", "--state-dir"],
+    );
+    // A probe shows its own options first.
+    let h = help(&["probe", "wakeup"]);
+    assert!(
+        h.find("--samples").unwrap() < h.find("--format").unwrap(),
+        "{h}"
+    );
+}
+
+#[test]
+fn an_option_a_subcommand_does_not_take_is_a_usage_error_before_or_after_it() {
+    let root = corpus_host("fc-haltpoll-2cpu");
+    let r = root.to_str().unwrap();
+    for args in [
+        &["--manifest", "/m", "--root", r, "inventory"][..],
+        &["inventory", "--state-dir", "/s"],
+        &["--format", "json", "doc", "--root", r, "--out", "-"],
+        &["doc", "--root", r, "--format", "json", "--out", "-"],
+        &["capture", "/tmp/never-made", "--manifest", "/m"],
+        &["--root", r, "schema"],
+        &["report", "--root", r, "x.json"],
+        &["--quiet", "inventory"],
+    ] {
+        let o = hostknob(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stdout(&o));
+        let e = stderr(&o);
+        assert!(e.contains("unexpected argument '--"), "{args:?}: {e}");
+        assert!(stdout(&o).is_empty(), "{args:?} printed something");
+    }
+    assert!(!std::path::Path::new("/tmp/never-made").exists());
+    // `doc` writes Markdown: --format is refused, not ignored.
+    let e = stderr(&hostknob(&[
+        "doc", "--root", r, "--format", "json", "--out", "-",
+    ]));
+    assert!(
+        e.contains("'--format'") && e.contains("hostknob doc"),
+        "{e}"
+    );
+}
+
+#[test]
+fn manifest_host_and_state_options_work_before_or_after_the_subcommand() {
+    let root = corpus_host("fc-haltpoll-2cpu");
+    let r = root.to_str().unwrap();
+    let m = env!("CARGO_MANIFEST_DIR").to_string() + "/manifest";
+    let before = hostknob(&[
+        "--root",
+        r,
+        "--manifest",
+        &m,
+        "--host",
+        "h1",
+        "--format",
+        "json",
+        "knobs",
+    ]);
+    let after = hostknob(&[
+        "knobs",
+        "--format=json",
+        "--host=h1",
+        "--manifest",
+        &m,
+        "--root",
+        r,
+    ]);
+    let a = json_of(&before);
+    assert_eq!(a, json_of(&after));
+    assert_eq!(a["host"], "h1");
+    let env = hostknob_command(&["knobs", "--format", "json"])
+        .env("HOSTKNOB_ROOT", r)
+        .env("HOSTKNOB_MANIFEST", &m)
+        .env("HOSTKNOB_HOST", "h1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        json_of(&env),
+        a,
+        "the variables select root, manifest and host"
+    );
+    // --state-dir before apply reaches apply (a dry run takes no lock, so
+    // a state directory that cannot exist does not matter; the plan does).
+    let o = hostknob(&[
+        "--root",
+        r,
+        "--manifest",
+        &m,
+        "--state-dir",
+        "/st",
+        "apply",
+        "--all",
+        "--dry-run",
+    ]);
+    assert!(
+        !stderr(&o).contains("unexpected argument"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn usage_errors_name_the_mistake_and_exit_1() {
+    for args in [
+        &["probe", "wakeup", "--samples", "many"][..],
+        &["audit", "--format", "markdown"],
+        &["report", "--format", "prometheus", "x.json"],
+        &["verify"],
+    ] {
+        let o = hostknob(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&o).starts_with("error: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(hostknob(&["--version"]).status.code(), Some(0));
+    assert_eq!(hostknob(&["probe", "--help"]).status.code(), Some(0));
+}

@@ -33,7 +33,7 @@ fn committed(host: &str) -> std::path::PathBuf {
 fn with_shipped_manifest(args: &[&str]) -> std::process::Output {
     let cwd = fresh_cwd();
     std::os::unix::fs::symlink(repo().join("manifest"), cwd.join("manifest")).unwrap();
-    let mut c = hostknob_command(&[]);
+    let mut c = hostknob_command(&["--manifest", "manifest"]);
     c.args(args).current_dir(cwd);
     c.output().unwrap()
 }

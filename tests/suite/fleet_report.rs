@@ -154,7 +154,7 @@ fn the_latest_verify_evidence_per_knob_is_shown() {
     let m = knobs(&[(
         "idle-off-cpu1",
         "persistence: runtime\nkind: cpuidle-state\ntarget: {cpus: \"1\", states: {names: [haltpoll idle]}}\n\
-         set: disabled\nverify: {probe: wakeup, expect: p50 lower by at least 5 µs}\n",
+         set: disabled\nverify: {probe: wakeup, note: p50 lower by at least 5 µs}\n",
     )]);
     let v: Value = serde_json::from_str(&ok(&run(
         &root,
@@ -167,7 +167,9 @@ fn the_latest_verify_evidence_per_knob_is_shown() {
             "verify",
             "idle-off-cpu1",
             "--rounds",
-            "2",
+            "5",
+            "--max-rounds",
+            "5",
             "--settle",
             "10ms",
             "--",
@@ -190,8 +192,8 @@ fn the_latest_verify_evidence_per_knob_is_shown() {
     let e = &r["knobs"][0]["evidence"][0];
     assert_eq!(e["host"], "vm");
     assert_eq!(e["verdict"], v["verdict"]);
-    let ratio = v["analysis"]["median_ratio"].as_f64().unwrap();
-    assert!((e["median_ratio"].as_f64().unwrap() - ratio).abs() < 1e-12);
+    let ratio = v["analysis"]["ratio"].as_f64().unwrap();
+    assert!((e["ratio"].as_f64().unwrap() - ratio).abs() < 1e-12);
     let table = String::from_utf8_lossy(&report(&[], &[dir.path()]).stdout).into_owned();
     let verdict = v["verdict"].as_str().unwrap().replace('-', " ");
     assert!(

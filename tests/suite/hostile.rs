@@ -15,7 +15,7 @@ const THP: (&str, &str) = (
     "thp",
     "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: never\n",
 );
-const DROPIN: &str = "etc/systemd/system/rpc-node.service.d/hostknob-rjem_malloc_conf.conf";
+const DROPIN: &str = "etc/systemd/system/rpc-node.service.d/zz-hostknob-rjem_malloc_conf.conf";
 const RSS_LIMIT_KB: i64 = 100 * 1024;
 
 /// Runs `c` to its end (killed after 60 s: a hang), returning its output
@@ -281,7 +281,7 @@ fn a_planted_temporary_name_is_not_written_through_and_modes_are_masked() {
     std::fs::write(&victim, "precious").unwrap();
     std::fs::hard_link(
         &victim,
-        dir.join(".hostknob-rjem_malloc_conf.conf.hostknob-new"),
+        dir.join(".zz-hostknob-rjem_malloc_conf.conf.hostknob-new"),
     )
     .unwrap();
     ok(&hk(&root, m.path(), &["apply", "jemalloc"]));

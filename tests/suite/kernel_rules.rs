@@ -343,6 +343,41 @@ fn the_allocator_drop_in_sorts_after_override_conf_and_is_checked_in_effect() {
 }
 
 #[test]
+fn an_environment_file_overrides_the_allocator_drop_in() {
+    let (_tmp, root) = vm();
+    // systemd.exec(5): a variable from EnvironmentFile= wins over Environment=,
+    // whatever the drop-ins' order.
+    write_files(
+        &root,
+        &[
+            (
+                "etc/systemd/system/rpc-node.service.d/10-env.conf",
+                "[Service]\nEnvironmentFile=-/etc/default/rpc-node\n",
+            ),
+            (
+                "etc/default/rpc-node",
+                "# from the package\n_RJEM_MALLOC_CONF=\"narenas:2\"\n",
+            ),
+        ],
+    );
+    let m = knobs(&VM_KNOBS[4..]);
+    let (report, _) = audit_json(&root, m.path(), None);
+    let k = knob(&report, "jemalloc");
+    assert_eq!(k["status"], "drift", "{report:#}");
+    assert!(k.to_string().contains("narenas:2"), "{k:#}");
+    let before = tree(&root);
+    let o = run(&root, m.path(), &["apply", "jemalloc"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(err(&o).contains("EnvironmentFile"), "{}", err(&o));
+    assert_tree(&before, &root, "after the rolled-back apply");
+    // Without the file (the `-` lets it be missing) the drop-in takes effect.
+    std::fs::remove_file(root.join("etc/default/rpc-node")).unwrap();
+    ok(&run(&root, m.path(), &["apply", "jemalloc"]));
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_eq!(knob(&report, "jemalloc")["status"], "ok", "{report:#}");
+}
+
+#[test]
 fn cpuidle_knobs_persist_by_a_boot_unit_and_tmpfiles_says_what_it_pins() {
     let (_tmp, root) = vm();
     let idle = |persistence: &str| {

@@ -28,6 +28,7 @@ mod manifest_bad;
 mod manifest_kinds;
 mod persist;
 mod probe_idle_cpu;
+mod probe_interrupt;
 mod probe_latency;
 mod probe_rss;
 mod tables_width;

@@ -310,6 +310,107 @@ fn rpc_connects_to_a_users_udp_service() {
     server.join().unwrap();
 }
 
+/// Issue 14 item 8: replies without the `--expect` text are named as such,
+/// with the first of them, over real sockets to real local services that
+/// answer something else (closing the connection, keeping it open, UDP).
+#[test]
+fn replies_without_the_expected_text_say_so() {
+    // A TCP service that answers every request with a 500 and closes.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        for _ in 0..3 {
+            let (mut c, _) = l.accept().unwrap();
+            let mut buf = [0u8; 64];
+            let _ = c.read(&mut buf).unwrap();
+            c.write_all(b"HTTP/1.1 500 nope\r\n").unwrap();
+        }
+    });
+    let args = |addr: &str, proto: &str| -> Vec<String> {
+        [
+            "probe",
+            "rpc",
+            "--proto",
+            proto,
+            "--connect",
+            addr,
+            "--payload",
+            "GET\\n",
+            "--expect",
+            "200 OK",
+            "--samples",
+            "10",
+            "--gap-us",
+            "100",
+            "--timeout",
+            "300ms",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let run = |a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        error(&a)
+    };
+    let e = run(args(&addr, "tcp"));
+    assert_eq!(
+        e,
+        format!(
+            "hostknob: --connect {addr}: 3 replies did not contain --expect \"200 OK\" \
+             (samples 0, 1, 2; stopped there); first reply: \"HTTP/1.1 500 nope\\r\\n\""
+        )
+    );
+    server.join().unwrap();
+
+    // One that keeps the connection open and answers `busy`: the reply never
+    // completes, which is not the same as no reply.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        let mut buf = [0u8; 64];
+        let mut answered = 0;
+        while let Ok(n) = c.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            c.write_all(b"busy\n").unwrap();
+            answered += 1;
+        }
+        answered
+    });
+    let e = run(args(&addr, "tcp"));
+    assert_eq!(
+        e,
+        format!(
+            "hostknob: --connect {addr}: 3 replies did not contain --expect \"200 OK\" \
+             (samples 0, 1, 2; stopped there); first reply: \"busy\\n\""
+        )
+    );
+    assert_eq!(server.join().unwrap(), 3);
+
+    // UDP: each datagram answered with another text.
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = s.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        for _ in 0..3 {
+            let (_, from) = s.recv_from(&mut buf).unwrap();
+            s.send_to(b"nope", from).unwrap();
+        }
+    });
+    let e = run(args(&addr, "udp"));
+    assert_eq!(
+        e,
+        format!(
+            "hostknob: --connect {addr}: 3 replies did not contain --expect \"200 OK\" \
+             (samples 0, 1, 2; stopped there); first reply: \"nope\""
+        )
+    );
+    server.join().unwrap();
+}
+
 #[test]
 fn a_refused_connect_is_one_clear_line() {
     let port = TcpListener::bind("127.0.0.1:0")

@@ -9,10 +9,12 @@ use super::corpus::copy_host;
 use super::run::hostknob_command;
 use super::tree::{STATE_DIR, write_files};
 
-/// `hostknob --root ROOT --manifest MANIFEST ARGS...`, isolated (see `run`).
+/// `hostknob --root ROOT ARGS...` with `HOSTKNOB_MANIFEST=MANIFEST`,
+/// isolated (see `run`). The manifest goes by the variable because the
+/// commands that take no --manifest (inventory, capture) refuse the option.
 pub fn command(root: &Path, manifest: &Path, args: &[&str]) -> Command {
     let mut c = hostknob_command(&[]);
-    c.arg("--root").arg(root).arg("--manifest").arg(manifest);
+    c.arg("--root").arg(root).env("HOSTKNOB_MANIFEST", manifest);
     c.args(args);
     // The test-only seam that lets verify run its probe under a copy's root.
     c.env("HOSTKNOB_TEST_PROBE_ON_ROOT", "1");

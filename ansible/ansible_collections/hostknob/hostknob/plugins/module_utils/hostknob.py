@@ -22,22 +22,34 @@ COMMON_ARGS = dict(
 DRIFT = 2
 
 
-def base_command(module):
+# The shared options each subcommand takes (hostknob refuses the others).
+TAKES = dict(
+    inventory=("root", "host"),
+    knobs=("root", "host", "manifest"),
+    audit=("root", "host", "manifest"),
+    apply=("root", "host", "manifest", "state_dir"),
+    revert=("root", "host", "manifest", "state_dir"),
+    verify=("root", "host", "manifest", "state_dir"),
+)
+
+
+def base_command(module, subcommand):
     p = module.params
     binary = module.get_bin_path(p["binary"], required=True) if "/" not in p["binary"] else p["binary"]
+    takes = TAKES.get(subcommand, ("root", "host", "manifest", "state_dir"))
     cmd = [binary, "--root", p["root"]]
-    if p.get("manifest"):
+    if p.get("manifest") and "manifest" in takes:
         cmd += ["--manifest", p["manifest"]]
-    if p.get("host"):
+    if p.get("host") and "host" in takes:
         cmd += ["--host", p["host"]]
-    if p.get("state_dir"):
+    if p.get("state_dir") and "state_dir" in takes:
         cmd += ["--state-dir", p["state_dir"]]
     return cmd
 
 
 def run_json(module, args, ok_codes=(0,)):
     """Runs hostknob with --format json; fails the task on any other exit code."""
-    cmd = base_command(module) + ["--format", "json"] + list(args)
+    cmd = base_command(module, args[0]) + ["--format", "json"] + list(args)
     rc, out, err = module.run_command(cmd, environ_update={"LC_ALL": "C"})
     if rc not in ok_codes:
         module.fail_json(

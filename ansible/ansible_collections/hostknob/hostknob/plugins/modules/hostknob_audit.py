@@ -13,7 +13,7 @@ module: hostknob_audit
 short_description: Check a host's knobs against the manifest with C(hostknob audit)
 description:
   - Runs C(hostknob audit --format json) and returns each knob's status as facts.
-  - Drift (C(drift), C(unsupported) or C(lost-on-reboot)) fails the task, warns, or is only reported, per O(on_drift).
+  - Drift (C(drift), C(unsupported), C(lost-on-reboot) or C(not-honoured)) fails the task, warns, or is only reported, per O(on_drift).
   - Read-only; never changes the host.
 version_added: "0.1.0"
 author: hostknob developers
@@ -88,7 +88,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hostknob.hostknob.plugins.module_utils.hostknob import COMMON_ARGS, DRIFT, run_json
 
-FAILING = ("drift", "unsupported", "lost-on-reboot")
+FAILING = ("drift", "unsupported", "lost-on-reboot", "not-honoured")
 
 
 def main():
