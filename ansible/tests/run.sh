@@ -84,21 +84,22 @@ for h in "${drifting[@]}" "${clean[@]}"; do
 done
 
 echo "== ansible: rollout.yml gate (serial 1): a failing verify stops the rollout and reverts"
+# verify measures the machine it runs on, so on a copy of another host it
+# refuses (exit 1): the gate must treat that as a failure like a bad verdict.
 before_spr1=$("$tests/tree-hash.sh" "$work/hosts/spr1")
 before_adl0=$("$tests/tree-hash.sh" "$work/hosts/adl0")
 set +e
 ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit adl0,spr1 \
   -e '{"hostknob_become": false, "knob_rollout_knobs": ["cpufreq-epp-performance"],
-       "knob_rollout_verify_rounds": 2,
-       "knob_rollout_verify_args": ["--settle", "10ms", "--", "--samples", "20", "--gap-us", "200..600"],
-       "knob_rollout_fail_on": ["improved", "regressed", "no-detectable-effect"]}' > "$work/rollout.log" 2>&1
+       "knob_rollout_verify_rounds": 5,
+       "knob_rollout_verify_args": ["--settle", "10ms", "--", "--samples", "20", "--gap-us", "200..600"]}' > "$work/rollout.log" 2>&1
 rc=$?
 set -e
 cat "$work/rollout.log"
-[ "$rc" -ne 0 ] || { echo "rollout passed a gate that fails every verdict"; exit 1; }
+[ "$rc" -ne 0 ] || { echo "rollout passed a gate whose verify failed"; exit 1; }
 grep -q "failed the gate" "$work/rollout.log" || { echo "rollout did not fail at the gate"; exit 1; }
-grep -E -q '"msg": "verify cpufreq-epp-performance: (improved|regressed|no-detectable-effect)"' "$work/rollout.log" \
-  || { echo "the gate failed for another reason than the verdict"; exit 1; }
+grep -q "verify measures this machine, not the tree at --root" "$work/rollout.log" \
+  || { echo "the gate failed for another reason than verify's refusal of a copy"; exit 1; }
 grep -q "spr1" "$work/rollout.log" && { echo "rollout went on to the second batch"; exit 1; }
 [ "$("$tests/tree-hash.sh" "$work/hosts/adl0")" = "$before_adl0" ] || { echo "adl0 not reverted after the gate"; exit 1; }
 [ "$("$tests/tree-hash.sh" "$work/hosts/spr1")" = "$before_spr1" ] || { echo "spr1 changed"; exit 1; }
