@@ -524,13 +524,16 @@ impl<'a, 's> Legs<'a, 's> {
             if probe::cancelled() {
                 return Err(interrupted(done, total));
             }
-            self.guard.set(leg, self.knob).with_context(|| {
-                format!("round {}: setting the {} leg", round + 1, leg.as_str())
-            })?;
+            let held = held_request(self.knob);
+            if held.is_none() {
+                self.guard.set(leg, self.knob).with_context(|| {
+                    format!("round {}: setting the {} leg", round + 1, leg.as_str())
+                })?;
+            }
             let root = self.guard.session.root();
             // A pm-qos request lives while its file is open: held for the
             // applied leg (settle included), withdrawn when the leg ends.
-            let _held = match (leg, held_request(self.knob)) {
+            let _held = match (leg, held) {
                 (Leg::Applied, Some(us)) => Some(probe::pmqos::hold(root, us).with_context(|| {
                     format!("round {}: holding the applied leg's request", round + 1)
                 })?),
