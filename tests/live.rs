@@ -591,3 +591,48 @@ fn live_verify_of_a_pm_qos_knob_holds_the_request_in_applied_legs_only() {
     assert_eq!(cpu_dma_latency(), before);
     assert!(journal_of(state.path()).is_empty());
 }
+
+#[test]
+fn live_pm_qos_resume_latency_applies_0_from_a_limit() {
+    // The round trip above skips a value the file already holds, and this
+    // host's default is 0: so `set: 0` was never applied live. Start from 20.
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let file = "/sys/devices/system/cpu/cpu0/power/pm_qos_resume_latency_us";
+    if let Err(why) = live_allowed().and_then(|_| {
+        Path::new(file)
+            .exists()
+            .then_some(())
+            .ok_or(format!("no {file}"))
+    }) {
+        eprintln!("live test skipped: {why}");
+        return;
+    }
+    let _guard = Restore {
+        path: PathBuf::from(file),
+        original: std::fs::read_to_string(file).unwrap(),
+    };
+    std::fs::write(file, "20").unwrap();
+    live_round_trip(
+        "live-resume-0",
+        "persistence: runtime\nkind: pm-qos-resume-latency\ntarget: {cpus: 0}\nset: 0\n",
+        file,
+        "0",
+    );
+}
+
+#[test]
+fn live_module_param_number_round_trip() {
+    // The bool is covered above; a numeric haltpoll parameter too.
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let file = "/sys/module/haltpoll/parameters/guest_halt_poll_grow";
+    let now = std::fs::read_to_string(file).unwrap_or_default();
+    let want = if now.trim() == "3" { "4" } else { "3" };
+    live_round_trip(
+        "live-grow",
+        &format!(
+            "persistence: runtime\nkind: module-param\ntarget: {{module: haltpoll, param: guest_halt_poll_grow}}\nset: {want}\n"
+        ),
+        file,
+        want,
+    );
+}
