@@ -25,6 +25,9 @@ const FIELDS: [&str; 11] = [
 ];
 const REQUIRED: usize = 7;
 
+/// The kind and its own `target`/`set`, when they could be read.
+type Spec = Option<(KindName, Box<dyn KnobKind>)>;
+
 /// The common fields that could be read (`None`: missing or malformed,
 /// already reported).
 struct Fields {
@@ -55,8 +58,9 @@ pub(super) fn read_knob(source: Source) -> Result<Knob, Vec<ManifestError>> {
                 history: doc.history,
                 verify: doc.verify,
             };
-            let spec = kind_of(&source, fields.kind.as_deref(), &mut errors)
-                .and_then(|kind| build(&source, kind, &source.text, &mut errors).map(|s| (kind, s)));
+            let spec = kind_of(&source, fields.kind.as_deref(), &mut errors).and_then(|kind| {
+                build(&source, kind, &source.text, &mut errors).map(|s| (kind, s))
+            });
             (fields, spec)
         }
         Err(e) => {
@@ -166,17 +170,16 @@ fn value_as<T: serde::de::DeserializeOwned>(
 /// Reads a document serde refused, field by field: unknown and missing
 /// fields, each field's type, and the kind's `target` and `set` (through a
 /// stand-in document with only those and valid common fields).
-fn salvage(
-    source: &Source,
-    map: &Mapping,
-    errors: &mut Vec<ManifestError>,
-) -> (Fields, Option<(KindName, Box<dyn KnobKind>)>) {
+fn salvage(source: &Source, map: &Mapping, errors: &mut Vec<ManifestError>) -> (Fields, Spec) {
     for key in map.keys() {
         match key.as_str() {
             Some(k) if FIELDS.contains(&k) => {}
             Some(k) => errors.push(source.error(
                 k,
-                format!("unknown field `{k}`, expected one of {}", FIELDS.map(|f| format!("`{f}`")).join(", ")),
+                format!(
+                    "unknown field `{k}`, expected one of {}",
+                    FIELDS.map(|f| format!("`{f}`")).join(", ")
+                ),
             )),
             None => errors.push(source.error("", "a field name must be a string")),
         }
@@ -250,12 +253,7 @@ pub(super) fn check_id(id: &str) -> Result<(), String> {
 
 /// The checks made after parsing, each on what could be read; the knob when
 /// everything needed was there.
-fn check(
-    source: Source,
-    f: Fields,
-    spec: Option<(KindName, Box<dyn KnobKind>)>,
-    errors: &mut Vec<ManifestError>,
-) -> Option<Knob> {
+fn check(source: Source, f: Fields, spec: Spec, errors: &mut Vec<ManifestError>) -> Option<Knob> {
     if let Some(id) = &f.id
         && let Err(m) = check_id(id)
     {
@@ -313,7 +311,10 @@ fn check(
                 action: h.action,
                 hosts,
                 note: h.note.clone(),
-                persistence: h.persistence.or(f.persistence).unwrap_or(Persistence::Runtime),
+                persistence: h
+                    .persistence
+                    .or(f.persistence)
+                    .unwrap_or(Persistence::Runtime),
             });
         }
     }

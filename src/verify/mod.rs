@@ -534,9 +534,11 @@ impl<'a, 's> Legs<'a, 's> {
             // A pm-qos request lives while its file is open: held for the
             // applied leg (settle included), withdrawn when the leg ends.
             let _held = match (leg, held) {
-                (Leg::Applied, Some(us)) => Some(probe::pmqos::hold(root, us).with_context(|| {
-                    format!("round {}: holding the applied leg's request", round + 1)
-                })?),
+                (Leg::Applied, Some(us)) => {
+                    Some(probe::pmqos::hold(root, us).with_context(|| {
+                        format!("round {}: holding the applied leg's request", round + 1)
+                    })?)
+                }
                 _ => None,
             };
             if !settle(self.opts.settle) {

@@ -480,8 +480,7 @@ fn assert_reported(err: &str, file: &Path, want: &[(usize, &str, &str)]) {
     for &(line, field, fragment) in want {
         let at = format!("{}:{line}: {field}: ", file.display());
         assert!(
-            err.lines()
-                .any(|l| l.contains(&at) && l.contains(fragment)),
+            err.lines().any(|l| l.contains(&at) && l.contains(fragment)),
             "expected {at}...{fragment} in\n{err}"
         );
     }
