@@ -7,12 +7,13 @@
 pub mod host;
 pub mod ledger;
 pub mod locate;
+mod read;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::knob::{self, BuildError, FieldError, KindName, KnobKind};
-use crate::schema::{HistoryAction, KnobDoc, Persistence, Verify};
+use crate::knob::{FieldError, KindName, KnobKind};
+use crate::schema::{HistoryAction, Persistence, Verify};
 
 /// One problem in the manifest, as `file:line: field: message`.
 #[derive(Clone, Debug, PartialEq)]
@@ -481,7 +482,7 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
                 first_line,
                 text: doc,
             };
-            match read_knob(source) {
+            match read::read_knob(source) {
                 Ok(k) => {
                     if let Some(prev) = knobs.iter().find(|p| p.id == k.id) {
                         let first = prev.source.error("id", "");
@@ -498,7 +499,7 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
                         knobs.push(k);
                     }
                 }
-                Err(e) => errors.push(e),
+                Err(e) => errors.extend(e),
             }
         }
     }
@@ -510,110 +511,6 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
     } else {
         Err(ManifestErrors(errors))
     }
-}
-
-fn check_id(id: &str) -> Result<(), String> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && id.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{id:?} is not a knob id: lower-case letters, digits and `-`, at most 64"
-        ))
-    }
-}
-
-fn read_knob(source: Source) -> Result<Knob, ManifestError> {
-    // First pass: the common fields, with `target` and `set` left open.
-    let doc: KnobDoc<serde_yaml::Value, serde_yaml::Value> =
-        serde_yaml::from_str(&source.text).map_err(|e| source.yaml_error(&e))?;
-    let kind = KindName::parse(&doc.kind).ok_or_else(|| {
-        source.error(
-            "kind",
-            format!(
-                "unknown kind {:?}; known kinds: {}",
-                doc.kind,
-                KindName::ALL.map(|k| k.as_str()).join(", ")
-            ),
-        )
-    })?;
-    // Second pass: the kind's own `target` and `set`.
-    let spec = match knob::build(kind, &source.text) {
-        Ok(s) => s,
-        Err(BuildError::Yaml(e)) => return Err(source.yaml_error(&e)),
-        Err(BuildError::Field(e)) => return Err(source.field_error(e)),
-    };
-    check_id(&doc.id).map_err(|m| source.error("id", m))?;
-    for (field, text) in [("title", &doc.title), ("why", &doc.why)] {
-        if text.trim().is_empty() {
-            return Err(source.error(field, "empty: say it in words"));
-        }
-    }
-    for (i, c) in doc.caveats.iter().enumerate() {
-        if c.trim().is_empty() {
-            return Err(source.error(&format!("caveats[{i}]"), "empty caveat"));
-        }
-    }
-    let hosts = HostSel::parse("hosts", &doc.hosts).map_err(|e| source.field_error(e))?;
-    if !spec.persistence_allowed().contains(&doc.persistence) {
-        return Err(source.error(
-            "persistence",
-            format!(
-                "{} cannot hold a {} knob; use one of: {}",
-                doc.persistence,
-                kind,
-                spec.persistence_allowed()
-                    .iter()
-                    .map(|p| p.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
-    }
-    if doc.persistence == Persistence::Cmdline && spec.cmdline_args().is_none() {
-        return Err(source.error(
-            "persistence",
-            format!("this {kind} knob has no kernel command-line form"),
-        ));
-    }
-    let mut history = Vec::new();
-    for (i, h) in doc.history.iter().enumerate() {
-        let (when, _) = crate::schema::parse_when(&h.date)
-            .map_err(|m| source.error(&format!("history[{i}].date"), m))?;
-        let hosts = HostSel::parse(&format!("history[{i}].hosts"), &h.hosts)
-            .map_err(|e| source.field_error(e))?;
-        history.push(History {
-            date: h.date.clone(),
-            when,
-            action: h.action,
-            hosts,
-            note: h.note.clone(),
-            persistence: h.persistence.unwrap_or(doc.persistence),
-        });
-    }
-    if let Some(v) = &doc.verify
-        && v.note.as_ref().is_some_and(|n| n.trim().is_empty())
-    {
-        return Err(source.error("verify.note", "empty: say what the probe should show"));
-    }
-    Ok(Knob {
-        id: doc.id,
-        title: doc.title,
-        kind,
-        hosts,
-        persistence: doc.persistence,
-        caveats: doc.caveats,
-        why: doc.why,
-        history,
-        verify: doc.verify,
-        source,
-        spec,
-    })
 }
 
 #[cfg(test)]

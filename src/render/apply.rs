@@ -70,10 +70,15 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
         .sum();
     for k in &o.knobs {
         if k.changes.is_empty() {
-            let why = if k.skipped.is_empty() {
-                "already in effect"
-            } else {
+            // A pm-qos write is left to `hostknob hold` (the note says so):
+            // not in effect, only not this command's to make.
+            let held = k.notes.iter().any(|n| n.starts_with("not written:"));
+            let why = if !k.skipped.is_empty() {
                 "not applicable here"
+            } else if held {
+                "not in effect, and held only by a running process (see the note)"
+            } else {
+                "already in effect"
             };
             out += &format!("{}: {why}; nothing to write\n", k.id);
         } else {

@@ -511,13 +511,26 @@ impl<'a, 's> Legs<'a, 's> {
             if probe::cancelled() {
                 return Err(interrupted(done, total));
             }
-            self.guard.set(leg, self.knob).with_context(|| {
-                format!("round {}: setting the {} leg", round + 1, leg.as_str())
-            })?;
+            let held = held_request(self.knob);
+            if held.is_none() {
+                self.guard.set(leg, self.knob).with_context(|| {
+                    format!("round {}: setting the {} leg", round + 1, leg.as_str())
+                })?;
+            }
+            let root = self.guard.session.root();
+            // A pm-qos request lives while its file is open: held for the
+            // applied leg (settle included), withdrawn when the leg ends.
+            let _held = match (leg, held) {
+                (Leg::Applied, Some(us)) => {
+                    Some(probe::pmqos::hold(root, us).with_context(|| {
+                        format!("round {}: holding the applied leg's request", round + 1)
+                    })?)
+                }
+                _ => None,
+            };
             if !settle(self.opts.settle) {
                 return Err(interrupted(done, total));
             }
-            let root = self.guard.session.root();
             let counters = honoured::read(root, &self.watched);
             let run = match latency::run(root, &self.opts.probe) {
                 Ok(r) => r,
@@ -579,6 +592,20 @@ fn check_verifiable(session: &Session, knob: &Knob) -> Result<()> {
             knob.id
         );
     }
+    if let Some(us) = held_request(knob) {
+        // Nothing is written: the applied leg holds the request (see `round`).
+        if let Some(now) = probe::pmqos::read_aggregate(session.root())
+            && now <= i64::from(us)
+        {
+            bail!(
+                "{} is already in effect on {}: {} reads {now} µs (another process holds a request; `hostknob audit` names it): there is no `as found` leg to compare",
+                knob.id,
+                session.ctx.name,
+                crate::inventory::PM_QOS_DEVICE
+            );
+        }
+        return Ok(());
+    }
     let planned = apply::plan::plan(&session.ctx, &[knob]).map_err(|e| anyhow::anyhow!(e))?;
     apply::validate::values(&planned).map_err(|e| anyhow::anyhow!(e))?;
     if planned.steps.is_empty() {
@@ -589,6 +616,13 @@ fn check_verifiable(session: &Session, knob: &Knob) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The request a pm-qos knob holds (µs): verify holds it during applied legs.
+fn held_request(knob: &Knob) -> Option<u32> {
+    (knob.kind == crate::knob::KindName::PmQos)
+        .then(|| knob.spec.desired().parse().ok())
+        .flatten()
 }
 
 /// Each of the manifest's `verify.expect`, checked on an analysis of its own metric.

@@ -453,3 +453,104 @@ fn a_missing_manifest_directory_is_an_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("/nonexistent/manifest: no such manifest directory"));
 }
+
+/// Runs `command` (and its extra arguments) with manifest `m` over `host`;
+/// returns stderr after checking exit 1, no output, and that neither the
+/// tree nor the manifest changed.
+fn refused_unchanged(host: &Path, m: &Path, args: &[&str]) -> String {
+    let before = (snapshot(host), snapshot(m));
+    let mut all = vec![
+        "--root",
+        host.to_str().unwrap(),
+        "--manifest",
+        m.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let out = hostknob(&all);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}: printed {}", stdout(&out));
+    assert_eq!(before.0, snapshot(host), "{args:?}: the host tree changed");
+    assert_eq!(before.1, snapshot(m), "{args:?}: the manifest changed");
+    err
+}
+
+/// Each `(line, field, part of the message)` is reported as `file:line: field: `.
+fn assert_reported(err: &str, file: &Path, want: &[(usize, &str, &str)]) {
+    for &(line, field, fragment) in want {
+        let at = format!("{}:{line}: {field}: ", file.display());
+        assert!(
+            err.lines().any(|l| l.contains(&at) && l.contains(fragment)),
+            "expected {at}...{fragment} in\n{err}"
+        );
+    }
+    assert!(
+        err.contains(&format!("{} problems in the manifest", want.len())),
+        "exactly {} problems expected:\n{err}",
+        want.len()
+    );
+}
+
+#[test]
+fn three_problems_in_one_knob_are_reported_in_one_run() {
+    // Issue 14 item 8: validation stopped at the first problem of a knob
+    // (here the unknown persistence), so fixing a file took one run per problem.
+    let (_tmp, host) = copy_host("fc-haltpoll-2cpu");
+    let m = manifest(&[(
+        "idle.yaml",
+        "id: Idle_Off\ntitle: Three problems\nkind: cpuidle-state\ntarget:\n  cpus: \"0-x\"\n  states: {names: [haltpoll idle]}\nset: disabled\nhosts: [vm]\npersistence: sometimes\nwhy: w\n",
+    )]);
+    let file = m.path().join("idle.yaml");
+    for args in [&["audit"][..], &["knobs"], &["apply", "--all"]] {
+        let err = refused_unchanged(&host, m.path(), args);
+        assert_reported(
+            &err,
+            &file,
+            &[
+                (1, "id", "\"Idle_Off\" is not a knob id"),
+                (5, "target.cpus", "\"0-x\" is not a CPU list"),
+                (9, "persistence", "unknown variant `sometimes`"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn every_problem_of_a_file_with_several_knobs_is_reported() {
+    // A document serde refuses (unknown field) is read again field by field:
+    // its other problems, each history entry's included, are found too; the
+    // file's other documents are checked as well.
+    let (_tmp, host) = copy_host("fc-haltpoll-2cpu");
+    let m = manifest(&[(
+        "thp.yaml",
+        "id: thp-a\ntitle: \" \"\nkind: thp\ntarget: {setting: enabled, extra: 1}\nset: madvise\nhosts: vm\npersistence: runtime\nowner: me\nhistory:\n  - {date: yesterday, action: applied, hosts: \"*\"}\n  - {date: 2026-01-01, action: applied, hosts: \"*\", who: x}\n\
+         ---\nid: thp-b\ntitle: t\nkind: cstate\nset: 1\nhosts: \"*\"\npersistence: runtime\nwhy: w\n\
+         ---\nid: thp-c\ntitle: t\nkind: thp\ntarget: {setting: enabled}\nset: \"[madvise]\"\nhosts: []\npersistence: runtime\nwhy: \"\"\n",
+    )]);
+    let file = m.path().join("thp.yaml");
+    let err = refused_unchanged(&host, m.path(), &["audit"]);
+    assert_reported(
+        &err,
+        &file,
+        &[
+            (1, "why", "missing field `why`"),
+            (2, "title", "empty"),
+            (4, "target.extra", "unknown field `extra`"),
+            (6, "hosts", "give a list of host names"),
+            (8, "owner", "unknown field `owner`"),
+            (10, "history[0].date", "\"yesterday\" is not a date"),
+            (11, "history[1].who", "unknown field `who`"),
+            (15, "kind", "unknown kind \"cstate\""),
+            (25, "set", "without brackets"),
+            (26, "hosts", "empty list"),
+            (28, "why", "empty"),
+        ],
+    );
+    // Sorted by line within the file, one problem per line.
+    let lines: Vec<usize> = err
+        .lines()
+        .filter_map(|l| l.split(".yaml:").nth(1)?.split(':').next()?.parse().ok())
+        .collect();
+    assert_eq!(lines.len(), 11, "{err}");
+    assert!(lines.windows(2).all(|w| w[0] <= w[1]), "{lines:?}");
+}
