@@ -62,11 +62,16 @@ check() {
 DEFRAG=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/defrag)
 one() { # kind knob seed [extra verify args] [extra probe args]
   kind=$1 knob=$2 seed=$3 vx=${4:-} px=${5:-}
-  # shellcheck disable=SC2086
-  flock "$LOCK" "$BIN" --manifest "$T/m" --state-dir "$T/state" --host bench --format json \
-    verify "$knob" --rounds 6 --max-rounds "$MAX" --settle 200ms --seed "$seed" $vx \
-    -- --samples 100 --gap-us 2000..4000 $px > "$T/out.json" 2> "$T/err" || true
-  check
+  # The restore check runs under the same lock as the run, so another live
+  # user's knob is never mistaken for one this run left behind.
+  (
+    flock 9
+    # shellcheck disable=SC2086
+    "$BIN" --manifest "$T/m" --state-dir "$T/state" --host bench --format json \
+      verify "$knob" --rounds 6 --max-rounds "$MAX" --settle 200ms --seed "$seed" $vx \
+      -- --samples 100 --gap-us 2000..4000 $px > "$T/out.json" 2> "$T/err" || true
+    check
+  ) 9>"$LOCK" || exit 1
   python3 - "$kind" "$knob" "$seed" "$T/out.json" "$T/err" <<'P'
 import json, sys
 kind, knob, seed, out, err = sys.argv[1:]
@@ -78,7 +83,10 @@ except Exception:
 a = v["analysis"]
 print(f"{kind} {knob} seed {seed}: {v['verdict']} {v['decision']} rounds {v['rounds']} "
       f"ratio {a['ratio']:.3f} interval {a['interval'][0]:.3f}-{a['interval'][1]:.3f} "
-      f"p50 {a['baseline']['p50_ns']/1e3:.1f}->{a['applied']['p50_ns']/1e3:.1f} us")
+      f"p50 {a['baseline']['p50_ns']/1e3:.1f}->{a['applied']['p50_ns']/1e3:.1f} us "
+      # Idle entries on the sleeper per leg: 0 means its CPU never idled (busy host).
+      f"sleeper idle entries {sum(c['entries'] for c in v['idle'][0] if c['cpu'] == v['placement']['sleeper'])}"
+      f"->{sum(c['entries'] for c in v['idle'][1] if c['cpu'] == v['placement']['sleeper'])}")
 P
 }
 echo "# $(date -u +%FT%TZ) $(uptime)"
