@@ -158,6 +158,19 @@ fn apply_unit_text(text: &str, variable: &str, env: &mut Option<String>, files: 
     }
 }
 
+/// systemd.unit(5): a unit's drop-ins come from `service.d/` (every
+/// service), then each dash prefix of its name (`rpc-.service.d/` for
+/// `rpc-node.service`), then its own `rpc-node.service.d/`: least specific first.
+fn dropin_dirs(service: &str) -> Vec<String> {
+    let stem = service.strip_suffix(".service").unwrap_or(service);
+    let mut dirs = vec!["service.d".to_string()];
+    for (i, _) in stem.match_indices('-') {
+        dirs.push(format!("{}-.service.d", &stem[..i]));
+    }
+    dirs.push(format!("{service}.d"));
+    dirs
+}
+
 /// The variable's value in an environment file (`KEY=VALUE` lines, `#` and
 /// `;` comments, optional quotes), the last assignment winning.
 fn env_file_value(text: &str, variable: &str) -> Option<String> {
@@ -265,11 +278,15 @@ impl Allocator {
             }
         }
         let mut dropins: std::collections::BTreeMap<String, String> = Default::default();
-        for dir in UNIT_DIRS {
-            let d = format!("{dir}/{}.d", self.service);
-            for name in host.list(&d) {
-                if name.ends_with(".conf") {
-                    dropins.entry(name.clone()).or_insert(format!("{d}/{name}"));
+        // Most specific first, so that of two files with one name the unit's
+        // own directory, then the longer prefix, then /etc over /run and /usr wins.
+        for d in dropin_dirs(&self.service).iter().rev() {
+            for dir in UNIT_DIRS {
+                let d = format!("{dir}/{d}");
+                for name in host.list(&d) {
+                    if name.ends_with(".conf") {
+                        dropins.entry(name.clone()).or_insert(format!("{d}/{name}"));
+                    }
                 }
             }
         }
@@ -475,6 +492,20 @@ mod tests {
         );
         assert_eq!(env, None);
         assert_eq!(env_words("'A=1 2' B=3"), vec!["A=1 2", "B=3"]);
+    }
+
+    #[test]
+    fn dropin_directories_run_from_every_service_to_the_unit() {
+        assert_eq!(
+            dropin_dirs("rpc-node-a.service"),
+            [
+                "service.d",
+                "rpc-.service.d",
+                "rpc-node-.service.d",
+                "rpc-node-a.service.d"
+            ]
+        );
+        assert_eq!(dropin_dirs("sshd.service"), ["service.d", "sshd.service.d"]);
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub const RULES: &[KindRules] = &[
         kind: KindName::Allocator,
         scope: "a service's environment",
         depends_on: "none",
-        read_back: "the effective environment: drop-ins in name order, `override.conf` among them, `EnvironmentFile=`",
+        read_back: "the effective environment: drop-ins of `service.d/`, the dash prefixes and the unit in name order, `override.conf` among them, then `EnvironmentFile=`",
         persists: "a systemd drop-in that sorts after every other",
         sources: "systemd.unit(5) (drop-in directories); systemd.exec(5) (Environment=, EnvironmentFile=)",
     },

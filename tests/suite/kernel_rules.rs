@@ -343,6 +343,37 @@ fn the_allocator_drop_in_sorts_after_override_conf_and_is_checked_in_effect() {
 }
 
 #[test]
+fn a_prefix_drop_in_directory_counts_in_the_effective_environment() {
+    let (_tmp, root) = vm();
+    // systemd.unit(5): rpc-node.service also reads rpc-.service.d/ and service.d/;
+    // drop-ins from all of them apply in file-name order.
+    write_files(
+        &root,
+        &[(
+            "etc/systemd/system/rpc-.service.d/zzzz-fleet.conf",
+            "[Service]\nEnvironment=\"_RJEM_MALLOC_CONF=narenas:2\"\n",
+        )],
+    );
+    let m = knobs(&VM_KNOBS[4..]);
+    let before = tree(&root);
+    let o = run(&root, m.path(), &["apply", "jemalloc"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(err(&o).contains("overrides it"), "{}", err(&o));
+    assert_tree(&before, &root, "after the rolled-back apply");
+    // A same-named file in the unit's own directory is the more specific one and wins.
+    write_files(
+        &root,
+        &[(
+            "etc/systemd/system/rpc-node.service.d/zzzz-fleet.conf",
+            "[Service]\n",
+        )],
+    );
+    ok(&run(&root, m.path(), &["apply", "jemalloc"]));
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_eq!(knob(&report, "jemalloc")["status"], "ok", "{report:#}");
+}
+
+#[test]
 fn an_environment_file_overrides_the_allocator_drop_in() {
     let (_tmp, root) = vm();
     // systemd.exec(5): a variable from EnvironmentFile= wins over Environment=,
