@@ -20,7 +20,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// The statistic of each leg that a verdict or an expectation compares.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {
     #[default]

@@ -2,7 +2,6 @@
 //! spr1, adl0 and the live host, no output line is longer than the width and
 //! none ends in a space. Without COLUMNS (a pipe), lines are whole.
 
-
 use crate::support::*;
 
 fn run(columns: Option<usize>, args: &[&str]) -> String {
