@@ -7,22 +7,12 @@
 //! the unit and is what audit checks the knob's persistence with.
 
 use super::Artifact;
-use super::hold_unit::{UNIT_DIR, check_unit};
+use super::template_unit;
 use crate::knob::HostCtx;
 use crate::manifest::Knob;
 use crate::schema::Persistence;
 
-/// `hostknob-boot@KNOB.service`: the template's instance for one knob.
-pub fn unit_name(id: &str) -> String {
-    format!("hostknob-boot@{id}.service")
-}
-
-pub fn template_path() -> String {
-    format!("{UNIT_DIR}/hostknob-boot@.service")
-}
-
 pub(super) fn artifact(knob: &Knob) -> Artifact {
-    let id = &knob.id;
     let content = "# hostknob persist: apply a knob at boot (instance = knob id)\n\
          [Unit]\n\
          Description=hostknob: apply knob %i at boot\n\
@@ -37,30 +27,17 @@ pub(super) fn artifact(knob: &Knob) -> Artifact {
          ExecStart=hostknob apply %i\n\
          \n\
          [Install]\n\
-         WantedBy=multi-user.target\n"
-        .to_string();
-    Artifact {
-        knob: id.clone(),
-        mechanism: Persistence::Boot,
-        path: Some(template_path()),
+         WantedBy=multi-user.target\n";
+    template_unit::artifact(
+        knob,
+        Persistence::Boot,
+        "boot",
         content,
-        commands: vec![
-            "systemctl daemon-reload".into(),
-            format!("systemctl enable {}", unit_name(id)),
-        ],
-        notes: vec![format!(
-            "{} applies the knob at every boot, choosing states, CPUs and policies as that boot has them",
-            unit_name(id)
-        )],
-    }
+        "systemctl enable",
+        "applies the knob at every boot, choosing states, CPUs and policies as that boot has them",
+    )
 }
 
 pub(super) fn check(knob: &Knob, host: &HostCtx) -> Result<String, String> {
-    check_unit(
-        host,
-        "boot",
-        &knob.id,
-        &template_path(),
-        &unit_name(&knob.id),
-    )
+    template_unit::check(host, knob, "boot")
 }

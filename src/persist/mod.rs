@@ -22,6 +22,7 @@ pub mod cmdline;
 pub mod dropin;
 pub mod hold_unit;
 pub mod sysctl_d;
+mod template_unit;
 pub mod tmpfiles;
 pub mod udev;
 
