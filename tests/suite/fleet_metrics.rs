@@ -136,35 +136,8 @@ fn label_values_are_escaped() {
 #[test]
 fn verify_evidence_becomes_verdict_ratio_and_time() {
     let (_t, root) = vm();
-    let m = knobs(&[(
-        "idle-off-cpu1",
-        "persistence: runtime\nkind: cpuidle-state\ntarget: {cpus: \"1\", states: {names: [haltpoll idle]}}\n\
-         set: disabled\nverify: {probe: wakeup, note: p50 lower by at least 5 µs}\n",
-    )]);
-    let v: Value = serde_json::from_str(&ok(&run(
-        &root,
-        m.path(),
-        &[
-            "--host",
-            "vm",
-            "--format",
-            "json",
-            "verify",
-            "idle-off-cpu1",
-            "--rounds",
-            "5",
-            "--max-rounds",
-            "5",
-            "--settle",
-            "10ms",
-            "--",
-            "--samples",
-            "20",
-            "--gap-us",
-            "200..600",
-        ],
-    )))
-    .unwrap();
+    let m = knobs(&[IDLE_OFF_CPU1]);
+    let v: Value = short_verify(&root, m.path(), "idle-off-cpu1");
     let (text, _) = metrics(&root, m.path(), "vm");
     let parsed = parse(&text);
     let label = |extra: &[(&str, &str)]| {

@@ -136,3 +136,40 @@ pub fn wait_for(path: &Path) {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
+
+/// On a copy of the VM capture: `haltpoll idle` disabled on CPU 1, with a
+/// wakeup probe to verify it by (and no expectation, so any verdict exits 0).
+pub const IDLE_OFF_CPU1: (&str, &str) = (
+    "idle-off-cpu1",
+    "persistence: runtime\nkind: cpuidle-state\ntarget: {cpus: \"1\", states: {names: [haltpoll idle]}}\n\
+     set: disabled\nverify: {probe: wakeup, note: p50 lower by at least 5 µs}\n",
+);
+
+/// `verify KNOB` in its shortest legal run (5 rounds of 20 short gaps) on
+/// host `vm`; its JSON report.
+pub fn short_verify(root: &Path, manifest: &Path, knob: &str) -> serde_json::Value {
+    let out = run(
+        root,
+        manifest,
+        &[
+            "--host",
+            "vm",
+            "--format",
+            "json",
+            "verify",
+            knob,
+            "--rounds",
+            "5",
+            "--max-rounds",
+            "5",
+            "--settle",
+            "10ms",
+            "--",
+            "--samples",
+            "20",
+            "--gap-us",
+            "200..600",
+        ],
+    );
+    serde_json::from_str(&super::run::ok(&out)).unwrap()
+}
