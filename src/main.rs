@@ -1,6 +1,7 @@
 use std::ffi::OsString;
 
 use clap::Parser;
+use hostknob::cli::{Cli, Command};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -41,9 +42,41 @@ fn hoist(args: Vec<OsString>) -> Vec<OsString> {
     out
 }
 
+/// Parses the command line. Building clap's whole tree (every subcommand's
+/// options and help) is a sixth of a live `inventory`, so the read commands
+/// are first parsed by their own subcommand alone; whatever that does not take
+/// cleanly (help, a usage error) is parsed again by the whole tree, whose
+/// answer is the one given.
+fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    match parse_read_command(&args) {
+        Some(cli) => Ok(cli),
+        None => Cli::try_parse_from(args),
+    }
+}
+
+fn parse_read_command(args: &[OsString]) -> Option<Cli> {
+    fn alone<A: clap::Args + clap::FromArgMatches>(
+        name: &'static str,
+        args: &[OsString],
+    ) -> Option<A> {
+        let matches = A::augment_args(clap::Command::new(name))
+            .try_get_matches_from(&args[1..])
+            .ok()?;
+        A::from_arg_matches(&matches).ok()
+    }
+    let command = match args.get(1)?.to_str()? {
+        "inventory" => Command::Inventory(alone("inventory", args)?),
+        "audit" => Command::Audit(alone("audit", args)?),
+        "doc" => Command::Doc(alone("doc", args)?),
+        "knobs" => Command::Knobs(alone("knobs", args)?),
+        _ => return None,
+    };
+    Some(Cli { command })
+}
+
 fn main() {
     let args = hoist(std::env::args_os().collect());
-    let cli = match hostknob::cli::Cli::try_parse_from(args) {
+    let cli = match parse(args) {
         Ok(cli) => cli,
         // Usage errors exit 1, not clap's 2: exit 2 means drift or a stale
         // document to the automation that runs hostknob.
@@ -58,6 +91,57 @@ fn main() {
         Err(e) => {
             eprintln!("hostknob: {e:#}");
             std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The read commands' own parse gives what the whole tree gives, or
+    /// leaves the command line to it.
+    #[test]
+    fn a_read_command_alone_parses_as_the_whole_tree_does() {
+        let lines = [
+            "inventory",
+            "inventory cpu idle --format json",
+            "inventory --section cpu --section=memory --root /tmp --host h1",
+            "inventory --format=yaml processes",
+            "audit",
+            "audit k1 k2 --format prometheus --textfile /tmp/x --manifest m --root /r --host h",
+            "doc --check --out - --host web-7 --manifest manifest",
+            "doc --out=/tmp/d.md",
+            "knobs --format json --manifest m",
+        ];
+        for line in lines {
+            let args: Vec<OsString> = std::iter::once("hostknob")
+                .chain(line.split(' '))
+                .map(OsString::from)
+                .collect();
+            let alone = parse_read_command(&args)
+                .unwrap_or_else(|| panic!("`{line}` was left to the whole tree"));
+            let whole = Cli::try_parse_from(&args).unwrap();
+            assert_eq!(format!("{alone:?}"), format!("{whole:?}"), "{line}");
+        }
+        // Help, usage errors and other commands go to the whole tree.
+        for line in [
+            "inventory --help",
+            "inventory -h",
+            "inventory nosuchsection",
+            "inventory --manifest m",
+            "doc --format json",
+            "audit --format",
+            "audit --state-dir /s",
+            "probe wakeup",
+            "--version",
+            "help inventory",
+        ] {
+            let args: Vec<OsString> = std::iter::once("hostknob")
+                .chain(line.split(' '))
+                .map(OsString::from)
+                .collect();
+            assert!(parse_read_command(&args).is_none(), "{line}");
         }
     }
 }

@@ -32,6 +32,22 @@ pub struct Root {
     recorder: Option<Mutex<BTreeMap<String, Access>>>,
     /// Set once `openat2` is refused (ENOSYS, EPERM): resolve by walking instead.
     walk: AtomicBool,
+    /// The live `/sys` is sysfs and `/proc` is procfs (checked once at open):
+    /// see [`Root::kernel_made`].
+    live_sysfs: bool,
+    live_procfs: bool,
+}
+
+const SYSFS_MAGIC: libc::c_long = 0x6265_6572;
+const PROC_SUPER_MAGIC: libc::c_long = 0x9fa0;
+
+/// Whether `path` (on the real filesystem) is on a filesystem of type `magic`.
+fn fs_is(path: &str, magic: libc::c_long) -> bool {
+    let Ok(c) = CString::new(path) else {
+        return false;
+    };
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as libc::c_long == magic }
 }
 
 /// Test builds may force the component walk (`HOSTKNOB_NO_OPENAT2=1`), so
@@ -190,11 +206,14 @@ impl Root {
                 .with_context(|| format!("--root {}: cannot open", base.display()))?;
             Some(OwnedFd::from(f))
         };
+        let live = base_fd.is_none();
         let root = Root {
             base: canonical,
             base_fd,
             recorder: None,
             walk: AtomicBool::new(walk_forced()),
+            live_sysfs: live && fs_is("/sys", SYSFS_MAGIC),
+            live_procfs: live && fs_is("/proc", PROC_SUPER_MAGIC),
         };
         if !root.exists("/sys") && !root.exists("/proc") {
             bail!(
@@ -223,6 +242,8 @@ impl Root {
             base_fd: Some(OwnedFd::from(f)),
             recorder: None,
             walk: AtomicBool::new(false),
+            live_sysfs: false,
+            live_procfs: false,
         })
     }
 
@@ -358,8 +379,20 @@ impl Root {
                 0,
             ),
         )?;
-        let f = regular(File::from(fd), cap)?;
-        read_all(f, logical.starts_with("/sys/"), cap)
+        let trusted = self.kernel_made(logical);
+        read_checked(&File::from(fd), logical.starts_with("/sys/"), cap, trusted)
+    }
+
+    /// Whether `logical` is a file only the running kernel makes: on the live
+    /// host, a path under `/sys` (sysfs, whose links all stay inside it) with
+    /// no `..`. Such a file is a regular file or a directory, so the `fstat`
+    /// that refuses FIFOs and devices before a read is left to the reads that
+    /// return nothing or fail (a directory, or a mount someone put there):
+    /// one system call of four per file. Captures are always checked first.
+    fn kernel_made(&self, logical: &str) -> bool {
+        self.live_sysfs
+            && (logical == "/sys" || logical.starts_with("/sys/"))
+            && !logical.split('/').any(|c| c == "..")
     }
 
     /// A character device's first bytes (`/dev/cpu_dma_latency`), at most `cap`.
@@ -485,7 +518,9 @@ impl Root {
             libc::O_WRONLY | libc::O_TRUNC | libc::O_NONBLOCK | libc::O_NOCTTY,
             0,
         )?;
-        regular(File::from(fd), usize::MAX)
+        let f = File::from(fd);
+        regular(&f, usize::MAX)?;
+        Ok(f)
     }
 
     /// Whether `write_existing` could write the file, asked without writing:
@@ -853,14 +888,14 @@ fn too_big(cap: usize) -> io::Error {
 /// files say 0 and are capped while read), or a character device (opened
 /// `O_NONBLOCK`, read up to `cap`: `/dev/zero` ends at the cap). A FIFO, a
 /// socket, a block device or a directory is refused.
-fn regular(f: File, cap: usize) -> io::Result<File> {
+fn regular(f: &File, cap: usize) -> io::Result<()> {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
     let kind = st.st_mode & libc::S_IFMT;
     if kind == libc::S_IFCHR {
-        return Ok(f);
+        return Ok(());
     }
     if kind != libc::S_IFREG {
         return Err(not_regular(kind));
@@ -868,39 +903,93 @@ fn regular(f: File, cap: usize) -> io::Result<File> {
     if st.st_size as u64 > cap as u64 {
         return Err(too_big(cap));
     }
-    Ok(f)
+    Ok(())
 }
 
+/// [`read_all`] of a file checked by [`regular`]: before the read, or, for a
+/// file the kernel made (`trusted`), only when the read returned nothing or
+/// failed, which is all a FIFO or a directory can give.
+fn read_checked(f: &File, single_shot: bool, cap: usize, trusted: bool) -> io::Result<Vec<u8>> {
+    if !trusted {
+        regular(f, cap)?;
+        return read_all(f, single_shot, cap);
+    }
+    match read_all(f, single_shot, cap) {
+        Ok(bytes) if !bytes.is_empty() => Ok(bytes),
+        other => {
+            regular(f, cap)?;
+            other
+        }
+    }
+}
+
+/// The first bytes of a file are read onto the stack: most files are one
+/// short attribute, and a zeroed 4 KiB heap buffer per file was a tenth of
+/// inventory's instructions.
+const FIRST_READ: usize = 4096;
+
 /// Reads a whole file, at most `cap` bytes. A sysfs attribute arrives whole
-/// in one read (at most a page), so a short read is its end: this saves the
-/// EOF read, statx and lseek that `read_to_end` costs, which is most of
-/// inventory's time on big hosts.
-fn read_all(mut f: File, single_shot: bool, cap: usize) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; 4096];
+/// in one read (at most a page), so a short read is its end (`single_shot`):
+/// this saves the EOF read, statx and lseek that `read_to_end` costs, which is
+/// most of inventory's time on big hosts.
+fn read_all(f: &File, single_shot: bool, cap: usize) -> io::Result<Vec<u8>> {
+    let fd = f.as_raw_fd();
+    let limit = FIRST_READ.min(cap.saturating_add(1));
+    let mut first = [std::mem::MaybeUninit::<u8>::uninit(); FIRST_READ];
     let mut len = 0;
     loop {
-        if len == buf.len() {
-            if len > cap {
-                return Err(too_big(cap));
-            }
-            buf.resize((buf.len() * 2).min(cap.saturating_add(1)), 0);
-        }
-        let want = buf.len() - len;
-        let n = match f.read(&mut buf[len..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
+        let want = limit - len;
+        let n = read_raw(fd, first[len..limit].as_mut_ptr().cast(), want)?;
         len += n;
-        if n == 0 || (single_shot && n < want) {
+        if n == 0 || (single_shot && n < want) || len == limit {
             break;
         }
+    }
+    // SAFETY: `read` initialised the first `len` bytes.
+    let head = unsafe { std::slice::from_raw_parts(first.as_ptr().cast::<u8>(), len) };
+    if len < limit {
+        return Ok(head.to_vec());
     }
     if len > cap {
         return Err(too_big(cap));
     }
-    buf.truncate(len);
+    // A big file (`/proc/cpuinfo`, `/proc/interrupts` on a big host): a heap
+    // buffer that doubles, read into without zeroing it.
+    let mut buf = Vec::with_capacity(4 * FIRST_READ);
+    buf.extend_from_slice(head);
+    loop {
+        if buf.len() > cap {
+            return Err(too_big(cap));
+        }
+        if buf.len() == buf.capacity() {
+            buf.reserve_exact(buf.capacity().min(cap + 1 - buf.len()));
+        }
+        let want = buf.capacity() - buf.len();
+        // SAFETY: the spare capacity is `want` bytes; `read` initialises `n` of them.
+        let n = read_raw(fd, unsafe { buf.as_mut_ptr().add(buf.len()) }, want)?;
+        unsafe { buf.set_len(buf.len() + n) };
+        if n == 0 || (single_shot && n < want) {
+            break;
+        }
+    }
+    if buf.len() > cap {
+        return Err(too_big(cap));
+    }
     Ok(buf)
+}
+
+/// One `read(2)` of at most `len` bytes into `buf`, retried when interrupted.
+fn read_raw(fd: libc::c_int, buf: *mut u8, len: usize) -> io::Result<usize> {
+    loop {
+        let n = unsafe { libc::read(fd, buf.cast(), len) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// An open directory inside the root; names are looked up beneath it only.
@@ -965,14 +1054,36 @@ impl DirHandle<'_> {
     }
 
     fn read_with(&self, rel: &str, single_shot: bool) -> io::Result<Vec<u8>> {
-        let logical = format!("{}/{}", self.logical, rel);
-        let fd = self.root.record_result(
-            &logical,
-            Access::File,
-            self.open_at(rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY),
-        )?;
-        let f = regular(File::from(fd), READ_CAP)?;
-        read_all(f, single_shot, READ_CAP)
+        let fd = self.open_at(rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY);
+        // The path is spelled only for `capture`'s record: a format per read
+        // is measurable on a 512-CPU host.
+        let fd = match self.root.recorder {
+            Some(_) => {
+                self.root
+                    .record_result(&format!("{}/{}", self.logical, rel), Access::File, fd)
+            }
+            None => fd,
+        }?;
+        read_checked(
+            &File::from(fd),
+            single_shot,
+            READ_CAP,
+            self.kernel_made(rel),
+        )
+    }
+
+    /// [`Root::kernel_made`] for `rel` beneath this directory; also each
+    /// process's `stat` beneath the live `/proc` (procfs).
+    fn kernel_made(&self, rel: &str) -> bool {
+        if rel.split('/').any(|c| c == "..") {
+            return false;
+        }
+        if self.root.live_procfs && self.logical == "/proc" {
+            return rel
+                .strip_suffix("/stat")
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+        }
+        self.root.kernel_made(&self.logical)
     }
 
     pub fn exists(&self, rel: &str) -> bool {
@@ -1104,6 +1215,66 @@ mod tests {
         root.replace_file("/etc/out/hk-root-test", b"x").unwrap();
         assert!(dir.path().join("tmp/hk-root-test").exists());
         assert!(!Path::new("/tmp/hk-root-test").exists());
+    }
+
+    #[test]
+    fn whole_files_are_read_across_the_first_buffer_and_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys")).unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        for len in [0, 1, 4095, 4096, 4097, 8192, 70_000] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            for d in ["sys", "proc"] {
+                std::fs::write(dir.path().join(d).join("f"), &bytes).unwrap();
+                let logical = format!("/{d}/f");
+                assert_eq!(
+                    root.read(&logical).unwrap(),
+                    bytes,
+                    "{logical}, {len} bytes"
+                );
+                // Exactly at the cap is whole; one byte over is an error.
+                if len > 0 {
+                    assert_eq!(root.read_capped(&logical, len).unwrap(), bytes);
+                    let err = root.read_capped(&logical, len - 1).unwrap_err();
+                    assert!(
+                        err.to_string().contains("larger than"),
+                        "{logical} {len}: {err}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The live sysfs is read without an `fstat` first; what only the check
+    /// after an empty read sees (a directory) is still refused by name.
+    #[test]
+    fn live_sysfs_files_are_read_and_directories_refused() {
+        let live = Root::open(Path::new("/")).unwrap();
+        if !live.live_sysfs {
+            return; // no sysfs at /sys here: nothing of the rule to see
+        }
+        assert!(live.kernel_made("/sys/devices/system/cpu/online"));
+        assert!(!live.kernel_made("/sys/../dev/sda"), "`..` leaves sysfs");
+        assert!(!live.kernel_made("/etc/hostname"));
+        assert!(!live.kernel_made("/sysfoo/x"));
+        let online = live.read_string("/sys/devices/system/cpu/online").unwrap();
+        assert!(online.trim().starts_with('0'), "{online:?}");
+        let err = live.read("/sys/devices/system/cpu").unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        let handle = live.dir_handle("/sys/devices/system").unwrap();
+        let err = handle.read("cpu").unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        if live.live_procfs {
+            let proc = live.dir_handle("/proc").unwrap();
+            assert!(proc.kernel_made("1/stat"));
+            assert!(!proc.kernel_made("self/stat"));
+            assert!(!proc.kernel_made("1/../1/stat"));
+            assert!(!proc.kernel_made("1/fd/0"));
+            let me = std::process::id();
+            let stat = proc.read_record(&format!("{me}/stat")).unwrap();
+            assert!(stat.starts_with(format!("{me} (").as_bytes()));
+        }
     }
 
     #[test]
