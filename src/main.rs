@@ -75,6 +75,7 @@ fn parse_read_command(args: &[OsString]) -> Option<Cli> {
 }
 
 fn main() {
+    hostknob::tmark("main");
     let args = hoist(std::env::args_os().collect());
     let cli = match parse(args) {
         Ok(cli) => cli,
@@ -86,6 +87,7 @@ fn main() {
             std::process::exit(code);
         }
     };
+    hostknob::tmark("parsed");
     match hostknob::commands::run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {

@@ -150,10 +150,11 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
     states.sort_by_key(|s| s.index);
 
     let pm_qos = group(
-        online
-            .as_slice()
-            .iter()
-            .filter_map(|&cpu| Some((cpu, ctx.text(&resume_latency_path(cpu))?))),
+        par_map(online.as_slice(), |&cpu| {
+            Some((cpu, ctx.text(&resume_latency_path(cpu))?))
+        })
+        .into_iter()
+        .flatten(),
     );
     if pm_qos.is_empty() {
         ctx.not_exposed("PM QoS resume latency", &resume_latency_path(0));
@@ -191,7 +192,7 @@ fn read_cpu(ctx: &Reader, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawSt
     };
     // Read through `Reader`, so unreadable or garbled files become warnings.
     let text =
-        |index: u32, attr: &str| ctx.text_from(&dir.path(index, attr), dir.read(index, attr));
+        |index: u32, attr: &str| ctx.text_from(|| dir.path(index, attr), dir.read(index, attr));
     fn parse<T: std::str::FromStr>(
         ctx: &Reader,
         dir: &CpuIdleDir,
@@ -199,7 +200,7 @@ fn read_cpu(ctx: &Reader, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawSt
         index: u32,
         attr: &str,
     ) -> Option<T> {
-        ctx.parse_text(&dir.path(index, attr), text?)
+        ctx.parse_text(|| dir.path(index, attr), text?)
     }
     let state = |index: u32, shape: Shape| RawState {
         index,

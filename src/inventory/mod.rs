@@ -15,12 +15,14 @@ mod host;
 mod idle_states;
 mod memory;
 mod network;
+mod par;
 mod pm_qos;
 mod processes;
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +40,7 @@ pub use idle_states::{
 };
 pub use memory::{HugePages, Memory, Numa, NumaNode};
 pub use network::{Interface, Irq};
+pub use par::{Shared, affinity_words, in_order, par_map};
 pub use pm_qos::{
     PM_QOS_DEVICE, parse_pm_qos_request, read_cpu_dma_latency, resume_latency_path, resume_limit_us,
 };
@@ -115,22 +118,24 @@ impl<'a> Reader<'a> {
 
     /// Trimmed text of a file; `None` when absent; a warning when unreadable.
     pub fn text(&self, path: &str) -> Option<String> {
-        self.text_from(path, self.root.read_string(path))
+        self.text_from(|| path.to_string(), self.root.read_string(path))
     }
 
-    fn text_from(&self, path: &str, read: std::io::Result<String>) -> Option<String> {
+    /// `path` is spelled only for a warning: a format per file read is
+    /// measurable on a 512-CPU host.
+    fn text_from(
+        &self,
+        path: impl FnOnce() -> String,
+        read: std::io::Result<String>,
+    ) -> Option<String> {
         match read {
-            // Some captures end files with a NUL after the newline.
-            Ok(s) => Some(
-                s.trim_matches(|c: char| c == '\0' || c.is_whitespace())
-                    .to_string(),
-            ),
+            Ok(s) => Some(trimmed(s)),
             Err(e) if is_absent(&e) => None,
             Err(e) => {
                 if e.raw_os_error() != Some(libc::EINVAL)
                     && e.raw_os_error() != Some(libc::EOPNOTSUPP)
                 {
-                    self.warn(format!("{}: {}", path, e));
+                    self.warn(format!("{}: {}", path(), e));
                 }
                 None
             }
@@ -139,15 +144,16 @@ impl<'a> Reader<'a> {
 
     /// A parsed value; garbage becomes a warning naming the file and the text.
     pub fn parse<T: FromStr>(&self, path: &str) -> Option<T> {
-        self.parse_text(path, self.text(path)?)
+        self.parse_text(|| path.to_string(), self.text(path)?)
     }
 
-    fn parse_text<T: FromStr>(&self, path: &str, text: String) -> Option<T> {
+    fn parse_text<T: FromStr>(&self, path: impl FnOnce() -> String, text: String) -> Option<T> {
         match text.parse::<T>() {
             Ok(v) => Some(v),
             Err(_) => {
                 self.warn(format!(
-                    "{path}: expected {}, found {text:?}",
+                    "{}: expected {}, found {text:?}",
+                    path(),
                     type_word::<T>()
                 ));
                 None
@@ -216,12 +222,11 @@ impl At<'_> {
 
     pub fn text(&self, name: &str) -> Option<String> {
         self.ctx
-            .text_from(&self.path(name), self.handle.read_string(name))
+            .text_from(|| self.path(name), self.handle.read_string(name))
     }
 
     pub fn parse<T: FromStr>(&self, name: &str) -> Option<T> {
-        let path = self.path(name);
-        self.ctx.parse_text(&path, self.text(name)?)
+        self.ctx.parse_text(|| self.path(name), self.text(name)?)
     }
 
     pub fn cpulist(&self, name: &str) -> Option<CpuList> {
@@ -245,30 +250,17 @@ impl At<'_> {
     }
 }
 
-/// Runs `f` over `items` on all cores, keeping the order.
-pub fn par_map<I: Sync, R: Send>(items: &[I], f: impl Fn(&I) -> R + Sync) -> Vec<R> {
-    // Asking for the parallelism reads cgroup files: not worth it for few items.
-    if items.len() < 64 {
-        return items.iter().map(&f).collect();
+/// A file's text without surrounding white space or NULs (some captures end
+/// files with a NUL after the newline); no copy when only the end is trimmed.
+fn trimmed(mut s: String) -> String {
+    let is_pad = |c: char| c == '\0' || c.is_whitespace();
+    let end = s.trim_end_matches(is_pad).len();
+    s.truncate(end);
+    match s.find(|c: char| !is_pad(c)) {
+        Some(0) => s,
+        Some(start) => s[start..].to_string(),
+        None => String::new(),
     }
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(8);
-    if threads < 2 {
-        return items.iter().map(&f).collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
-    })
 }
 
 fn type_word<T>() -> &'static str {
@@ -340,81 +332,132 @@ pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
 /// Reads the sections asked for (all when `only` is empty). Host, CPU, memory
 /// and idle are always read (the others need the online CPUs); the rest are
 /// left empty when not asked for.
+///
+/// The parts are jobs that two threads take in turn, the CPU chain (topology,
+/// then caches, idle states, cpufreq and NUMA, which need the online CPUs)
+/// first; then both share the process table, a PID at a time. Each part has
+/// its own Reader, and their notes are joined in a fixed order, so the output
+/// does not depend on which thread read what.
 pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> {
     let want = |s: Section| only.is_empty() || only.contains(&s);
-    // Vulnerabilities, network and processes need no CPU list: they are read
-    // on a second thread while this one reads sysfs (on a small host the
-    // process table is a third of the run). Each part has its own Reader, and
-    // their notes are joined in the order of the sections.
-    std::thread::scope(|s| {
-        let side =
-            (want(Section::Vulnerabilities) || want(Section::Network) || want(Section::Processes))
-                .then(|| s.spawn(|| side_sections(root, &want)));
-        let ctx = Reader::new(root);
-        let host = host::read(&ctx);
-        let cpu = cpu::read(&ctx);
-        let main = cpu.map(|cpu| cpu_sections(&ctx, &want, host, cpu));
-        let late = Reader::new(root);
-        let pm_qos = PmQos {
-            cpu_dma_latency_us: pm_qos_request(&late),
-        };
-        let side = side
-            .map(|h| h.join().expect("inventory thread"))
-            .unwrap_or_default();
-        let mut inv = main?;
-        let (mut warnings, mut not_exposed) = ctx.finish();
-        let [early, procs] = side.notes;
-        for (w, n) in [early, late.finish(), procs] {
-            warnings.extend(w);
-            not_exposed.extend(n);
+    let [
+        host_ctx,
+        cpu_ctx,
+        memory_ctx,
+        vulns_ctx,
+        network_ctx,
+        pm_qos_ctx,
+        procs_ctx,
+    ] = std::array::from_fn(|_| Reader::new(root));
+    let chain = OnceLock::new();
+    let host = OnceLock::new();
+    let memory = OnceLock::new();
+    let vulnerabilities = OnceLock::new();
+    let network = OnceLock::new();
+    let pm_qos = OnceLock::new();
+    let jobs: [&(dyn Fn() + Sync); 6] = [
+        &|| {
+            let _ = chain.set(cpu::read(&cpu_ctx).map(|cpu| cpu_sections(&cpu_ctx, &want, cpu)));
+        },
+        &|| {
+            let _ = host.set(host::read(&host_ctx));
+        },
+        &|| {
+            let _ = memory.set(memory::read(&memory_ctx));
+        },
+        &|| {
+            if want(Section::Vulnerabilities) {
+                let _ = vulnerabilities.set(host::vulnerabilities(&vulns_ctx));
+            }
+        },
+        &|| {
+            if want(Section::Network) {
+                let _ = network.set(network::read(&network_ctx));
+            }
+        },
+        &|| {
+            let _ = pm_qos.set(pm_qos_request(&pm_qos_ctx));
+        },
+    ];
+    let table = want(Section::Processes)
+        .then(|| processes::Table::list(&procs_ctx))
+        .flatten();
+    let pids = table.as_ref().map(|t| Shared::new(t.pids()));
+    let next = AtomicUsize::new(0);
+    let work = || {
+        crate::tmark("worker start");
+        while let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+            job();
+            crate::tmark("job");
         }
-        inv.vulnerabilities = side.vulnerabilities;
-        inv.network = side.network;
-        inv.pm_qos = pm_qos;
-        inv.processes = side.processes;
-        inv.warnings = warnings;
-        inv.not_exposed = not_exposed;
-        Ok(inv)
-    })
+        match (&table, &pids) {
+            (Some(t), Some(p)) => {
+                let r = p.drain(&|pid: &String| t.read(pid));
+                crate::tmark(&format!("procs {}", r.len()));
+                r
+            }
+            _ => Vec::new(),
+        }
+    };
+    crate::tmark("listed");
+    let found = std::thread::scope(|s| {
+        let helpers = par::spawn_helpers(s, par::threads().min(2) - 1, &work);
+        let mut found = vec![work()];
+        found.extend(
+            helpers
+                .into_iter()
+                .map(|h| h.join().expect("inventory thread")),
+        );
+        found
+    });
+    crate::tmark("joined");
+    let processes = table.map(|t| {
+        let all = in_order(t.pids().len(), found);
+        processes::summarize(&procs_ctx, all.into_iter().flatten().collect())
+    });
+    let (cpu, caches, idle, frequency, numa) = chain.into_inner().expect("the CPU chain ran")?;
+    let mut inv = Inventory {
+        schema: SCHEMA_VERSION,
+        host: host.into_inner().expect("the host job ran"),
+        cpu,
+        caches,
+        numa,
+        memory: memory.into_inner().expect("the memory job ran"),
+        idle,
+        frequency,
+        vulnerabilities: vulnerabilities.into_inner().unwrap_or_default(),
+        network: network.into_inner().unwrap_or_default(),
+        pm_qos: PmQos {
+            cpu_dma_latency_us: pm_qos.into_inner().flatten(),
+        },
+        processes: processes.flatten(),
+        not_exposed: Vec::new(),
+        warnings: Vec::new(),
+    };
+    for ctx in [
+        host_ctx,
+        cpu_ctx,
+        memory_ctx,
+        vulns_ctx,
+        network_ctx,
+        pm_qos_ctx,
+        procs_ctx,
+    ] {
+        let (w, n) = ctx.finish();
+        inv.warnings.extend(w);
+        inv.not_exposed.extend(n);
+    }
+    Ok(inv)
 }
 
 type Notes = (Vec<String>, Vec<NotExposed>);
 
-#[derive(Default)]
-struct Side {
-    vulnerabilities: BTreeMap<String, String>,
-    network: Vec<Interface>,
-    processes: Option<Processes>,
-    /// Vulnerabilities and network; processes (read after PM QoS in order).
-    notes: [Notes; 2],
-}
-
-fn side_sections(root: &Root, want: &dyn Fn(Section) -> bool) -> Side {
-    let ctx = Reader::new(root);
-    let vulnerabilities = if want(Section::Vulnerabilities) {
-        host::vulnerabilities(&ctx)
-    } else {
-        BTreeMap::new()
-    };
-    let network = if want(Section::Network) {
-        network::read(&ctx)
-    } else {
-        Vec::new()
-    };
-    let late = Reader::new(root);
-    let processes = want(Section::Processes)
-        .then(|| processes::read(&late))
-        .flatten();
-    Side {
-        vulnerabilities,
-        network,
-        processes,
-        notes: [ctx.finish(), late.finish()],
-    }
-}
-
 /// The sections that need the online CPUs, in the order their notes appear.
-fn cpu_sections(ctx: &Reader, want: &dyn Fn(Section) -> bool, host: Host, cpu: Cpu) -> Inventory {
+fn cpu_sections(
+    ctx: &Reader,
+    want: &dyn Fn(Section) -> bool,
+    cpu: Cpu,
+) -> (Cpu, Vec<Cache>, Idle, Option<Frequency>, Numa) {
     let online = cpu.online.clone();
     let caches = if want(Section::Caches) {
         cache::read(ctx, &online)
@@ -430,25 +473,7 @@ fn cpu_sections(ctx: &Reader, want: &dyn Fn(Section) -> bool, host: Host, cpu: C
     } else {
         Numa { nodes: Vec::new() }
     };
-    let memory = memory::read(ctx);
-    Inventory {
-        schema: SCHEMA_VERSION,
-        host,
-        cpu,
-        caches,
-        numa,
-        memory,
-        idle,
-        frequency,
-        vulnerabilities: BTreeMap::new(),
-        network: Vec::new(),
-        pm_qos: PmQos {
-            cpu_dma_latency_us: None,
-        },
-        processes: None,
-        not_exposed: Vec::new(),
-        warnings: Vec::new(),
-    }
+    (cpu, caches, idle, frequency, numa)
 }
 
 /// What `not_exposed` calls the PM QoS device when a host has none.

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Reader;
+use crate::root::DirHandle;
 
 const SHOWN: usize = 5;
 
@@ -23,28 +24,53 @@ pub struct Process {
     pub threads: i64,
 }
 
-pub fn read(ctx: &Reader) -> Option<Processes> {
-    let names = ctx.root.read_dir("/proc").ok()?;
+/// The PIDs in `/proc`, read by one or more threads ([`Table::read`] each).
+pub struct Table<'r> {
     // One directory handle: each `PID/stat` is then a two-name lookup.
-    let proc_dir = ctx.root.dir_handle("/proc").ok()?;
-    let tick = ticks_per_second();
-    let page_kib = page_size() / 1024;
-    let mut all: Vec<Process> = names
-        .iter()
-        .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|pid| {
-            // Processes come and go during the pass: a vanished one is skipped.
-            let bytes = proc_dir.read_record(&format!("{pid}/stat")).ok()?;
-            let st = parse_stat(&bytes)?;
-            Some(Process {
-                pid: st.pid,
-                comm: st.comm,
-                cpu_time_s: (st.utime + st.stime) as f64 / tick as f64,
-                rss_kib: st.rss * page_kib,
-                threads: st.threads,
-            })
+    dir: DirHandle<'r>,
+    pids: Vec<String>,
+    tick: u64,
+    page_kib: u64,
+}
+
+impl<'r> Table<'r> {
+    /// `None` when `/proc` cannot be listed (then [`summarize`] says so).
+    pub fn list(ctx: &Reader<'r>) -> Option<Table<'r>> {
+        let names = ctx.root.read_dir("/proc").ok()?;
+        let dir = ctx.root.dir_handle("/proc").ok()?;
+        Some(Table {
+            dir,
+            pids: names
+                .into_iter()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                .collect(),
+            tick: ticks_per_second(),
+            page_kib: page_size() / 1024,
         })
-        .collect();
+    }
+
+    pub fn pids(&self) -> &[String] {
+        &self.pids
+    }
+
+    /// One process; `None` if it ended during the pass (or its file is not
+    /// what proc(5) says).
+    pub fn read(&self, pid: &String) -> Option<Process> {
+        let bytes = self.dir.read_record(&format!("{pid}/stat")).ok()?;
+        let st = parse_stat(&bytes)?;
+        Some(Process {
+            pid: st.pid,
+            comm: st.comm,
+            cpu_time_s: (st.utime + st.stime) as f64 / self.tick as f64,
+            rss_kib: st.rss * self.page_kib,
+            threads: st.threads,
+        })
+    }
+}
+
+/// The busiest of the processes read; `None` (said in `not_exposed`) when
+/// there were none.
+pub fn summarize(ctx: &Reader, mut all: Vec<Process>) -> Option<Processes> {
     if all.is_empty() {
         ctx.not_exposed("processes", "/proc/PID/stat");
         return None;

@@ -168,32 +168,18 @@ pub fn pin_current_thread(cpu: u32) -> Result<()> {
     Ok(())
 }
 
-/// The calling thread's allowed CPUs, with a mask that grows until the
-/// kernel's fits (EINVAL means too small), as glibc's CPU_ALLOC callers do.
+/// The calling thread's allowed CPUs (any number of them).
 pub fn allowed_cpus() -> Result<CpuList> {
-    let mut words = 16; // 1,024 CPUs
-    loop {
-        let mut mask = vec![0u64; words];
-        // SAFETY: the kernel writes at most `words * 8` bytes into `mask`.
-        let rc = unsafe { libc::sched_getaffinity(0, words * 8, mask.as_mut_ptr().cast()) };
-        if rc == 0 {
-            let cpus = mask
-                .iter()
-                .enumerate()
-                .flat_map(|(i, w)| {
-                    (0..64)
-                        .filter(move |b| w & (1 << b) != 0)
-                        .map(move |b| (i * 64 + b) as u32)
-                })
-                .collect();
-            return Ok(CpuList::new(cpus));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINVAL) || words >= 1 << 16 {
-            return Err(e).context("sched_getaffinity");
-        }
-        words *= 2;
-    }
+    let mask = crate::inventory::affinity_words().context("sched_getaffinity")?;
+    Ok(mask
+        .iter()
+        .enumerate()
+        .flat_map(|(i, w)| {
+            (0..64)
+                .filter(move |b| w & (1 << b) != 0)
+                .map(move |b| (i * 64 + b) as u32)
+        })
+        .collect())
 }
 
 /// The CPUs a probe may use: online on the host and allowed to this process.
