@@ -30,22 +30,3 @@ pub mod verify;
 
 #[cfg(test)]
 mod layering;
-
-pub static T0: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-pub fn tmark(l: &str) {
-    if std::env::var_os("HK_T").is_some() {
-        let t = T0.get_or_init(std::time::Instant::now);
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        eprintln!(
-            "T {:>8.3} ms {:?} {} @{}",
-            t.elapsed().as_secs_f64() * 1e3,
-            std::thread::current().id(),
-            l,
-            ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-        );
-    }
-}

@@ -7,9 +7,7 @@ use crate::root::Root;
 
 pub fn run(args: &InventoryArgs) -> Result<i32> {
     let g = &args.read;
-    crate::tmark("cmd");
     let root = Root::open(&g.root.root)?;
-    crate::tmark("root");
     let mut only: Vec<inventory::Section> = args
         .sections
         .iter()
@@ -25,7 +23,6 @@ pub fn run(args: &InventoryArgs) -> Result<i32> {
     for w in &inv.warnings {
         eprintln!("hostknob: warning: {w}");
     }
-    crate::tmark("collected");
     let text = if only.is_empty() {
         render::machine(g.format.format.into(), &inv)?
     } else {
@@ -42,7 +39,6 @@ pub fn run(args: &InventoryArgs) -> Result<i32> {
             render::wrap_prose(&render::inventory::render_only(&inv, &only))
         ),
     }
-    crate::tmark("printed");
     Ok(0)
 }
 

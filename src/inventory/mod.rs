@@ -333,9 +333,10 @@ pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
 /// and idle are always read (the others need the online CPUs); the rest are
 /// left empty when not asked for.
 ///
-/// The parts are jobs that two threads take in turn, the CPU chain (topology,
-/// then caches, idle states, cpufreq and NUMA, which need the online CPUs)
-/// first; then both share the process table, a PID at a time. Each part has
+/// The parts are jobs that two threads take in turn: listing /proc, the CPU
+/// chain (topology, then caches, idle states, cpufreq and NUMA, which need
+/// the online CPUs), then the others; then both share the process table, a
+/// few PIDs at a time. Each part has
 /// its own Reader, and their notes are joined in a fixed order, so the output
 /// does not depend on which thread read what.
 pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> {
@@ -355,7 +356,17 @@ pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> 
     let vulnerabilities = OnceLock::new();
     let network = OnceLock::new();
     let pm_qos = OnceLock::new();
-    let jobs: [&(dyn Fn() + Sync); 6] = [
+    let table = OnceLock::new();
+    let pids = OnceLock::new();
+    let jobs: [&(dyn Fn() + Sync); 7] = [
+        // Listing /proc first: once it is done, both threads can share the table.
+        &|| {
+            if want(Section::Processes)
+                && let Some(t) = table.get_or_init(|| processes::Table::list(&procs_ctx))
+            {
+                let _ = pids.set(Shared::new(t.pids()));
+            }
+        },
         &|| {
             let _ = chain.set(cpu::read(&cpu_ctx).map(|cpu| cpu_sections(&cpu_ctx, &want, cpu)));
         },
@@ -379,27 +390,17 @@ pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> 
             let _ = pm_qos.set(pm_qos_request(&pm_qos_ctx));
         },
     ];
-    let table = want(Section::Processes)
-        .then(|| processes::Table::list(&procs_ctx))
-        .flatten();
-    let pids = table.as_ref().map(|t| Shared::new(t.pids()));
     let next = AtomicUsize::new(0);
     let work = || {
-        crate::tmark("worker start");
         while let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
             job();
-            crate::tmark("job");
         }
-        match (&table, &pids) {
-            (Some(t), Some(p)) => {
-                let r = p.drain(&|pid: &String| t.read(pid));
-                crate::tmark(&format!("procs {}", r.len()));
-                r
-            }
+        // A thread done before the table was listed leaves it to the lister.
+        match (table.get(), pids.get()) {
+            (Some(Some(t)), Some(p)) => p.drain(&|pid: &String| t.read(pid)),
             _ => Vec::new(),
         }
     };
-    crate::tmark("listed");
     let found = std::thread::scope(|s| {
         let helpers = par::spawn_helpers(s, par::threads().min(2) - 1, &work);
         let mut found = vec![work()];
@@ -410,8 +411,8 @@ pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> 
         );
         found
     });
-    crate::tmark("joined");
-    let processes = table.map(|t| {
+    drop(pids);
+    let processes = table.into_inner().flatten().map(|t| {
         let all = in_order(t.pids().len(), found);
         processes::summarize(&procs_ctx, all.into_iter().flatten().collect())
     });

@@ -5,9 +5,10 @@
 //! what a memory limit enforces).
 //!
 //! `--self-burst` reproduces the PR in this process: a burst of mixed-size
-//! allocations from a few threads through jemalloc (the global allocator),
-//! freed, then the idle window sampled, once with `background_thread` false
-//! and once true (each set by a mallctl write and read back).
+//! allocations from a few threads through jemalloc (called directly: the
+//! rest of hostknob uses the system allocator), freed, then the idle window
+//! sampled, once with `background_thread` false and once true (each set by a
+//! mallctl write and read back).
 
 use std::sync::Barrier;
 use std::time::Duration;
@@ -270,6 +271,40 @@ pub struct BurstLeg {
     pub series: Vec<MemSample>,
 }
 
+/// One burst allocation, from jemalloc and back to it when dropped.
+struct JemallocBuf {
+    ptr: std::ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: the buffer is owned, like a Box<[u8]>.
+unsafe impl Send for JemallocBuf {}
+
+impl JemallocBuf {
+    /// `size` bytes, each written with `byte`: every page is touched, as a
+    /// request body would be.
+    fn filled(size: usize, byte: u8) -> JemallocBuf {
+        use std::alloc::GlobalAlloc;
+        let layout = std::alloc::Layout::from_size_align(size.max(1), 1).expect("a burst size");
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { tikv_jemallocator::Jemalloc.alloc(layout) };
+        let Some(ptr) = std::ptr::NonNull::new(ptr) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: `ptr` holds `layout.size()` bytes.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), byte, layout.size()) };
+        JemallocBuf { ptr, layout }
+    }
+}
+
+impl Drop for JemallocBuf {
+    fn drop(&mut self) {
+        use std::alloc::GlobalAlloc;
+        // SAFETY: allocated by jemalloc with this layout, freed once.
+        unsafe { tikv_jemallocator::Jemalloc.dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
 /// Sizes a burst cycles through: small request objects up to the ~120 KiB
 /// bodies of the PR and a few large buffers.
 pub const SIZES: [usize; 10] = [
@@ -314,8 +349,7 @@ fn opt_isize(name: &[u8]) -> Option<isize> {
     unsafe { tikv_jemalloc_ctl::raw::read::<isize>(name).ok() }
 }
 
-/// Runs both legs in this process. Needs jemalloc as the global allocator
-/// (the hostknob binary has it); refuses otherwise.
+/// Runs both legs in this process, the burst allocated from jemalloc.
 pub fn run_self_burst(root: &Root, opts: &BurstOptions) -> Result<SelfBurstResult> {
     if opts.threads == 0 || opts.mib == 0 {
         bail!("--burst-mib and --threads must be at least 1");
@@ -374,12 +408,11 @@ fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<BurstLeg>
                 .map(|w| {
                     let barrier = &barrier;
                     s.spawn(move || {
-                        let mut held: Vec<Box<[u8]>> = Vec::new();
+                        let mut held: Vec<JemallocBuf> = Vec::new();
                         let (mut bytes, mut k) = (0u64, w);
                         while bytes < per_thread {
                             let size = SIZES[k % SIZES.len()];
-                            // A non-zero fill writes every page, as a request body would.
-                            held.push(vec![(k as u8) | 1; size].into_boxed_slice());
+                            held.push(JemallocBuf::filled(size, (k as u8) | 1));
                             bytes += size as u64;
                             k += 1;
                         }
@@ -414,7 +447,7 @@ fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<BurstLeg>
     let allocated_bytes: u64 = counts.iter().map(|c| c.1).sum();
     if growth < allocated_bytes / 2 {
         bail!(
-            "--self-burst: jemalloc saw {} KiB of a {} KiB burst; it is not the global allocator of this program",
+            "--self-burst: jemalloc saw {} KiB of a {} KiB burst; the burst did not come from it",
             growth / 1024,
             allocated_bytes / 1024
         );
