@@ -5,6 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::HashMap;
+
+use super::par::par_parts;
 use super::{CPU_DIR, Reader, numbered};
 use crate::cpulist::CpuList;
 
@@ -21,7 +24,9 @@ pub struct Cache {
     pub shared_cpu_lists: Vec<CpuList>,
 }
 
-pub fn read(ctx: &Reader, online: &CpuList) -> Vec<Cache> {
+/// `siblings`: the CPU lists of cores with more than one thread, so that the
+/// prefetch keeps a core's threads together (they share its L1 and L2).
+pub fn read(ctx: &Reader, online: &CpuList, siblings: &[CpuList]) -> Vec<Cache> {
     let Some(first) = online.first() else {
         return Vec::new();
     };
@@ -37,6 +42,7 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Vec<Cache> {
     // Per index, the CPUs an instance already read covers (a flag per CPU
     // number: searching the lists read so far was quadratic on big hosts).
     let slots = online.as_slice().last().map_or(0, |&c| c as usize + 1);
+    let mut prefetched = prefetch(ctx, &core_order(online, siblings), &indices, slots);
     let mut covered = vec![vec![false; slots]; indices.len()];
     for &cpu in online.as_slice() {
         let dir = format!("{CPU_DIR}/cpu{cpu}/cache");
@@ -46,7 +52,20 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Vec<Cache> {
                 continue;
             }
             let d = format!("{dir}/{index}");
-            let Some(shared) = ctx.cpulist(&format!("{d}/shared_cpu_list")) else {
+            let (list, size) = prefetched
+                .remove(&(cpu, pos))
+                .unwrap_or_else(|| read_instance(ctx, &d));
+            let shared_path = || format!("{d}/shared_cpu_list");
+            let Some(shared) = ctx
+                .text_from(shared_path, list)
+                .and_then(|t| match CpuList::parse(&t) {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        ctx.warn(format!("{}: {e}", shared_path()));
+                        None
+                    }
+                })
+            else {
                 continue;
             };
             // An index has one level and type on every CPU; only sizes vary (hybrid L2).
@@ -58,7 +77,7 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Vec<Cache> {
                 ),
             };
             let size_kib = ctx
-                .text(&format!("{d}/size"))
+                .text_from(|| format!("{d}/size"), size)
                 .and_then(|s| parse_size_kib(ctx, &d, &s));
             for &c in shared.as_slice() {
                 if let Some(slot) = covered[pos].get_mut(c as usize) {
@@ -91,6 +110,69 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Vec<Cache> {
     }
     caches.sort_by(|a, b| (a.level, &a.index, a.size_kib).cmp(&(b.level, &b.index, b.size_kib)));
     caches
+}
+
+/// One instance's `shared_cpu_list` and `size`, as read (the pass turns
+/// them into values and warnings, so prefetching changes no output).
+type Raw = (std::io::Result<String>, std::io::Result<String>);
+
+fn read_instance(ctx: &Reader, dir: &str) -> Raw {
+    (
+        ctx.root.read_string(&format!("{dir}/shared_cpu_list")),
+        ctx.root.read_string(&format!("{dir}/size")),
+    )
+}
+
+/// The reads the pass above will make, made first on all cores: each part
+/// of the CPU list runs the same covering on its own, so only an instance
+/// that spans parts is read more than once. The pass reads whatever is not
+/// here itself.
+fn prefetch(
+    ctx: &Reader,
+    cpus: &[u32],
+    indices: &[u32],
+    slots: usize,
+) -> HashMap<(u32, usize), Raw> {
+    let parts = par_parts(cpus, |cpus| {
+        let mut covered = vec![vec![false; slots]; indices.len()];
+        let mut reads = Vec::new();
+        for &cpu in cpus {
+            for (pos, &idx) in indices.iter().enumerate() {
+                if covered[pos][cpu as usize] {
+                    continue;
+                }
+                let raw = read_instance(ctx, &format!("{CPU_DIR}/cpu{cpu}/cache/index{idx}"));
+                if let Ok(Ok(list)) = raw.0.as_deref().map(|t| {
+                    CpuList::parse(t.trim_matches(|c: char| c == '\0' || c.is_whitespace()))
+                }) {
+                    for &c in list.as_slice() {
+                        if let Some(slot) = covered[pos].get_mut(c as usize) {
+                            *slot = true;
+                        }
+                    }
+                }
+                reads.push(((cpu, pos), raw));
+            }
+        }
+        reads
+    });
+    parts.into_iter().flatten().collect()
+}
+
+/// The online CPUs with each core's threads next to each other (a big
+/// host numbers a core's second thread after all the first ones).
+fn core_order(online: &CpuList, siblings: &[CpuList]) -> Vec<u32> {
+    let mut core_of: HashMap<u32, u32> = HashMap::new();
+    for list in siblings {
+        if let Some(first) = list.first() {
+            for &c in list.as_slice() {
+                core_of.entry(c).or_insert(first);
+            }
+        }
+    }
+    let mut cpus = online.as_slice().to_vec();
+    cpus.sort_by_key(|c| (core_of.get(c).copied().unwrap_or(*c), *c));
+    cpus
 }
 
 /// `32K`, `1024K`, `32M` as the kernel writes them.

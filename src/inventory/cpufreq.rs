@@ -77,6 +77,10 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
         return None;
     }
     let first = format!("{CPUFREQ_DIR}/policy{}", ids[0]);
+    // One cpufreq driver serves every policy (the kernel registers one at a
+    // time, and each policy's `scaling_driver` prints its name): read once,
+    // not 512 times on a 512-CPU host.
+    let driver = ctx.text(&format!("{first}/scaling_driver"));
     let available_governors = ctx.words(&format!("{first}/scaling_available_governors"));
     let available_epp = ctx.words(&format!("{first}/energy_performance_available_preferences"));
     let policies: Vec<Policy> = par_map(&ids, |id| {
@@ -92,7 +96,7 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
                 .copied()
                 .filter(|c| online.contains(*c))
                 .collect(),
-            driver: at.text("scaling_driver"),
+            driver: driver.clone(),
             governor: at.text("scaling_governor"),
             epp: at.text("energy_performance_preference"),
             min: at.parse("cpuinfo_min_freq"),

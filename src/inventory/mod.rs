@@ -461,7 +461,7 @@ fn cpu_sections(
 ) -> (Cpu, Vec<Cache>, Idle, Option<Frequency>, Numa) {
     let online = cpu.online.clone();
     let caches = if want(Section::Caches) {
-        cache::read(ctx, &online)
+        cache::read(ctx, &online, &cpu.smt.sibling_lists)
     } else {
         Vec::new()
     };

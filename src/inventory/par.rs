@@ -139,6 +139,22 @@ pub fn par_map<I: Sync, R: Send>(items: &[I], f: impl Fn(&I) -> R + Sync) -> Vec
     if items.len() < 64 || threads() < 2 {
         return items.iter().map(&f).collect();
     }
+    par_map_all(items, f)
+}
+
+/// Runs `f` over consecutive parts of `items` on all cores, in order: for a
+/// pass over CPUs that must see its neighbours (an instance read through one
+/// CPU covers the others that share it).
+pub fn par_parts<I: Sync, R: Send>(items: &[I], f: impl Fn(&[I]) -> R + Sync) -> Vec<R> {
+    if items.len() < 64 || threads() < 2 {
+        return vec![f(items)];
+    }
+    let parts: Vec<&[I]> = items.chunks(items.len().div_ceil(threads() * 4)).collect();
+    par_map_all(&parts, |p| f(p))
+}
+
+/// [`par_map`] without its lower bound on the number of items.
+fn par_map_all<I: Sync, R: Send>(items: &[I], f: impl Fn(&I) -> R + Sync) -> Vec<R> {
     let shared = Shared::new(items);
     let work = || shared.drain(&f);
     let parts = std::thread::scope(|s| {
