@@ -233,6 +233,7 @@ pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> St
             words[i] = words[i].max(word_width(c));
         }
     }
+    let whole = natural.clone();
     for &(col, cap) in caps {
         if col < n {
             natural[col] = natural[col].min(cap);
@@ -265,8 +266,12 @@ pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> St
     } else {
         table.with(Style::blank());
     }
+    // Only columns narrower than their longest line wrap: the wrap pass
+    // over every cell was most of the time a table took.
     for (i, w) in widths.iter().enumerate() {
-        table.with(Modify::new(Columns::one(i)).with(Width::wrap((*w).max(1)).keep_words(true)));
+        if *w < whole[i] {
+            table.with(Modify::new(Columns::one(i)).with(Width::wrap((*w).max(1)).keep_words(true)));
+        }
     }
     trim_lines(&table.to_string())
 }
