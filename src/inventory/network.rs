@@ -116,9 +116,12 @@ fn belongs(action: &str, ifname: &str, device: Option<&str>, parent: Option<&str
         !owner.is_empty()
             && owner != "virtual"
             && (action == owner
-                || action.starts_with(&format!("{owner}-"))
-                || action.ends_with(&format!("@pci:{owner}"))
-                || action.ends_with(&format!("@{owner}")))
+                || action
+                    .strip_prefix(owner)
+                    .is_some_and(|rest| rest.starts_with('-'))
+                || action
+                    .strip_suffix(owner)
+                    .is_some_and(|head| head.ends_with('@') || head.ends_with("@pci:")))
     };
     owned_by(ifname)
         || device.is_some_and(owned_by)
