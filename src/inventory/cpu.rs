@@ -274,6 +274,12 @@ fn read_cpuinfo(ctx: &Reader) -> Option<CpuInfo> {
     Some(info)
 }
 
+/// The online CPUs where sysfs lists them, as [`read`] finds them; `None`
+/// where only `/proc/cpuinfo` does (then only `read` can say).
+pub fn online_ahead(ctx: &Reader) -> Option<CpuList> {
+    online_cpus(ctx, None).ok()
+}
+
 /// `cpu/online`, else the per-CPU `online` files (cpu0 has none: it is online),
 /// else the processors listed in `/proc/cpuinfo`.
 fn online_cpus(ctx: &Reader, cpuinfo: Option<&Vec<CpuEntry>>) -> Result<CpuList> {

@@ -341,55 +341,93 @@ pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
 /// does not depend on which thread read what.
 pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> {
     let want = |s: Section| only.is_empty() || only.contains(&s);
+    let ctx: [Reader; 10] = std::array::from_fn(|_| Reader::new(root));
     let [
         host_ctx,
         cpu_ctx,
+        idle_ctx,
+        freq_ctx,
+        numa_ctx,
         memory_ctx,
         vulns_ctx,
-        network_ctx,
-        pm_qos_ctx,
+        net_ctx,
+        qos_ctx,
         procs_ctx,
-    ] = std::array::from_fn(|_| Reader::new(root));
-    let chain = OnceLock::new();
-    let host = OnceLock::new();
-    let memory = OnceLock::new();
-    let vulnerabilities = OnceLock::new();
-    let network = OnceLock::new();
-    let pm_qos = OnceLock::new();
+    ] = &ctx;
+    let p = Parts::default();
     let table = OnceLock::new();
     let pids = OnceLock::new();
-    let jobs: [&(dyn Fn() + Sync); 7] = [
+    // The online CPUs as `cpu::read` finds them, read ahead so that the idle
+    // states and cpufreq need not wait for the rest of the CPU section; where
+    // only `/proc/cpuinfo` lists them, they wait for it.
+    let online = || match p.online.wait() {
+        Some(l) => Some(l.clone()),
+        None => p.cpu_online.wait().clone(),
+    };
+    let jobs: [&(dyn Fn() + Sync); 11] = [
         // Listing /proc first: once it is done, both threads can share the table.
         &|| {
             if want(Section::Processes)
-                && let Some(t) = table.get_or_init(|| processes::Table::list(&procs_ctx))
+                && let Some(t) = table.get_or_init(|| processes::Table::list(procs_ctx))
             {
                 let _ = pids.set(Shared::new(t.pids()));
             }
         },
         &|| {
-            let _ = chain.set(cpu::read(&cpu_ctx).map(|cpu| cpu_sections(&cpu_ctx, &want, cpu)));
+            let _ = p.online.set(cpu::online_ahead(&Reader::new(root)));
         },
         &|| {
-            let _ = host.set(host::read(&host_ctx));
+            let cpu = cpu::read(cpu_ctx);
+            let _ = p
+                .cpu_online
+                .set(cpu.as_ref().ok().map(|c| c.online.clone()));
+            let _ = p.cpu.set(cpu.map(|cpu| {
+                let caches = if want(Section::Caches) {
+                    cache::read(cpu_ctx, &cpu.online, &cpu.smt.sibling_lists)
+                } else {
+                    Vec::new()
+                };
+                (cpu, caches)
+            }));
         },
         &|| {
-            let _ = memory.set(memory::read(&memory_ctx));
+            if let Some(online) = online() {
+                let _ = p.idle.set(cpuidle::read(idle_ctx, &online));
+            }
+        },
+        &|| {
+            if want(Section::Frequency)
+                && let Some(online) = online()
+            {
+                let _ = p.frequency.set(cpufreq::read(freq_ctx, &online));
+            }
+        },
+        &|| {
+            if want(Section::Numa) {
+                let _ = p.numa.set(memory::read_numa(numa_ctx));
+            }
+        },
+        &|| {
+            let _ = p.host.set(host::read(host_ctx));
+        },
+        &|| {
+            let _ = p.memory.set(memory::read(memory_ctx));
         },
         &|| {
             if want(Section::Vulnerabilities) {
-                let _ = vulnerabilities.set(host::vulnerabilities(&vulns_ctx));
+                let _ = p.vulnerabilities.set(host::vulnerabilities(vulns_ctx));
             }
         },
         &|| {
             if want(Section::Network) {
-                let _ = network.set(network::read(&network_ctx));
+                let _ = p.network.set(network::read(net_ctx));
             }
         },
         &|| {
-            let _ = pm_qos.set(pm_qos_request(&pm_qos_ctx));
+            let _ = p.pm_qos.set(pm_qos_request(qos_ctx));
         },
     ];
+    // Jobs are taken in order, and a job waits only on earlier ones.
     let next = AtomicUsize::new(0);
     let work = || {
         while let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
@@ -397,7 +435,7 @@ pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> 
         }
         // A thread done before the table was listed leaves it to the lister.
         match (table.get(), pids.get()) {
-            (Some(Some(t)), Some(p)) => p.drain(&|pid: &String| t.read(pid)),
+            (Some(Some(t)), Some(pids)) => pids.drain(&|pid: &String| t.read(pid)),
             _ => Vec::new(),
         }
     };
@@ -412,69 +450,66 @@ pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> 
         found
     });
     drop(pids);
-    let processes = table.into_inner().flatten().map(|t| {
-        let all = in_order(t.pids().len(), found);
-        processes::summarize(&procs_ctx, all.into_iter().flatten().collect())
-    });
-    let (cpu, caches, idle, frequency, numa) = chain.into_inner().expect("the CPU chain ran")?;
-    let mut inv = Inventory {
-        schema: SCHEMA_VERSION,
-        host: host.into_inner().expect("the host job ran"),
-        cpu,
-        caches,
-        numa,
-        memory: memory.into_inner().expect("the memory job ran"),
-        idle,
-        frequency,
-        vulnerabilities: vulnerabilities.into_inner().unwrap_or_default(),
-        network: network.into_inner().unwrap_or_default(),
-        pm_qos: PmQos {
-            cpu_dma_latency_us: pm_qos.into_inner().flatten(),
-        },
-        processes: processes.flatten(),
-        not_exposed: Vec::new(),
-        warnings: Vec::new(),
-    };
-    for ctx in [
-        host_ctx,
-        cpu_ctx,
-        memory_ctx,
-        vulns_ctx,
-        network_ctx,
-        pm_qos_ctx,
-        procs_ctx,
-    ] {
-        let (w, n) = ctx.finish();
-        inv.warnings.extend(w);
-        inv.not_exposed.extend(n);
-    }
-    Ok(inv)
+    p.assemble(table.into_inner().flatten(), found, ctx)
 }
 
 type Notes = (Vec<String>, Vec<NotExposed>);
 
-/// The sections that need the online CPUs, in the order their notes appear.
-fn cpu_sections(
-    ctx: &Reader,
-    want: &dyn Fn(Section) -> bool,
-    cpu: Cpu,
-) -> (Cpu, Vec<Cache>, Idle, Option<Frequency>, Numa) {
-    let online = cpu.online.clone();
-    let caches = if want(Section::Caches) {
-        cache::read(ctx, &online, &cpu.smt.sibling_lists)
-    } else {
-        Vec::new()
-    };
-    let idle = cpuidle::read(ctx, &online);
-    let frequency = want(Section::Frequency)
-        .then(|| cpufreq::read(ctx, &online))
-        .flatten();
-    let numa = if want(Section::Numa) {
-        memory::read_numa(ctx)
-    } else {
-        Numa { nodes: Vec::new() }
-    };
-    (cpu, caches, idle, frequency, numa)
+/// What the jobs of [`collect_only`] found, each set once.
+#[derive(Default)]
+struct Parts {
+    online: OnceLock<Option<CpuList>>,
+    cpu_online: OnceLock<Option<CpuList>>,
+    cpu: OnceLock<anyhow::Result<(Cpu, Vec<Cache>)>>,
+    idle: OnceLock<Idle>,
+    frequency: OnceLock<Option<Frequency>>,
+    numa: OnceLock<Numa>,
+    host: OnceLock<Host>,
+    memory: OnceLock<Memory>,
+    vulnerabilities: OnceLock<BTreeMap<String, String>>,
+    network: OnceLock<Vec<Interface>>,
+    pm_qos: OnceLock<Option<i64>>,
+}
+
+impl Parts {
+    /// The inventory, its notes joined in the order of the readers (the
+    /// sections' order), whichever thread read what.
+    fn assemble(
+        self,
+        table: Option<processes::Table>,
+        found: Vec<Vec<(usize, Option<Process>)>>,
+        ctx: [Reader; 10],
+    ) -> anyhow::Result<Inventory> {
+        let processes = table.map(|t| {
+            let all = in_order(t.pids().len(), found);
+            processes::summarize(&ctx[9], all.into_iter().flatten().collect())
+        });
+        let (cpu, caches) = self.cpu.into_inner().expect("the CPU job ran")?;
+        let mut inv = Inventory {
+            schema: SCHEMA_VERSION,
+            host: self.host.into_inner().expect("the host job ran"),
+            cpu,
+            caches,
+            numa: self.numa.into_inner().unwrap_or(Numa { nodes: Vec::new() }),
+            memory: self.memory.into_inner().expect("the memory job ran"),
+            idle: self.idle.into_inner().expect("the idle job ran"),
+            frequency: self.frequency.into_inner().flatten(),
+            vulnerabilities: self.vulnerabilities.into_inner().unwrap_or_default(),
+            network: self.network.into_inner().unwrap_or_default(),
+            pm_qos: PmQos {
+                cpu_dma_latency_us: self.pm_qos.into_inner().flatten(),
+            },
+            processes: processes.flatten(),
+            not_exposed: Vec::new(),
+            warnings: Vec::new(),
+        };
+        for c in ctx {
+            let (w, n) = c.finish();
+            inv.warnings.extend(w);
+            inv.not_exposed.extend(n);
+        }
+        Ok(inv)
+    }
 }
 
 /// What `not_exposed` calls the PM QoS device when a host has none.

@@ -270,7 +270,8 @@ pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> St
     // over every cell was most of the time a table took.
     for (i, w) in widths.iter().enumerate() {
         if *w < whole[i] {
-            table.with(Modify::new(Columns::one(i)).with(Width::wrap((*w).max(1)).keep_words(true)));
+            table
+                .with(Modify::new(Columns::one(i)).with(Width::wrap((*w).max(1)).keep_words(true)));
         }
     }
     trim_lines(&table.to_string())
