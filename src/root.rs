@@ -32,14 +32,54 @@ pub struct Root {
     recorder: Option<Mutex<BTreeMap<String, Access>>>,
     /// Set once `openat2` is refused (ENOSYS, EPERM): resolve by walking instead.
     walk: AtomicBool,
-    /// The live `/sys` is sysfs and `/proc` is procfs (checked once at open):
-    /// see [`Root::kernel_made`].
-    live_sysfs: bool,
+    /// The live `/sys`, opened when it is sysfs, and whether the live `/proc`
+    /// is procfs (checked once at open): see [`Root::kernel_file`].
+    live_sys: Option<OwnedFd>,
     live_procfs: bool,
 }
 
 const SYSFS_MAGIC: libc::c_long = 0x6265_6572;
 const PROC_SUPER_MAGIC: libc::c_long = 0x9fa0;
+
+/// `path` (on the real filesystem) opened as a directory if it is on a
+/// filesystem of type `magic`.
+fn open_fs(path: &str, magic: libc::c_long) -> Option<OwnedFd> {
+    let fd = File::open(path).ok()?;
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } == 0
+        && st.f_type as libc::c_long == magic;
+    ok.then(|| OwnedFd::from(fd))
+}
+
+/// `rel` opened beneath `dir` without leaving it (no absolute paths, no `..`
+/// above it, no magic links) and without crossing into another mount:
+/// EXDEV when it would.
+fn open_beneath_same_mount(dir: &OwnedFd, rel: &str, flags: i32) -> io::Result<OwnedFd> {
+    let c = CString::new(if rel.is_empty() { "." } else { rel })
+        .map_err(|_| io::ErrorKind::InvalidInput)?;
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_XDEV | libc::RESOLVE_NO_MAGICLINKS;
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// An open that [`open_beneath_same_mount`] could not vouch for, to be
+/// made again the checked way: it crosses a mount, or `openat2` is refused.
+fn not_vouched(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EXDEV) || openat2_refused(e)
+}
 
 /// Whether `path` (on the real filesystem) is on a filesystem of type `magic`.
 fn fs_is(path: &str, magic: libc::c_long) -> bool {
@@ -212,7 +252,7 @@ impl Root {
             base_fd,
             recorder: None,
             walk: AtomicBool::new(walk_forced()),
-            live_sysfs: live && fs_is("/sys", SYSFS_MAGIC),
+            live_sys: live.then(|| open_fs("/sys", SYSFS_MAGIC)).flatten(),
             live_procfs: live && fs_is("/proc", PROC_SUPER_MAGIC),
         };
         if !root.exists("/sys") && !root.exists("/proc") {
@@ -242,7 +282,7 @@ impl Root {
             base_fd: Some(OwnedFd::from(f)),
             recorder: None,
             walk: AtomicBool::new(false),
-            live_sysfs: false,
+            live_sys: None,
             live_procfs: false,
         })
     }
@@ -370,29 +410,33 @@ impl Root {
 
     /// [`Root::read`] with a cap of `cap` bytes.
     pub fn read_capped(&self, logical: &str, cap: usize) -> io::Result<Vec<u8>> {
-        let fd = self.record_result(
-            logical,
-            Access::File,
-            self.open_raw(
-                logical,
-                libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
-                0,
-            ),
-        )?;
-        let trusted = self.kernel_made(logical);
-        read_checked(&File::from(fd), logical.starts_with("/sys/"), cap, trusted)
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+        let single_shot = logical.starts_with("/sys/");
+        if let Some(opened) = self.kernel_file(logical, flags) {
+            let fd = self.record_result(logical, Access::File, opened)?;
+            return read_checked(&File::from(fd), single_shot, cap, true);
+        }
+        let fd = self.record_result(logical, Access::File, self.open_raw(logical, flags, 0))?;
+        read_checked(&File::from(fd), single_shot, cap, false)
     }
 
-    /// Whether `logical` is a file only the running kernel makes: on the live
-    /// host, a path under `/sys` (sysfs, whose links all stay inside it) with
-    /// no `..`. Such a file is a regular file or a directory, so the `fstat`
-    /// that refuses FIFOs and devices before a read is left to the reads that
-    /// return nothing or fail (a directory, or a mount someone put there):
-    /// one system call of four per file. Captures are always checked first.
-    fn kernel_made(&self, logical: &str) -> bool {
-        self.live_sysfs
-            && (logical == "/sys" || logical.starts_with("/sys/"))
-            && !logical.split('/').any(|c| c == "..")
+    /// `logical` opened as a file only the running kernel makes, when it is
+    /// one: on the live host, a path under `/sys` that stays on the sysfs
+    /// mount there (beneath it, no `..`, no mount crossed). sysfs holds only
+    /// regular files, directories and links, so the `fstat` that refuses
+    /// FIFOs and devices before a read is left to the reads that return
+    /// nothing or fail: one system call of four per file. `None`: open it
+    /// the checked way (a capture, another path, another mount).
+    fn kernel_file(&self, logical: &str, flags: i32) -> Option<io::Result<OwnedFd>> {
+        let sys = self.live_sys.as_ref()?;
+        let rel = logical.strip_prefix("/sys/")?;
+        if rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
+            return None;
+        }
+        match open_beneath_same_mount(sys, rel, flags) {
+            Err(e) if not_vouched(&e) => None,
+            r => Some(r),
+        }
     }
 
     /// A character device's first bytes (`/dev/cpu_dma_latency`), at most `cap`.
@@ -456,11 +500,23 @@ impl Root {
     /// A handle on a directory for reading many files in it: each read is then
     /// one short lookup instead of a walk of the whole path.
     pub fn dir_handle(&self, logical: &str) -> io::Result<DirHandle<'_>> {
-        let fd = self.open_raw(logical, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        let (fd, kernel) = match self.kernel_file(logical, flags) {
+            Some(opened) => (opened?, Kernel::Sysfs),
+            None => {
+                let kernel = if self.live_procfs && logical == "/proc" {
+                    Kernel::ProcPids
+                } else {
+                    Kernel::No
+                };
+                (self.open_raw(logical, flags, 0)?, kernel)
+            }
+        };
         Ok(DirHandle {
             root: self,
             fd,
             logical: logical.to_string(),
+            kernel,
         })
     }
 
@@ -962,7 +1018,7 @@ fn read_all(f: &File, single_shot: bool, cap: usize) -> io::Result<Vec<u8>> {
             return Err(too_big(cap));
         }
         if buf.len() == buf.capacity() {
-            buf.reserve_exact(buf.capacity().min(cap + 1 - buf.len()));
+            buf.reserve_exact(buf.capacity().min(cap.saturating_add(1) - buf.len()));
         }
         let want = buf.capacity() - buf.len();
         // SAFETY: the spare capacity is `want` bytes; `read` initialises `n` of them.
@@ -997,6 +1053,17 @@ pub struct DirHandle<'r> {
     root: &'r Root,
     fd: OwnedFd,
     logical: String,
+    kernel: Kernel,
+}
+
+/// What a directory handle holds: see [`DirHandle::kernel_file`].
+#[derive(Clone, Copy, PartialEq)]
+enum Kernel {
+    No,
+    /// A directory on the live sysfs mount.
+    Sysfs,
+    /// The live procfs `/proc`: its `PID/stat` files.
+    ProcPids,
 }
 
 impl DirHandle<'_> {
@@ -1054,7 +1121,11 @@ impl DirHandle<'_> {
     }
 
     fn read_with(&self, rel: &str, single_shot: bool) -> io::Result<Vec<u8>> {
-        let fd = self.open_at(rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY);
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+        let (fd, trusted) = match self.kernel_file(rel, flags) {
+            Some(opened) => (opened, true),
+            None => (self.open_at(rel, flags), false),
+        };
         // The path is spelled only for `capture`'s record: a format per read
         // is measurable on a 512-CPU host.
         let fd = match self.root.recorder {
@@ -1064,26 +1135,29 @@ impl DirHandle<'_> {
             }
             None => fd,
         }?;
-        read_checked(
-            &File::from(fd),
-            single_shot,
-            READ_CAP,
-            self.kernel_made(rel),
-        )
+        read_checked(&File::from(fd), single_shot, READ_CAP, trusted)
     }
 
-    /// [`Root::kernel_made`] for `rel` beneath this directory; also each
-    /// process's `stat` beneath the live `/proc` (procfs).
-    fn kernel_made(&self, rel: &str) -> bool {
-        if rel.split('/').any(|c| c == "..") {
-            return false;
+    /// [`Root::kernel_file`] for `rel` beneath this directory, on the same
+    /// mount; also each process's `stat` beneath the live `/proc`.
+    fn kernel_file(&self, rel: &str, flags: i32) -> Option<io::Result<OwnedFd>> {
+        if rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
+            return None;
         }
-        if self.root.live_procfs && self.logical == "/proc" {
-            return rel
+        let vouched = match self.kernel {
+            Kernel::No => false,
+            Kernel::Sysfs => true,
+            Kernel::ProcPids => rel
                 .strip_suffix("/stat")
-                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())),
+        };
+        if !vouched {
+            return None;
         }
-        self.root.kernel_made(&self.logical)
+        match open_beneath_same_mount(&self.fd, rel, flags) {
+            Err(e) if not_vouched(&e) => None,
+            r => Some(r),
+        }
     }
 
     pub fn exists(&self, rel: &str) -> bool {
@@ -1246,31 +1320,58 @@ mod tests {
         }
     }
 
-    /// The live sysfs is read without an `fstat` first; what only the check
-    /// after an empty read sees (a directory) is still refused by name.
+    /// The live sysfs is read without an `fstat` first, and only on its own
+    /// mount; what only the check after an empty read sees (a directory) is
+    /// still refused by name.
     #[test]
     fn live_sysfs_files_are_read_and_directories_refused() {
         let live = Root::open(Path::new("/")).unwrap();
-        if !live.live_sysfs {
+        if live.live_sys.is_none() {
             return; // no sysfs at /sys here: nothing of the rule to see
         }
-        assert!(live.kernel_made("/sys/devices/system/cpu/online"));
-        assert!(!live.kernel_made("/sys/../dev/sda"), "`..` leaves sysfs");
-        assert!(!live.kernel_made("/etc/hostname"));
-        assert!(!live.kernel_made("/sysfoo/x"));
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK;
+        assert!(
+            live.kernel_file("/sys/devices/system/cpu/online", flags)
+                .is_some()
+        );
+        assert!(
+            live.kernel_file("/sys/../dev/sda", flags).is_none(),
+            "`..` leaves sysfs"
+        );
+        assert!(live.kernel_file("/sys//etc/passwd", flags).is_none());
+        assert!(live.kernel_file("/etc/hostname", flags).is_none());
+        assert!(live.kernel_file("/sysfoo/x", flags).is_none());
+        // Another mount under /sys (cgroup, debugfs...) is read the checked way.
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        if let Some(other) = mounts
+            .lines()
+            .filter_map(|l| l.split(' ').nth(1))
+            .find(|m| m.starts_with("/sys/") && Path::new(m).is_dir())
+        {
+            assert!(
+                live.kernel_file(other, libc::O_PATH).is_none(),
+                "{other} is another mount"
+            );
+            assert!(
+                live.dir_handle(other).unwrap().kernel == Kernel::No,
+                "{other}"
+            );
+        }
         let online = live.read_string("/sys/devices/system/cpu/online").unwrap();
         assert!(online.trim().starts_with('0'), "{online:?}");
         let err = live.read("/sys/devices/system/cpu").unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
         let handle = live.dir_handle("/sys/devices/system").unwrap();
+        assert!(handle.kernel == Kernel::Sysfs);
         let err = handle.read("cpu").unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
+        assert!(handle.kernel_file("/etc/passwd", flags).is_none());
         if live.live_procfs {
             let proc = live.dir_handle("/proc").unwrap();
-            assert!(proc.kernel_made("1/stat"));
-            assert!(!proc.kernel_made("self/stat"));
-            assert!(!proc.kernel_made("1/../1/stat"));
-            assert!(!proc.kernel_made("1/fd/0"));
+            assert!(proc.kernel_file("1/stat", flags).is_some());
+            assert!(proc.kernel_file("self/stat", flags).is_none());
+            assert!(proc.kernel_file("1/../1/stat", flags).is_none());
+            assert!(proc.kernel_file("1/fd/0", flags).is_none());
             let me = std::process::id();
             let stat = proc.read_record(&format!("{me}/stat")).unwrap();
             assert!(stat.starts_with(format!("{me} (").as_bytes()));

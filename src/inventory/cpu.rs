@@ -457,7 +457,7 @@ fn count_dies(ctx: &Reader, online: &CpuList, packages: &BTreeMap<u32, CpuList>)
         .iter()
         .flat_map(|(p, cpus)| cpus.as_slice().iter().map(move |c| (*c, *p)))
         .collect();
-    let ids = super::par_map(online.as_slice(), |&cpu| {
+    let ids = ctx.par_map(online.as_slice(), |ctx, &cpu| {
         ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{cpu}/topology/die_id"))
     });
     let mut dies = BTreeSet::new();

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CPU_DIR, Reader, numbered, par_map};
+use super::{CPU_DIR, Reader, numbered};
 use crate::cpulist::{CpuList, Group, group};
 
 pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
@@ -77,40 +77,39 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
         return None;
     }
     let first = format!("{CPUFREQ_DIR}/policy{}", ids[0]);
-    // One cpufreq driver serves every policy (the kernel registers one at a
-    // time, and each policy's `scaling_driver` prints its name): read once,
-    // not 512 times on a 512-CPU host.
-    let driver = ctx.text(&format!("{first}/scaling_driver"));
     let available_governors = ctx.words(&format!("{first}/scaling_available_governors"));
     let available_epp = ctx.words(&format!("{first}/energy_performance_available_preferences"));
-    let policies: Vec<Policy> = par_map(&ids, |id| {
-        let at = ctx.at(&format!("{CPUFREQ_DIR}/policy{id}"))?;
-        let cpus = at
-            .cpulist("related_cpus")
-            .or_else(|| at.cpulist("affected_cpus"))
-            .unwrap_or_else(|| CpuList::new(vec![*id]));
-        Some(Policy {
-            cpus: cpus
-                .as_slice()
-                .iter()
-                .copied()
-                .filter(|c| online.contains(*c))
-                .collect(),
-            driver: driver.clone(),
-            governor: at.text("scaling_governor"),
-            epp: at.text("energy_performance_preference"),
-            min: at.parse("cpuinfo_min_freq"),
-            max: at.parse("cpuinfo_max_freq"),
-            base: at
-                .parse("base_frequency")
-                .or_else(|| at.parse("amd_pstate_nominal_freq")),
-            smin: at.parse("scaling_min_freq"),
-            smax: at.parse("scaling_max_freq"),
+    let policies: Vec<Policy> = ctx
+        .par_map(&ids, |ctx, id| {
+            let at = ctx.at(&format!("{CPUFREQ_DIR}/policy{id}"))?;
+            let cpus = at
+                .cpulist("related_cpus")
+                .or_else(|| at.cpulist("affected_cpus"))
+                .unwrap_or_else(|| CpuList::new(vec![*id]));
+            Some(Policy {
+                cpus: cpus
+                    .as_slice()
+                    .iter()
+                    .copied()
+                    .filter(|c| online.contains(*c))
+                    .collect(),
+                // Every policy's, though one driver serves them all: `capture`
+                // copies what inventory reads, and the EPP knob reads each one.
+                driver: at.text("scaling_driver"),
+                governor: at.text("scaling_governor"),
+                epp: at.text("energy_performance_preference"),
+                min: at.parse("cpuinfo_min_freq"),
+                max: at.parse("cpuinfo_max_freq"),
+                base: at
+                    .parse("base_frequency")
+                    .or_else(|| at.parse("amd_pstate_nominal_freq")),
+                smin: at.parse("scaling_min_freq"),
+                smax: at.parse("scaling_max_freq"),
+            })
         })
-    })
-    .into_iter()
-    .flatten()
-    .collect();
+        .into_iter()
+        .flatten()
+        .collect();
     fn by<T: PartialEq + Clone>(
         policies: &[Policy],
         f: impl Fn(&Policy) -> Option<T>,
@@ -122,7 +121,7 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
     }
     let drivers = by(&policies, |p| p.driver.clone());
     let epb = group(
-        par_map(online.as_slice(), |&c| {
+        ctx.par_map(online.as_slice(), |ctx, &c| {
             Some((
                 c,
                 ctx.parse::<u32>(&format!("{CPU_DIR}/cpu{c}/power/energy_perf_bias"))?,

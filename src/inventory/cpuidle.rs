@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::idle_states::{CpuIdleDir, state_path};
 use super::pm_qos::resume_latency_path;
-use super::{CPU_DIR, Reader, par_map};
+use super::{CPU_DIR, Reader};
 use crate::cpulist::{CpuList, Group, group};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -85,7 +85,7 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
         .map(|r| (r.index, r.shape.clone()))
         .collect();
     let raw: Vec<(u32, Vec<RawState>)> = std::iter::once((first_cpu, first_states))
-        .chain(par_map(rest, |&cpu| {
+        .chain(ctx.par_map(rest, |ctx, &cpu| {
             (cpu, read_cpu(ctx, cpu, Some(&first_shapes)))
         }))
         .filter(|(_, v)| !v.is_empty())
@@ -150,7 +150,7 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
     states.sort_by_key(|s| s.index);
 
     let pm_qos = group(
-        par_map(online.as_slice(), |&cpu| {
+        ctx.par_map(online.as_slice(), |ctx, &cpu| {
             Some((cpu, ctx.text(&resume_latency_path(cpu))?))
         })
         .into_iter()

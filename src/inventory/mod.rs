@@ -201,6 +201,28 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// `f` over `items` on all cores, each item with a Reader of its own
+    /// whose notes are then added here in the items' order: the notes of a
+    /// serial pass, in its order, however the threads ran.
+    pub fn par_map<I: Sync, R: Send>(
+        &self,
+        items: &[I],
+        f: impl Fn(&Reader, &I) -> R + Sync,
+    ) -> Vec<R> {
+        par_map(items, |item| {
+            let own = Reader::new(self.root);
+            let r = f(&own, item);
+            (r, own.finish())
+        })
+        .into_iter()
+        .map(|(r, (warnings, missing))| {
+            self.warnings.lock().unwrap().extend(warnings);
+            self.missing.lock().unwrap().extend(missing);
+            r
+        })
+        .collect()
+    }
+
     fn finish(self) -> Notes {
         (
             self.warnings.into_inner().unwrap(),

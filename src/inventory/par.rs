@@ -22,9 +22,10 @@ pub fn threads() -> usize {
 /// thread on its parent's CPU, where it waits behind the busy parent until
 /// the load balancer moves it: 1.5-3 ms on the 2-vCPU development VM, longer
 /// than a live `inventory`. So each helper that finds itself on the parent's
-/// CPU moves off it (its affinity set to the allowed CPUs but that one, then
-/// back to all of them, so nothing stays pinned), and the parent yields once
-/// to let it: the helper is running elsewhere about 0.15 ms after the spawn.
+/// CPU moves off it (its affinity set to the allowed CPUs but that one and
+/// the host's isolated and nohz_full CPUs, then back to all of them, so
+/// nothing stays pinned), and the parent yields once to let it: the helper
+/// is running elsewhere about 0.15 ms after the spawn.
 pub fn spawn_helpers<'scope, R: Send + 'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     n: usize,
@@ -54,8 +55,10 @@ fn leave_cpu(cpu: libc::c_int) {
         return;
     };
     let mut away = all.clone();
-    if let Some(w) = away.get_mut(cpu as usize / 64) {
-        *w &= !(1u64 << (cpu % 64));
+    for c in std::iter::once(cpu as u32).chain(reserved_cpus().iter().copied()) {
+        if let Some(w) = away.get_mut(c as usize / 64) {
+            *w &= !(1u64 << (c % 64));
+        }
     }
     if away.iter().all(|&w| w == 0) {
         return;
@@ -66,6 +69,26 @@ fn leave_cpu(cpu: libc::c_int) {
     if set(&away) == 0 {
         set(&all);
     }
+}
+
+/// CPUs a helper is never moved to, even when allowed: those this host
+/// keeps for latency-sensitive work (`isolated`, `nohz_full`). Read from
+/// the running host whatever `--root` is: the helper runs here.
+fn reserved_cpus() -> &'static [u32] {
+    static RESERVED: OnceLock<Vec<u32>> = OnceLock::new();
+    RESERVED.get_or_init(|| {
+        ["isolated", "nohz_full"]
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(format!("/sys/devices/system/cpu/{f}")).ok())
+            .filter_map(|t| {
+                crate::cpulist::CpuList::parse(
+                    t.trim_matches(|c: char| c == '\0' || c.is_whitespace()),
+                )
+                .ok()
+            })
+            .flat_map(|l| l.as_slice().to_vec())
+            .collect()
+    })
 }
 
 /// The calling thread's CPU affinity as 64-bit words, with a mask that grows
@@ -186,6 +209,40 @@ mod tests {
             assert_eq!(out, items.iter().map(|i| i * 2).collect::<Vec<_>>());
             assert_eq!(calls.load(Ordering::Relaxed), n);
         }
+    }
+
+    /// A helper may be moved off its parent's CPU, but ends with the
+    /// parent's affinity, and a parent allowed one CPU keeps its helper there.
+    #[test]
+    fn helpers_end_with_the_parents_affinity() {
+        let here = affinity_words().unwrap();
+        let seen = |f: &(dyn Fn() -> (Vec<u64>, i32) + Sync)| {
+            std::thread::scope(|s| {
+                spawn_helpers(s, 1, &f)
+                    .into_iter()
+                    .map(|h| h.join().unwrap())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let probe = || (affinity_words().unwrap(), unsafe { libc::sched_getcpu() });
+        for (mask, _) in seen(&probe) {
+            assert_eq!(mask, here);
+        }
+        // One allowed CPU: nowhere to move to.
+        std::thread::spawn(move || {
+            let cpu = unsafe { libc::sched_getcpu() } as usize;
+            let mut one = vec![0u64; here.len()];
+            one[cpu / 64] = 1 << (cpu % 64);
+            let rc = unsafe { libc::sched_setaffinity(0, one.len() * 8, one.as_ptr().cast()) };
+            assert_eq!(rc, 0);
+            let probe = || (affinity_words().unwrap(), unsafe { libc::sched_getcpu() });
+            for (mask, ran_on) in seen(&probe) {
+                assert_eq!(mask, one);
+                assert_eq!(ran_on as usize, cpu);
+            }
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

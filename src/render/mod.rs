@@ -234,6 +234,11 @@ pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> St
         }
     }
     let whole = natural.clone();
+    // Widths here count characters; tabled counts display columns, which
+    // differ only outside ASCII (a CJK process name is two per character).
+    let ascii: Vec<bool> = (0..n)
+        .map(|i| rows.iter().all(|r| r.get(i).is_none_or(|c| c.is_ascii())))
+        .collect();
     for &(col, cap) in caps {
         if col < n {
             natural[col] = natural[col].min(cap);
@@ -267,9 +272,9 @@ pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> St
         table.with(Style::blank());
     }
     // Only columns narrower than their longest line wrap: the wrap pass
-    // over every cell was most of the time a table took.
+    // over every cell was a large part of the time a table took.
     for (i, w) in widths.iter().enumerate() {
-        if *w < whole[i] {
+        if *w < whole[i] || !ascii[i] {
             table
                 .with(Modify::new(Columns::one(i)).with(Width::wrap((*w).max(1)).keep_words(true)));
         }

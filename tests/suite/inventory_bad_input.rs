@@ -160,3 +160,58 @@ fn an_unreadable_file_is_reported_and_capture_lists_it() {
         "{meta}"
     );
 }
+
+/// Per-CPU files are read on all cores, yet their warnings come in the order
+/// of a serial pass (CPU by CPU, section by section) on every run.
+#[test]
+fn warnings_from_many_cpus_keep_their_order() {
+    let (_tmp, root) = copy_host("gnr0");
+    let cpus = [3u32, 70, 200, 333, 511];
+    for cpu in cpus {
+        let base = root.join(format!("sys/devices/system/cpu/cpu{cpu}"));
+        std::fs::write(base.join("power/pm_qos_resume_latency_us"), b"\xff\xfe\n").unwrap();
+        std::fs::write(base.join("cpuidle/state1/usage"), b"lots\n").unwrap();
+        std::fs::write(base.join("power/energy_perf_bias"), b"x\n").unwrap();
+    }
+    let run = || {
+        let out = hostknob(&[
+            "--root",
+            root.to_str().unwrap(),
+            "inventory",
+            "--format",
+            "json",
+        ]);
+        assert_no_panic(&out);
+        json_of(&out)["warnings"].clone()
+    };
+    let first = run();
+    let warnings: Vec<&str> = first
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    let position = |needle: String| {
+        warnings
+            .iter()
+            .position(|w| w.contains(&needle))
+            .unwrap_or_else(|| panic!("no warning about {needle}: {warnings:#?}"))
+    };
+    for kind in [
+        "cpuidle/state1/usage",
+        "power/pm_qos_resume_latency_us",
+        "power/energy_perf_bias",
+    ] {
+        let at: Vec<usize> = cpus
+            .iter()
+            .map(|c| position(format!("cpu{c}/{kind}")))
+            .collect();
+        assert!(
+            at.windows(2).all(|w| w[0] < w[1]),
+            "{kind} out of CPU order: {warnings:#?}"
+        );
+    }
+    for _ in 0..4 {
+        assert_eq!(run(), first, "the warnings changed between runs");
+    }
+}

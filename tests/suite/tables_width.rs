@@ -108,3 +108,56 @@ fn without_a_width_lines_stay_whole_and_a_narrow_width_wraps_them() {
         assert!(narrow.contains(word), "{word} lost in:\n{narrow}");
     }
 }
+
+/// Columns of CJK text (two display columns a character) fit too: widths
+/// are counted in display columns, not characters.
+#[test]
+fn wide_characters_fit_the_width() {
+    let (_tmp, root) = copy_host("adl0");
+    // As many characters as fit 100 columns, twice as many display columns.
+    let name = "深いアイドル状態の名前がとても長い場合";
+    for cpu in 0..24 {
+        let state = root.join(format!(
+            "sys/devices/system/cpu/cpu{cpu}/cpuidle/state1/name"
+        ));
+        if state.exists() {
+            std::fs::write(&state, format!("{name}\n")).unwrap();
+        }
+    }
+    let display = |line: &str| -> usize {
+        line.chars()
+            .map(|c| {
+                let box_drawing = ('\u{2500}'..='\u{257f}').contains(&c);
+                if ('\u{1100}'..='\u{ffdc}').contains(&c) && !box_drawing {
+                    2
+                } else {
+                    1
+                }
+            })
+            .sum()
+    };
+    // At 110 columns the characters fit and the display columns would not.
+    for width in [None, Some(110)] {
+        let text = run(
+            width,
+            &["--root", root.to_str().unwrap(), "inventory", "idle"],
+        );
+        assert!(text.contains(&name[..9]), "{text}");
+        let rows: Vec<usize> = text
+            .lines()
+            .filter(|l| l.starts_with('│') || l.starts_with('├'))
+            .map(display)
+            .collect();
+        // Every row of the table is as wide as its border: nothing wrapped
+        // by characters only to overflow in columns.
+        let border = text
+            .lines()
+            .find(|l| l.starts_with('┌'))
+            .map(display)
+            .unwrap();
+        assert!(rows.iter().all(|&w| w == border), "ragged table:\n{text}");
+        if let Some(w) = width {
+            assert!(border <= w, "{border} > {w} columns:\n{text}");
+        }
+    }
+}
