@@ -19,7 +19,7 @@ pub mod knob;
 pub mod manifest;
 pub mod name;
 pub(crate) mod persist;
-pub(crate) mod probe;
+pub mod probe;
 pub(crate) mod progress;
 pub(crate) mod render;
 pub(crate) mod report;

@@ -3,9 +3,9 @@ use std::ffi::OsString;
 use clap::Parser;
 use hostknob::cli::{Cli, Command};
 
-// The system allocator: jemalloc as the global one cost a tenth of a live
-// `inventory` in start-up and page faults. `probe rss --self-burst`, whose
-// subject is jemalloc, allocates its burst from jemalloc itself.
+// The system allocator: linking jemalloc runs its start-up in every command
+// (a tenth of a live `inventory`). `probe rss --self-burst`, whose subject is
+// jemalloc, runs in `hostknob-jemalloc` (src/bin), which has it.
 
 /// The shared options and whether each takes a value. Each subcommand
 /// declares those it uses; standing before the subcommand's name, they are

@@ -119,14 +119,11 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
         }
         ProbeCommand::Rss(a) => {
             if a.self_burst {
-                let r = rss::run_self_burst(
-                    &root,
-                    &rss::BurstOptions {
-                        mib: a.burst_mib,
-                        threads: a.threads,
-                        duration: a.duration,
-                    },
-                )?;
+                let r = rss::run_self_burst_in_helper(&rss::BurstOptions {
+                    mib: a.burst_mib,
+                    threads: a.threads,
+                    duration: a.duration,
+                })?;
                 if let Some(p) = &a.raw {
                     let rows = r.legs.iter().flat_map(|l| {
                         l.series

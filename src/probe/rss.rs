@@ -4,11 +4,13 @@
 //! (MADV_FREE'd pages stay in VmRSS until reclaimed; the corrected figure is
 //! what a memory limit enforces).
 //!
-//! `--self-burst` reproduces the PR in this process: a burst of mixed-size
-//! allocations from a few threads through jemalloc (called directly: the
-//! rest of hostknob uses the system allocator), freed, then the idle window
-//! sampled, once with `background_thread` false and once true (each set by a
-//! mallctl write and read back).
+//! `--self-burst` reproduces the PR in a process of its own,
+//! `hostknob-jemalloc` (installed beside hostknob), whose global allocator is
+//! jemalloc: a burst of mixed-size allocations from a few threads, freed,
+//! then the idle window sampled, once with `background_thread` false and once
+//! true (each set by a mallctl write and read back). hostknob itself uses the
+//! system allocator: linking jemalloc runs its start-up in every command, a
+//! tenth of a live `inventory`.
 
 use std::sync::Barrier;
 use std::time::Duration;
@@ -271,100 +273,93 @@ pub struct BurstLeg {
     pub series: Vec<MemSample>,
 }
 
-/// One burst allocation, from jemalloc and back to it when dropped.
-struct JemallocBuf {
-    ptr: std::ptr::NonNull<u8>,
-    layout: std::alloc::Layout,
-}
-
-// SAFETY: the buffer is owned, like a Box<[u8]>.
-unsafe impl Send for JemallocBuf {}
-
-impl JemallocBuf {
-    /// `size` bytes, each written with `byte`: every page is touched, as a
-    /// request body would be.
-    fn filled(size: usize, byte: u8) -> JemallocBuf {
-        use std::alloc::GlobalAlloc;
-        let layout = std::alloc::Layout::from_size_align(size.max(1), 1).expect("a burst size");
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { tikv_jemallocator::Jemalloc.alloc(layout) };
-        let Some(ptr) = std::ptr::NonNull::new(ptr) else {
-            std::alloc::handle_alloc_error(layout)
-        };
-        // SAFETY: `ptr` holds `layout.size()` bytes.
-        unsafe { std::ptr::write_bytes(ptr.as_ptr(), byte, layout.size()) };
-        JemallocBuf { ptr, layout }
-    }
-}
-
-impl Drop for JemallocBuf {
-    fn drop(&mut self) {
-        use std::alloc::GlobalAlloc;
-        // SAFETY: allocated by jemalloc with this layout, freed once.
-        unsafe { tikv_jemallocator::Jemalloc.dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
 /// Sizes a burst cycles through: small request objects up to the ~120 KiB
 /// bodies of the PR and a few large buffers.
 pub const SIZES: [usize; 10] = [
     64, 200, 512, 1500, 4096, 16_384, 50_000, 122_880, 262_144, 1_048_576,
 ];
 
-fn set_background_thread(on: bool) -> Result<bool> {
-    tikv_jemalloc_ctl::background_thread::write(on)
-        .map_err(|e| anyhow::anyhow!("jemalloc: cannot write background_thread={on}: {e}"))?;
-    tikv_jemalloc_ctl::background_thread::read()
-        .map_err(|e| anyhow::anyhow!("jemalloc: cannot read back background_thread: {e}"))
+/// What the burst needs of jemalloc, the global allocator of the process
+/// that runs it (`hostknob-jemalloc`, the only program that links it).
+pub trait Jemalloc {
+    fn background_thread(&self) -> Result<bool>;
+    /// Writes `background_thread` and returns what it reads back.
+    fn set_background_thread(&self, on: bool) -> Result<bool>;
+    /// Returns every arena's unused dirty pages to the OS, so each leg
+    /// starts from the same state.
+    fn purge_all_arenas(&self) -> Result<()>;
+    /// `stats.allocated`, after an epoch advance.
+    fn allocated(&self) -> Result<u64>;
+    /// An `opt.*` value such as `opt.dirty_decay_ms`.
+    fn opt_isize(&self, name: &[u8]) -> Option<isize>;
 }
 
-/// Returns every arena's unused dirty pages to the OS, so each leg starts
-/// from the same state.
-fn purge_all_arenas() -> Result<()> {
-    // MALLCTL_ARENAS_ALL is 4096 in jemalloc 5.
-    let name = b"arena.4096.purge\0";
-    let r = unsafe {
-        tikv_jemalloc_sys::mallctl(
-            name.as_ptr().cast(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            0,
-        )
+/// The executable that runs `--self-burst`: beside this one.
+pub const HELPER: &str = "hostknob-jemalloc";
+
+/// `--self-burst` run by [`HELPER`], which prints its result as JSON; its
+/// stderr (progress, errors) is this one's, and a signal that stops this
+/// probe is passed on to it.
+pub fn run_self_burst_in_helper(opts: &BurstOptions) -> Result<SelfBurstResult> {
+    let exe = std::env::current_exe().context("cannot find hostknob's own path")?;
+    let helper = exe.with_file_name(HELPER);
+    let mut child = std::process::Command::new(&helper)
+        .args(["--burst-mib", &opts.mib.to_string()])
+        .args(["--threads", &opts.threads.to_string()])
+        .args(["--duration-ms", &opts.duration.as_millis().to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .with_context(|| {
+            format!(
+                "--self-burst runs {} (installed beside hostknob; jemalloc is its allocator)",
+                helper.display()
+            )
+        })?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut out).map(|_| out)
+    });
+    let mut passed_on = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if super::cancelled() && !passed_on {
+            let sig = super::interrupt::signal().unwrap_or(libc::SIGINT);
+            unsafe { libc::kill(child.id() as i32, sig) };
+            passed_on = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     };
-    if r != 0 {
-        bail!("jemalloc: arena.4096.purge failed (error {r})");
+    let out = reader.join().expect("reader thread")?;
+    if super::cancelled() {
+        bail!("interrupted");
     }
-    Ok(())
+    if !status.success() {
+        bail!("--self-burst: {HELPER} failed ({status})");
+    }
+    serde_json::from_slice(&out).with_context(|| format!("--self-burst: {HELPER} printed no result"))
 }
 
-fn jemalloc_allocated() -> Result<u64> {
-    tikv_jemalloc_ctl::epoch::advance().map_err(|e| anyhow::anyhow!("jemalloc epoch: {e}"))?;
-    tikv_jemalloc_ctl::stats::allocated::read()
-        .map(|v| v as u64)
-        .map_err(|e| anyhow::anyhow!("jemalloc stats.allocated: {e}"))
-}
-
-fn opt_isize(name: &[u8]) -> Option<isize> {
-    unsafe { tikv_jemalloc_ctl::raw::read::<isize>(name).ok() }
-}
-
-/// Runs both legs in this process, the burst allocated from jemalloc.
-pub fn run_self_burst(root: &Root, opts: &BurstOptions) -> Result<SelfBurstResult> {
+/// Runs both legs in this process, whose global allocator must be jemalloc
+/// (`je`): the burst is plain heap allocations.
+pub fn run_self_burst(root: &Root, opts: &BurstOptions, je: &dyn Jemalloc) -> Result<SelfBurstResult> {
     if opts.threads == 0 || opts.mib == 0 {
         bail!("--burst-mib and --threads must be at least 1");
     }
     let pid = std::process::id() as i32;
-    let original = tikv_jemalloc_ctl::background_thread::read()
-        .map_err(|e| anyhow::anyhow!("jemalloc: cannot read background_thread: {e}"))?;
+    let original = je.background_thread()?;
     let mut legs = Vec::new();
     let outcome = (|| -> Result<()> {
         for on in [false, true] {
-            legs.push(leg(root, pid, on, opts)?);
+            legs.push(leg(root, pid, on, opts, je)?);
         }
         Ok(())
     })();
-    let restored = set_background_thread(original);
+    let restored = je.set_background_thread(original);
     outcome?;
     let restored = restored?;
     Ok(SelfBurstResult {
@@ -377,17 +372,23 @@ pub fn run_self_burst(root: &Root, opts: &BurstOptions) -> Result<SelfBurstResul
             sizes_bytes: SIZES.to_vec(),
             duration_s: opts.duration.as_secs_f64(),
             allocator: "jemalloc (tikv-jemallocator)".into(),
-            dirty_decay_ms: opt_isize(b"opt.dirty_decay_ms\0"),
-            muzzy_decay_ms: opt_isize(b"opt.muzzy_decay_ms\0"),
+            dirty_decay_ms: je.opt_isize(b"opt.dirty_decay_ms\0"),
+            muzzy_decay_ms: je.opt_isize(b"opt.muzzy_decay_ms\0"),
         },
         legs,
         background_thread_restored: restored,
     })
 }
 
-fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<BurstLeg> {
-    let read_back = set_background_thread(on)?;
-    purge_all_arenas()?;
+fn leg(
+    root: &Root,
+    pid: i32,
+    on: bool,
+    opts: &BurstOptions,
+    je: &dyn Jemalloc,
+) -> Result<BurstLeg> {
+    let read_back = je.set_background_thread(on)?;
+    je.purge_all_arenas()?;
     let stat = first_stat(root, pid, "--self-burst")?;
     let mut reader = Reader {
         root,
@@ -398,7 +399,7 @@ fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<BurstLeg>
     let gone = || anyhow::anyhow!("--self-burst: cannot read this process's memory counters");
     let t_anchor = now_ns();
     let mut anchor = reader.sample(0, true)?.ok_or_else(gone)?;
-    let allocated_before = jemalloc_allocated()?;
+    let allocated_before = je.allocated()?;
 
     let per_thread = opts.mib * (1 << 20) / opts.threads as u64;
     let barrier = Barrier::new(opts.threads + 1);
@@ -408,11 +409,12 @@ fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<BurstLeg>
                 .map(|w| {
                     let barrier = &barrier;
                     s.spawn(move || {
-                        let mut held: Vec<JemallocBuf> = Vec::new();
+                        let mut held: Vec<Box<[u8]>> = Vec::new();
                         let (mut bytes, mut k) = (0u64, w);
                         while bytes < per_thread {
                             let size = SIZES[k % SIZES.len()];
-                            held.push(JemallocBuf::filled(size, (k as u8) | 1));
+                            // A non-zero fill writes every page, as a request body would.
+                            held.push(vec![(k as u8) | 1; size].into_boxed_slice());
                             bytes += size as u64;
                             k += 1;
                         }
@@ -427,7 +429,7 @@ fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<BurstLeg>
                 })
                 .collect();
             barrier.wait();
-            let allocated_peak = jemalloc_allocated();
+            let allocated_peak = je.allocated();
             let t_peak = now_ns();
             let peak = reader.sample(0, true);
             barrier.wait();
@@ -447,7 +449,7 @@ fn leg(root: &Root, pid: i32, on: bool, opts: &BurstOptions) -> Result<BurstLeg>
     let allocated_bytes: u64 = counts.iter().map(|c| c.1).sum();
     if growth < allocated_bytes / 2 {
         bail!(
-            "--self-burst: jemalloc saw {} KiB of a {} KiB burst; the burst did not come from it",
+            "--self-burst: jemalloc saw {} KiB of a {} KiB burst; it is not the global allocator of this program",
             growth / 1024,
             allocated_bytes / 1024
         );

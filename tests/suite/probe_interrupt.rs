@@ -74,6 +74,19 @@ fn ctrl_c_stops_a_probe_in_a_long_idle_gap() {
             &["probe", "idle-cpu", "--pid", &me, "--window", "10s"],
         ),
         ("rss", &["probe", "rss", "--pid", &me, "--duration", "10s"]),
+        // Run by hostknob-jemalloc, which the signal is passed on to.
+        (
+            "rss",
+            &[
+                "probe",
+                "rss",
+                "--self-burst",
+                "--burst-mib",
+                "8",
+                "--duration",
+                "10s",
+            ],
+        ),
     ] {
         let (code, out, err, took) = interrupt(args);
         assert_eq!(code, Some(130), "{name}: {err}");
@@ -87,6 +100,18 @@ fn ctrl_c_stops_a_probe_in_a_long_idle_gap() {
         );
         assert!(out.is_empty(), "{name}: printed a result: {out}");
     }
+    // The helper this test started (its arguments are this test's) is gone.
+    std::thread::sleep(Duration::from_millis(200));
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| {
+            c.contains("hostknob-jemalloc --burst-mib 8 ") && c.contains("--duration-ms 10000")
+        })
+        .collect();
+    assert!(left.is_empty(), "hostknob-jemalloc left running: {left:?}");
 }
 
 /// A probe of about 2 s: long enough that progress shows.
