@@ -31,14 +31,14 @@ pub fn read(ctx: &Reader, online: &CpuList, siblings: &[CpuList]) -> Vec<Cache> 
         return Vec::new();
     };
     let first_dir = format!("{CPU_DIR}/cpu{first}/cache");
-    if ctx.dir(&first_dir).is_none() {
+    let Some(names) = ctx.dir(&first_dir) else {
         ctx.not_exposed("caches", &first_dir);
         return Vec::new();
-    }
+    };
     // (level, type, size, index) -> instances
     let mut caches: Vec<Cache> = Vec::new();
     // Every CPU has the first CPU's cache indices; listing 576 directories costs more than it tells.
-    let indices = numbered(&ctx.dir(&first_dir).unwrap_or_default(), "index");
+    let indices = numbered(&names, "index");
     // Per index, the CPUs an instance already read covers (a flag per CPU
     // number: searching the lists read so far was quadratic on big hosts).
     let slots = online.as_slice().last().map_or(0, |&c| c as usize + 1);
