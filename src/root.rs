@@ -32,10 +32,10 @@ pub struct Root {
     recorder: Option<Mutex<BTreeMap<String, Access>>>,
     /// Set once `openat2` is refused (ENOSYS, EPERM): resolve by walking instead.
     walk: AtomicBool,
-    /// The live `/sys`, opened when it is sysfs, and whether the live `/proc`
-    /// is procfs (checked once at open): see [`Root::kernel_file`].
+    /// The live `/sys` and `/proc`, opened when they are sysfs and procfs
+    /// (checked once at open): see [`Root::kernel_file`].
     live_sys: Option<OwnedFd>,
-    live_procfs: bool,
+    live_proc: Option<OwnedFd>,
 }
 
 const SYSFS_MAGIC: libc::c_long = 0x6265_6572;
@@ -76,18 +76,10 @@ fn open_beneath_same_mount(dir: &OwnedFd, rel: &str, flags: i32) -> io::Result<O
 }
 
 /// An open that [`open_beneath_same_mount`] could not vouch for, to be
-/// made again the checked way: it crosses a mount, or `openat2` is refused.
+/// made again the checked way: it crosses a mount, meets a magic link
+/// (ELOOP, as a real loop does), or `openat2` is refused.
 fn not_vouched(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::EXDEV) || openat2_refused(e)
-}
-
-/// Whether `path` (on the real filesystem) is on a filesystem of type `magic`.
-fn fs_is(path: &str, magic: libc::c_long) -> bool {
-    let Ok(c) = CString::new(path) else {
-        return false;
-    };
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as libc::c_long == magic }
+    matches!(e.raw_os_error(), Some(libc::EXDEV) | Some(libc::ELOOP)) || openat2_refused(e)
 }
 
 /// Test builds may force the component walk (`HOSTKNOB_NO_OPENAT2=1`), so
@@ -253,7 +245,7 @@ impl Root {
             recorder: None,
             walk: AtomicBool::new(walk_forced()),
             live_sys: live.then(|| open_fs("/sys", SYSFS_MAGIC)).flatten(),
-            live_procfs: live && fs_is("/proc", PROC_SUPER_MAGIC),
+            live_proc: live.then(|| open_fs("/proc", PROC_SUPER_MAGIC)).flatten(),
         };
         if !root.exists("/sys") && !root.exists("/proc") {
             bail!(
@@ -283,7 +275,7 @@ impl Root {
             recorder: None,
             walk: AtomicBool::new(false),
             live_sys: None,
-            live_procfs: false,
+            live_proc: None,
         })
     }
 
@@ -421,19 +413,23 @@ impl Root {
     }
 
     /// `logical` opened as a file only the running kernel makes, when it is
-    /// one: on the live host, a path under `/sys` that stays on the sysfs
-    /// mount there (beneath it, no `..`, no mount crossed). sysfs holds only
+    /// one: on the live host, a path under `/sys` or `/proc` that stays on
+    /// the sysfs or procfs mount there (beneath it, no `..`, no mount
+    /// crossed, no magic link such as `/proc/PID/fd/N`). These hold only
     /// regular files, directories and links, so the `fstat` that refuses
     /// FIFOs and devices before a read is left to the reads that return
     /// nothing or fail: one system call of four per file. `None`: open it
     /// the checked way (a capture, another path, another mount).
     fn kernel_file(&self, logical: &str, flags: i32) -> Option<io::Result<OwnedFd>> {
-        let sys = self.live_sys.as_ref()?;
-        let rel = logical.strip_prefix("/sys/")?;
+        let (mount, rel) = if let Some(rel) = logical.strip_prefix("/sys/") {
+            (self.live_sys.as_ref()?, rel)
+        } else {
+            (self.live_proc.as_ref()?, logical.strip_prefix("/proc/")?)
+        };
         if rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
             return None;
         }
-        match open_beneath_same_mount(sys, rel, flags) {
+        match open_beneath_same_mount(mount, rel, flags) {
             Err(e) if not_vouched(&e) => None,
             r => Some(r),
         }
@@ -502,15 +498,12 @@ impl Root {
     pub fn dir_handle(&self, logical: &str) -> io::Result<DirHandle<'_>> {
         let flags = libc::O_PATH | libc::O_DIRECTORY;
         let (fd, kernel) = match self.kernel_file(logical, flags) {
-            Some(opened) => (opened?, Kernel::Sysfs),
-            None => {
-                let kernel = if self.live_procfs && logical == "/proc" {
-                    Kernel::ProcPids
-                } else {
-                    Kernel::No
-                };
-                (self.open_raw(logical, flags, 0)?, kernel)
+            Some(opened) => (opened?, true),
+            None if logical == "/proc" && self.live_proc.is_some() => {
+                let proc = self.live_proc.as_ref().expect("checked");
+                (open_beneath_same_mount(proc, "", flags)?, true)
             }
+            None => (self.open_raw(logical, flags, 0)?, false),
         };
         Ok(DirHandle {
             root: self,
@@ -1053,17 +1046,9 @@ pub struct DirHandle<'r> {
     root: &'r Root,
     fd: OwnedFd,
     logical: String,
-    kernel: Kernel,
-}
-
-/// What a directory handle holds: see [`DirHandle::kernel_file`].
-#[derive(Clone, Copy, PartialEq)]
-enum Kernel {
-    No,
-    /// A directory on the live sysfs mount.
-    Sysfs,
-    /// The live procfs `/proc`: its `PID/stat` files.
-    ProcPids,
+    /// A directory on the live sysfs or procfs mount: see
+    /// [`DirHandle::kernel_file`].
+    kernel: bool,
 }
 
 impl DirHandle<'_> {
@@ -1139,19 +1124,9 @@ impl DirHandle<'_> {
     }
 
     /// [`Root::kernel_file`] for `rel` beneath this directory, on the same
-    /// mount; also each process's `stat` beneath the live `/proc`.
+    /// mount.
     fn kernel_file(&self, rel: &str, flags: i32) -> Option<io::Result<OwnedFd>> {
-        if rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
-            return None;
-        }
-        let vouched = match self.kernel {
-            Kernel::No => false,
-            Kernel::Sysfs => true,
-            Kernel::ProcPids => rel
-                .strip_suffix("/stat")
-                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())),
-        };
-        if !vouched {
+        if !self.kernel || rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
             return None;
         }
         match open_beneath_same_mount(&self.fd, rel, flags) {
@@ -1352,26 +1327,27 @@ mod tests {
                 live.kernel_file(other, libc::O_PATH).is_none(),
                 "{other} is another mount"
             );
-            assert!(
-                live.dir_handle(other).unwrap().kernel == Kernel::No,
-                "{other}"
-            );
+            assert!(!live.dir_handle(other).unwrap().kernel, "{other}");
         }
         let online = live.read_string("/sys/devices/system/cpu/online").unwrap();
         assert!(online.trim().starts_with('0'), "{online:?}");
         let err = live.read("/sys/devices/system/cpu").unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
         let handle = live.dir_handle("/sys/devices/system").unwrap();
-        assert!(handle.kernel == Kernel::Sysfs);
+        assert!(handle.kernel);
         let err = handle.read("cpu").unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
         assert!(handle.kernel_file("/etc/passwd", flags).is_none());
-        if live.live_procfs {
+        if live.live_proc.is_some() {
             let proc = live.dir_handle("/proc").unwrap();
+            assert!(proc.kernel);
             assert!(proc.kernel_file("1/stat", flags).is_some());
-            assert!(proc.kernel_file("self/stat", flags).is_none());
+            assert!(proc.kernel_file("self/stat", flags).is_some());
             assert!(proc.kernel_file("1/../1/stat", flags).is_none());
-            assert!(proc.kernel_file("1/fd/0", flags).is_none());
+            // A magic link is followed only the checked way.
+            assert!(proc.kernel_file("self/fd/0", flags).is_none());
+            assert!(live.kernel_file("/proc/self/fd/0", flags).is_none());
+            assert!(live.kernel_file("/proc/cpuinfo", flags).is_some());
             let me = std::process::id();
             let stat = proc.read_record(&format!("{me}/stat")).unwrap();
             assert!(stat.starts_with(format!("{me} (").as_bytes()));
