@@ -51,15 +51,19 @@ fn open_fs(path: &str, magic: libc::c_long) -> Option<OwnedFd> {
     ok.then(|| OwnedFd::from(fd))
 }
 
-/// `rel` opened beneath `dir` without leaving it (no absolute paths, no `..`
-/// above it, no magic links) and without crossing into another mount:
-/// EXDEV when it would.
-fn open_beneath_same_mount(dir: &OwnedFd, rel: &str, flags: i32) -> io::Result<OwnedFd> {
-    let c = CString::new(if rel.is_empty() { "." } else { rel })
-        .map_err(|_| io::ErrorKind::InvalidInput)?;
+/// `openat2(dir, rel)` with `flags` (close-on-exec added), `mode` when
+/// creating, and the `resolve` rules.
+fn openat2(dir: &OwnedFd, rel: &str, flags: i32, mode: u32, resolve: u64) -> io::Result<OwnedFd> {
+    let c = CString::new(rel).map_err(|_| io::ErrorKind::InvalidInput)?;
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (flags | libc::O_CLOEXEC) as u64;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_XDEV | libc::RESOLVE_NO_MAGICLINKS;
+    how.mode = if flags & libc::O_CREAT != 0 {
+        mode as u64
+    } else {
+        0
+    };
+    how.resolve = resolve;
+    // SAFETY: `how` and the NUL-terminated `c` outlive the call.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
@@ -73,6 +77,15 @@ fn open_beneath_same_mount(dir: &OwnedFd, rel: &str, flags: i32) -> io::Result<O
         return Err(io::Error::last_os_error());
     }
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// `rel` opened beneath `dir` without leaving it (no absolute paths, no `..`
+/// above it, no magic links) and without crossing into another mount:
+/// EXDEV when it would.
+fn open_beneath_same_mount(dir: &OwnedFd, rel: &str, flags: i32) -> io::Result<OwnedFd> {
+    let rel = if rel.is_empty() { "." } else { rel };
+    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_XDEV | libc::RESOLVE_NO_MAGICLINKS;
+    openat2(dir, rel, flags, 0, resolve)
 }
 
 /// An open that [`open_beneath_same_mount`] could not vouch for, to be
@@ -349,33 +362,14 @@ impl Root {
                 if self.walk.load(Ordering::Relaxed) {
                     return walk_in_root(dir, rel, flags, mode);
                 }
-                let c = CString::new(rel).map_err(|_| io::ErrorKind::InvalidInput)?;
-                let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-                how.flags = (flags | libc::O_CLOEXEC) as u64;
-                how.mode = if flags & libc::O_CREAT != 0 {
-                    mode as u64
-                } else {
-                    0
-                };
-                how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
-                let fd = unsafe {
-                    libc::syscall(
-                        libc::SYS_openat2,
-                        dir.as_raw_fd(),
-                        c.as_ptr(),
-                        &how as *const libc::open_how,
-                        std::mem::size_of::<libc::open_how>(),
-                    )
-                };
-                if fd < 0 {
-                    let e = io::Error::last_os_error();
-                    if openat2_refused(&e) {
+                let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+                match openat2(dir, rel, flags, mode, resolve) {
+                    Err(e) if openat2_refused(&e) => {
                         self.walk.store(true, Ordering::Relaxed);
-                        return walk_in_root(dir, rel, flags, mode);
+                        walk_in_root(dir, rel, flags, mode)
                     }
-                    return Err(e);
+                    r => r,
                 }
-                Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
             }
         }
     }
@@ -1056,43 +1050,23 @@ impl DirHandle<'_> {
     /// beneath this directory; a symlink leading out of it is resolved within
     /// the root instead, the long way.
     fn open_at(&self, rel: &str, flags: i32) -> io::Result<OwnedFd> {
-        let c = CString::new(rel).map_err(|_| io::ErrorKind::InvalidInput)?;
-        if !self.root.is_live() && self.root.walk.load(Ordering::Relaxed) {
-            return self
-                .root
-                .open_raw(&format!("{}/{}", self.logical, rel), flags, 0);
-        }
         if self.root.is_live() {
-            let fd =
-                unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC) };
-            return if fd < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-            };
+            return openat(&self.fd, rel, flags, 0);
         }
-        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-        how.flags = (flags | libc::O_CLOEXEC) as u64;
-        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
+        let the_long_way = || {
+            self.root
+                .open_raw(&format!("{}/{}", self.logical, rel), flags, 0)
         };
-        if fd >= 0 {
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        if self.root.walk.load(Ordering::Relaxed) {
+            return the_long_way();
         }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EXDEV) || openat2_refused(&err) {
-            return self
-                .root
-                .open_raw(&format!("{}/{}", self.logical, rel), flags, 0);
+        let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+        match openat2(&self.fd, rel, flags, 0, resolve) {
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) || openat2_refused(&e) => {
+                the_long_way()
+            }
+            r => r,
         }
-        Err(err)
     }
 
     pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
