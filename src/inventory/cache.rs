@@ -55,17 +55,7 @@ pub fn read(ctx: &Reader, online: &CpuList, siblings: &[CpuList]) -> Vec<Cache> 
             let (list, size) = prefetched
                 .remove(&(cpu, pos))
                 .unwrap_or_else(|| read_instance(ctx, &d));
-            let shared_path = || format!("{d}/shared_cpu_list");
-            let Some(shared) = ctx
-                .text_from(shared_path, list)
-                .and_then(|t| match CpuList::parse(&t) {
-                    Ok(l) => Some(l),
-                    Err(e) => {
-                        ctx.warn(format!("{}: {e}", shared_path()));
-                        None
-                    }
-                })
-            else {
+            let Some(shared) = ctx.cpulist_from(|| format!("{d}/shared_cpu_list"), list) else {
                 continue;
             };
             // An index has one level and type on every CPU; only sizes vary (hybrid L2).
@@ -142,9 +132,11 @@ fn prefetch(
                     continue;
                 }
                 let raw = read_instance(ctx, &format!("{CPU_DIR}/cpu{cpu}/cache/index{idx}"));
-                if let Ok(Ok(list)) = raw.0.as_deref().map(|t| {
-                    CpuList::parse(t.trim_matches(|c: char| c == '\0' || c.is_whitespace()))
-                }) {
+                if let Ok(Ok(list)) = raw
+                    .0
+                    .as_deref()
+                    .map(|t| CpuList::parse(super::trim_text(t)))
+                {
                     for &c in list.as_slice() {
                         if let Some(slot) = covered[pos].get_mut(c as usize) {
                             *slot = true;

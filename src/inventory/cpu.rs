@@ -487,7 +487,7 @@ fn hybrid(ctx: &Reader) -> Option<Vec<Hybrid>> {
 /// (older kernels without nohz_full configured).
 fn kernel_cpulist(ctx: &Reader, path: &str) -> Option<CpuList> {
     let text = ctx.text(path)?;
-    let text = text.trim_matches(|c: char| c == '\0' || c.is_whitespace());
+    let text = super::trim_text(&text);
     if text.is_empty() || text == "(null)" {
         return Some(CpuList::default());
     }

@@ -94,10 +94,7 @@ impl<'r> CpuIdleDir<'r> {
     /// when absent or unreadable.
     pub fn text(&self, index: u32, attr: &str) -> Option<String> {
         let t = self.read(index, attr).ok()?;
-        Some(
-            t.trim_matches(|c: char| c == '\0' || c.is_whitespace())
-                .to_string(),
-        )
+        Some(super::trim_text(&t).to_string())
     }
 
     pub fn number(&self, index: u32, attr: &str) -> Option<u64> {

@@ -162,11 +162,20 @@ impl<'a> Reader<'a> {
     }
 
     pub fn cpulist(&self, path: &str) -> Option<CpuList> {
-        let text = self.text(path)?;
+        self.cpulist_from(|| path.to_string(), self.root.read_string(path))
+    }
+
+    /// A CPU list from a read; garbage becomes a warning naming `path()`.
+    fn cpulist_from(
+        &self,
+        path: impl Fn() -> String,
+        read: std::io::Result<String>,
+    ) -> Option<CpuList> {
+        let text = self.text_from(&path, read)?;
         match CpuList::parse(&text) {
             Ok(l) => Some(l),
             Err(e) => {
-                self.warn(format!("{path}: {e}"));
+                self.warn(format!("{}: {e}", path()));
                 None
             }
         }
@@ -252,14 +261,8 @@ impl At<'_> {
     }
 
     pub fn cpulist(&self, name: &str) -> Option<CpuList> {
-        let text = self.text(name)?;
-        match CpuList::parse(&text) {
-            Ok(l) => Some(l),
-            Err(e) => {
-                self.ctx.warn(format!("{}: {e}", self.path(name)));
-                None
-            }
-        }
+        self.ctx
+            .cpulist_from(|| self.path(name), self.handle.read_string(name))
     }
 
     pub fn exists(&self, name: &str) -> bool {
@@ -275,7 +278,6 @@ impl At<'_> {
 /// A file's text without surrounding white space or NULs (some captures end
 /// files with a NUL after the newline); no copy when only the end is trimmed.
 fn trimmed(mut s: String) -> String {
-    let is_pad = |c: char| c == '\0' || c.is_whitespace();
     let end = s.trim_end_matches(is_pad).len();
     s.truncate(end);
     match s.find(|c: char| !is_pad(c)) {
@@ -283,6 +285,15 @@ fn trimmed(mut s: String) -> String {
         Some(start) => s[start..].to_string(),
         None => String::new(),
     }
+}
+
+/// [`trimmed`] of borrowed text.
+pub(crate) fn trim_text(s: &str) -> &str {
+    s.trim_matches(is_pad)
+}
+
+fn is_pad(c: char) -> bool {
+    c == '\0' || c.is_whitespace()
 }
 
 fn type_word<T>() -> &'static str {
@@ -461,16 +472,7 @@ pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> 
             _ => Vec::new(),
         }
     };
-    let found = std::thread::scope(|s| {
-        let helpers = par::spawn_helpers(s, par::threads().min(2) - 1, &work);
-        let mut found = vec![work()];
-        found.extend(
-            helpers
-                .into_iter()
-                .map(|h| h.join().expect("inventory thread")),
-        );
-        found
-    });
+    let found = par::run_with_helpers(par::threads().min(2) - 1, &work);
     drop(pids);
     p.assemble(table.into_inner().flatten(), found, ctx)
 }

@@ -80,12 +80,7 @@ fn reserved_cpus() -> &'static [u32] {
         ["isolated", "nohz_full"]
             .iter()
             .filter_map(|f| std::fs::read_to_string(format!("/sys/devices/system/cpu/{f}")).ok())
-            .filter_map(|t| {
-                crate::cpulist::CpuList::parse(
-                    t.trim_matches(|c: char| c == '\0' || c.is_whitespace()),
-                )
-                .ok()
-            })
+            .filter_map(|t| crate::cpulist::CpuList::parse(super::trim_text(&t)).ok())
             .flat_map(|l| l.as_slice().to_vec())
             .collect()
     })
@@ -180,17 +175,22 @@ pub fn par_parts<I: Sync, R: Send>(items: &[I], f: impl Fn(&[I]) -> R + Sync) ->
 fn par_map_all<I: Sync, R: Send>(items: &[I], f: impl Fn(&I) -> R + Sync) -> Vec<R> {
     let shared = Shared::new(items);
     let work = || shared.drain(&f);
-    let parts = std::thread::scope(|s| {
-        let helpers = spawn_helpers(s, threads() - 1, &work);
-        let mut parts = vec![work()];
-        parts.extend(
-            helpers
+    in_order(items.len(), run_with_helpers(threads() - 1, &work))
+}
+
+/// `work` run here and on `helpers` more threads ([`spawn_helpers`]): what
+/// each run returned, this thread's first.
+pub fn run_with_helpers<R: Send>(helpers: usize, work: &(impl Fn() -> R + Sync)) -> Vec<R> {
+    std::thread::scope(|s| {
+        let spawned = spawn_helpers(s, helpers, work);
+        let mut all = vec![work()];
+        all.extend(
+            spawned
                 .into_iter()
                 .map(|h| h.join().expect("reader thread")),
         );
-        parts
-    });
-    in_order(items.len(), parts)
+        all
+    })
 }
 
 #[cfg(test)]
