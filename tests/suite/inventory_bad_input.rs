@@ -174,13 +174,7 @@ fn warnings_from_many_cpus_keep_their_order() {
         std::fs::write(base.join("power/energy_perf_bias"), b"x\n").unwrap();
     }
     let run = || {
-        let out = hostknob(&[
-            "--root",
-            root.to_str().unwrap(),
-            "inventory",
-            "--format",
-            "json",
-        ]);
+        let out = inventory_json(&root);
         assert_no_panic(&out);
         json_of(&out)["warnings"].clone()
     };

@@ -60,13 +60,7 @@ impl Check<'_> {
 
 fn check_host(host: &str) -> Vec<String> {
     let root = corpus_host(host);
-    let out = hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "inventory",
-        "--format",
-        "json",
-    ]);
+    let out = inventory_json(&root);
     let inv = json_of(&out);
     let exp = expected(host);
     let mut c = Check {

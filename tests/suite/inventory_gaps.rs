@@ -10,14 +10,8 @@ use std::process::Output;
 
 use serde_json::Value;
 
-fn inventory_json(root: &Path) -> Value {
-    json_of(&hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "inventory",
-        "--format",
-        "json",
-    ]))
+fn inventory_value(root: &Path) -> Value {
+    json_of(&inventory_json(root))
 }
 
 /// Every path in `v` holding `[]` or `{}`.
@@ -42,7 +36,7 @@ fn empty_containers(v: &Value, path: &str, out: &mut Vec<String>) {
 #[test]
 fn facts_a_host_does_not_expose_are_null_not_empty_lists() {
     // genoa0 (amd-pstate) has no base_frequency, no EPP and no EPB files.
-    let inv = inventory_json(&corpus_host("genoa0"));
+    let inv = inventory_value(&corpus_host("genoa0"));
     let f = &inv["frequency"];
     for key in ["base_khz", "epp", "energy_perf_bias"] {
         assert!(f[key].is_null(), "genoa0 frequency.{key}: {}", f[key]);
@@ -59,7 +53,7 @@ fn facts_a_host_does_not_expose_are_null_not_empty_lists() {
         inv["vulnerabilities"]
     );
     // gnr0 (intel_pstate) exposes all three: lists with values.
-    let inv = inventory_json(&corpus_host("gnr0"));
+    let inv = inventory_value(&corpus_host("gnr0"));
     for key in ["base_khz", "epp", "energy_perf_bias"] {
         let v = &inv["frequency"][key];
         assert!(
@@ -68,7 +62,7 @@ fn facts_a_host_does_not_expose_are_null_not_empty_lists() {
         );
     }
     // cwf0 was captured without cpuidle: its idle states are not exposed.
-    let inv = inventory_json(&corpus_host("cwf0"));
+    let inv = inventory_value(&corpus_host("cwf0"));
     assert!(inv["idle"]["states"].is_null(), "{}", inv["idle"]["states"]);
 }
 
@@ -83,7 +77,7 @@ fn no_empty_list_stands_for_not_exposed_on_several_hosts() {
         ".warnings",
     ];
     for host in ["genoa0", "gnr0", "cwf0", "adl0", "spr1", "fc-haltpoll-2cpu"] {
-        let inv = inventory_json(&corpus_host(host));
+        let inv = inventory_value(&corpus_host(host));
         let mut empty = Vec::new();
         empty_containers(&inv, "", &mut empty);
         empty.retain(|p| !facts.contains(&p.as_str()));
@@ -98,7 +92,7 @@ fn no_empty_list_stands_for_not_exposed_on_several_hosts() {
 fn a_capture_without_the_pm_qos_device_says_not_exposed() {
     let root = corpus_host("spr1");
     assert!(!root.join("dev/cpu_dma_latency").exists());
-    let inv = inventory_json(&root);
+    let inv = inventory_value(&root);
     assert!(inv["pm_qos"]["cpu_dma_latency_us"].is_null());
     let gaps = inv["not_exposed"].as_array().unwrap();
     assert!(

@@ -165,13 +165,7 @@ struct Got {
 }
 
 fn read_inventory(root: &Path) -> (J, Got) {
-    let out = hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "inventory",
-        "--format",
-        "json",
-    ]);
+    let out = inventory_json(&root);
     let inv = json_of(&out);
     let c = &inv["cpu"];
     let got = Got {

@@ -113,14 +113,7 @@ fn capture_of_the_live_host_reads_back_the_same() {
     );
     assert!(out_dir.join("hostknob-capture.yaml").is_file());
     let live = live_inventory();
-    let captured: Inventory = serde_json::from_value(json_of(&hostknob(&[
-        "--root",
-        out_dir.to_str().unwrap(),
-        "inventory",
-        "--format",
-        "json",
-    ])))
-    .unwrap();
+    let captured: Inventory = serde_json::from_value(json_of(&inventory_json(&out_dir))).unwrap();
     assert_eq!(captured.without_counters(), live.without_counters());
     // Symlinks stay symlinks in the capture.
     let net = std::fs::read_dir(out_dir.join("sys/class/net"))
@@ -148,20 +141,8 @@ fn capture_of_a_capture_is_identical() {
             "{host}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let a = hostknob(&[
-            "--root",
-            src.to_str().unwrap(),
-            "inventory",
-            "--format",
-            "json",
-        ]);
-        let b = hostknob(&[
-            "--root",
-            out_dir.to_str().unwrap(),
-            "inventory",
-            "--format",
-            "json",
-        ]);
+        let a = inventory_json(&src);
+        let b = inventory_json(&out_dir);
         assert_eq!(json_of(&a), json_of(&b), "{host}: capture differs");
         // pepc captures link cpuN/cpufreq to the policy directory: kept as a link.
         if host == "spr1" {

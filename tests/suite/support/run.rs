@@ -93,6 +93,17 @@ pub fn ok(o: &Output) -> String {
     out(o)
 }
 
+/// `hostknob --root ROOT inventory --format json`, run.
+pub fn inventory_json(root: &Path) -> Output {
+    hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "inventory",
+        "--format",
+        "json",
+    ])
+}
+
 /// Asserts success and parses stdout as JSON.
 pub fn json_of(out: &Output) -> serde_json::Value {
     assert!(
