@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -q
-bin=$PWD/target/release/hostknob
+bin=$(dist/release-dir)/hostknob
 corpus=${HOSTKNOB_CORPUS:-tests/corpus/hosts}
 man=$PWD/manifest
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

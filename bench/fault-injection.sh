@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -q
-export HK=$PWD/target/release/hostknob
+export HK=$(dist/release-dir)/hostknob
 export CORPUS=${HOSTKNOB_CORPUS:-tests/corpus/hosts}
 exec python3 - "${1:-240}" "${2:-$RANDOM}" <<'PY'
 import hashlib, json, os, random, shutil, signal, subprocess, sys, tempfile, time

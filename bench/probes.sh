@@ -54,7 +54,7 @@ check_host() {
 trap check_host EXIT
 
 cargo build --release --locked -q
-HK=$PWD/target/release/hostknob
+HK=$(dist/release-dir)/hostknob
 
 # Nearest-rank percentile (the rule hostknob uses) of the numbers in a file.
 pct() { sort -n "$2" | awk -v p="$1" '{a[NR]=$1} END {x=p*NR/100; r=int(x); if (r<x) r++; if (r<1) r=1; print a[r]}'; }

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 if [ -z "${BIN:-}" ]; then
   cargo build --release --locked -q
-  BIN=${CARGO_TARGET_DIR:-target}/release/hostknob
+  BIN=$(dist/release-dir)/hostknob
 fi
 bin=$BIN
 echo "# machine: $(nproc) CPUs, kernel $(uname -r), binary $bin"

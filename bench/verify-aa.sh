@@ -17,7 +17,7 @@ set -eu
 N_AA=${1:-40}
 N_NA=${2:-20}
 MAX=${3:-24}
-BIN=${HOSTKNOB:-$(dirname "$0")/../target/release/hostknob}
+BIN=${HOSTKNOB:-$("$(dirname "$0")"/../dist/release-dir)/hostknob}
 LOCK=${LIVE_LOCK:-/work/helpers/live.lock}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

@@ -29,7 +29,7 @@ if ! command -v ansible-playbook >/dev/null 2>&1 || ! command -v ansible-lint >/
     || python3 -m pip install -q --break-system-packages ansible-core ansible-lint
 fi
 cargo build --release --locked
-bin=$repo/target/release/hostknob
+bin=$(dist/release-dir)/hostknob
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -118,8 +118,9 @@ if ! command -v cargo-generate-rpm >/dev/null 2>&1 && [ "${HOSTKNOB_CI_RPM:-0}" 
   echo "cargo install cargo-generate-rpm: $((SECONDS - s)) s"
 fi
 if command -v cargo-generate-rpm >/dev/null 2>&1; then
-  cargo generate-rpm
-  rpm=$(ls -t target/generate-rpm/hostknob-*.rpm | head -1)
+  cargo generate-rpm --target "$(basename "$(dirname "$(dist/release-dir)")")"
+  # With a target named, the RPM is in target/<triple>/generate-rpm.
+  rpm=$(ls -t target/generate-rpm/hostknob-*.rpm target/*/generate-rpm/hostknob-*.rpm 2>/dev/null | head -1)
   echo "built $rpm ($(stat -c %s "$rpm") bytes)"
 else
   echo "cargo-generate-rpm not installed: the RPM is not built (HOSTKNOB_CI_RPM=1 installs it)"

@@ -2,12 +2,12 @@
 # The Ansible collection's test, on copies of corpus hosts (connection: local,
 # one --root each) and a read-only audit of this machine. Needs ansible-core
 # and ansible-lint (pip), the built binary, and the corpus tarballs.
-#   HOSTKNOB_BIN      the binary (default target/release/hostknob)
+#   HOSTKNOB_BIN      the binary (default: hostknob in dist/release-dir)
 #   HOSTKNOB_CORPUS   the corpus tarballs (default tests/corpus/hosts, else ../shared/corpus/hosts)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-bin=$(realpath "${HOSTKNOB_BIN:-target/release/hostknob}")
+bin=$(realpath "${HOSTKNOB_BIN:-$(dist/release-dir)/hostknob}")
 corpus=${HOSTKNOB_CORPUS:-}
 if [ -z "$corpus" ]; then
   if [ -d tests/corpus/hosts ]; then corpus=tests/corpus/hosts; else corpus=../shared/corpus/hosts; fi

@@ -169,7 +169,17 @@ fn the_plan_is_a_diff_grouped_over_cpus_and_a_dry_run_changes_nothing() {
 fn the_ledger_records_grouped_changes_and_audit_tells_a_reboot_undid_them() {
     let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
     let m = knobs(&VM_KNOBS[..1]);
-    ok(&run(&root, m.path(), &["apply", "idle"]));
+    // Without sudo, the ledger names the uid and its name as the system's
+    // user database gives it (`id`, a dynamically linked peer: the release
+    // binary is static-pie, and must still read /etc/passwd through NSS).
+    ok(&command(&root, m.path(), &["apply", "idle"])
+        .env_remove("SUDO_USER")
+        .output()
+        .unwrap());
+    let id = |flag: &str| {
+        let o = std::process::Command::new("id").arg(flag).output().unwrap();
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
     let ledger = m.path().join("ledger/vm.yaml");
     let text = std::fs::read_to_string(&ledger).unwrap();
     let entries: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
@@ -179,7 +189,10 @@ fn the_ledger_records_grouped_changes_and_audit_tells_a_reboot_undid_them() {
     assert_eq!(e["knob"], "idle");
     assert_eq!(e["persistence"], "runtime");
     assert_eq!(e["hostknob"], env!("CARGO_PKG_VERSION"));
-    assert!(e["user"].as_str().is_some_and(|u| !u.is_empty()));
+    assert_eq!(
+        e["user"].as_str(),
+        Some(format!("uid {} ({})", id("-u"), id("-un")).as_str())
+    );
     let c = &e["changes"][0];
     assert_eq!(
         c["path"],
