@@ -16,29 +16,33 @@ pub fn run(args: &InventoryArgs) -> Result<i32> {
         .collect();
     only.sort();
     only.dedup();
-    let mut inv = inventory::collect_only(&root, &only)?;
-    if let Some(h) = &g.host.host {
-        inv.host.hostname = Some(h.clone());
-    }
+    let format = g.format.format.into();
+    // A table's sections before the process table are rendered while the
+    // other thread still reads it.
+    let (inv, head) = inventory::collect_then(&root, &only, &|inv| {
+        if let Some(h) = &g.host.host {
+            inv.host.hostname = Some(h.clone());
+        }
+        (format == render::Format::Table).then(|| render::inventory::render_head(inv, &only))
+    })?;
     for w in &inv.warnings {
         eprintln!("hostknob: warning: {w}");
     }
-    let text = if only.is_empty() {
-        render::machine(g.format.format.into(), &inv)?
-    } else {
-        let mut v = serde_json::to_value(&inv)?;
-        if let Some(map) = v.as_object_mut() {
-            map.retain(|k, _| k == "schema" || only.iter().any(|s| s.key() == k));
+    let text = match head {
+        Some(head) => {
+            let tail = render::inventory::render_tail(&inv, &only);
+            render::wrap_prose(&render::inventory::finish(head + &tail))
         }
-        render::machine(g.format.format.into(), &Sections(v))?
+        None if only.is_empty() => render::machine(format, &inv)?.expect("not a table"),
+        None => {
+            let mut v = serde_json::to_value(&inv)?;
+            if let Some(map) = v.as_object_mut() {
+                map.retain(|k, _| k == "schema" || only.iter().any(|s| s.key() == k));
+            }
+            render::machine(format, &Sections(v))?.expect("not a table")
+        }
     };
-    match text {
-        Some(text) => print!("{text}"),
-        None => print!(
-            "{}",
-            render::wrap_prose(&render::inventory::render_only(&inv, &only))
-        ),
-    }
+    print!("{text}");
     Ok(0)
 }
 

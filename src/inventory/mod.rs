@@ -7,6 +7,7 @@
 pub(crate) mod absent;
 mod arch;
 mod cache;
+mod collect;
 mod cpu;
 mod cpufreq;
 mod cpuidle;
@@ -21,8 +22,7 @@ mod processes;
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +31,7 @@ use crate::root::{Root, is_absent};
 
 pub use arch::CoreType;
 pub use cache::Cache;
+pub use collect::{collect_only, collect_then};
 pub use cpu::{Cpu, CpuTopology, Hybrid, Smt};
 pub use cpufreq::Frequency;
 pub use cpuidle::{Idle, IdleState};
@@ -88,6 +89,8 @@ pub struct NotExposed {
     pub what: String,
     pub path: String,
 }
+
+type Notes = (Vec<String>, Vec<NotExposed>);
 
 /// Reading context: the root plus what the readers noticed on the way.
 pub struct Reader<'a> {
@@ -232,6 +235,14 @@ impl<'a> Reader<'a> {
         .collect()
     }
 
+    /// The notes so far, taken (a part done while others still read).
+    fn take_notes(&self) -> Notes {
+        (
+            std::mem::take(&mut *self.warnings.lock().unwrap()),
+            std::mem::take(&mut *self.missing.lock().unwrap()),
+        )
+    }
+
     fn finish(self) -> Notes {
         (
             self.warnings.into_inner().unwrap(),
@@ -360,180 +371,6 @@ impl Section {
 /// that has no CPUs to describe at all.
 pub fn collect(root: &Root) -> anyhow::Result<Inventory> {
     collect_only(root, &[])
-}
-
-/// Reads the sections asked for (all when `only` is empty). Host, CPU, memory
-/// and idle are always read (the others need the online CPUs); the rest are
-/// left empty when not asked for.
-///
-/// The parts are jobs that two threads take in turn: listing /proc, the CPU
-/// chain (topology, then caches, idle states, cpufreq and NUMA, which need
-/// the online CPUs), then the others; then both share the process table, a
-/// few PIDs at a time. Each part has
-/// its own Reader, and their notes are joined in a fixed order, so the output
-/// does not depend on which thread read what.
-pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> {
-    let want = |s: Section| only.is_empty() || only.contains(&s);
-    let ctx: [Reader; 10] = std::array::from_fn(|_| Reader::new(root));
-    let [
-        host_ctx,
-        cpu_ctx,
-        idle_ctx,
-        freq_ctx,
-        numa_ctx,
-        memory_ctx,
-        vulns_ctx,
-        net_ctx,
-        qos_ctx,
-        procs_ctx,
-    ] = &ctx;
-    let p = Parts::default();
-    let table = OnceLock::new();
-    let pids = OnceLock::new();
-    // The online CPUs as `cpu::read` finds them, read ahead so that the idle
-    // states and cpufreq need not wait for the rest of the CPU section; where
-    // only `/proc/cpuinfo` lists them, they wait for it.
-    let online = || match p.online.wait() {
-        Some(l) => Some(l.clone()),
-        None => p.cpu_online.wait().clone(),
-    };
-    let jobs: [&(dyn Fn() + Sync); 11] = [
-        // Listing /proc first: once it is done, both threads can share the table.
-        &|| {
-            if want(Section::Processes)
-                && let Some(t) = table.get_or_init(|| processes::Table::list(procs_ctx))
-            {
-                let _ = pids.set(Shared::new(t.pids()));
-            }
-        },
-        &|| {
-            let _ = p.online.set(cpu::online_ahead(&Reader::new(root)));
-        },
-        &|| {
-            let cpu = cpu::read(cpu_ctx);
-            let _ = p
-                .cpu_online
-                .set(cpu.as_ref().ok().map(|c| c.online.clone()));
-            let _ = p.cpu.set(cpu.map(|cpu| {
-                let caches = if want(Section::Caches) {
-                    cache::read(cpu_ctx, &cpu.online, &cpu.smt.sibling_lists)
-                } else {
-                    Vec::new()
-                };
-                (cpu, caches)
-            }));
-        },
-        &|| {
-            if let Some(online) = online() {
-                let _ = p.idle.set(cpuidle::read(idle_ctx, &online));
-            }
-        },
-        &|| {
-            if want(Section::Frequency)
-                && let Some(online) = online()
-            {
-                let _ = p.frequency.set(cpufreq::read(freq_ctx, &online));
-            }
-        },
-        &|| {
-            if want(Section::Numa) {
-                let _ = p.numa.set(memory::read_numa(numa_ctx));
-            }
-        },
-        &|| {
-            let _ = p.host.set(host::read(host_ctx));
-        },
-        &|| {
-            let _ = p.memory.set(memory::read(memory_ctx));
-        },
-        &|| {
-            if want(Section::Vulnerabilities) {
-                let _ = p.vulnerabilities.set(host::vulnerabilities(vulns_ctx));
-            }
-        },
-        &|| {
-            if want(Section::Network) {
-                let _ = p.network.set(network::read(net_ctx));
-            }
-        },
-        &|| {
-            let _ = p.pm_qos.set(pm_qos_request(qos_ctx));
-        },
-    ];
-    // Jobs are taken in order, and a job waits only on earlier ones.
-    let next = AtomicUsize::new(0);
-    let work = || {
-        while let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
-            job();
-        }
-        // A thread done before the table was listed leaves it to the lister.
-        match (table.get(), pids.get()) {
-            (Some(Some(t)), Some(pids)) => pids.drain(&|pid: &String| t.read(pid)),
-            _ => Vec::new(),
-        }
-    };
-    let found = par::run_with_helpers(par::threads().min(2) - 1, &work);
-    drop(pids);
-    p.assemble(table.into_inner().flatten(), found, ctx)
-}
-
-type Notes = (Vec<String>, Vec<NotExposed>);
-
-/// What the jobs of [`collect_only`] found, each set once.
-#[derive(Default)]
-struct Parts {
-    online: OnceLock<Option<CpuList>>,
-    cpu_online: OnceLock<Option<CpuList>>,
-    cpu: OnceLock<anyhow::Result<(Cpu, Vec<Cache>)>>,
-    idle: OnceLock<Idle>,
-    frequency: OnceLock<Option<Frequency>>,
-    numa: OnceLock<Numa>,
-    host: OnceLock<Host>,
-    memory: OnceLock<Memory>,
-    vulnerabilities: OnceLock<BTreeMap<String, String>>,
-    network: OnceLock<Vec<Interface>>,
-    pm_qos: OnceLock<Option<i64>>,
-}
-
-impl Parts {
-    /// The inventory, its notes joined in the order of the readers (the
-    /// sections' order), whichever thread read what.
-    fn assemble(
-        self,
-        table: Option<processes::Table>,
-        found: Vec<Vec<(usize, Option<Process>)>>,
-        ctx: [Reader; 10],
-    ) -> anyhow::Result<Inventory> {
-        let processes = table.map(|t| {
-            let all = in_order(t.pids().len(), found);
-            processes::summarize(&ctx[9], all.into_iter().flatten().collect())
-        });
-        let (cpu, caches) = self.cpu.into_inner().expect("the CPU job ran")?;
-        let mut inv = Inventory {
-            schema: SCHEMA_VERSION,
-            host: self.host.into_inner().expect("the host job ran"),
-            cpu,
-            caches,
-            numa: self.numa.into_inner().unwrap_or(Numa { nodes: Vec::new() }),
-            memory: self.memory.into_inner().expect("the memory job ran"),
-            idle: self.idle.into_inner().expect("the idle job ran"),
-            frequency: self.frequency.into_inner().flatten(),
-            vulnerabilities: self.vulnerabilities.into_inner().unwrap_or_default(),
-            network: self.network.into_inner().unwrap_or_default(),
-            pm_qos: PmQos {
-                cpu_dma_latency_us: self.pm_qos.into_inner().flatten(),
-            },
-            processes: processes.flatten(),
-            not_exposed: Vec::new(),
-            warnings: Vec::new(),
-        };
-        for c in ctx {
-            let (w, n) = c.finish();
-            inv.warnings.extend(w);
-            inv.not_exposed.extend(n);
-        }
-        Ok(inv)
-    }
 }
 
 /// What `not_exposed` calls the PM QoS device when a host has none.

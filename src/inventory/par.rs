@@ -6,15 +6,18 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Threads worth running, the caller included (at most 8). Asked once per
-/// process: `available_parallelism` reads three cgroup files each time.
+/// Threads worth running, the caller included: the CPUs this process may
+/// run on, at most 8. Not `available_parallelism`, which also reads the
+/// cgroup's CPU quota (22 system calls, a twentieth of a live `inventory`,
+/// before any work starts). Under a quota smaller than the CPU count the
+/// helpers wait their turn; the work and its result are the same.
 pub fn threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(8)
+        let allowed = affinity_words()
+            .map(|w| w.iter().map(|w| w.count_ones() as usize).sum())
+            .unwrap_or(1);
+        allowed.clamp(1, 8)
     })
 }
 
@@ -243,6 +246,19 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// The threads are the CPUs the kernel says this process may use
+    /// (`Cpus_allowed_list`), at most 8.
+    #[test]
+    fn threads_are_the_allowed_cpus_at_most_eight() {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let list = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap();
+        let allowed = crate::cpulist::CpuList::parse(list.trim()).unwrap().len();
+        assert_eq!(threads(), allowed.clamp(1, 8), "{list}");
     }
 
     #[test]

@@ -36,11 +36,14 @@ type Want<'a> = &'a dyn Fn(Section) -> bool;
 
 type SectionFn = fn(&Inventory, Want) -> String;
 
-/// The sections asked for (all when `only` is empty), in the usual order: one
-/// function per section.
-pub fn render_only(inv: &Inventory, only: &[Section]) -> String {
+/// The sections asked for (all when `only` is empty) come in the usual
+/// order, one function per section, in two parts: `finish(head + tail)`.
+///
+/// The head is the sections before the process table, so that they can be
+/// rendered while the table is still being read.
+pub fn render_head(inv: &Inventory, only: &[Section]) -> String {
     let want = |s: Section| only.is_empty() || only.contains(&s);
-    let sections: [(bool, SectionFn); 10] = [
+    let sections: [(bool, SectionFn); 8] = [
         (want(Section::Host), host),
         (want(Section::Cpu), cpu),
         (want(Section::Caches), caches),
@@ -49,15 +52,31 @@ pub fn render_only(inv: &Inventory, only: &[Section]) -> String {
         (want(Section::Memory) || want(Section::Numa), memory),
         (want(Section::Vulnerabilities), vulnerabilities),
         (want(Section::Network), network),
+    ];
+    render_sections(inv, &want, &sections)
+}
+
+/// The process table and what the host does not expose.
+pub fn render_tail(inv: &Inventory, only: &[Section]) -> String {
+    let want = |s: Section| only.is_empty() || only.contains(&s);
+    let sections: [(bool, SectionFn); 2] = [
         (want(Section::Processes), processes),
         (only.is_empty(), not_exposed),
     ];
-    let out: String = sections
+    render_sections(inv, &want, &sections)
+}
+
+/// The rendered sections as printed: one final newline.
+pub fn finish(sections: String) -> String {
+    sections.trim_end().to_string() + "\n"
+}
+
+fn render_sections(inv: &Inventory, want: Want, sections: &[(bool, SectionFn)]) -> String {
+    sections
         .iter()
         .filter(|(wanted, _)| *wanted)
-        .map(|(_, section)| section(inv, &want))
-        .collect();
-    out.trim_end().to_string() + "\n"
+        .map(|(_, section)| section(inv, want))
+        .collect()
 }
 
 fn host(inv: &Inventory, _: Want) -> String {

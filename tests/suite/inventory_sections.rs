@@ -84,3 +84,42 @@ fn an_unknown_section_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("'disks'") && err.contains("pm_qos"), "{err}");
 }
+
+/// `--host` names the host in every format; the table's sections before the
+/// process table are rendered while it is still read, after the name is set.
+/// On this host (read only): captures have no processes.
+#[test]
+fn the_host_given_is_named_in_every_format() {
+    let table = hostknob(&["--host", "web-7", "inventory"]);
+    assert!(table.status.success());
+    let text = String::from_utf8(table.stdout).unwrap();
+    let hostname: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("hostname"))
+        .collect();
+    assert_eq!(hostname.len(), 1, "{text}");
+    assert!(hostname[0].ends_with(" web-7"), "{text}");
+    // The process tables follow the head, once each, and the text ends in
+    // one newline.
+    let titles: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with([' ', '│', '┌', '├', '└']))
+        .collect();
+    let at = |t: &str| {
+        let all: Vec<usize> = (0..titles.len())
+            .filter(|&i| titles[i].starts_with(t))
+            .collect();
+        assert_eq!(all.len(), 1, "{t}: {titles:?}");
+        all[0]
+    };
+    assert!(at("Host") < at("Network"), "{titles:?}");
+    assert!(at("Network") < at("Busiest of"), "{titles:?}");
+    assert!(at("Busiest of") < at("By resident memory"), "{titles:?}");
+    assert!(text.ends_with('\n') && !text.ends_with("\n\n"), "{text:?}");
+    for format in ["json", "yaml"] {
+        let out = hostknob(&["--host", "web-7", "inventory", "--format", format]);
+        let v: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["host"]["hostname"].as_str(), Some("web-7"), "{format}");
+        assert!(v["processes"]["count"].as_u64().unwrap() > 0, "{format}");
+    }
+}
