@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -q
-export HK=$(dist/release-dir)/hostknob
+HK=$(dist/release-dir)/hostknob
+export HK
 export CORPUS=${HOSTKNOB_CORPUS:-tests/corpus/hosts}
 exec python3 - "${1:-240}" "${2:-$RANDOM}" <<'PY'
 import hashlib, json, os, random, shutil, signal, subprocess, sys, tempfile, time

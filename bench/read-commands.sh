@@ -29,7 +29,7 @@ if [ -n "${BEFORE:-}" ]; then
 fi
 # build.rs has the linker put these functions first (dist/hot-symbols.sh).
 hot=$(grep -cv '^#' dist/hot-symbols.txt || true)
-have=$(grep -v '^#' dist/hot-symbols.txt | sort | comm -12 - <(nm "$bin" | awk '{ print $NF }' | sort -u) | wc -l)
+have=$({ grep -v '^#' dist/hot-symbols.txt || true; } | sort | comm -12 - <(nm "$bin" | awk '{ print $NF }' | sort -u) | wc -l)
 echo "# hot functions placed first: $have of the $hot in dist/hot-symbols.txt (rerun dist/hot-symbols.sh when few are left)"
 
 for h in gnr0 cwf0; do

@@ -120,7 +120,7 @@ fi
 if command -v cargo-generate-rpm >/dev/null 2>&1; then
   cargo generate-rpm --target "$(basename "$(dirname "$(dist/release-dir)")")"
   # With a target named, the RPM is in target/<triple>/generate-rpm.
-  rpm=$(ls -t target/generate-rpm/hostknob-*.rpm target/*/generate-rpm/hostknob-*.rpm 2>/dev/null | head -1)
+  rpm=$(ls -t target/*/generate-rpm/hostknob-*.rpm | head -1)
   echo "built $rpm ($(stat -c %s "$rpm") bytes)"
 else
   echo "cargo-generate-rpm not installed: the RPM is not built (HOSTKNOB_CI_RPM=1 installs it)"

@@ -71,9 +71,11 @@ pub fn collect_then<R: Send>(
             }
         },
         &|| {
+            let _unwinding = NoneOnPanic(&p.online);
             let _ = p.online.set(cpu::online_ahead(&Reader::new(root)));
         },
         &|| {
+            let _unwinding = NoneOnPanic(&p.cpu_online);
             let cpu = cpu::read(cpu_ctx);
             let _ = p
                 .cpu_online
@@ -139,7 +141,7 @@ pub fn collect_then<R: Send>(
             _ => Vec::new(),
         }
     };
-    let found = par::run_with_helpers(par::threads().min(2) - 1, &work);
+    let found = par::run_with_helpers(par::allowed_cpus().min(2) - 1, &work);
     drop(pids);
     let (mut inv, r) = assembled
         .into_inner()
@@ -157,6 +159,18 @@ pub fn collect_then<R: Send>(
 fn add_notes(inv: &mut Inventory, (warnings, missing): Notes) {
     inv.warnings.extend(warnings);
     inv.not_exposed.extend(missing);
+}
+
+/// Sets what other jobs wait for to `None` if its job panics, so that they
+/// go on and the panic reaches the caller instead of a hang.
+struct NoneOnPanic<'a, T>(&'a OnceLock<Option<T>>);
+
+impl<T> Drop for NoneOnPanic<'_, T> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = self.0.set(None);
+        }
+    }
 }
 
 /// A part's result, put by its job and taken once when all are done.

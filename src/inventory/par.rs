@@ -6,14 +6,26 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Threads worth running, the caller included: the CPUs this process may
-/// run on, at most 8. Not `available_parallelism`, which also reads the
-/// cgroup's CPU quota (22 system calls, a twentieth of a live `inventory`,
-/// before any work starts). Under a quota smaller than the CPU count the
-/// helpers wait their turn; the work and its result are the same.
+/// Threads worth running for a pass large enough to split, the caller
+/// included (at most 8): the CPUs this process may run on, or fewer under a
+/// cgroup CPU quota, which `available_parallelism` reads (22 system calls).
+/// Asked once per process, and only by such passes.
 pub fn threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(8)
+    })
+}
+
+/// The CPUs this process may run on (its affinity mask), at most 8: one
+/// system call. Enough to decide on one helper for a few milliseconds of
+/// work, where a quota's period (100 ms by default) is never reached.
+pub fn allowed_cpus() -> usize {
+    static ALLOWED: OnceLock<usize> = OnceLock::new();
+    *ALLOWED.get_or_init(|| {
         let allowed = affinity_words()
             .map(|w| w.iter().map(|w| w.count_ones() as usize).sum())
             .unwrap_or(1);
@@ -120,7 +132,7 @@ impl<'a, I> Shared<'a, I> {
     /// About eight chunks per thread: small enough to even out a late start,
     /// large enough that the counter is not contended.
     pub fn new(items: &'a [I]) -> Shared<'a, I> {
-        let chunk = (items.len() / (threads() * 8)).clamp(1, 64);
+        let chunk = (items.len() / (allowed_cpus() * 8)).clamp(1, 64);
         Shared {
             items,
             chunk,
@@ -248,17 +260,18 @@ mod tests {
         .unwrap();
     }
 
-    /// The threads are the CPUs the kernel says this process may use
-    /// (`Cpus_allowed_list`), at most 8.
+    /// The CPUs the kernel says this process may use (`Cpus_allowed_list`),
+    /// at most 8; the threads for a large pass are no more.
     #[test]
-    fn threads_are_the_allowed_cpus_at_most_eight() {
+    fn allowed_cpus_are_the_affinity_mask_at_most_eight() {
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
         let list = status
             .lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
             .unwrap();
         let allowed = crate::cpulist::CpuList::parse(list.trim()).unwrap().len();
-        assert_eq!(threads(), allowed.clamp(1, 8), "{list}");
+        assert_eq!(allowed_cpus(), allowed.clamp(1, 8), "{list}");
+        assert!(threads() <= allowed_cpus());
     }
 
     #[test]
