@@ -118,7 +118,7 @@ if ! command -v cargo-generate-rpm >/dev/null 2>&1 && [ "${HOSTKNOB_CI_RPM:-0}" 
   echo "cargo install cargo-generate-rpm: $((SECONDS - s)) s"
 fi
 if command -v cargo-generate-rpm >/dev/null 2>&1; then
-  cargo generate-rpm --target "$(basename "$(dirname "$(dist/release-dir)")")"
+  bash dist/package.sh --rpm
   # With a target named, the RPM is in target/<triple>/generate-rpm.
   rpm=$(ls -t target/*/generate-rpm/hostknob-*.rpm | head -1)
   echo "built $rpm ($(stat -c %s "$rpm") bytes)"

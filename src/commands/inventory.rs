@@ -31,18 +31,21 @@ pub fn run(args: &InventoryArgs) -> Result<i32> {
     let text = match head {
         Some(head) => {
             let tail = render::inventory::render_tail(&inv, &only);
-            render::wrap_prose(&render::inventory::finish(head + &tail))
+            Some(render::wrap_prose(&render::inventory::finish(head + &tail)))
         }
-        None if only.is_empty() => render::machine(format, &inv)?.expect("not a table"),
+        None if only.is_empty() => render::machine(format, &inv)?,
         None => {
             let mut v = serde_json::to_value(&inv)?;
             if let Some(map) = v.as_object_mut() {
                 map.retain(|k, _| k == "schema" || only.iter().any(|s| s.key() == k));
             }
-            render::machine(format, &Sections(v))?.expect("not a table")
+            render::machine(format, &Sections(v))?
         }
     };
-    print!("{text}");
+    print!(
+        "{}",
+        text.expect("a table has its head, other formats their text")
+    );
     Ok(0)
 }
 

@@ -37,7 +37,7 @@ pub fn collect_then<R: Send>(
     only: &[Section],
     early: &(dyn Fn(&mut Inventory) -> R + Sync),
 ) -> anyhow::Result<(Inventory, R)> {
-    let want = |s: Section| only.is_empty() || only.contains(&s);
+    let want = |s: Section| s.wanted(only);
     let ctx: [Reader; 10] = std::array::from_fn(|_| Reader::new(root));
     let [
         host_ctx,
@@ -141,7 +141,7 @@ pub fn collect_then<R: Send>(
             _ => Vec::new(),
         }
     };
-    let found = par::run_with_helpers(par::allowed_cpus().min(2) - 1, &work);
+    let found = par::run_with_helpers(par::allowed_cpu_count().min(2) - 1, &work);
     drop(pids);
     let (mut inv, r) = assembled
         .into_inner()

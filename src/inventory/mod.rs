@@ -350,6 +350,11 @@ pub enum Section {
 }
 
 impl Section {
+    /// Whether this section is among `only` (every section when it is empty).
+    pub fn wanted(self, only: &[Section]) -> bool {
+        only.is_empty() || only.contains(&self)
+    }
+
     pub fn key(self) -> &'static str {
         match self {
             Section::Host => "host",

@@ -23,7 +23,7 @@ pub fn threads() -> usize {
 /// The CPUs this process may run on (its affinity mask), at most 8: one
 /// system call. Enough to decide on one helper for a few milliseconds of
 /// work, where a quota's period (100 ms by default) is never reached.
-pub fn allowed_cpus() -> usize {
+pub fn allowed_cpu_count() -> usize {
     static ALLOWED: OnceLock<usize> = OnceLock::new();
     *ALLOWED.get_or_init(|| {
         let allowed = affinity_words()
@@ -132,7 +132,7 @@ impl<'a, I> Shared<'a, I> {
     /// About eight chunks per thread: small enough to even out a late start,
     /// large enough that the counter is not contended.
     pub fn new(items: &'a [I]) -> Shared<'a, I> {
-        let chunk = (items.len() / (allowed_cpus() * 8)).clamp(1, 64);
+        let chunk = (items.len() / (allowed_cpu_count() * 8)).clamp(1, 64);
         Shared {
             items,
             chunk,
@@ -263,15 +263,15 @@ mod tests {
     /// The CPUs the kernel says this process may use (`Cpus_allowed_list`),
     /// at most 8; the threads for a large pass are no more.
     #[test]
-    fn allowed_cpus_are_the_affinity_mask_at_most_eight() {
+    fn allowed_cpu_count_are_the_affinity_mask_at_most_eight() {
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
         let list = status
             .lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
             .unwrap();
         let allowed = crate::cpulist::CpuList::parse(list.trim()).unwrap().len();
-        assert_eq!(allowed_cpus(), allowed.clamp(1, 8), "{list}");
-        assert!(threads() <= allowed_cpus());
+        assert_eq!(allowed_cpu_count(), allowed.clamp(1, 8), "{list}");
+        assert!(threads() <= allowed_cpu_count());
     }
 
     #[test]

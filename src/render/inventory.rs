@@ -42,7 +42,7 @@ type SectionFn = fn(&Inventory, Want) -> String;
 /// The head is the sections before the process table, so that they can be
 /// rendered while the table is still being read.
 pub fn render_head(inv: &Inventory, only: &[Section]) -> String {
-    let want = |s: Section| only.is_empty() || only.contains(&s);
+    let want = |s: Section| s.wanted(only);
     let sections: [(bool, SectionFn); 8] = [
         (want(Section::Host), host),
         (want(Section::Cpu), cpu),
@@ -58,7 +58,7 @@ pub fn render_head(inv: &Inventory, only: &[Section]) -> String {
 
 /// The process table and what the host does not expose.
 pub fn render_tail(inv: &Inventory, only: &[Section]) -> String {
-    let want = |s: Section| only.is_empty() || only.contains(&s);
+    let want = |s: Section| s.wanted(only);
     let sections: [(bool, SectionFn); 2] = [
         (want(Section::Processes), processes),
         (only.is_empty(), not_exposed),
