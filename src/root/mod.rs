@@ -1,0 +1,203 @@
+//! The filesystem seam: every path hostknob reads or writes (`/sys`, `/proc`,
+//! `/etc`, `/dev`, `/var/lib/hostknob`) is resolved under one root directory.
+//!
+//! Under a non-`/` root, paths are opened with `openat2(RESOLVE_IN_ROOT)`, so
+//! symlinks inside a captured tree (absolute or relative, e.g. `cpu0/cpufreq ->
+//! ../cpufreq/policy0`) resolve inside the root and `..` can never climb out to
+//! the real `/`. The kernel does this in one syscall per file, which keeps reads
+//! of a several-hundred-CPU capture fast.
+//!
+//! Kernels before 5.6 and seccomp policies that reject `openat2` (ENOSYS,
+//! EPERM) get the same resolution done here, one component at a time with
+//! `O_NOFOLLOW`: symlinks are read and their targets walked again from the
+//! root (absolute) or the current directory (relative), `..` stops at the root.
+//!
+//! One file per concern: `resolve` (opening a logical path inside the root),
+//! `read` (bounded reads), `write` (writes, whole-file replacement, removal)
+//! and `dir` (directory handles for many reads beneath one directory).
+
+mod dir;
+mod read;
+mod resolve;
+mod write;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+#[cfg(any(test, feature = "test-hooks"))]
+use std::sync::atomic::Ordering;
+
+use anyhow::{Context, Result, bail};
+
+pub use dir::DirHandle;
+pub use read::READ_CAP;
+#[cfg(feature = "test-hooks")]
+pub use write::APPEND_LIMIT_VAR;
+pub use write::{append, symlink_refused};
+
+use resolve::{PROC_SUPER_MAGIC, SYSFS_MAGIC, open_fs, walk_forced};
+
+pub struct Root {
+    base: PathBuf,
+    /// `None` when the root is the real `/`: plain opens are then exact.
+    base_fd: Option<OwnedFd>,
+    /// Logical paths opened (or refused), for `capture`.
+    recorder: Option<Mutex<BTreeMap<String, Access>>>,
+    /// Set once `openat2` is refused (ENOSYS, EPERM): resolve by walking instead.
+    walk: AtomicBool,
+    /// The live `/sys` and `/proc`, opened when they are sysfs and procfs
+    /// (checked once at open): see [`Root::kernel_file`].
+    live_sys: Option<OwnedFd>,
+    live_proc: Option<OwnedFd>,
+}
+
+/// How a recorded path was used, so `capture` can mirror it faithfully.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    File,
+    Dir,
+    /// The link itself was read (`readlink`): copy it, do not follow it.
+    Link,
+    /// Followed to its target (`resolve`).
+    Follow,
+    /// Exists but could not be read (permission).
+    Denied,
+}
+
+impl Root {
+    /// Opens `base` as the root. Fails with a one-line message when it is not a
+    /// directory or holds neither `sys` nor `proc`.
+    pub fn open(base: &Path) -> Result<Root> {
+        let meta = std::fs::metadata(base)
+            .with_context(|| format!("--root {}: cannot open", base.display()))?;
+        if !meta.is_dir() {
+            bail!("--root {}: not a directory", base.display());
+        }
+        let canonical = base
+            .canonicalize()
+            .with_context(|| format!("--root {}: cannot resolve", base.display()))?;
+        let base_fd = if canonical == Path::new("/") {
+            None
+        } else {
+            let f = File::open(&canonical)
+                .with_context(|| format!("--root {}: cannot open", base.display()))?;
+            Some(OwnedFd::from(f))
+        };
+        let live = base_fd.is_none();
+        let root = Root {
+            base: canonical,
+            base_fd,
+            recorder: None,
+            walk: AtomicBool::new(walk_forced()),
+            live_sys: live.then(|| open_fs("/sys", SYSFS_MAGIC)).flatten(),
+            live_proc: live.then(|| open_fs("/proc", PROC_SUPER_MAGIC)).flatten(),
+        };
+        if !root.exists("/sys") && !root.exists("/proc") {
+            bail!(
+                "--root {}: has neither sys/ nor proc/; expected a host tree such as one made by `hostknob capture`",
+                base.display()
+            );
+        }
+        Ok(root)
+    }
+
+    /// Resolves by the component walk even where `openat2` works.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn walking(self) -> Root {
+        self.walk.store(true, Ordering::Relaxed);
+        self
+    }
+
+    /// A directory treated as a root of its own (the manifest directory for
+    /// the ledger): names under it resolve inside it, links included, and no
+    /// `sys`/`proc` is asked for.
+    pub fn confined(dir: &Path) -> io::Result<Root> {
+        let canonical = dir.canonicalize()?;
+        let f = File::open(&canonical)?;
+        Ok(Root {
+            base: canonical,
+            base_fd: Some(OwnedFd::from(f)),
+            recorder: None,
+            walk: AtomicBool::new(false),
+            live_sys: None,
+            live_proc: None,
+        })
+    }
+
+    /// Keeps a list of every path opened from now on (used by `capture`).
+    pub fn recording(mut self) -> Root {
+        self.recorder = Some(Mutex::new(BTreeMap::new()));
+        self
+    }
+
+    pub fn recorded(&self) -> Vec<(String, Access)> {
+        match &self.recorder {
+            Some(m) => m
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(p, a)| (p.clone(), *a))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.base_fd.is_none()
+    }
+
+    /// The real path behind a logical one, for messages and for tools that
+    /// must be pointed at the file (it is not resolved: symlinks stay).
+    pub fn host_path(&self, logical: &str) -> PathBuf {
+        self.base.join(logical.trim_start_matches('/'))
+    }
+
+    pub(super) fn record(&self, logical: &str, access: Access) {
+        if let Some(m) = &self.recorder {
+            m.lock().unwrap().insert(logical.to_string(), access);
+        }
+    }
+
+    pub(super) fn record_result<T>(
+        &self,
+        logical: &str,
+        access: Access,
+        r: io::Result<T>,
+    ) -> io::Result<T> {
+        match &r {
+            Ok(_) => self.record(logical, access),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                self.record(logical, Access::Denied)
+            }
+            Err(_) => {}
+        }
+        r
+    }
+}
+
+/// Missing files and directories are facts about a host, not errors.
+pub fn is_absent(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ENODEV) | Some(libc::ENXIO)
+    )
+}
+
+pub fn split_parent(logical: &str) -> (&str, &str) {
+    match logical.rfind('/') {
+        Some(0) => ("/", &logical[1..]),
+        Some(i) => (&logical[..i], &logical[i + 1..]),
+        None => (".", logical),
+    }
+}
+
+#[cfg(test)]
+mod tests;

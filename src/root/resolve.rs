@@ -1,0 +1,303 @@
+//! Opening a logical path inside the root: `openat2(RESOLVE_IN_ROOT)`, or the
+//! same resolution walked one component at a time where `openat2` is refused.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use super::{Access, Root, split_parent};
+
+pub(super) const SYSFS_MAGIC: libc::c_long = 0x6265_6572;
+pub(super) const PROC_SUPER_MAGIC: libc::c_long = 0x9fa0;
+
+/// `path` (on the real filesystem) opened as a directory if it is on a
+/// filesystem of type `magic`.
+pub(super) fn open_fs(path: &str, magic: libc::c_long) -> Option<OwnedFd> {
+    let fd = File::open(path).ok()?;
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } == 0
+        && st.f_type as libc::c_long == magic;
+    ok.then(|| OwnedFd::from(fd))
+}
+
+/// `openat2(dir, rel)` with `flags` (close-on-exec added), `mode` when
+/// creating, and the `resolve` rules.
+pub(super) fn openat2(
+    dir: &OwnedFd,
+    rel: &str,
+    flags: i32,
+    mode: u32,
+    resolve: u64,
+) -> io::Result<OwnedFd> {
+    let c = CString::new(rel).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    how.mode = if flags & libc::O_CREAT != 0 {
+        mode as u64
+    } else {
+        0
+    };
+    how.resolve = resolve;
+    // SAFETY: `how` and the NUL-terminated `c` outlive the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// `rel` opened beneath `dir` without leaving it (no absolute paths, no `..`
+/// above it, no magic links) and without crossing into another mount:
+/// EXDEV when it would.
+pub(super) fn open_beneath_same_mount(dir: &OwnedFd, rel: &str, flags: i32) -> io::Result<OwnedFd> {
+    let rel = if rel.is_empty() { "." } else { rel };
+    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_XDEV | libc::RESOLVE_NO_MAGICLINKS;
+    openat2(dir, rel, flags, 0, resolve)
+}
+
+/// An open that [`open_beneath_same_mount`] could not vouch for, to be
+/// made again the checked way: it crosses a mount, meets a magic link
+/// (ELOOP, as a real loop does), or `openat2` is refused.
+pub(super) fn not_vouched(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EXDEV) | Some(libc::ELOOP)) || openat2_refused(e)
+}
+
+/// Test builds may force the component walk (`HOSTKNOB_NO_OPENAT2=1`), so
+/// the root-seam tests cover it on kernels that have `openat2`.
+#[cfg(any(test, feature = "test-hooks"))]
+pub(super) fn walk_forced() -> bool {
+    std::env::var_os("HOSTKNOB_NO_OPENAT2").is_some_and(|v| v == "1")
+}
+
+#[cfg(not(any(test, feature = "test-hooks")))]
+pub(super) fn walk_forced() -> bool {
+    false
+}
+
+pub(super) fn openat2_refused(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM))
+}
+
+/// Symlinks followed in one lookup before giving up, as the kernel's limit.
+const MAX_LINKS: usize = 40;
+
+pub(super) fn openat(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    let c = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn readlink_at(dir: &OwnedFd, name: &str) -> io::Result<Vec<u8>> {
+    let c = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    let n = unsafe {
+        libc::readlinkat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+fn is_symlink(fd: &OwnedFd) -> io::Result<bool> {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+}
+
+/// `rel` opened under `root` as `openat2(RESOLVE_IN_ROOT)` would: every
+/// component opened with `O_NOFOLLOW`, symlinks resolved by hand inside the
+/// root, `..` never above it.
+fn walk_in_root(root: &OwnedFd, rel: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    let dir_flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    let dup = |fd: &OwnedFd| fd.try_clone();
+    // The directories from the root down to the current one.
+    let mut stack: Vec<OwnedFd> = vec![dup(root)?];
+    let mut todo: std::collections::VecDeque<String> = rel.split('/').map(str::to_string).collect();
+    let mut links = 0;
+    while let Some(name) = todo.pop_front() {
+        let last = todo.iter().all(|n| n.is_empty() || n == ".");
+        let cur = stack.last().unwrap();
+        match name.as_str() {
+            "" | "." => {
+                if last {
+                    return openat(cur, ".", flags, mode);
+                }
+                continue;
+            }
+            ".." => {
+                if stack.len() > 1 {
+                    stack.pop();
+                }
+                if last {
+                    return openat(stack.last().unwrap(), ".", flags, mode);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let probe = match openat(cur, &name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+            Ok(fd) => Some(fd),
+            Err(e)
+                if last && e.raw_os_error() == Some(libc::ENOENT) && flags & libc::O_CREAT != 0 =>
+            {
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let follow = !(last && flags & libc::O_NOFOLLOW != 0);
+        if let Some(p) = &probe
+            && follow
+            && is_symlink(p)?
+        {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(io::Error::from_raw_os_error(libc::ELOOP));
+            }
+            let target = readlink_at(cur, &name)?;
+            let target = String::from_utf8(target).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidData, "link target is not UTF-8")
+            })?;
+            if target.starts_with('/') {
+                stack.truncate(1);
+            }
+            for part in target.split('/').rev() {
+                todo.push_front(part.to_string());
+            }
+            continue;
+        }
+        if last {
+            return openat(cur, &name, flags | libc::O_NOFOLLOW, mode);
+        }
+        let next = openat(cur, &name, dir_flags, 0)?;
+        stack.push(next);
+    }
+    openat(stack.last().unwrap(), ".", flags, mode)
+}
+
+impl Root {
+    /// Opens `logical` with `flags` (and `mode` when creating), resolved inside the root.
+    pub(crate) fn open_raw(&self, logical: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+        debug_assert!(
+            logical.starts_with('/'),
+            "logical paths are absolute: {logical}"
+        );
+        match &self.base_fd {
+            None => {
+                let c = CString::new(logical).map_err(|_| io::ErrorKind::InvalidInput)?;
+                let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+            }
+            Some(dir) => {
+                let rel = logical.trim_start_matches('/');
+                let rel = if rel.is_empty() { "." } else { rel };
+                if self.walk.load(Ordering::Relaxed) {
+                    return walk_in_root(dir, rel, flags, mode);
+                }
+                let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+                match openat2(dir, rel, flags, mode, resolve) {
+                    Err(e) if openat2_refused(&e) => {
+                        self.walk.store(true, Ordering::Relaxed);
+                        walk_in_root(dir, rel, flags, mode)
+                    }
+                    r => r,
+                }
+            }
+        }
+    }
+
+    /// `logical` opened as a file only the running kernel makes, when it is
+    /// one: on the live host, a path under `/sys` or `/proc` that stays on
+    /// the sysfs or procfs mount there (beneath it, no `..`, no mount
+    /// crossed, no magic link such as `/proc/PID/fd/N`). These hold only
+    /// regular files, directories and links, so the `fstat` that refuses
+    /// FIFOs and devices before a read is left to the reads that return
+    /// nothing or fail: one system call of four per file. `None`: open it
+    /// the checked way (a capture, another path, another mount).
+    pub(super) fn kernel_file(&self, logical: &str, flags: i32) -> Option<io::Result<OwnedFd>> {
+        let (mount, rel) = if let Some(rel) = logical.strip_prefix("/sys/") {
+            (self.live_sys.as_ref()?, rel)
+        } else {
+            (self.live_proc.as_ref()?, logical.strip_prefix("/proc/")?)
+        };
+        if rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
+            return None;
+        }
+        match open_beneath_same_mount(mount, rel, flags) {
+            Err(e) if not_vouched(&e) => None,
+            r => Some(r),
+        }
+    }
+
+    pub fn exists(&self, logical: &str) -> bool {
+        self.open_raw(logical, libc::O_PATH, 0).is_ok()
+    }
+
+    pub fn is_dir(&self, logical: &str) -> bool {
+        self.open_raw(logical, libc::O_PATH | libc::O_DIRECTORY, 0)
+            .is_ok()
+    }
+
+    /// Where a symlink points (its text, unresolved). Parents are resolved in the root.
+    pub fn read_link(&self, logical: &str) -> io::Result<PathBuf> {
+        let (parent, name) = split_parent(logical);
+        let dir = self.open_raw(parent, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        let cname = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let mut buf = vec![0u8; libc::PATH_MAX as usize];
+        let n = unsafe {
+            libc::readlinkat(
+                dir.as_raw_fd(),
+                cname.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        buf.truncate(n as usize);
+        self.record(logical, Access::Link);
+        Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&buf)))
+    }
+
+    /// The logical path a path resolves to inside the root (symlinks followed),
+    /// e.g. `/sys/class/net/eth0` -> `/sys/devices/.../net/eth0`.
+    pub fn resolve(&self, logical: &str) -> io::Result<String> {
+        let fd = self.record_result(
+            logical,
+            Access::Follow,
+            self.open_raw(logical, libc::O_PATH, 0),
+        )?;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        let rel = real.strip_prefix(&self.base).map_err(|_| {
+            io::Error::new(io::ErrorKind::PermissionDenied, "resolves outside the root")
+        })?;
+        Ok(format!("/{}", rel.to_string_lossy()))
+    }
+}
