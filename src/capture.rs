@@ -88,6 +88,20 @@ fn no_value(e: &std::io::Error) -> bool {
 }
 
 fn prepare_out(out: &Path) -> Result<()> {
+    // A link as OUT (planted, or left over) would put the capture wherever it
+    // points: refused, not followed.
+    if let Ok(meta) = fs::symlink_metadata(out)
+        && meta.file_type().is_symlink()
+    {
+        bail!(
+            "{}: is a symbolic link (to {}); capture writes into a new or empty directory, never \
+             through a link: name the directory itself",
+            out.display(),
+            fs::read_link(out)
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|_| "?".into())
+        );
+    }
     if out.exists() {
         let mut entries =
             fs::read_dir(out).with_context(|| format!("{}: cannot read", out.display()))?;

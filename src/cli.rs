@@ -85,7 +85,7 @@ pub struct RootArg {
 #[derive(Args, Debug, Clone)]
 pub struct HostArg {
     /// Host name used for the manifest and ledger [default: the host's hostname].
-    #[arg(long, value_name = "NAME", env = "HOSTKNOB_HOST")]
+    #[arg(long, value_name = "NAME", env = "HOSTKNOB_HOST", value_parser = crate::name::host_arg)]
     pub host: Option<String>,
 }
 
@@ -385,7 +385,13 @@ pub struct ProbeArgs {
     )]
     pub root: PathBuf,
     /// Host name for the plot's title [default: the host's hostname].
-    #[arg(long, global = true, value_name = "NAME", env = "HOSTKNOB_HOST")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        env = "HOSTKNOB_HOST",
+        value_parser = crate::name::host_arg
+    )]
     pub host: Option<String>,
     /// Output format: table for people; yaml and json are stable for machines.
     #[arg(long, global = true, value_enum, default_value = "table")]

@@ -29,6 +29,18 @@ pub fn check(name: &str) -> Result<(), String> {
     ))
 }
 
+/// `--host NAME` as given: an empty (or blank) name is an error at once,
+/// never taken as "no name given"; the full rule is checked before a write.
+pub fn host_arg(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err(format!(
+            "{s:?} is empty: give the host's name, or leave --host out to use the tree's or \
+             this machine's"
+        ));
+    }
+    Ok(s.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::check;

@@ -147,9 +147,80 @@ pub fn input_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The largest audit output `report` reads: a 4,096-CPU host's audit of a
+/// large manifest is a few MB; the cap keeps a stray file from taking memory.
+pub const INPUT_CAP: u64 = 64 << 20;
+
+/// An input read the way host files are: a regular file (a FIFO or a
+/// device is refused at once, never waited on), at most [`INPUT_CAP`] bytes.
+fn read_input(path: &Path) -> Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a plain file"
+        };
+        bail!(
+            "{}: is {what}, not a regular file: report reads audit JSON from regular files only",
+            path.display()
+        );
+    }
+    let too_big = || {
+        anyhow!(
+            "{}: larger than {} MiB, the most report reads from one audit output",
+            path.display(),
+            INPUT_CAP >> 20
+        )
+    };
+    if meta.len() > INPUT_CAP {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(INPUT_CAP + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    if bytes.len() as u64 > INPUT_CAP {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow!(
+            "{}: byte {}: not UTF-8 text, so not JSON",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// What tells an audit output from other JSON, read without building the
+/// document in memory (a `serde_json::Value` is ten times the text).
+#[derive(Deserialize)]
+struct Head {
+    schema: Option<serde_json::Value>,
+    host_source: Option<serde::de::IgnoredAny>,
+    summary: Option<serde::de::IgnoredAny>,
+    knobs: Option<serde::de::IgnoredAny>,
+}
+
 fn read_one(path: &Path) -> Result<AuditIn> {
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+    let text = read_input(path)?;
+    let head: Head = serde_json::from_str(&text).map_err(|e| {
         anyhow!(
             "{}: line {} column {}: not JSON: {e}",
             path.display(),
@@ -158,10 +229,8 @@ fn read_one(path: &Path) -> Result<AuditIn> {
         )
     })?;
     let want = u64::from(crate::inventory::SCHEMA_VERSION);
-    let is_audit = ["host_source", "summary", "knobs"]
-        .iter()
-        .all(|f| value.get(f).is_some());
-    match value.get("schema") {
+    let is_audit = head.host_source.is_some() && head.summary.is_some() && head.knobs.is_some();
+    match &head.schema {
         _ if !is_audit => bail!(
             "{}: not a `hostknob audit --format json` output (no host_source, summary and knobs)",
             path.display()
@@ -177,7 +246,7 @@ fn read_one(path: &Path) -> Result<AuditIn> {
         ),
     }
     let audit: AuditIn =
-        serde_json::from_value(value).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     debug_assert!(audit.schema.is_some());
     Ok(audit)
 }
@@ -323,7 +392,7 @@ fn fleet_knob(id: &str, hosts: &BTreeMap<String, HostIn>) -> FleetKnob {
             .knobs
             .iter()
             .zip(&h.statuses)
-            .find(|(k, _)| &k.id == id)
+            .find(|(k, _)| k.id == *id)
         else {
             continue;
         };

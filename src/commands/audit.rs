@@ -31,7 +31,7 @@ pub fn run(args: &AuditArgs) -> Result<i32> {
         Some(text) => print!("{text}"),
         None => print!(
             "{}",
-            render::wrap_prose(&render::audit::audit_table(&report))
+            render::colour_statuses(render::wrap_prose(&render::audit::audit_table(&report)), 1)
         ),
     }
     Ok(report.exit_code())

@@ -12,7 +12,7 @@ pub fn run(args: &DocArgs) -> Result<i32> {
     let root = Root::open(&g.root.root)?;
     let inv = inventory::collect(&root)?;
     for w in &inv.warnings {
-        eprintln!("hostknob: warning: {w}");
+        eprintln!("hostknob: warning: {}", crate::render::escape_controls(w));
     }
     let sysctls = settings::read_sysctls(&root);
     let host = crate::manifest::host::resolve(&root, g.host.host.as_deref());
@@ -21,13 +21,16 @@ pub fn run(args: &DocArgs) -> Result<i32> {
     let knobs = doc::knobs::sections(&manifest_dir, &ctx, &host.source)?;
     let (host, host_source) = (host.name, host.source);
     let generated_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let text = doc::render(&DocInput {
+    // Tree-derived text (a model name, a value) never carries a control
+    // character into the document or onto a terminal.
+    let text = crate::render::escape_controls(&doc::render(&DocInput {
         host: &host,
         inv: &inv,
         sysctls: &sysctls,
         knobs,
         generated_at: &generated_at,
-    });
+    }))
+    .into_owned();
     let path = match &args.out {
         Some(p) => p.clone(),
         // The name becomes a file name: one that is a path must not reach past `hosts/`.

@@ -12,6 +12,21 @@ use crate::manifest;
 use crate::probe::pmqos;
 
 pub fn run(args: &HoldArgs) -> Result<i32> {
+    // A tree's /dev/cpu_dma_latency is a copy or a planted device node, never
+    // a request the kernel holds for this machine: refused before anything is read.
+    // The suite's hook (as for probes and verify) tests the orchestration on a
+    // tree whose device is a plain file; a device node there is still refused.
+    let root = crate::root::Root::open(&args.target.root.root)?;
+    let hooked = cfg!(feature = "test-hooks")
+        && std::env::var_os(crate::probe::PROBE_ON_ROOT_VAR).is_some_and(|v| v == "1");
+    if !root.is_live() && !hooked {
+        bail!(
+            "hold keeps a PM QoS request of this machine, not of the tree at --root {}: run it on \
+             the host itself (without --root)",
+            root.base().display()
+        );
+    }
+    drop(root);
     let t = super::OpenHost::open(&args.target)?;
     let manifest = manifest::load(&t.manifest_dir)?;
     let knob = apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];

@@ -26,7 +26,7 @@ pub fn run(args: &InventoryArgs) -> Result<i32> {
         (format == render::Format::Table).then(|| render::inventory::render_head(inv, &only))
     })?;
     for w in &inv.warnings {
-        eprintln!("hostknob: warning: {w}");
+        eprintln!("hostknob: warning: {}", render::escape_controls(w));
     }
     let text = match head {
         Some(head) => {

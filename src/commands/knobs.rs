@@ -19,7 +19,7 @@ pub fn run(args: &KnobsArgs) -> Result<i32> {
         Some(text) => print!("{text}"),
         None => print!(
             "{}",
-            render::wrap_prose(&render::audit::knobs_table(&report))
+            render::colour_statuses(render::wrap_prose(&render::audit::knobs_table(&report)), 5)
         ),
     }
     Ok(0)

@@ -8,8 +8,9 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
     let files = report::input_files(&args.inputs)?;
     let r = report::build(&files)?;
     match render::Format::from(args.format) {
-        Format::Table => print!("{}", report::table(&r)),
-        Format::Markdown => print!("{}", report::markdown(&r)),
+        // Hosts, ids and values come from audit JSON files: escaped for the terminal.
+        Format::Table => print!("{}", render::escape_controls(&report::table(&r))),
+        Format::Markdown => print!("{}", render::escape_controls(&report::markdown(&r))),
         _ => print!(
             "{}",
             render::machine(args.format.into(), &r)?.expect("machine formats render")

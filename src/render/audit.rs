@@ -113,7 +113,8 @@ pub fn audit_table(r: &Report) -> String {
         }
     }
     let table = super::layout(&b, true, &[(3, VALUE_WIDTH), (4, DETAIL_WIDTH)]);
-    out.push_str(&format!("{}\n\n", super::colour_statuses(table, 1)));
+    // Coloured by the caller after wrap_prose escaped control characters.
+    out.push_str(&format!("{table}\n\n"));
     for k in &r.knobs {
         out.push_str(&notes(k));
     }
@@ -197,6 +198,6 @@ pub fn knobs_table(r: &Report) -> String {
         ]);
     }
     let table = super::layout(&b, true, &[(2, VALUE_WIDTH), (4, VALUE_WIDTH)]);
-    out.push_str(&format!("{}\n\n", super::colour_statuses(table, 5)));
+    out.push_str(&format!("{table}\n\n"));
     out + &evidence_lines(r) + &summary(r)
 }

@@ -95,9 +95,39 @@ pub fn colour() -> bool {
     })
 }
 
-/// Text for a person: lines outside tables wrapped at word boundaries to the
-/// width limit (continuations indented under the first word), no trailing spaces.
+/// Whether `c` is a control character a terminal could act on: C0 (but
+/// newline and tab, which lay text out), DEL and C1.
+fn is_control(c: char) -> bool {
+    matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}')
+}
+
+/// Text from a tree, a manifest or an audit JSON made safe for a terminal:
+/// every control character (ESC, CR, BEL, C1 CSI...) but newline and tab is
+/// written as a visible escape (`\x1b`, `\u{9b}`), so a CPU model name or a
+/// sysfs value cannot recolour, move the cursor or retitle the terminal.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            c if (c as u32) < 0x80 && is_control(c) => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if is_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Text for a person: control characters escaped ([`escape_controls`]);
+/// lines outside tables wrapped at word boundaries to the width limit
+/// (continuations indented under the first word), no trailing spaces.
+/// Colour, when any, is added after this.
 pub fn wrap_prose(text: &str) -> String {
+    let text = &*escape_controls(text);
     let Some(width) = width_limit() else {
         return trim_lines(text) + if text.ends_with('\n') { "\n" } else { "" };
     };
@@ -224,6 +254,18 @@ fn shrink(natural: &[usize], words: &[usize], budget: usize) -> Option<Vec<usize
 /// words becomes one block per row (`header  value` lines) instead; facts
 /// (`header == false`) split long words rather than change shape.
 pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> String {
+    // Escaped before the widths are counted, so a cell with a control
+    // character keeps the table's shape.
+    let escaped: Vec<Vec<String>>;
+    let rows = if rows.iter().flatten().any(|c| c.chars().any(is_control)) {
+        escaped = rows
+            .iter()
+            .map(|r| r.iter().map(|c| escape_controls(c).into_owned()).collect())
+            .collect();
+        &escaped[..]
+    } else {
+        rows
+    };
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let mut natural = vec![0; n];
     let mut words = vec![0; n];

@@ -180,11 +180,23 @@ pub fn write_textfile(dir: &Path, text: &str) -> Result<PathBuf> {
 }
 
 fn tempfile_in(dir: &Path) -> Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(format!(".{TEXTFILE}.{}.tmp", std::process::id()));
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| anyhow!("--textfile {}: {e}", path.display()))?;
+    let create = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+    };
+    // A name left by a crashed run with this pid, or planted: unlinking it
+    // writes nothing through it, and the rename below leaves no trace of it.
+    let file = match create() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(&path).and_then(|_| create())
+        }
+        other => other,
+    }
+    .map_err(|e| anyhow!("--textfile {}: {e}", path.display()))?;
     Ok((path, file))
 }

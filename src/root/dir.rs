@@ -6,7 +6,10 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 
 use super::read::{READ_CAP, read_checked};
-use super::resolve::{not_vouched, open_beneath_same_mount, openat, openat2, openat2_refused};
+use super::resolve::{
+    guarded_open, not_vouched, open_beneath_same_mount, openat, openat2, openat2_refused,
+    refuse_shared, writes,
+};
 use super::{Access, Root};
 
 impl Root {
@@ -47,22 +50,26 @@ impl DirHandle<'_> {
     /// the root instead, the long way.
     fn open_at(&self, rel: &str, flags: i32) -> io::Result<OwnedFd> {
         if self.root.is_live() {
-            return openat(&self.fd, rel, flags, 0);
-        }
-        let the_long_way = || {
-            self.root
-                .open_raw(&format!("{}/{}", self.logical, rel), flags, 0)
-        };
-        if self.root.walk.load(Ordering::Relaxed) {
-            return the_long_way();
-        }
-        let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
-        match openat2(&self.fd, rel, flags, 0, resolve) {
-            Err(e) if e.raw_os_error() == Some(libc::EXDEV) || openat2_refused(&e) => {
-                the_long_way()
+            let fd = openat(&self.fd, rel, flags, 0)?;
+            if writes(flags) {
+                refuse_shared(&fd, &format!("{}/{}", self.logical, rel))?;
             }
-            r => r,
+            return Ok(fd);
         }
+        let logical = || format!("{}/{}", self.logical, rel);
+        guarded_open(&logical, flags, 0, |flags, _| {
+            let the_long_way = || self.root.open_raw(&logical(), flags, 0);
+            if self.root.walk.load(Ordering::Relaxed) {
+                return the_long_way();
+            }
+            let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+            match openat2(&self.fd, rel, flags, 0, resolve) {
+                Err(e) if e.raw_os_error() == Some(libc::EXDEV) || openat2_refused(&e) => {
+                    the_long_way()
+                }
+                r => r,
+            }
+        })
     }
 
     pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
@@ -79,7 +86,7 @@ impl DirHandle<'_> {
         let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
         let (fd, trusted) = match self.kernel_file(rel, flags) {
             Some(opened) => (opened, true),
-            None => (self.open_at(rel, flags), false),
+            None => (self.open_at(rel, flags), !self.root.is_live()),
         };
         // The path is spelled only for `capture`'s record: a format per read
         // is measurable on a 512-CPU host.

@@ -36,7 +36,9 @@ impl Root {
             return read_checked(&File::from(fd), single_shot, cap, true);
         }
         let fd = self.record_result(logical, Access::File, self.open_raw(logical, flags, 0))?;
-        read_checked(&File::from(fd), single_shot, cap, false)
+        // In a tree the kind was checked before the open (no device, no
+        // link): what is left to refuse reads as nothing or fails.
+        read_checked(&File::from(fd), single_shot, cap, !self.is_live())
     }
 
     /// A character device's first bytes (`/dev/cpu_dma_latency`), at most `cap`.

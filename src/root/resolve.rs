@@ -200,6 +200,9 @@ fn walk_in_root(root: &OwnedFd, rel: &str, flags: i32, mode: u32) -> io::Result<
 
 impl Root {
     /// Opens `logical` with `flags` (and `mode` when creating), resolved inside the root.
+    /// A tree's device node is never opened (opening `/dev/watchdog` arms it,
+    /// `cpu_dma_latency` adds a request), and a regular file with more than
+    /// one name is never opened for writing: see [`guarded_open`].
     pub(crate) fn open_raw(&self, logical: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
         debug_assert!(
             logical.starts_with('/'),
@@ -212,8 +215,22 @@ impl Root {
                 if fd < 0 {
                     return Err(io::Error::last_os_error());
                 }
-                Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                if writes(flags) {
+                    refuse_shared(&fd, logical)?;
+                }
+                Ok(fd)
             }
+            Some(_) => guarded_open(&|| logical.to_string(), flags, mode, |f, m| {
+                self.open_in_tree(logical, f, m)
+            }),
+        }
+    }
+
+    /// [`Root::open_raw`] under a non-`/` root, without the guard.
+    fn open_in_tree(&self, logical: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+        match &self.base_fd {
+            None => unreachable!("a tree has a base directory"),
             Some(dir) => {
                 let rel = logical.trim_start_matches('/');
                 let rel = if rel.is_empty() { "." } else { rel };
@@ -300,4 +317,114 @@ impl Root {
         })?;
         Ok(format!("/{}", rel.to_string_lossy()))
     }
+}
+
+/// Whether `flags` open for writing.
+pub(super) fn writes(flags: i32) -> bool {
+    flags & libc::O_ACCMODE != libc::O_RDONLY
+}
+
+/// Opens a name inside a tree without opening what it must not: `open(flags,
+/// mode)` is first called with `O_PATH` (which reaches no driver), the kind is
+/// checked, and only then is the same inode reopened through
+/// `/proc/self/fd` with the real flags. Directories (`O_DIRECTORY`) and
+/// `O_PATH` opens reach no driver and are made at once. A name that does not
+/// exist is created with `O_EXCL`, so nothing else is opened in its place.
+pub(super) fn guarded_open(
+    logical: &dyn Fn() -> String,
+    flags: i32,
+    mode: u32,
+    open: impl Fn(i32, u32) -> io::Result<OwnedFd>,
+) -> io::Result<OwnedFd> {
+    if flags & (libc::O_PATH | libc::O_DIRECTORY) != 0 {
+        return open(flags, mode);
+    }
+    let path_flags = libc::O_PATH | (flags & libc::O_NOFOLLOW);
+    for _ in 0..3 {
+        let handle = match open(path_flags, 0) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && flags & libc::O_CREAT != 0 => {
+                match open(flags | libc::O_EXCL, mode) {
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+                    r => return r,
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        let st = fstat(&handle)?;
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFLNK => return Err(io::Error::from_raw_os_error(libc::ELOOP)),
+            libc::S_IFCHR | libc::S_IFBLK => return Err(device_in_tree(&logical(), &st)),
+            libc::S_IFREG if writes(flags) && st.st_nlink > 1 => {
+                return Err(shared_inode(&logical(), st.st_nlink));
+            }
+            _ => {}
+        }
+        if flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0 {
+            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+        }
+        let reopen = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW);
+        return reopen_fd(&handle, reopen);
+    }
+    Err(io::Error::from_raw_os_error(libc::EEXIST))
+}
+
+/// The inode behind an `O_PATH` handle opened for real, through
+/// `/proc/self/fd/N` (looked up beneath a handle on `/proc/self/fd` kept
+/// open: one name instead of four).
+fn reopen_fd(handle: &OwnedFd, flags: i32) -> io::Result<OwnedFd> {
+    static FD_DIR: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
+    let name = handle.as_raw_fd().to_string();
+    match FD_DIR.get_or_init(|| File::open("/proc/self/fd").ok().map(OwnedFd::from)) {
+        Some(dir) => openat(dir, &name, flags, 0),
+        None => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "/proc/self/fd is not readable: hostknob needs /proc to open files in a tree",
+        )),
+    }
+}
+
+pub(super) fn fstat(fd: &impl AsRawFd) -> io::Result<libc::stat> {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+/// Refuses a regular file opened for writing that has other names: a write
+/// would reach every one of them (a hard link planted as the lock, the
+/// journal, the ledger or a knob's file).
+pub(super) fn refuse_shared(fd: &OwnedFd, logical: &str) -> io::Result<()> {
+    let st = fstat(fd)?;
+    if st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_nlink > 1 {
+        return Err(shared_inode(logical, st.st_nlink));
+    }
+    Ok(())
+}
+
+pub(super) fn shared_inode(logical: &str, links: libc::nlink_t) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{logical} has {links} hard links: writing it would change the other names too; \
+             hostknob does not write a file that is not only its own (remove the other links)"
+        ),
+    )
+}
+
+fn device_in_tree(logical: &str, st: &libc::stat) -> io::Error {
+    let kind = if st.st_mode & libc::S_IFMT == libc::S_IFCHR {
+        "character"
+    } else {
+        "block"
+    };
+    let (major, minor) = (libc::major(st.st_rdev), libc::minor(st.st_rdev));
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{logical} is a {kind} device node ({major}:{minor}) inside the tree: hostknob opens \
+             devices only on the live root (/), never in a tree (opening one can act on this machine)"
+        ),
+    )
 }

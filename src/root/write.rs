@@ -8,6 +8,7 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 
 use super::read::{not_regular, regular};
+use super::resolve::shared_inode;
 use super::{Root, is_absent, split_parent};
 
 impl Root {
@@ -23,13 +24,18 @@ impl Root {
     /// A FIFO or a device is refused, not waited on: targets are regular
     /// files (`O_TRUNC` does nothing to the others).
     pub fn open_write(&self, logical: &str) -> io::Result<File> {
+        // Truncated only after the checks (`open_raw` refuses a file with
+        // other names), never by the open.
         let fd = self.open_raw(
             logical,
-            libc::O_WRONLY | libc::O_TRUNC | libc::O_NONBLOCK | libc::O_NOCTTY,
+            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
             0,
         )?;
         let f = File::from(fd);
         regular(&f, usize::MAX)?;
+        if f.metadata()?.file_type().is_file() {
+            f.set_len(0)?;
+        }
         Ok(f)
     }
 
@@ -224,6 +230,7 @@ impl Root {
             };
         }
         match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG if st.st_nlink > 1 => Err(shared_inode(logical, st.st_nlink)),
             libc::S_IFREG => Ok(st.st_mode & 0o755),
             libc::S_IFDIR => Err(io::Error::from_raw_os_error(libc::EISDIR)),
             libc::S_IFLNK => Err(symlink_refused(
