@@ -405,7 +405,7 @@ pub(super) fn refuse_shared(fd: &OwnedFd, logical: &str) -> io::Result<()> {
 
 pub(super) fn shared_inode(logical: &str, links: libc::nlink_t) -> io::Error {
     io::Error::new(
-        io::ErrorKind::PermissionDenied,
+        io::ErrorKind::InvalidData,
         format!(
             "{logical} has {links} hard links: writing it would change the other names too; \
              hostknob does not write a file that is not only its own (remove the other links)"
@@ -421,7 +421,7 @@ fn device_in_tree(logical: &str, st: &libc::stat) -> io::Error {
     };
     let (major, minor) = (libc::major(st.st_rdev), libc::minor(st.st_rdev));
     io::Error::new(
-        io::ErrorKind::PermissionDenied,
+        io::ErrorKind::InvalidData,
         format!(
             "{logical} is a {kind} device node ({major}:{minor}) inside the tree: hostknob opens \
              devices only on the live root (/), never in a tree (opening one can act on this machine)"

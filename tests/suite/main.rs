@@ -16,6 +16,7 @@ mod fleet_metrics;
 mod fleet_report;
 mod fleet_schemas;
 mod hostile;
+mod hostile_links;
 mod inventory_bad_input;
 mod inventory_corpus;
 mod inventory_gaps;
