@@ -349,3 +349,35 @@ fn a_duplicate_id_is_still_found_among_many_knobs() {
     let e = err(&o);
     assert!(e.contains("duplicate id \"k7\" (first defined at"), "{e}");
 }
+
+// 15. A skipped live test is never counted as a pass.
+
+#[test]
+fn every_live_test_is_ignored_with_its_reason_and_ci_asks_for_them() {
+    let live = std::fs::read_to_string(repo().join("tests/live.rs")).unwrap();
+    let lines: Vec<&str> = live.lines().collect();
+    let tests: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].trim() == "#[test]")
+        .collect();
+    assert!(tests.len() >= 10, "{} live tests", tests.len());
+    for i in tests {
+        assert_eq!(
+            lines[i + 1].trim(),
+            "#[ignore = \"live: root and HOSTKNOB_LIVE=1\"]",
+            "tests/live.rs:{}: a live test without its ignore reason",
+            i + 1
+        );
+    }
+    let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    let run = ci
+        .lines()
+        .find(|l| l.contains("--test live"))
+        .expect(".ci/run runs the live tests");
+    assert!(
+        run.contains("HOSTKNOB_LIVE=1") && run.contains("-- --ignored"),
+        "{run}"
+    );
+    // Still behind the root and writable-/sys guard.
+    let guard = ci.find("id -u").expect("a root check");
+    assert!(ci.find("--test live").unwrap() > guard);
+}
