@@ -12,37 +12,46 @@
 pub const MAX_DEPTH: usize = 64;
 
 /// The first line (1-based) where `text` nests deeper than [`MAX_DEPTH`].
+///
+/// Errs towards counting more: a line's indentation opens a level even
+/// inside a flow collection. It skips only what YAML reads as text: quoted
+/// scalars (a quote only where a scalar can begin, so `it's` or `a "b` in
+/// plain text open nothing), comments, and the lines of a `|`/`>` scalar or of
+/// a plain scalar's continuation (indented past the key that owns them).
 pub fn too_deep(text: &str) -> Option<usize> {
     // Indentation columns of the open block levels.
     let mut block: Vec<usize> = Vec::new();
     let mut flow = 0usize;
-    // Inside a quoted scalar that may go on over lines: its quote character.
+    // Inside a quoted scalar that goes on over lines: its quote character.
     let mut quote: Option<u8> = None;
-    // The column of the key whose `|` or `>` text follows: lines indented more are text.
-    let mut scalar_of: Option<usize> = None;
+    // Lines indented past this column are the text of a scalar above.
+    let mut text_past: Option<usize> = None;
     for (n, line) in text.lines().enumerate() {
         let bytes = line.as_bytes();
         let indent = bytes.iter().take_while(|&&b| b == b' ').count();
-        let content = &bytes[indent..];
-        if quote.is_none() && flow == 0 {
+        if quote.is_none() {
+            let content = &bytes[indent..];
             if content.is_empty() || content[0] == b'#' {
                 continue;
             }
-            match scalar_of {
-                Some(col) if indent > col => continue,
-                _ => scalar_of = None,
+            match text_past {
+                Some(col) if indent > col && flow == 0 => continue,
+                _ => text_past = None,
             }
             if line == "---" || line.starts_with("--- ") || line == "..." {
                 block.clear();
+                flow = 0;
                 continue;
             }
             while block.last().is_some_and(|&c| c >= indent) {
                 block.pop();
             }
             block.push(indent);
-            // `- - - x`: each dash opens a level at its own column.
+            // `- - - x`, `? ? x`: each indicator opens a level at its own column.
             let mut col = indent;
-            while bytes.get(col) == Some(&b'-') && matches!(bytes.get(col + 1), Some(b' ') | None) {
+            while matches!(bytes.get(col), Some(b'-' | b'?' | b':'))
+                && matches!(bytes.get(col + 1), Some(b' ') | None)
+            {
                 col += 1;
                 while bytes.get(col) == Some(&b' ') {
                     col += 1;
@@ -51,56 +60,75 @@ pub fn too_deep(text: &str) -> Option<usize> {
                     break;
                 }
                 block.push(col);
-                if block.len() > MAX_DEPTH {
+                if block.len() + flow > MAX_DEPTH {
                     return Some(n + 1);
                 }
             }
-            if block.len() > MAX_DEPTH {
+            if block.len() + flow > MAX_DEPTH {
                 return Some(n + 1);
             }
         }
-        let start = if quote.is_none() && flow == 0 {
-            indent
-        } else {
-            0
-        };
-        let mut i = start;
-        let mut prev = b' ';
+        let owner = block.last().copied().unwrap_or(0);
+        let at = |i: usize| bytes.get(i).copied();
+        let ends_token = |i: usize| matches!(at(i), None | Some(b' ' | b'\t'));
+        let mut i = if quote.is_none() { indent } else { 0 };
+        // Whether a scalar or collection may begin here, and whether a plain
+        // scalar value (not a key) is being read.
+        let (mut token_start, mut plain_value) = (quote.is_none(), false);
         while i < bytes.len() {
             let b = bytes[i];
-            match quote {
-                Some(q) => {
-                    if b == b'\\' && q == b'"' {
+            if let Some(q) = quote {
+                if b == b'\\' && q == b'"' {
+                    i += 1;
+                } else if b == q && q == b'\'' && at(i + 1) == Some(b'\'') {
+                    i += 1; // `''` inside single quotes is one quote
+                } else if b == q {
+                    quote = None;
+                    token_start = false;
+                }
+                i += 1;
+                continue;
+            }
+            match b {
+                b' ' | b'\t' => {}
+                b'#' if i == 0 || matches!(bytes[i - 1], b' ' | b'\t') => break,
+                b'"' | b'\'' if token_start => {
+                    quote = Some(b);
+                    plain_value = false;
+                }
+                b'[' | b'{' if token_start || flow > 0 => {
+                    flow += 1;
+                    if block.len() + flow > MAX_DEPTH {
+                        return Some(n + 1);
+                    }
+                    (token_start, plain_value) = (true, false);
+                }
+                b']' | b'}' if flow > 0 => {
+                    flow -= 1;
+                    token_start = false;
+                }
+                b',' if flow > 0 => token_start = true,
+                b':' if flow > 0 || ends_token(i + 1) => (token_start, plain_value) = (true, false),
+                b'-' | b'?' if token_start && ends_token(i + 1) => {}
+                // An anchor or a tag: the node it names comes after it.
+                b'&' | b'!' if token_start => {
+                    while i + 1 < bytes.len() && !ends_token(i + 1) {
                         i += 1;
-                    } else if b == q {
-                        // `''` inside single quotes is one quote.
-                        if q == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
-                            i += 1;
-                        } else {
-                            quote = None;
-                        }
                     }
                 }
-                None => match b {
-                    b'#' if prev == b' ' || prev == b'\t' => break,
-                    b'"' | b'\'' if starts_scalar(prev) => quote = Some(b),
-                    b'[' | b'{' if starts_scalar(prev) || flow > 0 => {
-                        flow += 1;
-                        if block.len() + flow > MAX_DEPTH {
-                            return Some(n + 1);
-                        }
-                    }
-                    b']' | b'}' if flow > 0 => flow -= 1,
-                    b'|' | b'>'
-                        if flow == 0 && starts_scalar(prev) && header_ends(&bytes[i + 1..]) =>
-                    {
-                        scalar_of = Some(indent);
-                    }
-                    _ => {}
-                },
+                b'|' | b'>' if token_start && flow == 0 && header_ends(&bytes[i + 1..]) => {
+                    text_past = Some(owner);
+                    break;
+                }
+                _ => {
+                    plain_value |= token_start && flow == 0;
+                    token_start = false;
+                }
             }
-            prev = b;
             i += 1;
+        }
+        if quote.is_none() && flow == 0 && plain_value {
+            text_past = Some(owner);
         }
     }
     None
@@ -120,12 +148,6 @@ fn header_ends(rest: &[u8]) -> bool {
         i += 1;
     }
     i == rest.len() || (i > 0 && rest[i] == b'#')
-}
-
-/// Whether a scalar or collection may begin after `prev` (so a quote or a
-/// bracket there is syntax, not text such as `don't`).
-fn starts_scalar(prev: u8) -> bool {
-    matches!(prev, b' ' | b'\t' | b':' | b'-' | b'[' | b'{' | b',' | b'?')
 }
 
 #[cfg(test)]
@@ -158,6 +180,34 @@ mod tests {
             "[".repeat(100)
         );
         assert_eq!(too_deep(&text), None);
+        // Text that only looks like syntax opens nothing, and does not
+        // hide the nesting after it.
+        let deep_flow = format!("caveats: {}\n", "[".repeat(100));
+        let dashes = format!("{}x\n", "- ".repeat(100));
+        for head in [
+            "why: a [\n",
+            "why: a \"b\n",
+            "why: it's\n",
+            "why: text\n  \"more\n",
+        ] {
+            for tail in [&deep_flow, &dashes] {
+                let doc = format!("{head}{tail}");
+                assert_eq!(too_deep(&doc), Some(head.lines().count() + 1), "{doc:.80}");
+            }
+        }
+        for head in ["why: &a ", "why: !t ", "why: !!seq &a "] {
+            let doc = format!("{head}{}\n", "[".repeat(100));
+            assert_eq!(too_deep(&doc), Some(1), "{doc:.30}");
+        }
+        for indicator in ["? ", "- ? ", ": "] {
+            let doc = format!("{}x\n", indicator.repeat(100));
+            assert_eq!(too_deep(&doc), Some(1), "{doc:.30}");
+        }
+        let prose = "why: a plain value\n  going on [ over\n  \"lines\" it's # fine\nset: 1\n";
+        assert_eq!(too_deep(prose), None);
+        // Text of a `|` scalar in a list item ends where the item's keys go on.
+        let item = format!("- note: |\n    [[[\n  more: {}\n", "[".repeat(70));
+        assert_eq!(too_deep(&item), Some(3));
         // Each document starts again.
         let docs = (0..100)
             .map(|_| "a:\n b:\n  c: 1\n")
