@@ -28,7 +28,8 @@ hostknob apply cpuidle-no-deep-state --dry-run   # the writes, as a diff\n  \
 hostknob verify cpuidle-no-deep-state            # did it move the latency floor?\n  \
 hostknob persist cpuidle-no-deep-state           # what keeps it across a reboot\n\n\
 Options shared by subcommands (--root, --format, --host, --manifest, --state-dir, --quiet) \
-may stand before the subcommand's name; each subcommand takes those its --help lists.\n\n\
+may stand before the subcommand's name for every subcommand, which ignores there those it does not use \
+(as it ignores their HOSTKNOB_* variables), --format excepted; after the name, each takes those its --help lists.\n\n\
 Exit codes: 0 success, 1 error or usage error (nothing changed), 2 audit drift or stale document, \
 130 interrupted (Ctrl-C)."
 )]
@@ -51,6 +52,9 @@ pub struct InventoryArgs {
 
 #[derive(Args, Debug)]
 pub struct KnobsArgs {
+    /// Only these knob ids (default: every knob for this host).
+    #[arg(value_name = "KNOB")]
+    pub knobs: Vec<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]

@@ -7,38 +7,69 @@ use hostknob::cli::{Cli, Command};
 // (a tenth of a live `inventory`). `probe rss --self-burst`, whose subject is
 // jemalloc, runs in `hostknob-jemalloc` (src/bin), which has it.
 
-/// The shared options and whether each takes a value. Each subcommand
-/// declares those it uses; standing before the subcommand's name, they are
-/// moved after it, so `hostknob --root R inventory` is `hostknob inventory
-/// --root R`, and one the subcommand does not take is a usage error naming it.
-const HOISTED: &[(&str, bool)] = &[
-    ("--root", true),
-    ("--format", true),
-    ("--host", true),
-    ("--manifest", true),
-    ("--state-dir", true),
-    ("--quiet", false),
-    ("-q", false),
+/// The shared options: (spelling, long name, takes a value, is context).
+/// Standing before the subcommand's name, they are moved after it, so
+/// `hostknob --root R inventory` is `hostknob inventory --root R`. A context
+/// option (where and what: root, host, manifest, state directory, quiet) that
+/// the subcommand does not use is dropped there, as its HOSTKNOB_* variable
+/// would be ignored: `hostknob -q --manifest M inventory` works the same for
+/// every command. `--format` is a request about the output, so a subcommand
+/// without it refuses it (clap's usage error), as it does after the name.
+const HOISTED: &[(&str, &str, bool, bool)] = &[
+    ("--root", "root", true, true),
+    ("--format", "format", true, false),
+    ("--host", "host", true, true),
+    ("--manifest", "manifest", true, true),
+    ("--state-dir", "state-dir", true, true),
+    ("--quiet", "quiet", false, true),
+    ("-q", "quiet", false, true),
 ];
+
+/// Whether subcommand `sub` takes `--long`. The read commands answer from
+/// their own options (building the whole tree costs a live `inventory` a
+/// sixth); an unknown name answers yes, so clap reports it.
+fn takes(sub: &str, long: &str) -> bool {
+    use clap::{Args, CommandFactory};
+    use hostknob::cli::{AuditArgs, DocArgs, InventoryArgs, KnobsArgs};
+    let own = |cmd: clap::Command| cmd.get_arguments().any(|a| a.get_long() == Some(long));
+    match sub {
+        "inventory" => own(InventoryArgs::augment_args(clap::Command::new(""))),
+        "audit" => own(AuditArgs::augment_args(clap::Command::new(""))),
+        "doc" => own(DocArgs::augment_args(clap::Command::new(""))),
+        "knobs" => own(KnobsArgs::augment_args(clap::Command::new(""))),
+        _ => Cli::command()
+            .find_subcommand(sub)
+            .is_none_or(|c| own(c.clone())),
+    }
+}
 
 fn hoist(args: Vec<OsString>) -> Vec<OsString> {
     let mut i = 1;
+    // (start, end, long name, is context) of each shared option before the subcommand.
+    let mut found = Vec::new();
     while let Some(a) = args.get(i).and_then(|a| a.to_str()) {
-        let Some(&(name, value)) = HOISTED
+        let Some(&(name, long, value, context)) = HOISTED
             .iter()
-            .find(|(n, _)| a == *n || (a.starts_with(n) && a[n.len()..].starts_with('=')))
+            .find(|(n, ..)| a == *n || (a.starts_with(n) && a[n.len()..].starts_with('=')))
         else {
             break;
         };
-        i += if value && a == name { 2 } else { 1 };
+        let end = (i + if value && a == name { 2 } else { 1 }).min(args.len());
+        found.push((i, end, long, context));
+        i = end;
     }
     // Nothing to move, or no subcommand after them: clap says what is wrong.
     let sub = match args.get(i).and_then(|a| a.to_str()) {
         Some(s) if i > 1 && !s.starts_with('-') => i,
         _ => return args,
     };
+    let name = args[sub].to_str().unwrap_or_default();
     let mut out = vec![args[0].clone(), args[sub].clone()];
-    out.extend_from_slice(&args[1..sub]);
+    for (start, end, long, context) in found {
+        if !context || takes(name, long) {
+            out.extend_from_slice(&args[start..end]);
+        }
+    }
     out.extend_from_slice(&args[sub + 1..]);
     out
 }
@@ -99,6 +130,36 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn line(l: &str) -> Vec<OsString> {
+        std::iter::once("hostknob")
+            .chain(l.split(' '))
+            .map(OsString::from)
+            .collect()
+    }
+
+    /// Shared options before the name move after it; context options the
+    /// subcommand does not take are dropped there, --format is kept for clap.
+    #[test]
+    fn shared_options_before_the_subcommand_move_or_drop() {
+        for (given, hoisted) in [
+            ("-q inventory cpu", "inventory cpu"),
+            ("--manifest m --root /r inventory", "inventory --root /r"),
+            (
+                "--root=/r --format json audit x",
+                "audit --root=/r --format json x",
+            ),
+            ("--state-dir /s -q apply a", "apply --state-dir /s -q a"),
+            ("--format json doc", "doc --format json"),
+            ("--root /r --quiet schema", "schema"),
+            ("--host h probe wakeup", "probe --host h wakeup"),
+            ("--root /r nosuch", "nosuch --root /r"),
+            ("inventory -q", "inventory -q"),
+        ] {
+            assert_eq!(hoist(line(given)), line(hoisted), "{given}");
+        }
+        assert_eq!(hoist(line("--root")), line("--root"));
+    }
 
     /// The read commands' own parse gives what the whole tree gives, or
     /// leaves the command line to it.

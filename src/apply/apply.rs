@@ -77,8 +77,9 @@ pub fn select<'m>(
     for id in ids {
         let knob = manifest.get(id).ok_or_else(|| {
             ApplyError::Refused(format!(
-                "no knob with id {id:?} in the manifest {}",
-                manifest.dir.display()
+                "no knob with id {id:?} in the manifest {}{}",
+                manifest.dir.display(),
+                manifest.did_you_mean(id)
             ))
         })?;
         if !knob.hosts.matches(host) {

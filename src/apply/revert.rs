@@ -71,8 +71,16 @@ pub fn revert_with(
             entries.iter().any(|e| &e.knob == id) || manifest.is_some_and(|m| m.get(id).is_some());
         if !known {
             return Err(ApplyError::Refused(format!(
-                "no knob with id {id:?} in the manifest or the journal {}",
-                journal.path().display()
+                "no knob with id {id:?} in the manifest or the journal {}{}",
+                journal.path().display(),
+                crate::manifest::did_you_mean(
+                    id,
+                    entries.iter().map(|e| e.knob.as_str()).chain(
+                        manifest
+                            .into_iter()
+                            .flat_map(|m| m.knobs.iter().map(|k| k.id.as_str()))
+                    )
+                )
             )));
         }
     }

@@ -84,7 +84,10 @@ pub fn evaluate(
                 file: manifest.dir.clone(),
                 line: None,
                 field: None,
-                message: format!("no knob with id {id:?} in this manifest"),
+                message: format!(
+                    "no knob with id {id:?} in this manifest{}",
+                    manifest.did_you_mean(id)
+                ),
             });
         }
     }

@@ -1,4 +1,4 @@
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 
 use crate::audit;
 use crate::cli::AuditArgs;
@@ -8,17 +8,41 @@ use crate::render;
 use crate::root::Root;
 
 pub fn run(args: &AuditArgs) -> Result<i32> {
+    // Before anything is read: a timer that writes nowhere is a silent alert.
+    if let Some(dir) = &args.textfile
+        && !dir.exists()
+    {
+        return Err(anyhow!(
+            "--textfile {}: no such directory (node_exporter's --collector.textfile.directory; \
+             create it or name the one node_exporter reads)",
+            dir.display()
+        ));
+    }
     let g = &args.target;
     let root = Root::open(&g.root.root)?;
     let host = manifest::host::resolve(&root, g.host.host.as_deref());
     let dir = super::manifest_dir(g, &root);
     let ctx = HostCtx::new(&root, host.name.clone());
-    let report = audit::run(&dir, &ctx, &host.source, &args.knobs)?;
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+    };
+    let report = match audit::run(&dir, &ctx, &host.source, &args.knobs) {
+        Ok(r) => r,
+        Err(e) => {
+            // The textfile says the audit failed instead of keeping the last green one.
+            if let Some(textfile) = &args.textfile {
+                let metrics = render::prometheus::error_metrics(&host.name, now());
+                if let Err(w) = render::prometheus::write_textfile(textfile, &metrics) {
+                    eprintln!("hostknob: {w:#}");
+                }
+            }
+            return Err(e.into());
+        }
+    };
     if render::Format::from(args.format) == render::Format::Prometheus || args.textfile.is_some() {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_secs_f64();
-        let metrics = render::prometheus::metrics(&report, now);
+        let metrics = render::prometheus::metrics(&report, now());
         if let Some(dir) = &args.textfile {
             render::prometheus::write_textfile(dir, &metrics)?;
         }

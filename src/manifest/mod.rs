@@ -4,6 +4,7 @@
 //!
 //! `ledger/` inside the directory is the tool's own record (see `ledger`), not knobs.
 
+mod depth;
 pub mod host;
 pub mod ledger;
 pub mod locate;
@@ -301,6 +302,51 @@ impl Manifest {
     pub fn get(&self, id: &str) -> Option<&Knob> {
         self.knobs.iter().find(|k| k.id == id)
     }
+
+    /// `; did you mean "cpuidle-no-deep-state"?` for a mistyped id (the
+    /// closest ids by edit distance, as clap does for subcommands), or "".
+    pub fn did_you_mean(&self, id: &str) -> String {
+        did_you_mean(id, self.knobs.iter().map(|k| k.id.as_str()))
+    }
+}
+
+/// The closest of `known` to `id` (at most a third of its letters changed),
+/// as a sentence to append to an error, or "".
+pub fn did_you_mean<'a>(id: &str, known: impl Iterator<Item = &'a str>) -> String {
+    let limit = (id.chars().count() / 3).max(2);
+    let mut best: Vec<(usize, &str)> = known
+        .map(|k| (edit_distance(id, k), k))
+        .filter(|&(d, _)| d <= limit)
+        .collect();
+    best.sort();
+    best.dedup();
+    let Some(&(d, _)) = best.first() else {
+        return String::new();
+    };
+    let names: Vec<String> = best
+        .iter()
+        .take_while(|b| b.0 == d)
+        .map(|b| format!("{:?}", b.1))
+        .collect();
+    format!("; did you mean {}?", names.join(" or "))
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// How deep the manifest directory may nest.
@@ -351,7 +397,7 @@ fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
                 if !(d == dir && name == ledger::LEDGER_DIR) {
                     stack.push((path, depth + 1));
                 }
-            } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            } else if is_yaml_name(&name) {
                 // The same file reached twice (through a link) is read once.
                 match std::fs::metadata(&path) {
                     Ok(m) if !seen.insert((m.dev(), m.ino())) => {}
@@ -362,6 +408,19 @@ fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     }
     out.sort();
     Ok(out)
+}
+
+fn is_yaml_name(name: &str) -> bool {
+    !name.starts_with('.') && (name.ends_with(".yaml") || name.ends_with(".yml"))
+}
+
+/// Whether `dir` itself holds a YAML file (not counting subdirectories).
+fn top_has_yaml(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| is_yaml_name(&e.file_name().to_string_lossy()))
+    })
 }
 
 /// A manifest file's text: a regular file (a FIFO is refused, not waited
@@ -456,9 +515,29 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
             "no such manifest directory (give --manifest DIR)".into()
         }));
     }
-    let files = yaml_files(dir).map_err(|e| ManifestErrors(vec![e]))?;
+    let files = match yaml_files(dir) {
+        Ok(files) if files.is_empty() => {
+            return Err(one(
+                "not a manifest: no knob files (*.yaml, *.yml) in it or below it; \
+                 write knobs there (docs/manifest.md) or give --manifest DIR"
+                    .into(),
+            ));
+        }
+        Ok(files) => files,
+        // A problem deep inside a directory that holds no knob file at its
+        // top (`--manifest /tmp`): the directory is the mistake.
+        Err(e) if e.file != dir && !top_has_yaml(dir) => {
+            return Err(one(format!(
+                "not a manifest: no knob files (*.yaml, *.yml) at its top, and {e}"
+            )));
+        }
+        Err(e) => return Err(ManifestErrors(vec![e])),
+    };
     let mut errors = Vec::new();
     let mut knobs: Vec<Knob> = Vec::new();
+    // id -> index in `knobs`: a duplicate is found in constant time, so
+    // loading stays linear in the number of knobs.
+    let mut ids: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for file in files {
         let text = match read_manifest_file(&file) {
             Ok(t) => t,
@@ -467,6 +546,19 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
                 continue;
             }
         };
+        if let Some(line) = depth::too_deep(&text) {
+            errors.push(ManifestError {
+                file: file.clone(),
+                line: Some(line),
+                field: None,
+                message: format!(
+                    "nested deeper than {} levels (brackets, braces or indentation): \
+                     a knob is a few levels deep; not read further",
+                    depth::MAX_DEPTH
+                ),
+            });
+            continue;
+        }
         let docs = documents(&text);
         if docs.is_empty() {
             errors.push(ManifestError {
@@ -484,7 +576,7 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
             };
             match read::read_knob(source) {
                 Ok(k) => {
-                    if let Some(prev) = knobs.iter().find(|p| p.id == k.id) {
+                    if let Some(prev) = ids.get(&k.id).map(|&i| &knobs[i]) {
                         let first = prev.source.error("id", "");
                         errors.push(k.source.error(
                             "id",
@@ -496,6 +588,7 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
                             ),
                         ));
                     } else {
+                        ids.insert(k.id.clone(), knobs.len());
                         knobs.push(k);
                     }
                 }
@@ -532,6 +625,20 @@ mod tests {
             "did not find expected ',' or ']' at line 5 column 1, while parsing a flow sequence at line 4 column 8",
         );
         assert_eq!(f, None);
+    }
+
+    #[test]
+    fn a_mistyped_id_gets_the_closest_ids() {
+        let ids = ["cpuidle-no-deep-state", "thp-madvise", "thp-never"];
+        let m = |id| did_you_mean(id, ids.iter().copied());
+        assert_eq!(
+            m("cpuidle-no-deep-stat"),
+            "; did you mean \"cpuidle-no-deep-state\"?"
+        );
+        assert_eq!(m("thp-nevr"), "; did you mean \"thp-never\"?");
+        assert_eq!(m("thp-xxxx"), "");
+        assert_eq!(m("zzz"), "");
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 
     #[test]

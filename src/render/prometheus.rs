@@ -71,6 +71,18 @@ pub fn metrics(r: &Report, now: f64) -> String {
 
     family(
         &mut out,
+        "hostknob_audit_knobs_targeting",
+        "Knobs of the manifest that target this host (0: the audit checked nothing here).",
+    );
+    let _ = writeln!(
+        out,
+        "hostknob_audit_knobs_targeting{{host=\"{host}\"}} {}",
+        r.knobs.len()
+    );
+    audit_error(&mut out, &host, false);
+
+    family(
+        &mut out,
         "hostknob_audit_failing",
         "1 when the audit exits 2 (a knob drifts, is unsupported or was lost on reboot).",
     );
@@ -143,6 +155,37 @@ pub fn metrics(r: &Report, now: f64) -> String {
         );
     }
 
+    family(
+        &mut out,
+        "hostknob_audit_timestamp_seconds",
+        "When this audit ran, in seconds since the epoch.",
+    );
+    let _ = writeln!(
+        out,
+        "hostknob_audit_timestamp_seconds{{host=\"{host}\"}} {now}"
+    );
+    out
+}
+
+fn audit_error(out: &mut String, escaped_host: &str, error: bool) {
+    family(
+        out,
+        "hostknob_audit_error",
+        "1 when the audit could not run (a manifest or host error; exit 1): nothing was checked.",
+    );
+    let _ = writeln!(
+        out,
+        "hostknob_audit_error{{host=\"{escaped_host}\"}} {}",
+        u8::from(error)
+    );
+}
+
+/// The metrics of an audit that failed before checking anything, so the
+/// textfile does not keep an earlier audit's green figures.
+pub fn error_metrics(host: &str, now: f64) -> String {
+    let host = escape(host);
+    let mut out = String::new();
+    audit_error(&mut out, &host, true);
     family(
         &mut out,
         "hostknob_audit_timestamp_seconds",

@@ -247,7 +247,7 @@ fn a_missing_textfile_directory_is_one_line_and_writes_nothing() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(e.trim().lines().count(), 1, "{e}");
     assert!(
-        e.contains("--textfile") && e.contains("nope: not a directory"),
+        e.contains("--textfile") && e.contains("nope: no such directory"),
         "{e}"
     );
     assert!(!missing.exists());

@@ -197,7 +197,8 @@ fn a_var_link_to_the_real_var_stays_in_the_copy() {
 fn doc_refuses_a_host_name_that_is_a_path() {
     let outside = tempfile::tempdir().unwrap();
     let abs = outside.path().join("abs");
-    let empty = tempfile::tempdir().unwrap();
+    // A manifest with a knob: an empty one is refused first (issue 20 item 11).
+    let m = knobs(&[THP]);
     let (_t, root) = copy_host("fc-haltpoll-2cpu");
     std::fs::remove_file(root.join("proc/sys/kernel/hostname")).unwrap();
     std::fs::write(
@@ -206,7 +207,7 @@ fn doc_refuses_a_host_name_that_is_a_path() {
     )
     .unwrap();
     let e = exit1(
-        &hk(&root, empty.path(), &["doc"]),
+        &hk(&root, m.path(), &["doc"]),
         &["host name", "hostknob-capture.yaml"],
     );
     assert_eq!(e.trim().lines().count(), 1, "{e}");
@@ -217,7 +218,7 @@ fn doc_refuses_a_host_name_that_is_a_path() {
     )
     .unwrap();
     exit1(
-        &hk(&root, empty.path(), &["doc"]),
+        &hk(&root, m.path(), &["doc"]),
         &["/proc/sys/kernel/hostname"],
     );
     // An explicit --out that is a link is refused, not followed.
@@ -227,7 +228,7 @@ fn doc_refuses_a_host_name_that_is_a_path() {
     symlink(&victim, &out_link).unwrap();
     let o = hk(
         &root,
-        empty.path(),
+        m.path(),
         &["--host", "vm", "doc", "--out", out_link.to_str().unwrap()],
     );
     exit1(&o, &["symbolic link"]);
