@@ -16,7 +16,7 @@ description:
   - Drift (C(drift), C(unsupported), C(lost-on-reboot) or C(not-honoured)) fails the task, warns, or is only reported, per O(on_drift).
   - Read-only; never changes the host.
 version_added: "0.1.0"
-author: hostknob developers
+author: hostknob developers (@hostknob)
 options:
   binary:
     description: Path or name of the hostknob binary.

@@ -20,7 +20,7 @@ description:
   - C(changed) is what hostknob actually wrote (or, in check mode, would write); a second run reports no change.
   - In diff mode each knob's files are shown before and after.
 version_added: "0.1.0"
-author: hostknob developers
+author: hostknob developers (@hostknob)
 options:
   binary:
     description: Path or name of the hostknob binary.

@@ -18,7 +18,7 @@ description:
     O(require_expectation=true).
   - The host is left as found; in check mode nothing runs.
 version_added: "0.1.0"
-author: hostknob developers
+author: hostknob developers (@hostknob)
 options:
   binary:
     description: Path or name of the hostknob binary.
