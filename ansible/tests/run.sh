@@ -44,6 +44,13 @@ sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-p
   mkdir -p "$work/hosts/guard0" "$work/pristine/guard0"
   tar -xzf "$corpus/icx2s0.tar.gz" -C "$work/hosts/guard0"
   tar -xzf "$corpus/icx2s0.tar.gz" -C "$work/pristine/guard0"
+  # hostknob's default manifest under the root: a module run without `manifest`
+  # reads it, and an injected --manifest= would have replaced it.
+  for d in hosts pristine; do
+    mkdir -p "$work/$d/guard0/etc/hostknob" && cp -r manifest "$work/$d/guard0/etc/hostknob/manifest"
+    rm -rf "$work/$d/guard0/etc/hostknob/manifest/ledger"
+  done
+  mkdir "$work/injected-textfile"
   echo "guard0 hostknob_root=$work/hosts/guard0 hostknob_host=icx2s0 pristine=$work/pristine/guard0"
   echo "[guards:vars]"
   echo "elsewhere=$work/elsewhere"
@@ -126,7 +133,7 @@ for args in "apply -- --all" "apply -- cpufreq-governor-performance --state-dir=
   [ "$rc" -eq 1 ] || { cat "$work/dashdash.out"; echo "hostknob $args exited $rc, not 1"; exit 1; }
 done
 [ "$("$tests/tree-hash.sh" --all "$work/hosts/guard0")" = "$before_guard" ] || { echo "an option after -- changed the host"; exit 1; }
-[ ! -e "$work/injected-textfile" ] || { echo "audit -- --textfile= wrote metrics"; exit 1; }
+[ -z "$(ls -A "$work/injected-textfile")" ] || { echo "audit -- --textfile= wrote metrics"; exit 1; }
 
 echo "== ansible: guards.yml (option injection, revert through hostknob, module_defaults)"
 ansible-playbook -i "$work/inventory.ini" "$tests/guards.yml"
