@@ -246,4 +246,4 @@ if [ "${HOSTKNOB_SANITY:-0}" = 1 ]; then
     && ansible-test sanity --python "$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')")
   echo "ansible-test sanity: $((SECONDS - s)) s"
 fi
-echo "== ansible: all passed"
+echo "== ansible: all passed ($SECONDS s)"
