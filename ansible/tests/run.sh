@@ -18,6 +18,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export ANSIBLE_COLLECTIONS_PATH="$repo/ansible"
 export ANSIBLE_NOCOWS=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_STDOUT_CALLBACK=default
+# Modules run from stdin, not copied into a temporary directory first.
+export ANSIBLE_PIPELINING=1
 export ANSIBLE_LOCAL_TEMP="$work/ansible-tmp" ANSIBLE_REMOTE_TEMP="$work/ansible-tmp"
 python=$(command -v python3)
 
