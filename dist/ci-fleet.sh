@@ -68,7 +68,7 @@ for u in dist/systemd/*; do
 done
 (cd "$work/units" && systemd-analyze verify --man=no ./*.service ./*.timer)
 
-step "ansible collection (ansible/tests/run.sh)"
+step "ansible collection (ansible/tests/run.sh; HOSTKNOB_SANITY=1 adds ansible-test sanity, minutes on a fresh machine)"
 HOSTKNOB_BIN=$bin bash ansible/tests/run.sh
 
 step "cargo-deb"

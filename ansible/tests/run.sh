@@ -18,6 +18,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export ANSIBLE_COLLECTIONS_PATH="$repo/ansible"
 export ANSIBLE_NOCOWS=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_STDOUT_CALLBACK=default
+# Modules run from stdin, not copied into a temporary directory first.
+export ANSIBLE_PIPELINING=1
 export ANSIBLE_LOCAL_TEMP="$work/ansible-tmp" ANSIBLE_REMOTE_TEMP="$work/ansible-tmp"
 python=$(command -v python3)
 
@@ -26,6 +28,10 @@ drifting=(adl0 spr1 genoa0 icx2s0 dell-9360-kbl)
 clean=(fc-haltpoll-2cpu)
 cp -r manifest "$work/manifest"
 rm -rf "$work/manifest/ledger"
+# Another manifest with a knob named `evil`: what `--manifest=` injection reached.
+mkdir "$work/elsewhere"
+sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-performance.yaml \
+  > "$work/elsewhere/evil.yaml"
 {
   echo "[fleet]"
   for h in "${drifting[@]}" "${clean[@]}"; do
@@ -36,7 +42,22 @@ rm -rf "$work/manifest/ledger"
     [[ " ${drifting[*]} " == *" $h "* ]] && expect=true
     echo "$h hostknob_root=$work/hosts/$h hostknob_host=$h expect_drift=$expect"
   done
-  echo "[fleet:vars]"
+  echo "[guards]"
+  mkdir -p "$work/hosts/guard0" "$work/pristine/guard0"
+  tar -xzf "$corpus/icx2s0.tar.gz" -C "$work/hosts/guard0"
+  tar -xzf "$corpus/icx2s0.tar.gz" -C "$work/pristine/guard0"
+  # hostknob's default manifest under the root: a module run without `manifest`
+  # reads it, and an injected --manifest= would have replaced it.
+  for d in hosts pristine; do
+    mkdir -p "$work/$d/guard0/etc/hostknob" && cp -r manifest "$work/$d/guard0/etc/hostknob/manifest"
+    rm -rf "$work/$d/guard0/etc/hostknob/manifest/ledger"
+  done
+  mkdir "$work/injected-textfile"
+  echo "guard0 hostknob_root=$work/hosts/guard0 hostknob_host=icx2s0 pristine=$work/pristine/guard0"
+  echo "[guards:vars]"
+  echo "elsewhere=$work/elsewhere"
+  echo "textfile_dir=$work/injected-textfile"
+  echo "[all:vars]"
   echo "ansible_connection=local"
   echo "ansible_python_interpreter=$python"
   echo "hostknob_binary=$bin"
@@ -45,7 +66,7 @@ rm -rf "$work/manifest/ledger"
 } > "$work/inventory.ini"
 
 echo "== ansible: audit.yml over ${#drifting[@]}+${#clean[@]} corpus copies"
-ansible-playbook -i "$work/inventory.ini" --forks 6 ansible/playbooks/audit.yml \
+ansible-playbook -i "$work/inventory.ini" --forks 6 --limit fleet ansible/playbooks/audit.yml \
   -e hostknob_report_dir="$work/audits"
 n=$(ls "$work/audits"/*.json | wc -l)
 [ "$n" -eq 6 ] || { echo "audit.yml wrote $n files, not 6"; exit 1; }
@@ -73,6 +94,22 @@ thp = next(k for k in r["knobs"] if k["id"] == "thp-madvise")
 assert thp["unpersisted"] == ["fc-haltpoll-2cpu"], thp["unpersisted"]
 PY
 
+echo "== ansible: hostknob.hostknob.rollout --check --diff on the drifting hosts writes nothing"
+for h in "${drifting[@]}"; do "$tests/tree-hash.sh" --all "$work/hosts/$h"; done > "$work/check-before"
+"$tests/tree-hash.sh" --all "$work/manifest" >> "$work/check-before"
+ansible-playbook -i "$work/inventory.ini" hostknob.hostknob.rollout --check --diff \
+  --limit "$(IFS=,; echo "${drifting[*]}")" \
+  -e '{"hostknob_become": false, "knob_rollout_knobs": ["cpufreq-governor-performance", "cpufreq-epp-performance"]}' \
+  > "$work/rollout-check.log" 2>&1 || { cat "$work/rollout-check.log"; echo "rollout --check failed"; exit 1; }
+for h in "${drifting[@]}"; do "$tests/tree-hash.sh" --all "$work/hosts/$h"; done > "$work/check-after"
+"$tests/tree-hash.sh" --all "$work/manifest" >> "$work/check-after"
+cmp -s "$work/check-before" "$work/check-after" || { echo "rollout --check wrote to a host or the manifest"; exit 1; }
+# Every drifting host showed its governor diff, and was warned (not failed) by the audit.
+n=$(grep -c "scaling_governor: performance" "$work/rollout-check.log" || true)
+[ "$n" -ge "${#drifting[@]}" ] || { cat "$work/rollout-check.log"; echo "rollout --check --diff showed $n governor diffs"; exit 1; }
+grep -q "failed=0" "$work/rollout-check.log" || { echo "rollout --check failed a host"; exit 1; }
+echo "rollout --check --diff: ${#drifting[@]} hosts, $n governor diffs, nothing written"
+
 echo "== ansible: fleet.yml (audit, check mode, apply, audit, apply again, revert), forks 6"
 ansible-playbook -i "$work/inventory.ini" --forks 6 "$tests/fleet.yml"
 for h in "${drifting[@]}" "${clean[@]}"; do
@@ -83,11 +120,34 @@ for h in "${drifting[@]}" "${clean[@]}"; do
   echo "$h: identical after revert ($("$tests/tree-hash.sh" "$work/hosts/$h"))"
 done
 
-echo "== ansible: rollout.yml gate (serial 1): a failing verify stops the rollout and reverts"
+echo "== hostknob takes knob ids after --, and an option there is an unknown id"
+g=(--root "$work/hosts/guard0" --manifest "$work/manifest" --host icx2s0)
+"$bin" "${g[@]}" apply --dry-run -- cpufreq-governor-performance > /dev/null
+"$bin" "${g[@]}" audit -- cpufreq-governor-performance > /dev/null || [ $? -eq 2 ]
+before_guard=$("$tests/tree-hash.sh" --all "$work/hosts/guard0")
+for args in "apply -- --all" "apply -- cpufreq-governor-performance --state-dir=/x" \
+  "audit -- --textfile=$work/injected-textfile" "revert -- --all"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$bin" "${g[@]}" $args > "$work/dashdash.out" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" -eq 1 ] || { cat "$work/dashdash.out"; echo "hostknob $args exited $rc, not 1"; exit 1; }
+done
+[ "$("$tests/tree-hash.sh" --all "$work/hosts/guard0")" = "$before_guard" ] || { echo "an option after -- changed the host"; exit 1; }
+[ -z "$(ls -A "$work/injected-textfile")" ] || { echo "audit -- --textfile= wrote metrics"; exit 1; }
+
+echo "== ansible: guards.yml (option injection, revert through hostknob, module_defaults)"
+ansible-playbook -i "$work/inventory.ini" "$tests/guards.yml"
+
+echo "== ansible: rollout.yml gate (serial 1) on a host where the knob is already in effect"
 # verify measures the machine it runs on, so on a copy of another host it
-# refuses (exit 1): the gate must treat that as a failure like a bad verdict.
+# refuses (exit 1): the gate must treat that as a failure like a bad verdict,
+# and leave alone a knob that this run did not change.
+"$bin" --root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0 apply cpufreq-epp-performance > /dev/null
 before_spr1=$("$tests/tree-hash.sh" "$work/hosts/spr1")
 before_adl0=$("$tests/tree-hash.sh" "$work/hosts/adl0")
+reverted_before=$(cat "$work"/manifest/ledger/* 2>/dev/null | grep -c "action: reverted" || true)
 set +e
 ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit adl0,spr1 \
   -e '{"hostknob_become": false, "knob_rollout_knobs": ["cpufreq-epp-performance"],
@@ -97,12 +157,49 @@ rc=$?
 set -e
 cat "$work/rollout.log"
 [ "$rc" -ne 0 ] || { echo "rollout passed a gate whose verify failed"; exit 1; }
-grep -q "failed the gate" "$work/rollout.log" || { echo "rollout did not fail at the gate"; exit 1; }
-grep -q "verify measures this machine, not the tree at --root" "$work/rollout.log" \
-  || { echo "the gate failed for another reason than verify's refusal of a copy"; exit 1; }
+gate=$(grep "failed the gate" "$work/rollout.log" | grep -v '^ *"msg"' | head -1 || true)
+[ -n "$gate" ] || gate=$(grep "failed the gate" "$work/rollout.log" | head -1 || true)
+echo "gate message: $gate"
+[ -n "$gate" ] || { echo "rollout did not fail at the gate"; exit 1; }
+case "$gate" in
+  *"verify measures this machine, not the tree at --root"*) ;;
+  *) echo "the gate's message does not give verify's refusal as the cause"; exit 1 ;;
+esac
+case "$gate" in *"One or more items failed"*) echo "the gate's message hides the cause"; exit 1 ;; esac
+case "$gate" in *"nothing was reverted"*) ;; *) echo "the gate's message does not say nothing was reverted"; exit 1 ;; esac
 grep -q "spr1" "$work/rollout.log" && { echo "rollout went on to the second batch"; exit 1; }
-[ "$("$tests/tree-hash.sh" "$work/hosts/adl0")" = "$before_adl0" ] || { echo "adl0 not reverted after the gate"; exit 1; }
+[ "$("$tests/tree-hash.sh" "$work/hosts/adl0")" = "$before_adl0" ] || { echo "adl0 changed by a gate that failed before the apply"; exit 1; }
+"$bin" --root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0 audit cpufreq-epp-performance >/dev/null \
+  || { echo "adl0: the knob in effect before the rollout was undone"; exit 1; }
+reverted_after=$(cat "$work"/manifest/ledger/* 2>/dev/null | grep -c "action: reverted" || true)
+[ "$reverted_after" = "$reverted_before" ] || { echo "the failed gate recorded a revert"; exit 1; }
 [ "$("$tests/tree-hash.sh" "$work/hosts/spr1")" = "$before_spr1" ] || { echo "spr1 changed"; exit 1; }
+"$bin" --root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0 revert cpufreq-epp-performance > /dev/null
+
+echo "== ansible: a gate failing after the apply reverts only what this run changed"
+# The post-apply audit fails for a real reason: a deep idle state disabled
+# under the haltpoll cpuidle governor is not honoured by the kernel. thp-madvise
+# is in effect there already: this run does not change it, so it stays.
+cp -r "$work/manifest" "$work/gate-manifest"
+rm -rf "$work/gate-manifest/ledger"
+sed -e 's/^id: cpuidle-no-deep-state$/id: haltpoll-no-deep-state/' \
+  -e 's/min_exit_latency_us: 300/min_exit_latency_us: 1/' -e 's/^hosts: .*/hosts: "*"/' \
+  manifest/cpuidle-no-deep-state.yaml > "$work/gate-manifest/haltpoll-no-deep-state.yaml"
+h=fc-haltpoll-2cpu
+before_h=$("$tests/tree-hash.sh" "$work/hosts/$h")
+set +e
+ansible-playbook -i "$work/inventory.ini" hostknob.hostknob.rollout --limit "$h" \
+  -e "{\"hostknob_become\": false, \"hostknob_manifest\": \"$work/gate-manifest\", \"knob_rollout_verify\": false,
+       \"knob_rollout_knobs\": [\"thp-madvise\", \"haltpoll-no-deep-state\"]}" > "$work/rollout-after.log" 2>&1
+rc=$?
+set -e
+cat "$work/rollout-after.log"
+[ "$rc" -ne 0 ] || { echo "rollout passed a post-apply audit that fails"; exit 1; }
+gate=$(grep "failed the gate" "$work/rollout-after.log" | head -1 || true)
+case "$gate" in *"not-honoured"*"reverted haltpoll-no-deep-state"*) ;;
+  *) echo "the gate's message does not give the audit's cause and what was reverted: $gate"; exit 1 ;; esac
+case "$gate" in *"thp-madvise"*"reverted"* | *"reverted"*"thp-madvise"*) echo "reverted a knob this run did not change"; exit 1 ;; esac
+[ "$("$tests/tree-hash.sh" "$work/hosts/$h")" = "$before_h" ] || { echo "$h not as found after the revert"; exit 1; }
 
 echo "== ansible: rollout.yml with a passing gate (verify skipped: its verdict on a copy is noise)"
 ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit adl0,spr1 \
@@ -122,6 +219,33 @@ ansible-playbook -i "$work/live.ini" ansible/playbooks/audit.yml -e hostknob_rep
   "$work/live-audit/this-machine.json"
 [ ! -e "$work/live-manifest/ledger" ] || { echo "the live audit wrote a ledger"; exit 1; }
 
+echo "== ansible-galaxy collection build: licences and playbooks in the artifact"
+coll=ansible/ansible_collections/hostknob/hostknob
+for f in LICENSE-MIT LICENSE-APACHE; do
+  cmp -s "$f" "$coll/$f" || { echo "$coll/$f differs from the repository's $f"; exit 1; }
+done
+ansible-galaxy collection build "$coll" --output-path "$work/dist" > /dev/null
+tarball=$(ls "$work"/dist/hostknob-hostknob-*.tar.gz)
+tar -tzf "$tarball" > "$work/artifact.txt"
+for f in LICENSE-MIT LICENSE-APACHE playbooks/audit.yml playbooks/rollout.yml meta/runtime.yml \
+  plugins/module_utils/revert_plan.py; do
+  grep -qx "$f" "$work/artifact.txt" || { echo "$f is not in $tarball"; exit 1; }
+done
+grep -q '^tests/output' "$work/artifact.txt" && { echo "tests/output is in the artifact"; exit 1; }
+echo "$(basename "$tarball"): $(wc -l < "$work/artifact.txt") entries, licences and playbooks in"
+
 echo "== ansible-lint on the collection and playbooks"
-(cd ansible && ansible-lint --offline -q ansible_collections/hostknob/hostknob playbooks)
-echo "== ansible: all passed"
+(cd ansible && ansible-lint --offline -q ansible_collections/hostknob/hostknob playbooks tests/*.yml)
+
+echo "== ansible-test sanity on the collection (HOSTKNOB_SANITY=1; its venvs take minutes to build)"
+if [ "${HOSTKNOB_SANITY:-0}" = 1 ]; then
+  s=$SECONDS
+  # Its own copy: ansible-test writes tests/output inside the collection.
+  mkdir -p "$work/sanity/ansible_collections/hostknob"
+  cp -r "$coll" "$work/sanity/ansible_collections/hostknob/hostknob"
+  rm -rf "$work/sanity/ansible_collections/hostknob/hostknob/tests/output"
+  (cd "$work/sanity/ansible_collections/hostknob/hostknob" && git init -q . && git add -A \
+    && ansible-test sanity --python "$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')")
+  echo "ansible-test sanity: $((SECONDS - s)) s"
+fi
+echo "== ansible: all passed ($SECONDS s)"

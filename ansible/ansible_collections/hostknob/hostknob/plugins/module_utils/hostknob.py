@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 # Options every module takes: where the binary is and which host tree it reads.
 COMMON_ARGS = dict(
@@ -21,6 +22,9 @@ COMMON_ARGS = dict(
 # Exit 2 means drift (audit, report), not an error.
 DRIFT = 2
 
+# The manifest's id rule (src/manifest/read.rs, check_id): an id never starts
+# with `-`, so none can be taken for an option.
+KNOB_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}\Z")
 
 # The shared options each subcommand takes (hostknob refuses the others).
 TAKES = dict(
@@ -32,24 +36,55 @@ TAKES = dict(
     verify=("root", "host", "manifest", "state_dir"),
 )
 
+# The options the modules set themselves: refused in free-form arguments.
+SHARED_OPTIONS = ("--root", "--manifest", "--host", "--state-dir", "--format")
+
+
+def check_ids(module, ids, option="knobs"):
+    """Fails the task, before anything runs, on a value that is not a knob id."""
+    bad = [i for i in ids if not KNOB_ID.match(i)]
+    if bad:
+        module.fail_json(
+            msg="%s: %s %s not a knob id (lower-case letters, digits and '-', at most 64, "
+            "not starting with '-'); nothing was run"
+            % (option, ", ".join(json.dumps(i) for i in bad), "is" if len(bad) == 1 else "are")
+        )
+
+
+def check_free_args(module, args, option):
+    """Fails the task on a shared option in free-form arguments: the module's own options set those."""
+    for a in args:
+        if a == "--":
+            return
+        name = a.split("=", 1)[0]
+        if name in SHARED_OPTIONS:
+            module.fail_json(
+                msg="%s: %s is set by the module's own options (root, manifest, host, state_dir), "
+                "not here; nothing was run" % (option, json.dumps(a))
+            )
+
 
 def base_command(module, subcommand):
     p = module.params
     binary = module.get_bin_path(p["binary"], required=True) if "/" not in p["binary"] else p["binary"]
     takes = TAKES.get(subcommand, ("root", "host", "manifest", "state_dir"))
-    cmd = [binary, "--root", p["root"]]
+    # `--opt=VALUE`: a value that starts with `-` stays a value.
+    cmd = [binary, "--root=" + p["root"]]
     if p.get("manifest") and "manifest" in takes:
-        cmd += ["--manifest", p["manifest"]]
+        cmd.append("--manifest=" + p["manifest"])
     if p.get("host") and "host" in takes:
-        cmd += ["--host", p["host"]]
+        cmd.append("--host=" + p["host"])
     if p.get("state_dir") and "state_dir" in takes:
-        cmd += ["--state-dir", p["state_dir"]]
+        cmd.append("--state-dir=" + p["state_dir"])
     return cmd
 
 
-def run_json(module, args, ok_codes=(0,)):
-    """Runs hostknob with --format json; fails the task on any other exit code."""
-    cmd = base_command(module, args[0]) + ["--format", "json"] + list(args)
+def run_json(module, args, ids=None, ok_codes=(0,)):
+    """Runs hostknob with --format json, knob ids after `--`; fails the task on
+    any other exit code, with hostknob's own words."""
+    cmd = base_command(module, args[0]) + ["--format=json"] + list(args)
+    if ids:
+        cmd += ["--"] + list(ids)
     rc, out, err = module.run_command(cmd, environ_update={"LC_ALL": "C"})
     if rc not in ok_codes:
         module.fail_json(
@@ -64,6 +99,13 @@ def run_json(module, args, ok_codes=(0,)):
     except ValueError as e:
         module.fail_json(msg="hostknob printed no JSON: %s" % e, cmd=cmd, stdout=out, stderr=err)
     return rc, data, err
+
+
+def warn_stderr(module, err):
+    """hostknob's warnings (stderr lines `hostknob: warning: ...`) as task warnings."""
+    for line in err.splitlines():
+        if line.startswith("hostknob: warning: "):
+            module.warn(line[len("hostknob: warning: "):])
 
 
 def changes_diff(knobs, header):

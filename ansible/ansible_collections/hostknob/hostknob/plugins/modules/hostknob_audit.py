@@ -16,7 +16,7 @@ description:
   - Drift (C(drift), C(unsupported), C(lost-on-reboot) or C(not-honoured)) fails the task, warns, or is only reported, per O(on_drift).
   - Read-only; never changes the host.
 version_added: "0.1.0"
-author: hostknob developers
+author: hostknob developers (@hostknob)
 options:
   binary:
     description: Path or name of the hostknob binary.
@@ -36,7 +36,9 @@ options:
     description: The state directory (C(--state-dir)), resolved under O(root).
     type: str
   knobs:
-    description: Only these knob ids; default every knob that targets the host.
+    description:
+      - Only these knob ids; default every knob that targets the host.
+      - Checked against the manifest's id rule and passed after C(--), so no id is taken for an option.
     type: list
     elements: str
     default: []
@@ -86,7 +88,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.hostknob.hostknob.plugins.module_utils.hostknob import COMMON_ARGS, DRIFT, run_json
+from ansible_collections.hostknob.hostknob.plugins.module_utils.hostknob import COMMON_ARGS, DRIFT, check_ids, run_json
 
 FAILING = ("drift", "unsupported", "lost-on-reboot", "not-honoured")
 
@@ -98,7 +100,8 @@ def main():
         on_drift=dict(type="str", choices=["fail", "warn", "ignore"], default="fail"),
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    rc, audit, dummy_err = run_json(module, ["audit"] + module.params["knobs"], ok_codes=(0, DRIFT))
+    check_ids(module, module.params["knobs"])
+    rc, audit, dummy_err = run_json(module, ["audit"], module.params["knobs"], ok_codes=(0, DRIFT))
     statuses = dict((k["id"], k["status"]) for k in audit["knobs"])
     drifting = sorted(k for k, s in statuses.items() if s in FAILING)
     result = dict(

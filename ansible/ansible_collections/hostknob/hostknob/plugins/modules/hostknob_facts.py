@@ -15,7 +15,7 @@ description:
   - Runs C(hostknob inventory --format json) and sets the result as the fact C(hostknob_inventory).
   - Read-only; never changes the host.
 version_added: "0.1.0"
-author: hostknob developers
+author: hostknob developers (@hostknob)
 options:
   binary:
     description: Path or name of the hostknob binary.

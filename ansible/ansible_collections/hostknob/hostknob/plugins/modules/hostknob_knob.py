@@ -14,12 +14,13 @@ short_description: Apply or revert knobs with C(hostknob apply) and C(hostknob r
 description:
   - O(state=applied) runs C(hostknob apply); in check mode C(hostknob apply --dry-run), which plans and
     checks every write and writes nothing.
-  - O(state=reverted) runs C(hostknob revert), restoring what the journal recorded before the first apply;
-    in check mode the journal is read and nothing is restored.
+  - O(state=reverted) runs C(hostknob revert), restoring what the journal recorded before the first apply,
+    and reports what it restored. hostknob has no C(revert --dry-run), so check mode reads the journal as
+    the binary does (inside O(root), a regular file only, a torn last record left out) and restores nothing.
   - C(changed) is what hostknob actually wrote (or, in check mode, would write); a second run reports no change.
   - In diff mode each knob's files are shown before and after.
 version_added: "0.1.0"
-author: hostknob developers
+author: hostknob developers (@hostknob)
 options:
   binary:
     description: Path or name of the hostknob binary.
@@ -39,7 +40,10 @@ options:
     description: The state directory (C(--state-dir)), resolved under O(root).
     type: str
   knobs:
-    description: Knob ids. Required unless O(all=true).
+    description:
+      - Knob ids. Required unless O(all=true).
+      - Checked against the manifest's id rule (lower-case letters, digits and C(-)) and passed after C(--),
+        so no id is taken for an option.
     type: list
     elements: str
     default: []
@@ -76,40 +80,50 @@ EXAMPLES = r"""
 RETURN = r"""
 outcome:
   description: The output of C(hostknob apply) or C(hostknob revert) with C(--format json)
-    (schema 1); in check mode for O(state=reverted), the journal entries.
+    (schema 1); in check mode for O(state=reverted), the same shape for what would be restored.
   returned: always
   type: dict
 written:
   description: Files written (applied) or restored (reverted); in check mode, the files that would be.
   returned: always
   type: int
+changed_knobs:
+  description: The knobs this run changed (or, in check mode, would change); what a failed gate reverts.
+  returned: always
+  type: list
+  elements: str
 """
-
-import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hostknob.hostknob.plugins.module_utils.hostknob import (
     COMMON_ARGS,
     changes_diff,
+    check_ids,
     run_json,
+    warn_stderr,
 )
-
-JOURNAL = "journal.jsonl"
+from ansible_collections.hostknob.hostknob.plugins.module_utils.revert_plan import JournalError, plan
 
 
 def choice(p):
-    return ["--all"] if p["all"] else list(p["knobs"])
+    """(options, ids): `--all`, or the knob ids that go after `--`."""
+    return (["--all"], []) if p["all"] else ([], list(p["knobs"]))
+
+
+def changed_knobs(outcome):
+    return [k["id"] for k in outcome.get("knobs", []) if k.get("changes")]
 
 
 def apply(module):
     p = module.params
-    args = ["apply"] + choice(p) + (["--wait"] if p["wait"] else [])
+    opts, ids = choice(p)
+    args = ["apply"] + opts + (["--wait"] if p["wait"] else [])
     if module.check_mode:
         args.append("--dry-run")
-    dummy_rc, outcome, dummy_err = run_json(module, args)
+    dummy_rc, outcome, err = run_json(module, args, ids)
     for w in outcome.get("warnings", []):
         module.warn(w)
+    warn_stderr(module, err)
     if module.check_mode:
         written = sum(c["files"] for k in outcome["knobs"] for c in k["changes"])
     else:
@@ -117,36 +131,20 @@ def apply(module):
     return outcome, written, changes_diff(outcome["knobs"], ("as found", "applied"))
 
 
-def journal_entries(module):
-    """What a revert would restore, read from the journal under the root."""
-    p = module.params
-    state_dir = (p["state_dir"] or "/var/lib/hostknob").lstrip("/")
-    path = os.path.join(p["root"], state_dir, JOURNAL)
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        entries = [json.loads(line) for line in f if line.strip()]
-    if p["all"]:
-        return entries
-    return [e for e in entries if e["knob"] in p["knobs"]]
-
-
 def revert(module):
     p = module.params
     if module.check_mode:
-        entries = journal_entries(module)
-        knobs = {}
-        for e in entries:
-            knobs.setdefault(e["knob"], []).append(
-                dict(path=e["path"], before="(as now)", after=e.get("before"))
-            )
-        outcome = dict(journal=entries)
-        shaped = [dict(id=k, changes=c) for k, c in knobs.items()]
-        return outcome, len(entries), changes_diff(shaped, ("now", "reverted"))
-    if not journal_entries(module):
-        return dict(knobs=[], restored=0), 0, []
-    args = ["revert"] + choice(p) + (["--wait"] if p["wait"] else [])
-    dummy_rc, outcome, dummy_err = run_json(module, args)
+        try:
+            outcome, warnings = plan(p["root"], p["state_dir"], p["knobs"])
+        except JournalError as e:
+            module.fail_json(msg="check mode: %s; nothing was changed" % e)
+        for w in warnings:
+            module.warn(w)
+        return outcome, outcome["restored"], changes_diff(outcome["knobs"], ("now", "reverted"))
+    opts, ids = choice(p)
+    args = ["revert"] + opts + (["--wait"] if p["wait"] else [])
+    dummy_rc, outcome, err = run_json(module, args, ids)
+    warn_stderr(module, err)
     return outcome, outcome["restored"], changes_diff(outcome["knobs"], ("applied", "reverted"))
 
 
@@ -165,11 +163,12 @@ def main():
     )
     if not module.params["knobs"] and not module.params["all"]:
         module.fail_json(msg="name the knobs, or set all: true")
+    check_ids(module, module.params["knobs"])
     if module.params["state"] == "applied":
         outcome, written, diff = apply(module)
     else:
         outcome, written, diff = revert(module)
-    result = dict(changed=written > 0, outcome=outcome, written=written)
+    result = dict(changed=written > 0, outcome=outcome, written=written, changed_knobs=changed_knobs(outcome))
     if module._diff and diff:
         result["diff"] = diff
     module.exit_json(**result)

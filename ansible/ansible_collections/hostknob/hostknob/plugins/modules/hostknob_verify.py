@@ -18,7 +18,7 @@ description:
     O(require_expectation=true).
   - The host is left as found; in check mode nothing runs.
 version_added: "0.1.0"
-author: hostknob developers
+author: hostknob developers (@hostknob)
 options:
   binary:
     description: Path or name of the hostknob binary.
@@ -38,14 +38,17 @@ options:
     description: The state directory (C(--state-dir)), resolved under O(root).
     type: str
   knob:
-    description: The knob id.
+    description: The knob id (checked against the manifest's id rule).
     type: str
     required: true
   rounds:
     description: Rounds (C(--rounds)); each runs both legs.
     type: int
   extra_args:
-    description: Further arguments for C(verify) (e.g. C(--settle 1s)), and after C(--) the probe's.
+    description:
+      - Further arguments for C(verify) (e.g. C(--settle 1s)), and after C(--) the probe's.
+      - The shared options (C(--root), C(--manifest), C(--host), C(--state-dir), C(--format)) are refused here;
+        set the module's options instead.
     type: list
     elements: str
     default: []
@@ -81,7 +84,12 @@ verdict:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.hostknob.hostknob.plugins.module_utils.hostknob import COMMON_ARGS, run_json
+from ansible_collections.hostknob.hostknob.plugins.module_utils.hostknob import (
+    COMMON_ARGS,
+    check_free_args,
+    check_ids,
+    run_json,
+)
 
 
 def main():
@@ -95,6 +103,9 @@ def main():
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
+    # The id is checked, not put after `--`: verify's `--` starts the probe's options.
+    check_ids(module, [p["knob"]], "knob")
+    check_free_args(module, p["extra_args"], "extra_args")
     if module.check_mode:
         module.exit_json(changed=False, skipped=True, msg="check mode: verify changes the host while it runs")
     args = ["verify", p["knob"]]
