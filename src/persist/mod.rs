@@ -159,13 +159,39 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         ));
     }
     match mechanism {
-        Persistence::Tmpfiles => tmpfiles::artifact(knob, host, &targets),
+        Persistence::Tmpfiles => tmpfiles::artifact(knob, host, &targets).map(|mut a| {
+            a.notes.extend(before_boot_units(knob, host, manifest));
+            a
+        }),
         Persistence::SysctlD => sysctl_d::artifact(knob, host, &targets),
         Persistence::SystemdDropin => dropin::artifact(knob, survey.notes.clone(), &targets),
         Persistence::Runtime | Persistence::Hold | Persistence::Boot | Persistence::Cmdline => {
             unreachable!("handled above")
         }
     }
+}
+
+/// tmpfiles.d lines run early in boot (systemd-tmpfiles-setup.service),
+/// before any boot unit: said when a knob of an earlier phase (the governor
+/// an EPP line needs) is applied only by a boot unit.
+fn before_boot_units(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Vec<String> {
+    let phase = crate::knob::rules::kind_phase(knob.kind);
+    manifest
+        .for_host(&host.name)
+        .filter(|o| {
+            o.persistence == Persistence::Boot && crate::knob::rules::kind_phase(o.kind) < phase
+        })
+        .map(|o| {
+            format!(
+                "{id}: these lines run early in boot, before the unit of {o} (`persistence: \
+                 boot`) sets the {kind} they must follow; persist {id} by `boot` too, and the \
+                 units run in order",
+                id = knob.id,
+                o = o.id,
+                kind = o.kind
+            )
+        })
+        .collect()
 }
 
 /// A line of a configuration file read at boot.

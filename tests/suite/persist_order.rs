@@ -403,6 +403,25 @@ fn a_unit_names_the_manifest_as_the_booted_tree_sees_it_or_is_refused() {
 }
 
 #[test]
+fn a_tmpfiles_epp_line_is_said_to_run_before_a_governor_applied_by_a_boot_unit() {
+    let (_t, root) = copy_host("adl0");
+    let m = knobs(&[("a-epp", &epp("tmpfiles")), ("z-gov", &gov("boot"))]);
+    let o = run(&root, m.path(), &["persist", "a-epp"]);
+    ok(&o);
+    assert!(
+        err(&o).contains(
+            "a-epp: these lines run early in boot, before the unit of z-gov (`persistence: boot`) \
+             sets the cpufreq-governor they must follow"
+        ),
+        "{}",
+        err(&o)
+    );
+    let m = knobs(&[("a-epp", &epp("tmpfiles")), ("z-gov", &gov("tmpfiles"))]);
+    let o = run(&root, m.path(), &["persist", "a-epp"]);
+    assert!(!err(&o).contains("run early in boot"), "{}", err(&o));
+}
+
+#[test]
 fn the_hold_unit_names_its_manifest_too() {
     let (_t, root) = vm();
     let m = knobs(&[("qos", "persistence: hold\nkind: pm-qos\nset: 20\n")]);
