@@ -80,6 +80,12 @@ fi
 bash dist/package.sh
 deb=$(ls -t target/debian/hostknob_*.deb | head -1)
 dpkg-deb -c "$deb"
+# The static binary loads the build's glibc NSS modules: the package must say so.
+glibc=$(getconf GNU_LIBC_VERSION | sed -n 's/^glibc //p')
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "Depends: $depends"
+printf '%s\n' "$depends" | grep -Eq "(^|, )libc6 \(>= ${glibc//./\\.}\)(,|$)" \
+  || { echo "the .deb's Depends ($depends) lacks libc6 (>= $glibc), the glibc it was built with"; exit 1; }
 dpkg -i "$deb"
 trap 'dpkg --purge hostknob >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 [ "$(command -v hostknob)" = /usr/bin/hostknob ]

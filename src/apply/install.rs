@@ -41,8 +41,17 @@ pub fn install_or_remove(
         .and_then(|_| validate::ledger_writable(&ledger_path))
         .map_err(ApplyError::Refused)?;
     let _lock = s.lock(wait)?;
-    let was = write::content(root, path)
-        .map_err(|e| ApplyError::Refused(format!("cannot read {path}: {e}")))?;
+    let read = |p: &str| {
+        write::content(root, p).map_err(|e| ApplyError::Refused(format!("cannot read {p}: {e}")))
+    };
+    let was = read(path)?;
+    // This knob's files under an older name go too (only those whose header says so).
+    let mut old = Vec::new();
+    for p in &artifact.replaces {
+        if let Some(text) = read(p)?.filter(|t| crate::persist::is_own(t, &knob.id)) {
+            old.push((p.as_str(), text));
+        }
+    }
     let want = install.then_some(artifact.content.as_str());
     let mut outcome = PersistOutcome {
         knob: knob.id.clone(),
@@ -50,7 +59,7 @@ pub fn install_or_remove(
         action: if install { "unchanged" } else { "absent" },
         ledger: None,
     };
-    if was.as_deref() == want {
+    if was.as_deref() == want && old.is_empty() {
         return Ok(outcome);
     }
     // The directories an install makes are remembered, so a remove takes them away again.
@@ -69,12 +78,23 @@ pub fn install_or_remove(
             created_dirs: &remove_dirs,
         },
     };
-    write::put(root, path, what, || match write::content(root, path) {
-        Ok(now) if now.as_deref() == want => Ok(()),
-        Ok(_) => Err("read back something else".into()),
-        Err(e) => Err(format!("cannot read it back: {e}")),
-    })
-    .map_err(|f| ApplyError::Refused(f.why))?;
+    if was.as_deref() != want {
+        write::put(root, path, what, || match write::content(root, path) {
+            Ok(now) if now.as_deref() == want => Ok(()),
+            Ok(_) => Err("read back something else".into()),
+            Err(e) => Err(format!("cannot read it back: {e}")),
+        })
+        .map_err(|f| ApplyError::Refused(f.why))?;
+    }
+    for (p, _) in &old {
+        let gone = Put::Absent { created_dirs: &[] };
+        write::put(root, p, gone, || match write::content(root, p) {
+            Ok(None) => Ok(()),
+            Ok(Some(_)) => Err("it is still there".into()),
+            Err(e) => Err(format!("cannot read it back: {e}")),
+        })
+        .map_err(|f| ApplyError::Refused(format!("{p}: {}", f.why)))?;
+    }
     if install {
         installed.put(path, made);
     }
@@ -82,13 +102,25 @@ pub fn install_or_remove(
         eprintln!("hostknob: warning: {e}");
     }
     outcome.action = if install { "installed" } else { "removed" };
-    let changes = group([Change {
+    if let (false, None, Some((p, _))) = (install, &was, old.first()) {
+        outcome.path = p.to_string();
+    }
+    let mut changes = vec![Change {
         path,
         cpus: None,
         label: None,
         before: was.as_deref(),
         after: want,
-    }]);
+    }];
+    changes.retain(|c| c.before != c.after);
+    changes.extend(old.iter().map(|(p, text)| Change {
+        path: p,
+        cpus: None,
+        label: None,
+        before: Some(text.as_str()),
+        after: None,
+    }));
+    let changes = group(changes);
     let action = if install {
         ledger::Action::Persisted
     } else {

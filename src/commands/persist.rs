@@ -12,8 +12,8 @@ pub fn run(args: &PersistArgs) -> Result<i32> {
     let manifest = manifest::load(&t.manifest_dir)?;
     let session = t.session(&g.state);
     let knob = apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
-    let artifact =
-        persist::artifact(knob, &session.ctx).map_err(|m| anyhow!("{m}: nothing was changed"))?;
+    let artifact = persist::artifact(knob, &session.ctx, &manifest)
+        .map_err(|m| anyhow!("{m}: nothing was changed"))?;
     if !args.install && !args.remove {
         match render::machine(g.format.format.into(), &artifact)? {
             Some(text) => print!("{text}"),

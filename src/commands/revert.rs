@@ -52,15 +52,20 @@ fn persisted(
         if !ids.is_empty() && !ids.contains(&knob.id) {
             continue;
         }
-        let Ok(artifact) = crate::persist::artifact(knob, &s.ctx) else {
+        let Ok(artifact) = crate::persist::artifact(knob, &s.ctx, m) else {
             continue;
         };
         let Some(path) = artifact.path.as_deref() else {
             continue;
         };
-        if !matches!(apply::write::content(s.root(), path), Ok(Some(_))) {
-            continue;
-        }
+        // A file installed under an older name counts too (`replaces`).
+        let path = match apply::write::content(s.root(), path) {
+            Ok(Some(_)) => path,
+            _ => match artifact.replaces.first() {
+                Some(old) => old.as_str(),
+                None => continue,
+            },
+        };
         if remove {
             apply::install::install_or_remove(s, knob, &artifact, false, wait)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;

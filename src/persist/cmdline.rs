@@ -32,6 +32,7 @@ pub(super) fn artifact(
             "takes effect at the next boot; audit reports it persisted once /proc/cmdline has it"
                 .into(),
         ],
+        replaces: Vec::new(),
     })
 }
 

@@ -35,6 +35,7 @@ pub(super) fn artifact(
             format!("systemctl restart {unit}"),
         ],
         notes,
+        replaces: Vec::new(),
     })
 }
 

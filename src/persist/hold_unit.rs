@@ -5,37 +5,35 @@
 //! is what audit checks the knob's persistence with.
 
 use super::Artifact;
-use super::template_unit;
+use super::template_unit::{self, Unit};
 use crate::knob::HostCtx;
-use crate::manifest::Knob;
+use crate::manifest::{Knob, Manifest};
 use crate::schema::Persistence;
 
-/// `hostknob-hold@KNOB.service`: the template's instance for one knob.
+/// `hostknob-hold@KNOB.service`: the unit of one knob.
 pub fn unit_name(id: &str) -> String {
     template_unit::unit_name("hold", id)
 }
 
-pub(super) fn artifact(knob: &Knob) -> Artifact {
-    let content = "# hostknob persist: the PM QoS hold of a pm-qos knob (instance = knob id)\n\
-         [Unit]\n\
-         Description=hostknob: hold the PM QoS request of knob %i\n\
-         After=systemd-modules-load.service\n\
-         \n\
-         [Service]\n\
-         Type=exec\n\
-         # Not absolute: systemd looks hostknob up in /usr/local/bin, /usr/bin, ...\n\
-         ExecStart=hostknob hold %i\n\
-         Restart=on-failure\n\
-         \n\
-         [Install]\n\
-         WantedBy=multi-user.target\n";
+pub(super) fn artifact(
+    knob: &Knob,
+    host: &HostCtx,
+    manifest: &Manifest,
+) -> Result<Artifact, String> {
     template_unit::artifact(
         knob,
-        Persistence::Hold,
-        "hold",
-        content,
-        "systemctl enable --now",
-        "keeps /dev/cpu_dma_latency open with the knob's value from boot to shutdown",
+        host,
+        manifest,
+        Unit {
+            name: "hold",
+            mechanism: Persistence::Hold,
+            description: format!("hostknob: hold the PM QoS request of knob {}", knob.id),
+            unit: "After=systemd-modules-load.service\n".into(),
+            service: "Type=exec\nRestart=on-failure\n",
+            command: "hold",
+            enable: "systemctl enable --now",
+            does: "keeps /dev/cpu_dma_latency open with the knob's value from boot to shutdown",
+        },
     )
 }
 

@@ -1,15 +1,17 @@
 //! `persist`: what makes a knob survive a reboot, by the mechanism its
 //! manifest entry names.
 //!
-//! - `tmpfiles`: `/etc/tmpfiles.d/hostknob-<id>.conf`, one `w` line per file
-//!   the knob controls here (systemd-tmpfiles writes them at every boot);
+//! - `tmpfiles`: `/etc/tmpfiles.d/hostknob-<phase>-<id>.conf`, one `w` line
+//!   per file the knob controls here (systemd-tmpfiles writes them at every
+//!   boot, files in name order: the phase puts a governor before EPP);
 //! - `sysctl.d`: `/etc/sysctl.d/90-hostknob-<id>.conf`, `name = value`;
 //! - `systemd-dropin`: the service's drop-in with `Environment=` (the same
 //!   file apply writes);
-//! - `hold`: `hostknob-hold@.service`, whose instance `hostknob-hold@<id>`
-//!   runs `hostknob hold <id>` (a PM QoS request lives while its file is open);
-//! - `boot`: `hostknob-boot@.service`, a oneshot whose instance runs
-//!   `hostknob apply <id>` after drivers load (recommended for cpuidle and
+//! - `hold`: `hostknob-hold@<id>.service` runs `hostknob hold <id>` with the
+//!   knob's manifest (a PM QoS request lives while its file is open);
+//! - `boot`: `hostknob-boot@<id>.service`, a oneshot running `hostknob apply
+//!   --wait <id>` with the knob's manifest after drivers load, ordered by
+//!   phase against the host's other boot knobs (recommended for cpuidle and
 //!   cpufreq knobs: no state index or policy path is pinned);
 //! - `cmdline`: kernel command-line arguments, printed with the commands that
 //!   add them; hostknob never writes a boot loader's configuration.
@@ -31,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::knob::{Blocked, HostCtx, KindName, Target};
-use crate::manifest::Knob;
+use crate::manifest::{Knob, Manifest};
 use crate::schema::Persistence;
 
 /// What makes one knob survive a reboot on this host.
@@ -49,6 +51,10 @@ pub struct Artifact {
     pub commands: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Files an older hostknob installed for this knob under another name:
+    /// `--install` and `--remove` delete them (when their header is this knob's).
+    #[serde(skip)]
+    pub replaces: Vec<String>,
 }
 
 pub(crate) fn header(knob: &Knob, host: &str) -> String {
@@ -68,13 +74,19 @@ pub(crate) fn header(knob: &Knob, host: &str) -> String {
     )
 }
 
-/// The files `persist --install` writes for knob `id`: hostknob's own, so
-/// audit does not count them as another manager of the knob.
-pub fn own_files(id: &str) -> [String; 2] {
-    [
-        format!("{}/hostknob-{id}.conf", tmpfiles::TMPFILES_DIR),
-        format!("{}/90-hostknob-{id}.conf", sysctl_d::SYSCTL_DIR),
-    ]
+/// The files `persist --install` writes for knob `id`, under every name it
+/// has had: hostknob's own, so audit does not count them as another manager
+/// of the knob.
+pub fn own_files(id: &str) -> Vec<String> {
+    let mut out: Vec<String> = (0..=9).map(|p| tmpfiles::path_for(p, id)).collect();
+    out.push(tmpfiles::legacy_path(id));
+    out.push(format!("{}/90-hostknob-{id}.conf", sysctl_d::SYSCTL_DIR));
+    out
+}
+
+/// Whether `text` is the file `persist` wrote for knob `id` (its header).
+pub(crate) fn is_own(text: &str, id: &str) -> bool {
+    text.starts_with(&format!("# hostknob persist: {id} ("))
 }
 
 /// Where the knob's `persistence:` is written (`file:line`), and the
@@ -95,8 +107,8 @@ pub fn how_to_persist(knob: &Knob) -> (String, Vec<&'static str>) {
     )
 }
 
-/// The artifact for `knob` on this host, or why there is none.
-pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
+/// The artifact for `knob` (of `manifest`) on this host, or why there is none.
+pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Artifact, String> {
     let id = &knob.id;
     let mechanism = knob.persistence;
     let (at, durable) = how_to_persist(knob);
@@ -109,8 +121,8 @@ pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
                 durable.join(" or ")
             )));
         }
-        Persistence::Hold => return Ok(hold_unit::artifact(knob)),
-        Persistence::Boot => return Ok(boot_unit::artifact(knob)),
+        Persistence::Hold => return hold_unit::artifact(knob, host, manifest),
+        Persistence::Boot => return boot_unit::artifact(knob, host, manifest),
         Persistence::Cmdline => return cmdline::artifact(knob, refuse_by_design),
         _ => {}
     }
@@ -147,13 +159,39 @@ pub fn artifact(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
         ));
     }
     match mechanism {
-        Persistence::Tmpfiles => tmpfiles::artifact(knob, host, &targets),
+        Persistence::Tmpfiles => tmpfiles::artifact(knob, host, &targets).map(|mut a| {
+            a.notes.extend(before_boot_units(knob, host, manifest));
+            a
+        }),
         Persistence::SysctlD => sysctl_d::artifact(knob, host, &targets),
         Persistence::SystemdDropin => dropin::artifact(knob, survey.notes.clone(), &targets),
         Persistence::Runtime | Persistence::Hold | Persistence::Boot | Persistence::Cmdline => {
             unreachable!("handled above")
         }
     }
+}
+
+/// tmpfiles.d lines run early in boot (systemd-tmpfiles-setup.service),
+/// before any boot unit: said when a knob of an earlier phase (the governor
+/// an EPP line needs) is applied only by a boot unit.
+fn before_boot_units(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Vec<String> {
+    let phase = crate::knob::rules::kind_phase(knob.kind);
+    manifest
+        .for_host(&host.name)
+        .filter(|o| {
+            o.persistence == Persistence::Boot && crate::knob::rules::kind_phase(o.kind) < phase
+        })
+        .map(|o| {
+            format!(
+                "{id}: these lines run early in boot, before the unit of {o} (`persistence: \
+                 boot`) sets the {kind} they must follow; persist {id} by `boot` too, and the \
+                 units run in order",
+                id = knob.id,
+                o = o.id,
+                kind = o.kind
+            )
+        })
+        .collect()
 }
 
 /// A line of a configuration file read at boot.
@@ -237,7 +275,22 @@ pub fn check(
         Persistence::Boot => boot_unit::check(knob, host),
         Persistence::SystemdDropin => dropin::check(&writable),
         Persistence::Cmdline => cmdline::check(knob, host),
-        Persistence::Tmpfiles => tmpfiles::check(&writable, &config.tmpfiles),
+        Persistence::Tmpfiles => tmpfiles::check(&writable, &config.tmpfiles).map(|by| {
+            let legacy = tmpfiles::legacy_path(&knob.id);
+            let named = |f: &str| {
+                f.strip_prefix(legacy.as_str())
+                    .is_some_and(|r| r.starts_with([':', ' ']))
+            };
+            if by.split(", ").any(named) {
+                format!(
+                    "{by}; {legacy} is an older hostknob's name, read in id order rather than \
+                     the kernel's write order: `hostknob persist {} --install` renames it",
+                    knob.id
+                )
+            } else {
+                by
+            }
+        }),
         Persistence::SysctlD => sysctl_d::check(&writable, &config.sysctl),
     }
 }

@@ -50,6 +50,7 @@ pub(super) fn artifact(
         content,
         commands: Vec::new(),
         notes: vec!["systemd-sysctl applies it at every boot".into()],
+        replaces: Vec::new(),
     })
 }
 

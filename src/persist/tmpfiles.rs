@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{Artifact, ConfLine, by_files, config_files, header};
-use crate::knob::{HostCtx, KindName, Target};
+use crate::knob::{HostCtx, KindName, Target, rules};
 use crate::manifest::Knob;
 use crate::schema::Persistence;
 
@@ -16,6 +16,19 @@ const DIRS: [&str; 4] = [
     "/usr/lib/tmpfiles.d",
     "/lib/tmpfiles.d",
 ];
+
+/// The file of knob `id` whose first write is of `phase` (the kernel's write
+/// order, `rules::phase`): systemd-tmpfiles reads files in name order, so
+/// `hostknob-10-gov.conf` (a governor) comes before `hostknob-30-epp.conf`
+/// (EPP, which the performance governor refuses), whatever the ids.
+pub fn path_for(phase: u8, id: &str) -> String {
+    format!("{TMPFILES_DIR}/hostknob-{phase}0-{id}.conf")
+}
+
+/// The name older versions gave every knob's file: in id order, not phase order.
+pub fn legacy_path(id: &str) -> String {
+    format!("{TMPFILES_DIR}/hostknob-{id}.conf")
+}
 
 /// A value as a tmpfiles.d argument: specifiers (`%`) and C escapes (`\`) are literal.
 pub(super) fn tmpfiles_arg(value: &str) -> String {
@@ -55,9 +68,15 @@ pub(super) fn artifact(
     let id = &knob.id;
     let mechanism = Persistence::Tmpfiles;
     let write = |t: &&Target| t.write.clone().unwrap_or_default();
+    // Lines run in file order: a file whose writes span phases keeps the kernel's order.
+    let mut targets = targets.to_vec();
+    targets.sort_by_key(|t| rules::phase(&t.path));
+    let phase = targets
+        .first()
+        .map_or(rules::DEPENDENT_FREE, |t| rules::phase(&t.path));
     let mut content = header(knob, &host.name);
     content.push_str("# Type Path Mode User Group Age Argument\n");
-    for t in targets {
+    for t in &targets {
         if t.path
             .contains(|c: char| c.is_whitespace() || c == '"' || c == '\\')
         {
@@ -72,23 +91,33 @@ pub(super) fn artifact(
             tmpfiles_arg(write(t).trim())
         ));
     }
+    let path = path_for(phase, id);
+    let mut notes = vec![format!(
+        "systemd-tmpfiles writes {} at every boot (systemd-tmpfiles-setup.service)",
+        match targets.len() {
+            1 => "this file".to_string(),
+            n => format!("these {n} files"),
+        }
+    )];
+    notes.extend(pinning(knob, &targets));
+    let mut replaces = Vec::new();
+    for old in (0..=9).map(|p| path_for(p, id)).chain([legacy_path(id)]) {
+        if old != path && host.text(&old).is_some_and(|t| super::is_own(&t, id)) {
+            notes.push(format!(
+                "--install replaces {old}, which an older hostknob (or another phase) named: \
+                 systemd-tmpfiles reads files in name order, and {path} is in phase order"
+            ));
+            replaces.push(old);
+        }
+    }
     Ok(Artifact {
         knob: id.clone(),
         mechanism,
-        path: Some(format!("{TMPFILES_DIR}/hostknob-{id}.conf")),
+        path: Some(path),
         content,
         commands: Vec::new(),
-        notes: {
-            let mut notes = vec![format!(
-                "systemd-tmpfiles writes {} at every boot (systemd-tmpfiles-setup.service)",
-                match targets.len() {
-                    1 => "this file".to_string(),
-                    n => format!("these {n} files"),
-                }
-            )];
-            notes.extend(pinning(knob, targets));
-            notes
-        },
+        notes,
+        replaces,
     })
 }
 

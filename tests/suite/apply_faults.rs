@@ -233,7 +233,7 @@ fn without_root_apply_refuses_before_writing_anything() {
     if is_root {
         refused(
             &as_user(&["persist", "idle-kept", "--install"]),
-            &["needs root to write /etc/tmpfiles.d/hostknob-idle-kept.conf"],
+            &["needs root to write /etc/tmpfiles.d/hostknob-20-idle-kept.conf"],
         );
         // Nothing journaled: nothing to write, so no lock and no root needed.
         let o = as_user(&["revert", "--all"]);

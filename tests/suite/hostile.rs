@@ -262,7 +262,7 @@ fn an_install_over_a_link_is_refused_and_a_mask_survives_apply_and_revert() {
     std::fs::create_dir_all(root.join("etc/tmpfiles.d")).unwrap();
     symlink(
         "/usr/lib/tmpfiles.d/x.conf",
-        root.join("etc/tmpfiles.d/hostknob-gov.conf"),
+        root.join("etc/tmpfiles.d/hostknob-20-gov.conf"),
     )
     .unwrap();
     refused(

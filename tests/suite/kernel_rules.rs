@@ -214,7 +214,7 @@ fn a_persisted_value_with_a_percent_sign_audits_as_persisted() {
     )]);
     let text = ok(&run(&root, m.path(), &["persist", "grow", "--install"]));
     assert!(text.contains("installed"), "{text}");
-    let conf = std::fs::read_to_string(root.join("etc/tmpfiles.d/hostknob-grow.conf")).unwrap();
+    let conf = std::fs::read_to_string(root.join("etc/tmpfiles.d/hostknob-20-grow.conf")).unwrap();
     assert!(conf.contains(" 50%%\n"), "{conf}");
     ok(&run(&root, m.path(), &["apply", "grow"]));
     let (report, code) = audit_json(&root, m.path(), None);
@@ -271,7 +271,10 @@ fn a_pm_qos_knob_is_held_by_hold_not_failed_by_apply() {
     assert_tree(&before, &root, "apply of a pm-qos knob");
     // persist writes the hold unit, named as the hold command's instance.
     let unit = ok(&run(&root, m.path(), &["persist", "qos"]));
-    assert!(unit.contains("ExecStart=hostknob hold %i"), "{unit}");
+    assert!(
+        unit.contains("ExecStart=hostknob hold --manifest "),
+        "{unit}"
+    );
     // hold: writes the value, reports the aggregate, waits; SIGTERM ends it cleanly.
     let mut child = command(&root, m.path(), &["hold", "qos"])
         .stdout(std::process::Stdio::piped())
@@ -434,13 +437,14 @@ fn cpuidle_knobs_persist_by_a_boot_unit_and_tmpfiles_says_what_it_pins() {
     let m = knobs(&[("idle", &idle("runtime"))]);
     let text = ok(&run(&root, m.path(), &["apply", "idle", "--dry-run"]));
     assert!(text.contains("`persistence: boot | tmpfiles`"), "{text}");
-    // persistence: boot installs the template; audit wants its instance enabled too.
+    // persistence: boot installs the knob's unit; audit wants it enabled too.
     let m = knobs(&[("idle", &idle("boot"))]);
     ok(&run(&root, m.path(), &["persist", "idle", "--install"]));
-    let unit =
-        std::fs::read_to_string(root.join("etc/systemd/system/hostknob-boot@.service")).unwrap();
+    let unit = std::fs::read_to_string(root.join("etc/systemd/system/hostknob-boot@idle.service"))
+        .unwrap();
     assert!(
-        unit.contains("ExecStart=hostknob apply %i") && unit.contains("Type=oneshot"),
+        unit.contains("ExecStart=hostknob apply --wait --manifest ")
+            && unit.contains("Type=oneshot"),
         "{unit}"
     );
     ok(&run(&root, m.path(), &["apply", "idle"]));
@@ -457,7 +461,7 @@ fn cpuidle_knobs_persist_by_a_boot_unit_and_tmpfiles_says_what_it_pins() {
     let wants = root.join("etc/systemd/system/multi-user.target.wants");
     std::fs::create_dir_all(&wants).unwrap();
     std::os::unix::fs::symlink(
-        "../hostknob-boot@.service",
+        "../hostknob-boot@idle.service",
         wants.join("hostknob-boot@idle.service"),
     )
     .unwrap();

@@ -54,11 +54,11 @@ fn systemd_tmpfiles_applies_the_generated_lines_as_apply_does() {
         let text = ok(&run(&booted, m.path(), &["persist", id, "--install"]));
         assert!(
             text.contains(&format!(
-                "{id}: installed /etc/tmpfiles.d/hostknob-{id}.conf"
+                "{id}: installed /etc/tmpfiles.d/hostknob-20-{id}.conf"
             )),
             "{text}"
         );
-        let file = booted.join(format!("etc/tmpfiles.d/hostknob-{id}.conf"));
+        let file = booted.join(format!("etc/tmpfiles.d/hostknob-20-{id}.conf"));
         assert_eq!(
             std::fs::read_to_string(&file).unwrap(),
             printed,
@@ -81,7 +81,8 @@ fn systemd_tmpfiles_applies_the_generated_lines_as_apply_does() {
         assert!(o.status.success(), "{id}: {}", err(&o));
         assert_eq!(err(&o), "", "{id}: systemd-tmpfiles accepts every line");
     }
-    let idle = std::fs::read_to_string(booted.join("etc/tmpfiles.d/hostknob-idle.conf")).unwrap();
+    let idle =
+        std::fs::read_to_string(booted.join("etc/tmpfiles.d/hostknob-20-idle.conf")).unwrap();
     assert!(
         idle.ends_with(
             "w /sys/devices/system/cpu/cpu0/cpuidle/state1/disable - - - - 1\n\
@@ -103,7 +104,7 @@ fn systemd_tmpfiles_applies_the_generated_lines_as_apply_does() {
     }
     assert_eq!(
         knob(&report, "idle")["persisted_by"],
-        "/etc/tmpfiles.d/hostknob-idle.conf (2 lines)"
+        "/etc/tmpfiles.d/hostknob-20-idle.conf (2 lines)"
     );
     // Applied but not persisted: unpersisted on the other copy.
     let (report, _) = audit_json(&applied, m.path(), None);
@@ -137,16 +138,16 @@ fn install_is_recorded_once_audit_names_a_file_that_disagrees_and_remove_deletes
     assert_eq!(k["status"], "unpersisted", "{k:#}");
     let detail = k["detail"].as_str().unwrap();
     assert!(
-        detail.contains("/etc/tmpfiles.d/hostknob-idle.conf:5 writes \"1\" to /sys/devices/system/cpu/cpu0/cpuidle/state1/disable, not \"0\""),
+        detail.contains("/etc/tmpfiles.d/hostknob-20-idle.conf:5 writes \"1\" to /sys/devices/system/cpu/cpu0/cpuidle/state1/disable, not \"0\""),
         "{detail}"
     );
 
     let text = ok(&run(&root, m.path(), &["persist", "idle", "--remove"]));
     assert!(
-        text.contains("idle: removed /etc/tmpfiles.d/hostknob-idle.conf"),
+        text.contains("idle: removed /etc/tmpfiles.d/hostknob-20-idle.conf"),
         "{text}"
     );
-    assert!(!root.join("etc/tmpfiles.d/hostknob-idle.conf").exists());
+    assert!(!root.join("etc/tmpfiles.d/hostknob-20-idle.conf").exists());
     let ledger = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
     assert!(ledger.contains("action: unpersisted"), "{ledger}");
 }
