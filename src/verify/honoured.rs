@@ -7,6 +7,8 @@
 //! - a state that reads disabled whose `usage` rose;
 //! - a state deeper (exit latency) than the CPU's resume-latency limit
 //!   (`power/pm_qos_resume_latency_us`; `n/a` allows polling only) entered;
+//! - under a `pm-qos` hold, a state deeper (exit latency) than the held
+//!   latency entered;
 //! - a knob file that no longer reads as set at the end of the leg (a
 //!   governor or EPP changed back mid-run).
 
@@ -112,10 +114,19 @@ pub fn resume_limit_us(root: &Root, cpu: u32) -> Option<u64> {
 }
 
 /// The findings of one applied leg: what the kernel did against what was asked.
-pub fn findings(root: &Root, leg: &[StateCount]) -> Vec<String> {
+/// `held_us`: the latency a `pm-qos` knob held on `/dev/cpu_dma_latency` during
+/// the leg; the governor must not pick a state whose exit latency exceeds it.
+pub fn findings(root: &Root, leg: &[StateCount], held_us: Option<u64>) -> Vec<String> {
     let mut out = Vec::new();
     for s in leg.iter().filter(|s| s.entries > 0) {
-        if s.disabled {
+        if let (Some(held), Some(lat)) = (held_us, s.latency_us)
+            && lat > held
+        {
+            out.push(format!(
+                "CPU {}: `{}` (exit latency {lat} µs) was entered {} times in the applied leg while {} µs was held on /dev/cpu_dma_latency",
+                s.cpu, s.state, s.entries, held
+            ));
+        } else if s.disabled {
             out.push(format!(
                 "CPU {}: `{}` reads disabled but was entered {} times ({} µs) in the applied leg",
                 s.cpu, s.state, s.entries, s.residency_us
