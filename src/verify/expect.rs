@@ -166,17 +166,18 @@ mod tests {
         serde_yaml::from_str(yaml).map_err(|e| e.to_string())
     }
 
-    /// Six rounds whose legs have the given medians (every sample the same
-    /// but for a 1 % spread per round, so the verdict follows the medians).
+    /// Twelve rounds whose legs have the given medians (every sample the same
+    /// but for a 1 % spread per round, so the verdict follows the medians;
+    /// twelve, as the SD floor keeps six from closing within 5 % of 1).
     fn legs(base_us: f64, applied_us: f64, metric: Metric) -> Analysis {
-        let rounds: Vec<_> = (0..6)
+        let rounds: Vec<_> = (0..12)
             .map(|r| {
-                let wiggle = 1.0 + (r as f64 - 2.5) * 0.002;
+                let wiggle = 1.0 + (r as f64 - 5.5) * 0.001;
                 let leg = |us: f64| vec![(us * 1e3 * wiggle) as u64; 9];
                 (leg(base_us), leg(applied_us))
             })
             .collect();
-        analyze(&rounds, metric, Rule::default())
+        analyze(&rounds, metric, Rule::for_rounds(12))
     }
 
     fn met(yaml: &str, base_us: f64, applied_us: f64) -> bool {
@@ -222,5 +223,29 @@ mod tests {
         assert!(!met("{change: floor, above: 50 µs}", 80.0, 40.0));
         assert!(met("{change: no-lower}", 80.0, 80.5));
         assert!(!met("{change: no-lower}", 80.0, 40.0));
+    }
+
+    #[test]
+    fn no_higher_with_a_wide_interval_is_inconclusive_and_says_why() {
+        // Ratios alternating 0.8 and 1.3: not regressed, yet the interval
+        // spans the 5 % tolerance (this was "met").
+        let rounds: Vec<_> = (0..6)
+            .map(|r| {
+                let a = if r % 2 == 0 { 80_000 } else { 130_000 };
+                (vec![100_000u64; 9], vec![a; 9])
+            })
+            .collect();
+        let a = analyze(&rounds, Metric::P50, Rule::default());
+        let e = parse("{change: no-higher}").unwrap().0.remove(0);
+        let c = check(&e, &a);
+        assert_eq!((c.outcome, c.met), (rule::Outcome::Inconclusive, false));
+        let why = c.why.unwrap();
+        assert!(
+            why.contains("upper bound") && why.contains("1.050") && why.contains("more rounds"),
+            "{why}"
+        );
+        // A declared tolerance wide enough is met by the same run.
+        let e = parse("{change: no-higher, by: 900 %}").unwrap().0.remove(0);
+        assert_eq!(check(&e, &a).outcome, rule::Outcome::Met);
     }
 }

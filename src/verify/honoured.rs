@@ -156,3 +156,42 @@ pub fn likely_cause(root: &Root) -> Option<String> {
         "the cpuidle governor is `haltpoll`, which ignores per-state disable; the `menu` and `teo` governors honour it (/sys/devices/system/cpu/cpuidle/current_governor)".to_string()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entered(state: &str, latency_us: u64, entries: u64) -> StateCount {
+        StateCount {
+            cpu: 1,
+            state: state.into(),
+            latency_us: Some(latency_us),
+            disabled: false,
+            entries,
+            residency_us: 10 * entries,
+        }
+    }
+
+    #[test]
+    fn a_state_deeper_than_a_held_pm_qos_latency_is_not_honoured() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sys")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let leg = [
+            entered("POLL", 0, 40),
+            entered("C1", 2, 9),
+            entered("C6", 170, 3),
+        ];
+        let f = findings(&root, &leg, Some(20));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].contains("`C6`") && f[0].contains("20 µs was held"),
+            "{f:?}"
+        );
+        // Held at 200 µs, C6 is allowed; with no hold, no resume limit: nothing.
+        assert!(findings(&root, &leg, Some(200)).is_empty());
+        assert!(findings(&root, &leg, None).is_empty());
+        // Not entered: nothing to say.
+        assert!(findings(&root, &[entered("C6", 170, 0)], Some(20)).is_empty());
+    }
+}

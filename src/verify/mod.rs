@@ -159,10 +159,17 @@ fn catch_signals() -> Result<()> {
 
 /// Folds warnings that differ only in their numbers into one with a count.
 fn fold_warnings(all: Vec<String>) -> Vec<String> {
+    // Each run of digits counts as one number, whatever its length.
     let shape = |w: &str| -> String {
-        w.chars()
-            .map(|c| if c.is_ascii_digit() { '#' } else { c })
-            .collect::<String>()
+        let mut out = String::new();
+        for c in w.chars() {
+            match c.is_ascii_digit() {
+                true if out.ends_with('#') => {}
+                true => out.push('#'),
+                false => out.push(c),
+            }
+        }
+        out
     };
     let mut out: Vec<(String, String, usize)> = Vec::new();
     for w in all {
@@ -595,5 +602,43 @@ pub fn exit_code(r: &Report) -> i32 {
         3
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_that_differ_in_numbers_are_folded_with_a_count() {
+        let w = (3..14)
+            .map(|n| format!("in {n} of 60 gaps CPU 1 counted no cpuidle entry"))
+            .chain(["placement: no CPU outside the target".to_string()])
+            .collect();
+        let f = fold_warnings(w);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(
+            f[0],
+            "in 3 of 60 gaps CPU 1 counted no cpuidle entry (and 10 more like it: 11 in all)"
+        );
+    }
+
+    #[test]
+    fn losses_far_apart_are_unequal_and_small_or_close_ones_are_not() {
+        let l = |lost: [u64; 2]| Losses {
+            sent: [2000, 2000],
+            lost,
+            unequal: false,
+        };
+        assert!(l([2, 40]).is_unequal());
+        assert!(l([40, 2]).is_unequal());
+        assert!(!l([0, 9]).is_unequal(), "fewer than 10: chance");
+        assert!(!l([30, 40]).is_unequal(), "close");
+        let many = Losses {
+            sent: [10_000, 10_000],
+            lost: [10, 40],
+            unequal: false,
+        };
+        assert!(!many.is_unequal(), "4x, but under 0.5 points apart");
     }
 }

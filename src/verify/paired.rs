@@ -532,7 +532,8 @@ pub(crate) mod tests {
 
     #[test]
     fn metric_selects_the_statistic() {
-        let r: Vec<_> = (0..6)
+        // Twelve rounds: six identical ratios cannot close within 5 % of 1 (the SD floor).
+        let r: Vec<_> = (0..12)
             .map(|_| {
                 (
                     (1..=100).collect::<Vec<u64>>(),
@@ -541,13 +542,13 @@ pub(crate) mod tests {
             })
             .collect();
         assert_eq!(
-            analyze(&r, Metric::P50, Rule::default()).verdict,
+            analyze(&r, Metric::P50, Rule::for_rounds(12)).verdict,
             Verdict::NoDetectableEffect
         );
         assert_eq!(
-            analyze(&r, Metric::P99, Rule::default()).verdict,
+            analyze(&r, Metric::P99, Rule::for_rounds(12)).verdict,
             Verdict::Regressed
         );
-        assert!((analyze(&r, Metric::Max, Rule::default()).ratio - 3.0).abs() < 1e-12);
+        assert!((analyze(&r, Metric::Max, Rule::for_rounds(12)).ratio - 3.0).abs() < 1e-12);
     }
 }

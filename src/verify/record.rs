@@ -47,17 +47,22 @@ pub fn summary(r: &Report) -> String {
     s
 }
 
+/// `verified` only when the host was left as found.
+fn action(restored: bool) -> ledger::Action {
+    if restored {
+        ledger::Action::Verified
+    } else {
+        ledger::Action::VerifyNotRestored
+    }
+}
+
 /// Appends the evidence to the host's ledger: `verified`, or
 /// `verify-not-restored` when the host was not left as found.
 pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
     let mut entry = apply::ledger_entry(
         &session.ctx.name,
         knob,
-        if r.restored {
-            ledger::Action::Verified
-        } else {
-            ledger::Action::VerifyNotRestored
-        },
+        action(r.restored),
         Vec::new(),
         &apply::who(),
     );
@@ -92,4 +97,18 @@ pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
             .to_string(),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_run_that_did_not_restore_is_never_recorded_as_verified() {
+        use crate::manifest::ledger::Action;
+        assert_eq!(super::action(true), Action::Verified);
+        assert_eq!(super::action(false), Action::VerifyNotRestored);
+        assert_eq!(
+            serde_json::to_value(Action::VerifyNotRestored).unwrap(),
+            "verify-not-restored"
+        );
+    }
 }
