@@ -121,6 +121,10 @@ pub fn table(r: &Report) -> String {
         (
             "honoured".into(),
             match r.honoured.findings.as_slice() {
+                [] if r.honoured.status == "not-checked" => {
+                    "not checked: the CPU entered no idle state, so there was nothing to check"
+                        .into()
+                }
                 [] => "yes: the kernel did what the knob asked in every applied leg".into(),
                 f => format!(
                     "NOT HONOURED: {}{}{}",

@@ -118,7 +118,12 @@ pub fn check(e: &Expect, a: &Analysis) -> Check {
             Decision::NotExercised | Decision::Interrupted | Decision::UnequalLosses
         ) =>
         {
-            (Outcome::Inconclusive, Some(a.verdict_words()))
+            let why = match a.decision {
+                Decision::NotExercised => "the run could not exercise the knob",
+                Decision::Interrupted => "the run was interrupted",
+                _ => "one leg lost far more rpc requests than the other",
+            };
+            (Outcome::Inconclusive, Some(why.to_string()))
         }
         Change::Lower | Change::Higher if undecided => (
             Outcome::Inconclusive,

@@ -64,7 +64,8 @@ pub struct Options {
 /// What the kernel did against what the knob asked, over the applied legs.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Honoured {
-    /// `honoured` or `not-honoured`.
+    /// `honoured`, `not-honoured`, or `not-checked` (the CPU never idled in
+    /// an as-found leg, so nothing could be checked).
     pub status: &'static str,
     /// The evidence, per applied leg.
     pub findings: Vec<String>,
@@ -293,10 +294,11 @@ pub fn run(
     let expectations = check_expectations(knob, &legs.rounds, rule, overrule);
     let findings = std::mem::take(&mut legs.findings);
     let honoured = Honoured {
-        status: if findings.is_empty() {
-            "honoured"
-        } else {
-            "not-honoured"
+        status: match (findings.is_empty(), overrule) {
+            (false, _) => "not-honoured",
+            // Nothing entered, nothing to check: not a "yes".
+            (true, Some(Decision::NotExercised)) => "not-checked",
+            (true, _) => "honoured",
         },
         cause: (!findings.is_empty())
             .then(|| honoured::likely_cause(session.root()))
@@ -591,7 +593,7 @@ pub fn exit_code(r: &Report) -> i32 {
         .expectations
         .iter()
         .any(|e| e.check.outcome == Outcome::NotMet)
-        || r.honoured.status != "honoured"
+        || r.honoured.status == "not-honoured"
     {
         2
     } else if r.verdict == Verdict::Inconclusive

@@ -22,7 +22,7 @@ pub fn summary(r: &Report) -> String {
     if !r.restored {
         s = format!("NOT RESTORED: the knob's files did not read as found after the run; {s}");
     }
-    if r.honoured.status != "honoured" {
+    if r.honoured.status == "not-honoured" {
         s += &format!(
             "; NOT HONOURED: {}",
             r.honoured

@@ -56,6 +56,8 @@ fn a_verify_reports_a_verdict_records_evidence_and_restores_the_tree() {
     );
     assert_eq!(v["verdict"], "inconclusive", "{v}");
     assert_eq!(v["decision"], "not-exercised", "{v}");
+    // Nothing entered, nothing checked: not a "yes".
+    assert_eq!(v["honoured"]["status"], "not-checked", "{v}");
     assert!(
         v["verdict_words"]
             .as_str()
