@@ -101,6 +101,52 @@ pub fn table(r: &Report) -> String {
             .collect(),
     );
     out += &idle_table(r);
+    out += &facts("Verdict", &verdict_rows(r));
+    for w in &r.warnings {
+        out += &format!("warning: {w}\n");
+    }
+    out.trim_end().to_string() + "\n"
+}
+
+/// Each leg's idle-state entries and residency on the watched CPUs.
+fn idle_table(r: &Report) -> String {
+    let mut out = String::new();
+    if !r.idle[1].is_empty() {
+        out += &grid(
+            "Idle states entered on the watched CPUs (summed over the rounds)",
+            &[
+                "CPU",
+                "state",
+                "as found: entries",
+                "residency",
+                "applied: entries",
+                "residency",
+            ],
+            r.idle[1]
+                .iter()
+                .map(|a| {
+                    let b = r.idle[0]
+                        .iter()
+                        .find(|b| b.cpu == a.cpu && b.state == a.state);
+                    vec![
+                        a.cpu.to_string(),
+                        format!("{}{}", a.state, if a.disabled { " (disabled)" } else { "" }),
+                        b.map_or("-".into(), |b| b.entries.to_string()),
+                        b.map_or("-".into(), |b| format!("{} µs", b.residency_us)),
+                        a.entries.to_string(),
+                        format!("{} µs", a.residency_us),
+                    ]
+                })
+                .collect(),
+        );
+    }
+    out
+}
+
+/// The verdict's facts: ratio, verdict, honoured, expectations, losses, restored.
+fn verdict_rows(r: &Report) -> Vec<(String, String)> {
+    let a = &r.analysis;
+    let m = a.metric.as_str();
     let mut rows = vec![
         (
             format!("ratio ({m})"),
@@ -201,44 +247,5 @@ pub fn table(r: &Report) -> String {
     if let Some(l) = &r.ledger {
         rows.push(("recorded in".into(), l.clone()));
     }
-    out += &facts("Verdict", &rows);
-    for w in &r.warnings {
-        out += &format!("warning: {w}\n");
-    }
-    out.trim_end().to_string() + "\n"
-}
-
-/// Each leg's idle-state entries and residency on the watched CPUs.
-fn idle_table(r: &Report) -> String {
-    let mut out = String::new();
-    if !r.idle[1].is_empty() {
-        out += &grid(
-            "Idle states entered on the watched CPUs (summed over the rounds)",
-            &[
-                "CPU",
-                "state",
-                "as found: entries",
-                "residency",
-                "applied: entries",
-                "residency",
-            ],
-            r.idle[1]
-                .iter()
-                .map(|a| {
-                    let b = r.idle[0]
-                        .iter()
-                        .find(|b| b.cpu == a.cpu && b.state == a.state);
-                    vec![
-                        a.cpu.to_string(),
-                        format!("{}{}", a.state, if a.disabled { " (disabled)" } else { "" }),
-                        b.map_or("-".into(), |b| b.entries.to_string()),
-                        b.map_or("-".into(), |b| format!("{} µs", b.residency_us)),
-                        a.entries.to_string(),
-                        format!("{} µs", a.residency_us),
-                    ]
-                })
-                .collect(),
-        );
-    }
-    out
+    rows
 }
