@@ -31,7 +31,7 @@ Options shared by subcommands (--root, --format, --host, --manifest, --state-dir
 may stand before the subcommand's name for every subcommand, which ignores there those it does not use \
 (as it ignores their HOSTKNOB_* variables), --format excepted; after the name, each takes those its --help lists.\n\n\
 Exit codes: 0 success, 1 error or usage error (nothing changed), 2 audit drift or stale document, \
-130 interrupted (Ctrl-C)."
+3 verify inconclusive, 130 interrupted (Ctrl-C)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -633,7 +633,7 @@ pub struct VerifyArgs {
     /// Rounds before the first look (at least 5); each runs both legs, in a seeded order.
     #[arg(long, default_value_t = 6, value_name = "R")]
     pub rounds: usize,
-    /// The most rounds before giving up on deciding [default: 4 × --rounds].
+    /// The most rounds before giving up on deciding, at most 60 [default: 4 × --rounds, at most 60].
     #[arg(long, value_name = "N")]
     pub max_rounds: Option<usize>,
     /// Wait after setting a leg's state before probing (e.g. 2s, 500ms).

@@ -573,9 +573,9 @@ fn live_verify_of_a_pm_qos_knob_holds_the_request_in_applied_legs_only() {
             "2000..4000",
         ],
     );
-    // A verdict (0, or 2 when there is no expectation to meet), never an error.
+    // A verdict (0; 2 not honoured; 3 inconclusive), never an error.
     assert!(
-        matches!(o.status.code(), Some(0 | 2)),
+        matches!(o.status.code(), Some(0 | 2 | 3)),
         "exit {:?}: {}",
         o.status.code(),
         stderr(&o)

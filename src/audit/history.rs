@@ -12,7 +12,7 @@ use crate::schema::{HistoryAction, Persistence};
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub timestamp: String,
-    /// improved, regressed or no-detectable-effect.
+    /// improved, regressed, no-detectable-effect or inconclusive.
     pub verdict: Option<String>,
     pub summary: Option<String>,
     /// applied / as found of the verified metric: the geometric mean of the

@@ -1,3 +1,5 @@
+use std::io::IsTerminal;
+
 use anyhow::{Result, bail};
 use clap::Parser;
 
@@ -63,10 +65,20 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
         wait: args.wait,
         force: args.force,
     };
+    // Progress per leg only for a person watching: not into a file or a pipe.
+    let show = !g.quiet.quiet && std::io::stderr().is_terminal();
     let mut report = verify::run(&session, knob, &opts, &mut |line| {
-        eprintln!("hostknob: {line}")
+        if show {
+            eprintln!("hostknob: {line}")
+        }
     })?;
-    verify::record(&session, knob, &mut report)?;
+    match &report.interrupted {
+        Some(sig) => eprintln!(
+            "hostknob: verify {}: interrupted by {sig} after {} complete rounds; the knob was reverted and read back; the report is PARTIAL and nothing is recorded",
+            knob.id, report.rounds
+        ),
+        None => verify::record(&session, knob, &mut report)?,
+    }
     if let Some(path) = &args.plot {
         let title = format!(
             "{}: {}: {}",

@@ -46,6 +46,9 @@ pub enum Action {
     /// A persistence file hostknob installed was removed (`persist --remove`).
     Unpersisted,
     Verified,
+    /// A verify run after which the knob's files did not read as found: its
+    /// evidence is not a verification (verify writes this instead).
+    VerifyNotRestored,
 }
 
 /// One change to one file, or to a group of files that changed alike

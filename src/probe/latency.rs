@@ -14,6 +14,8 @@ pub struct LatencyRun {
     pub samples_ns: Vec<u64>,
     pub settings: serde_json::Value,
     pub warnings: Vec<String>,
+    /// Requests sent and lost (UDP rpc): verify compares the legs' losses.
+    pub lost: Option<(u64, u64)>,
 }
 
 /// A latency probe's result as `verify` compares it.

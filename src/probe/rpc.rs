@@ -592,6 +592,8 @@ impl super::latency::IntoLatencyRun for RpcResult {
             samples_ns: self.raw.iter().map(|&(_, rtt)| rtt).collect(),
             settings: serde_json::to_value(&self.settings)?,
             warnings: Vec::new(),
+            // Sent counts the measured requests only (a lost one has no sample).
+            lost: Some((self.raw.len() as u64 + self.lost, self.lost)),
         })
     }
 }

@@ -190,6 +190,7 @@ impl super::latency::IntoLatencyRun for TimerResult {
             samples_ns: self.raw,
             settings: serde_json::to_value(&self.settings)?,
             warnings: Vec::new(),
+            lost: None,
         })
     }
 }

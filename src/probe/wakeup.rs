@@ -392,6 +392,7 @@ impl super::latency::IntoLatencyRun for WakeupResult {
             samples_ns: self.raw.iter().map(|s| s.latency_ns).collect(),
             settings: serde_json::to_value(&self.settings)?,
             warnings: self.warnings,
+            lost: None,
         })
     }
 }

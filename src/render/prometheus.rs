@@ -13,7 +13,12 @@ use crate::audit::{Report, Status};
 pub const TEXTFILE: &str = "hostknob.prom";
 
 /// Verdicts `verify` gives; each is one series of the verdict metric.
-const VERDICTS: [&str; 3] = ["improved", "regressed", "no-detectable-effect"];
+const VERDICTS: [&str; 4] = [
+    "improved",
+    "regressed",
+    "no-detectable-effect",
+    "inconclusive",
+];
 
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")

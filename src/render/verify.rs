@@ -60,89 +60,48 @@ pub fn table(r: &Report) -> String {
         ]
     };
     out += &grid(
-        "Medians across rounds",
-        &["leg", "samples", "p50", "p95", "p99", "max", "CV of p50"],
+        "Each leg: the median across rounds of each round's p50, p95, p99, max",
+        &[
+            "leg",
+            "samples",
+            "p50",
+            "p95",
+            "p99",
+            "max",
+            "CV of round p50s",
+        ],
         vec![row("as found", &a.baseline), row("applied", &a.applied)],
     );
+    let m = a.metric.as_str();
+    let usf = |ns: f64| format!("{:.1} µs", ns / 1e3);
     out += &grid(
-        &format!("Per round (applied / as found, {})", a.metric.as_str()),
-        &["round", "as found p50", "applied p50", "ratio"],
-        a.ratios
+        &format!("{m} per round (the ratio is applied / as found)"),
+        &[
+            "round",
+            &format!("as found {m}"),
+            &format!("applied {m}"),
+            "ratio",
+        ],
+        a.per_round
             .iter()
-            .enumerate()
-            .map(|(i, ratio)| {
+            .map(|r| {
                 vec![
-                    (i + 1).to_string(),
-                    us(a.baseline.round_p50_ns[i]),
-                    us(a.applied.round_p50_ns[i]),
-                    format!("{ratio:.3}"),
+                    r.round.to_string(),
+                    usf(r.baseline_ns),
+                    usf(r.applied_ns),
+                    format!("{:.3}", r.ratio),
                 ]
             })
+            .chain(std::iter::once(vec![
+                "geometric mean".into(),
+                usf(a.baseline_geomean_ns),
+                usf(a.applied_geomean_ns),
+                format!("{:.3}", a.ratio),
+            ]))
             .collect(),
     );
     out += &idle_table(r);
-    let mut rows = vec![
-        (
-            format!("ratio ({})", a.metric.as_str()),
-            format!(
-                "{:.3}, {:.1}% interval {:.3}-{:.3} ({} rounds lower, {} higher; t-test p {:.2e})",
-                a.ratio,
-                a.confidence * 100.0,
-                a.interval[0],
-                a.interval[1],
-                a.rounds_lower,
-                a.rounds_higher,
-                a.p_value
-            ),
-        ),
-        ("verdict".into(), r.verdict_words.clone()),
-        (
-            "honoured".into(),
-            match r.honoured.findings.as_slice() {
-                [] => "yes: the kernel did what the knob asked in every applied leg".into(),
-                f => format!(
-                    "NOT HONOURED: {}{}{}",
-                    f[0],
-                    if f.len() > 1 {
-                        format!(" (and {} more)", f.len() - 1)
-                    } else {
-                        String::new()
-                    },
-                    r.honoured
-                        .cause
-                        .as_ref()
-                        .map(|c| format!("; likely cause: {c}"))
-                        .unwrap_or_default()
-                ),
-            },
-        ),
-    ];
-    if let Some(n) = &r.note {
-        rows.push(("note".into(), n.clone()));
-    }
-    for e in &r.expectations {
-        rows.push((
-            "expected".into(),
-            format!(
-                "{}: {} ({})",
-                e.text,
-                if e.check.met { "met" } else { "NOT MET" },
-                e.check.measured
-            ),
-        ));
-    }
-    rows.push((
-        "host restored".into(),
-        if r.restored {
-            "yes: the knob's files read as before".into()
-        } else {
-            "NO: check `hostknob audit`".into()
-        },
-    ));
-    if let Some(l) = &r.ledger {
-        rows.push(("recorded in".into(), l.clone()));
-    }
-    out += &facts("Verdict", &rows);
+    out += &facts("Verdict", &verdict_rows(r));
     for w in &r.warnings {
         out += &format!("warning: {w}\n");
     }
@@ -182,4 +141,111 @@ fn idle_table(r: &Report) -> String {
         );
     }
     out
+}
+
+/// The verdict's facts: ratio, verdict, honoured, expectations, losses, restored.
+fn verdict_rows(r: &Report) -> Vec<(String, String)> {
+    let a = &r.analysis;
+    let m = a.metric.as_str();
+    let mut rows = vec![
+        (
+            format!("ratio ({m})"),
+            format!(
+                "{} ({} rounds lower, {} higher; t-test p {:.2e}{})",
+                a.interval_words(),
+                a.rounds_lower,
+                a.rounds_higher,
+                a.p_value,
+                if a.sd_floored {
+                    "; the rounds agreed more closely than the 2 % floor, which was used"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        ("verdict".into(), r.verdict_words.clone()),
+        (
+            "honoured".into(),
+            match r.honoured.findings.as_slice() {
+                [] if r.honoured.status == "not-checked" => {
+                    "not checked: the CPU entered no idle state, so there was nothing to check"
+                        .into()
+                }
+                [] => "yes: the kernel did what the knob asked in every applied leg".into(),
+                f => format!(
+                    "NOT HONOURED: {}{}{}",
+                    f[0],
+                    if f.len() > 1 {
+                        format!(" (and {} more)", f.len() - 1)
+                    } else {
+                        String::new()
+                    },
+                    r.honoured
+                        .cause
+                        .as_ref()
+                        .map(|c| format!("; likely cause: {c}"))
+                        .unwrap_or_default()
+                ),
+            },
+        ),
+    ];
+    if let Some(n) = &r.note {
+        rows.push(("note".into(), n.clone()));
+    }
+    for e in &r.expectations {
+        rows.push((
+            "expected".into(),
+            format!(
+                "{}: {} ({})",
+                e.text,
+                match e.check.outcome {
+                    crate::verify::rule::Outcome::Met => "met",
+                    crate::verify::rule::Outcome::NotMet => "NOT MET",
+                    crate::verify::rule::Outcome::Inconclusive => "INCONCLUSIVE",
+                },
+                match &e.check.why {
+                    Some(w) => format!("{}; {w}", e.check.measured),
+                    None => e.check.measured.clone(),
+                }
+            ),
+        ));
+    }
+    if let Some(l) = &r.losses {
+        rows.push((
+            "rpc losses".into(),
+            format!(
+                "as found {} of {}, applied {} of {}{}",
+                l.lost[0],
+                l.sent[0],
+                l.lost[1],
+                l.sent[1],
+                if l.unequal {
+                    ": far apart, see the verdict"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    if let Some(sig) = &r.interrupted {
+        rows.push((
+            "interrupted".into(),
+            format!(
+                "by {sig}: PARTIAL, the figures cover the {} complete rounds; nothing recorded",
+                r.rounds
+            ),
+        ));
+    }
+    rows.push((
+        "host restored".into(),
+        if r.restored {
+            "yes: the knob's files read as before".into()
+        } else {
+            "NO: check `hostknob audit`".into()
+        },
+    ));
+    if let Some(l) = &r.ledger {
+        rows.push(("recorded in".into(), l.clone()));
+    }
+    rows
 }

@@ -7,7 +7,8 @@
 //!   expect:                  # one, or a list
 //!     metric: p50            # p50 | p95 | p99 | p999 | max | mean (default p50)
 //!     change: lower          # lower | higher | no-higher | no-lower | ceiling | floor
-//!     by: 20 µs              # lower, higher: at least this much (ns, µs/us, ms, s, or %)
+//!     by: 20 µs              # lower, higher: at least this much (ns, µs/us, ms, s, or %);
+//!                            # no-higher, no-lower: the tolerance (default 5 %)
 //!   note: light calls paid a flat wakeup tax   # prose, for people
 //! ```
 //!
@@ -156,7 +157,8 @@ impl Expect {
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         let (needs, allowed): (&str, [bool; 3]) = match self.change {
             Change::Lower | Change::Higher => ("by", [true, false, false]),
-            Change::NoHigher | Change::NoLower => ("", [false, false, false]),
+            // `by`: the tolerance (default: verify's minimum effect, 5 %).
+            Change::NoHigher | Change::NoLower => ("", [true, false, false]),
             Change::Ceiling => ("below", [false, true, false]),
             Change::Floor => ("above", [false, false, true]),
         };
@@ -211,6 +213,8 @@ impl fmt::Display for Expect {
         match (self.change, self.by, self.below, self.above) {
             (Change::Lower, Some(by), ..) => write!(f, "{m} lower by at least {by}"),
             (Change::Higher, Some(by), ..) => write!(f, "{m} higher by at least {by}"),
+            (Change::NoHigher, Some(by), ..) => write!(f, "{m} no higher, within {by}"),
+            (Change::NoLower, Some(by), ..) => write!(f, "{m} no lower, within {by}"),
             (Change::NoHigher, ..) => write!(f, "{m} no higher"),
             (Change::NoLower, ..) => write!(f, "{m} no lower"),
             (Change::Ceiling, _, Some(b), _) => write!(f, "{m} at most {b}"),

@@ -2,29 +2,98 @@
 
 use serde::Serialize;
 
-use super::paired::{Analysis, Verdict};
+use super::paired::{Analysis, Decision, Verdict};
+use super::rule::{self, Outcome};
 use crate::schema::expect::{Amount, Change, Expect};
 
 /// A checked expectation: whether the run met it and what was measured.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Check {
     pub expect: Expect,
+    /// `outcome` is `met`.
     pub met: bool,
+    /// met, not-met, or inconclusive (the interval straddles the bound).
+    pub outcome: Outcome,
     pub measured: String,
+    /// Why it is inconclusive: which bound failed and what would decide it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// The tolerance of `no-higher`/`no-lower` when none is declared: the rule's
+/// minimum effect.
+fn tolerance(e: &Expect, a: &Analysis) -> (f64, String) {
+    match e.by {
+        Some(Amount::Fraction(x)) => (x, format!("{} %", x * 100.0)),
+        Some(Amount::Ns(ns)) => (ns / a.baseline_geomean_ns, format!("{}", Amount::Ns(ns))),
+        None => (
+            a.rule.min_effect,
+            format!("{} % (the default)", a.rule.min_effect * 100.0),
+        ),
+    }
+}
+
+/// Non-inferiority: met only when the interval's bound is inside the tolerance.
+fn non_inferior(e: &Expect, a: &Analysis) -> (Outcome, Option<String>) {
+    let upper = e.change == Change::NoHigher;
+    let (tol, words) = tolerance(e, a);
+    let limit = if upper {
+        1.0 + tol
+    } else {
+        (1.0 - tol).max(0.0)
+    };
+    let d = rule::Decided {
+        ratio: a.ratio,
+        interval: a.interval,
+        confidence: a.confidence,
+        p_value: a.p_value,
+        mean_log: a.ratio.ln(),
+        sd_log: a.sd_log,
+        sd_floored: a.sd_floored,
+        verdict: a.verdict,
+        decision: a.decision,
+        more_rounds_needed: a.more_rounds_needed,
+    };
+    let o = rule::within(&d, limit, upper);
+    if o != Outcome::Inconclusive {
+        return (o, None);
+    }
+    let (bound, name) = if upper {
+        (a.interval[1], "upper")
+    } else {
+        (a.interval[0], "lower")
+    };
+    let n = a.ratios.len();
+    let sd = a.sd_log.max(rule::SD_FLOOR);
+    let gap = (limit.ln() - a.ratio.ln()) * if upper { 1.0 } else { -1.0 };
+    let more = match rule::rounds_for(a.rule.quantile(n), sd, gap) {
+        Some(all) => format!(
+            "about {} more rounds at this noise would show it",
+            all.saturating_sub(n).max(1)
+        ),
+        None => "no number of rounds would show it: the ratio itself is past the tolerance".into(),
+    };
+    (
+        Outcome::Inconclusive,
+        Some(format!(
+            "the interval's {name} bound {bound:.3} is past {limit:.3} (tolerance {words}) while its other bound is not; {more}"
+        )),
+    )
 }
 
 /// Checks `e` against an analysis made on `e.metric`.
 pub fn check(e: &Expect, a: &Analysis) -> Check {
     debug_assert_eq!(a.metric, e.metric);
-    let (base, applied) = (a.baseline.get(e.metric), a.applied.get(e.metric));
+    let applied = a.applied.get(e.metric);
     let m = e.metric.as_str();
     let measured = format!(
-        "{m} {:.1} -> {:.1} µs (ratio {:.3}, verdict {})",
-        base / 1e3,
-        applied / 1e3,
-        a.ratio,
+        "{m} geometric mean over rounds {:.1} -> {:.1} µs ({}, verdict {})",
+        a.baseline_geomean_ns / 1e3,
+        a.applied_geomean_ns / 1e3,
+        a.interval_words(),
         a.verdict.as_str()
     );
+    let (ratio, gb, ga) = (a.ratio, a.baseline_geomean_ns, a.applied_geomean_ns);
     let enough = |drop: f64, ratio_ok: bool| match e.by {
         Some(Amount::Ns(ns)) => drop >= ns,
         Some(Amount::Fraction(_)) => ratio_ok,
@@ -34,22 +103,61 @@ pub fn check(e: &Expect, a: &Analysis) -> Check {
         Some(Amount::Fraction(x)) => x,
         _ => 0.0,
     };
-    let met = match e.change {
-        Change::Lower => {
-            a.verdict == Verdict::Improved && enough(base - applied, a.ratio <= 1.0 - frac)
+    let decided = |ok: bool| if ok { Outcome::Met } else { Outcome::NotMet };
+    let undecided = matches!(
+        a.decision,
+        Decision::RoundCap
+            | Decision::MoreRounds
+            | Decision::NotExercised
+            | Decision::Interrupted
+            | Decision::UnequalLosses
+    );
+    let (outcome, why) = match e.change {
+        _ if matches!(
+            a.decision,
+            Decision::NotExercised | Decision::Interrupted | Decision::UnequalLosses
+        ) =>
+        {
+            let why = match a.decision {
+                Decision::NotExercised => "the run could not exercise the knob",
+                Decision::Interrupted => "the run was interrupted",
+                _ => "one leg lost far more rpc requests than the other",
+            };
+            (Outcome::Inconclusive, Some(why.to_string()))
         }
-        Change::Higher => {
-            a.verdict == Verdict::Regressed && enough(applied - base, a.ratio >= 1.0 + frac)
-        }
-        Change::NoHigher => a.verdict != Verdict::Regressed,
-        Change::NoLower => a.verdict != Verdict::Improved,
-        Change::Ceiling => matches!(e.below, Some(Amount::Ns(ns)) if applied <= ns),
-        Change::Floor => matches!(e.above, Some(Amount::Ns(ns)) if applied >= ns),
+        Change::Lower | Change::Higher if undecided => (
+            Outcome::Inconclusive,
+            Some(format!(
+                "the verdict is inconclusive{}",
+                a.more_rounds_needed
+                    .map(|m| format!(": about {m} more rounds at this noise would decide"))
+                    .unwrap_or_default()
+            )),
+        ),
+        Change::Lower => (
+            decided(a.verdict == Verdict::Improved && enough(gb - ga, ratio <= 1.0 - frac)),
+            None,
+        ),
+        Change::Higher => (
+            decided(a.verdict == Verdict::Regressed && enough(ga - gb, ratio >= 1.0 + frac)),
+            None,
+        ),
+        Change::NoHigher | Change::NoLower => non_inferior(e, a),
+        Change::Ceiling => (
+            decided(matches!(e.below, Some(Amount::Ns(ns)) if applied <= ns)),
+            None,
+        ),
+        Change::Floor => (
+            decided(matches!(e.above, Some(Amount::Ns(ns)) if applied >= ns)),
+            None,
+        ),
     };
     Check {
         expect: e.clone(),
-        met,
+        met: outcome == Outcome::Met,
+        outcome,
         measured,
+        why,
     }
 }
 
@@ -63,17 +171,18 @@ mod tests {
         serde_yaml::from_str(yaml).map_err(|e| e.to_string())
     }
 
-    /// Six rounds whose legs have the given medians (every sample the same
-    /// but for a 1 % spread per round, so the verdict follows the medians).
+    /// Twelve rounds whose legs have the given medians (every sample the same
+    /// but for a 1 % spread per round, so the verdict follows the medians;
+    /// twelve, as the SD floor keeps six from closing within 5 % of 1).
     fn legs(base_us: f64, applied_us: f64, metric: Metric) -> Analysis {
-        let rounds: Vec<_> = (0..6)
+        let rounds: Vec<_> = (0..12)
             .map(|r| {
-                let wiggle = 1.0 + (r as f64 - 2.5) * 0.002;
+                let wiggle = 1.0 + (r as f64 - 5.5) * 0.001;
                 let leg = |us: f64| vec![(us * 1e3 * wiggle) as u64; 9];
                 (leg(base_us), leg(applied_us))
             })
             .collect();
-        analyze(&rounds, metric, Rule::default())
+        analyze(&rounds, metric, Rule::for_rounds(12))
     }
 
     fn met(yaml: &str, base_us: f64, applied_us: f64) -> bool {
@@ -119,5 +228,29 @@ mod tests {
         assert!(!met("{change: floor, above: 50 µs}", 80.0, 40.0));
         assert!(met("{change: no-lower}", 80.0, 80.5));
         assert!(!met("{change: no-lower}", 80.0, 40.0));
+    }
+
+    #[test]
+    fn no_higher_with_a_wide_interval_is_inconclusive_and_says_why() {
+        // Ratios alternating 0.8 and 1.3: not regressed, yet the interval
+        // spans the 5 % tolerance (this was "met").
+        let rounds: Vec<_> = (0..6)
+            .map(|r| {
+                let a = if r % 2 == 0 { 80_000 } else { 130_000 };
+                (vec![100_000u64; 9], vec![a; 9])
+            })
+            .collect();
+        let a = analyze(&rounds, Metric::P50, Rule::default());
+        let e = parse("{change: no-higher}").unwrap().0.remove(0);
+        let c = check(&e, &a);
+        assert_eq!((c.outcome, c.met), (rule::Outcome::Inconclusive, false));
+        let why = c.why.unwrap();
+        assert!(
+            why.contains("upper bound") && why.contains("1.050") && why.contains("more rounds"),
+            "{why}"
+        );
+        // A declared tolerance wide enough is met by the same run.
+        let e = parse("{change: no-higher, by: 900 %}").unwrap().0.remove(0);
+        assert_eq!(check(&e, &a).outcome, rule::Outcome::Met);
     }
 }

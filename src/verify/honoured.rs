@@ -7,6 +7,8 @@
 //! - a state that reads disabled whose `usage` rose;
 //! - a state deeper (exit latency) than the CPU's resume-latency limit
 //!   (`power/pm_qos_resume_latency_us`; `n/a` allows polling only) entered;
+//! - under a `pm-qos` hold, a state deeper (exit latency) than the held
+//!   latency entered;
 //! - a knob file that no longer reads as set at the end of the leg (a
 //!   governor or EPP changed back mid-run).
 
@@ -112,10 +114,19 @@ pub fn resume_limit_us(root: &Root, cpu: u32) -> Option<u64> {
 }
 
 /// The findings of one applied leg: what the kernel did against what was asked.
-pub fn findings(root: &Root, leg: &[StateCount]) -> Vec<String> {
+/// `held_us`: the latency a `pm-qos` knob held on `/dev/cpu_dma_latency` during
+/// the leg; the governor must not pick a state whose exit latency exceeds it.
+pub fn findings(root: &Root, leg: &[StateCount], held_us: Option<u64>) -> Vec<String> {
     let mut out = Vec::new();
     for s in leg.iter().filter(|s| s.entries > 0) {
-        if s.disabled {
+        if let (Some(held), Some(lat)) = (held_us, s.latency_us)
+            && lat > held
+        {
+            out.push(format!(
+                "CPU {}: `{}` (exit latency {lat} µs) was entered {} times in the applied leg while {} µs was held on /dev/cpu_dma_latency",
+                s.cpu, s.state, s.entries, held
+            ));
+        } else if s.disabled {
             out.push(format!(
                 "CPU {}: `{}` reads disabled but was entered {} times ({} µs) in the applied leg",
                 s.cpu, s.state, s.entries, s.residency_us
@@ -144,4 +155,43 @@ pub fn likely_cause(root: &Root) -> Option<String> {
     (gov == "haltpoll").then(|| {
         "the cpuidle governor is `haltpoll`, which ignores per-state disable; the `menu` and `teo` governors honour it (/sys/devices/system/cpu/cpuidle/current_governor)".to_string()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entered(state: &str, latency_us: u64, entries: u64) -> StateCount {
+        StateCount {
+            cpu: 1,
+            state: state.into(),
+            latency_us: Some(latency_us),
+            disabled: false,
+            entries,
+            residency_us: 10 * entries,
+        }
+    }
+
+    #[test]
+    fn a_state_deeper_than_a_held_pm_qos_latency_is_not_honoured() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sys")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let leg = [
+            entered("POLL", 0, 40),
+            entered("C1", 2, 9),
+            entered("C6", 170, 3),
+        ];
+        let f = findings(&root, &leg, Some(20));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].contains("`C6`") && f[0].contains("20 µs was held"),
+            "{f:?}"
+        );
+        // Held at 200 µs, C6 is allowed; with no hold, no resume limit: nothing.
+        assert!(findings(&root, &leg, Some(200)).is_empty());
+        assert!(findings(&root, &leg, None).is_empty());
+        // Not entered: nothing to say.
+        assert!(findings(&root, &[entered("C6", 170, 0)], Some(20)).is_empty());
+    }
 }

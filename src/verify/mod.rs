@@ -10,23 +10,25 @@
 
 pub mod expect;
 pub mod honoured;
+mod legs;
 pub mod order;
 pub mod paired;
 pub mod placement;
 mod record;
+pub mod rule;
 
 pub use record::{record, summary};
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::apply::{self, ApplyError, ApplyOptions, Session};
+use crate::apply::{self, Session};
 use crate::manifest::Knob;
 use crate::probe;
-use crate::probe::latency::{self, LatencyProbe};
-use order::LegOrder;
+use crate::probe::latency::LatencyProbe;
+use legs::Legs;
 use paired::{Analysis, Decision, Metric, Rule, Verdict};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -62,7 +64,8 @@ pub struct Options {
 /// What the kernel did against what the knob asked, over the applied legs.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Honoured {
-    /// `honoured` or `not-honoured`.
+    /// `honoured`, `not-honoured`, or `not-checked` (the CPU never idled in
+    /// an as-found leg, so nothing could be checked).
     pub status: &'static str,
     /// The evidence, per applied leg.
     pub findings: Vec<String>,
@@ -114,69 +117,38 @@ pub struct Report {
     pub expectations: Vec<ExpectationCheck>,
     /// The knob's files read the same after the run as before it.
     pub restored: bool,
+    /// The signal that stopped the run (`SIGINT`...): the report covers the
+    /// complete rounds only, and nothing is recorded.
+    pub interrupted: Option<String>,
+    /// The rpc probe's lost requests (UDP), per leg: as found, applied.
+    pub losses: Option<Losses>,
     pub warnings: Vec<String>,
     pub ledger: Option<String>,
     #[serde(skip)]
     pub samples: [Vec<u64>; 2],
 }
 
-/// Reverts the knob if it is applied when the run ends early (an error or a
-/// panic); a clean end reverts explicitly and disarms it.
-struct Guard<'a, 's> {
-    session: &'a Session<'s>,
-    id: String,
-    applied: bool,
+/// Requests the rpc probe sent and lost, per leg (as found, applied), summed over the rounds.
+#[derive(Debug, Default, Clone, Serialize, schemars::JsonSchema)]
+pub struct Losses {
+    pub sent: [u64; 2],
+    pub lost: [u64; 2],
+    /// One leg lost far more than the other (see `unequal`): the verdict is
+    /// inconclusive, as a lost reply is a latency left out of its leg.
+    pub unequal: bool,
 }
 
-impl Guard<'_, '_> {
-    /// A leg's switch: no ledger entry each, under the lock verify already holds.
-    const LEG: ApplyOptions = ApplyOptions {
-        dry_run: false,
-        wait: false,
-        record: false,
-        lock_held: true,
-    };
-
-    fn set(&mut self, leg: Leg, knob: &Knob) -> Result<()> {
-        let opts = Guard::LEG;
-        match (leg, self.applied) {
-            (Leg::Applied, false) => {
-                // Marked first: a failure part-way is rolled back by apply, and
-                // a revert of nothing is harmless.
-                self.applied = true;
-                apply::apply(self.session, &[knob], &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
-            }
-            (Leg::Baseline, true) => {
-                self.restore()?;
-            }
-            _ => {}
-        }
-        Ok(())
+impl Losses {
+    fn rate(&self, k: usize) -> f64 {
+        self.lost[k] as f64 / self.sent[k].max(1) as f64
     }
 
-    fn restore(&mut self) -> Result<()> {
-        let opts = Guard::LEG;
-        apply::revert_with(self.session, None, std::slice::from_ref(&self.id), &opts)
-            .map_err(|e: ApplyError| anyhow::anyhow!("{e}"))?;
-        self.applied = false;
-        Ok(())
-    }
-}
-
-impl Drop for Guard<'_, '_> {
-    fn drop(&mut self) {
-        if self.applied {
-            match self.restore() {
-                Ok(()) => eprintln!(
-                    "hostknob: verify stopped early; {} was reverted and read back",
-                    self.id
-                ),
-                Err(e) => eprintln!(
-                    "hostknob: verify stopped early and reverting {} failed: {e:#}; run `hostknob revert {}`",
-                    self.id, self.id
-                ),
-            }
-        }
+    /// Far more: at least 10 lost, and a loss rate both twice the other
+    /// leg's and 0.5 percentage points above it.
+    fn is_unequal(&self) -> bool {
+        let (b, a) = (self.rate(0), self.rate(1));
+        let (hi, lo) = if a > b { (a, b) } else { (b, a) };
+        self.lost[0].max(self.lost[1]) >= 10 && hi >= 2.0 * lo && hi - lo >= 0.005
     }
 }
 
@@ -186,20 +158,34 @@ fn catch_signals() -> Result<()> {
     probe::interrupt::install()
 }
 
-fn interrupted(done: usize, total: usize) -> anyhow::Error {
-    anyhow::anyhow!("interrupted after {done} of {total} legs: nothing recorded")
-}
-
-/// Sleeps `d` in short slices so a signal ends it promptly.
-fn settle(d: Duration) -> bool {
-    let end = Instant::now() + d;
-    while Instant::now() < end {
-        if probe::cancelled() {
-            return false;
+/// Folds warnings that differ only in their numbers into one with a count.
+fn fold_warnings(all: Vec<String>) -> Vec<String> {
+    // Each run of digits counts as one number, whatever its length.
+    let shape = |w: &str| -> String {
+        let mut out = String::new();
+        for c in w.chars() {
+            match c.is_ascii_digit() {
+                true if out.ends_with('#') => {}
+                true => out.push('#'),
+                false => out.push(c),
+            }
         }
-        std::thread::sleep((end - Instant::now()).min(Duration::from_millis(50)));
+        out
+    };
+    let mut out: Vec<(String, String, usize)> = Vec::new();
+    for w in all {
+        let k = shape(&w);
+        match out.iter_mut().find(|o| o.0 == k) {
+            Some(o) => o.2 += 1,
+            None => out.push((k, w, 1)),
+        }
     }
-    !probe::cancelled()
+    out.into_iter()
+        .map(|(_, w, n)| match n {
+            1 => w,
+            n => format!("{w} (and {} more like it: {n} in all)", n - 1),
+        })
+        .collect()
 }
 
 /// The knob's files and values, to check that the host is as found.
@@ -250,9 +236,12 @@ pub fn run(
     let mut legs = Legs::new(session, knob, opts);
     legs.watched = honoured::watched(placement.sleeper, placement.target_cpus.as_ref());
     let mut analysis = None;
-    for at in rule.looks() {
+    'looks: for at in rule.looks() {
         while legs.rounds.len() < at {
             legs.round(at, rule.max_rounds, progress)?;
+            if legs.interrupted {
+                break 'looks;
+            }
         }
         let a = paired::analyze(&legs.rounds, metric, rule);
         let more = a.decision == Decision::MoreRounds;
@@ -267,38 +256,49 @@ pub fn run(
             break;
         }
     }
-    let analysis = analysis.expect("looks() is never empty");
+    let interrupted = legs.interrupted.then(|| {
+        probe::interrupt::signal()
+            .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
+            .map_or("a signal", |s| s.as_str())
+            .to_string()
+    });
+    let mut analysis = match analysis {
+        Some(a) if interrupted.is_none() => a,
+        _ => paired::analyze(&legs.rounds, metric, rule),
+    };
     if legs.guard.applied {
         legs.guard
             .restore()
             .context("restoring the knob after the last round")?;
     }
     let restored = snapshot(session, knob)? == before;
-    let mut warnings = std::mem::take(&mut legs.warnings);
+    let mut warnings = fold_warnings(std::mem::take(&mut legs.warnings));
     if !restored {
         warnings.push(format!(
             "{}'s files do not read as they did before the run: check `hostknob audit {}`",
             knob.id, knob.id
         ));
     }
-    let idle_entries: u64 = legs.idle[0]
-        .iter()
-        .filter(|c| c.cpu == placement.sleeper)
-        .map(|c| c.entries)
-        .sum();
-    if idle_entries == 0 && !legs.idle[0].is_empty() {
-        warnings.push(format!(
-            "CPU {} entered no idle state in any as-found leg: something else kept it busy, so this run cannot show what an idle-state knob does",
-            placement.sleeper
-        ));
+    legs.order.truncate(legs.rounds.len());
+    let (overrule, losses) = overrule(session, knob, &legs, placement.sleeper, &mut warnings);
+    let overrule = if interrupted.is_some() {
+        Some(Decision::Interrupted)
+    } else {
+        overrule
+    };
+    if let Some(d) = overrule {
+        analysis.verdict = Verdict::Inconclusive;
+        analysis.decision = d;
+        analysis.partial = interrupted.is_some();
     }
-    let expectations = check_expectations(knob, &legs.rounds, rule);
+    let expectations = check_expectations(knob, &legs.rounds, rule, overrule);
     let findings = std::mem::take(&mut legs.findings);
     let honoured = Honoured {
-        status: if findings.is_empty() {
-            "honoured"
-        } else {
-            "not-honoured"
+        status: match (findings.is_empty(), overrule) {
+            (false, _) => "not-honoured",
+            // Nothing entered, nothing to check: not a "yes".
+            (true, Some(Decision::NotExercised)) => "not-checked",
+            (true, _) => "honoured",
         },
         cause: (!findings.is_empty())
             .then(|| honoured::likely_cause(session.root()))
@@ -345,9 +345,52 @@ pub fn run(
         note: knob.verify.as_ref().and_then(|v| v.note.clone()),
         expectations,
         restored,
+        interrupted,
+        losses,
         warnings,
         ledger: None,
     })
+}
+
+/// What stops the verdict from standing, whatever the intervals say: an
+/// idle-state knob whose CPU never idled in an as-found leg, or rpc legs that
+/// lost far apart; with the losses, summed.
+fn overrule(
+    session: &Session,
+    knob: &Knob,
+    legs: &Legs,
+    sleeper: u32,
+    warnings: &mut Vec<String>,
+) -> (Option<Decision>, Option<Losses>) {
+    let idle_entries: u64 = legs.idle[0]
+        .iter()
+        .filter(|c| c.cpu == sleeper)
+        .map(|c| c.entries)
+        .sum();
+    let not_exercised = idle_entries == 0 && !legs.idle[0].is_empty();
+    if not_exercised {
+        warnings.push(format!(
+            "CPU {sleeper} entered no idle state in any as-found leg: something else kept it busy, so this run cannot show what an idle-state knob does"
+        ));
+    }
+    let losses = legs.losses.clone().map(|mut l| {
+        l.unequal = l.is_unequal();
+        l
+    });
+    if let Some(l) = losses.as_ref().filter(|l| l.unequal) {
+        warnings.push(format!(
+            "the rpc probe lost {} of {} requests as found and {} of {} applied: a lost reply is a latency left out of its leg, so the legs are not compared fairly and the verdict is inconclusive",
+            l.lost[0], l.sent[0], l.lost[1], l.sent[1]
+        ));
+    }
+    let d = if not_exercised && is_idle_knob(session, knob) {
+        Some(Decision::NotExercised)
+    } else if losses.as_ref().is_some_and(|l| l.unequal) {
+        Some(Decision::UnequalLosses)
+    } else {
+        None
+    };
+    (d, losses)
 }
 
 /// The probe with its CPUs placed from the knob's target (see `placement`).
@@ -410,7 +453,21 @@ fn rule_for(opts: &Options) -> Result<Rule> {
         );
     }
     let mut rule = Rule::for_rounds(opts.rounds);
+    if opts.rounds > rule::MAX_ROUNDS {
+        bail!(
+            "--rounds {}: at most {} rounds (see --max-rounds)",
+            opts.rounds,
+            rule::MAX_ROUNDS
+        );
+    }
     if let Some(max) = opts.max_rounds {
+        if max > rule::MAX_ROUNDS {
+            bail!(
+                "--max-rounds {max}: at most {} rounds: each look spends part of the run's error rate, and a run that has not decided in {} rounds is measuring noise (raise --settle or the probe's --samples instead)",
+                rule::MAX_ROUNDS,
+                rule::MAX_ROUNDS
+            );
+        }
         if max < opts.rounds {
             bail!(
                 "--max-rounds {max} is below --rounds {}: the cap must allow the first batch",
@@ -429,151 +486,6 @@ fn primary_metric(knob: &Knob) -> Metric {
         .and_then(|v| v.expect.0.first())
         .map(|e| e.metric)
         .unwrap_or_default()
-}
-
-/// The rounds run so far and what switching the legs needs.
-struct Legs<'a, 's> {
-    guard: Guard<'a, 's>,
-    knob: &'a Knob,
-    opts: &'a Options,
-    order_rng: LegOrder,
-    /// Per round: the as-found and the applied leg's samples.
-    rounds: Vec<(Vec<u64>, Vec<u64>)>,
-    order: Vec<[Leg; 2]>,
-    settings: serde_json::Value,
-    warnings: Vec<String>,
-    /// The CPUs whose idle counters each leg reads.
-    watched: Vec<u32>,
-    idle: [Vec<honoured::StateCount>; 2],
-    findings: Vec<String>,
-}
-
-impl<'a, 's> Legs<'a, 's> {
-    fn new(session: &'a Session<'s>, knob: &'a Knob, opts: &'a Options) -> Self {
-        Legs {
-            guard: Guard {
-                session,
-                id: knob.id.clone(),
-                applied: false,
-            },
-            knob,
-            opts,
-            order_rng: LegOrder::new(opts.seed),
-            rounds: Vec::new(),
-            order: Vec::new(),
-            settings: serde_json::Value::Null,
-            warnings: Vec::new(),
-            watched: Vec::new(),
-            idle: [Vec::new(), Vec::new()],
-            findings: Vec::new(),
-        }
-    }
-
-    /// After an applied leg: the kernel's counters and the knob's files
-    /// against what the knob asked.
-    fn check_applied(&mut self, round: usize, delta: &[honoured::StateCount]) {
-        let session = self.guard.session;
-        let mut found = honoured::findings(session.root(), delta);
-        if let Ok(survey) = self.knob.spec.survey(&session.ctx) {
-            for t in survey
-                .targets
-                .iter()
-                .filter(|t| t.blocker.is_none() && !t.in_effect)
-            {
-                found.push(format!(
-                    "{} reads {} at the end of the applied leg, not {}: something changed it back mid-run",
-                    t.path,
-                    t.current.as_deref().unwrap_or("nothing"),
-                    t.desired
-                ));
-            }
-        }
-        self.findings.extend(
-            found
-                .into_iter()
-                .map(|f| format!("round {}: {f}", round + 1)),
-        );
-    }
-
-    /// Runs one more round, both legs in the seeded order.
-    fn round(&mut self, look: usize, cap: usize, progress: &mut dyn FnMut(&str)) -> Result<()> {
-        let round = self.rounds.len();
-        let legs = if self.order_rng.applied_first() {
-            [Leg::Applied, Leg::Baseline]
-        } else {
-            [Leg::Baseline, Leg::Applied]
-        };
-        self.order.push(legs);
-        let mut got: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
-        for (k, leg) in legs.into_iter().enumerate() {
-            let done = round * 2 + k;
-            let total = look * 2;
-            if probe::cancelled() {
-                return Err(interrupted(done, total));
-            }
-            let held = held_request(self.knob);
-            if held.is_none() {
-                self.guard.set(leg, self.knob).with_context(|| {
-                    format!("round {}: setting the {} leg", round + 1, leg.as_str())
-                })?;
-            }
-            let root = self.guard.session.root();
-            // A pm-qos request lives while its file is open: held for the
-            // applied leg (settle included), withdrawn when the leg ends.
-            let _held = match (leg, held) {
-                (Leg::Applied, Some(us)) => {
-                    Some(probe::pmqos::hold(root, us).with_context(|| {
-                        format!("round {}: holding the applied leg's request", round + 1)
-                    })?)
-                }
-                _ => None,
-            };
-            if !settle(self.opts.settle) {
-                return Err(interrupted(done, total));
-            }
-            let counters = honoured::read(root, &self.watched);
-            let run = match latency::run(root, &self.opts.probe) {
-                Ok(r) => r,
-                Err(_) if probe::cancelled() => return Err(interrupted(done, total)),
-                Err(e) => {
-                    return Err(e.context(format!(
-                        "round {}: the {} probe ({} leg)",
-                        round + 1,
-                        self.opts.probe_name,
-                        leg.as_str()
-                    )));
-                }
-            };
-            for w in run.warnings {
-                if !self.warnings.contains(&w) {
-                    self.warnings.push(w);
-                }
-            }
-            if self.settings.is_null() {
-                self.settings = run.settings;
-            }
-            let p50 = crate::stats::Summary::from_ns(&run.samples_ns)
-                .map(|s| s.p50_ns)
-                .unwrap_or(0);
-            progress(&format!(
-                "round {}/{} (cap {cap}): {:<8} p50 {:>9.1} µs ({} samples)",
-                round + 1,
-                look,
-                leg.as_str(),
-                p50 as f64 / 1e3,
-                run.samples_ns.len()
-            ));
-            let d = honoured::delta(&counters, &honoured::read(root, &self.watched));
-            honoured::accumulate(&mut self.idle[(leg == Leg::Applied) as usize], &d);
-            if leg == Leg::Applied {
-                self.check_applied(round, &d);
-            }
-            got[(leg == Leg::Applied) as usize] = run.samples_ns;
-        }
-        let [b, a] = got;
-        self.rounds.push((b, a));
-        Ok(())
-    }
 }
 
 /// Refuses a knob with unreverted changes or already in effect: either
@@ -619,7 +531,7 @@ fn check_verifiable(session: &Session, knob: &Knob) -> Result<()> {
 }
 
 /// The request a pm-qos knob holds (µs): verify holds it during applied legs.
-fn held_request(knob: &Knob) -> Option<u32> {
+pub(crate) fn held_request(knob: &Knob) -> Option<u32> {
     (knob.kind == crate::knob::KindName::PmQos)
         .then(|| knob.spec.desired().parse().ok())
         .flatten()
@@ -630,6 +542,7 @@ fn check_expectations(
     knob: &Knob,
     rounds: &[(Vec<u64>, Vec<u64>)],
     rule: Rule,
+    overrule: Option<Decision>,
 ) -> Vec<ExpectationCheck> {
     let Some(v) = &knob.verify else {
         return Vec::new();
@@ -638,7 +551,11 @@ fn check_expectations(
         .0
         .iter()
         .map(|e| {
-            let a = paired::analyze(rounds, e.metric, rule);
+            let mut a = paired::analyze(rounds, e.metric, rule);
+            if let Some(d) = overrule {
+                a.verdict = Verdict::Inconclusive;
+                a.decision = d;
+            }
             ExpectationCheck {
                 text: e.to_string(),
                 check: expect::check(e, &a),
@@ -648,13 +565,82 @@ fn check_expectations(
         .collect()
 }
 
-/// verify's exit code: 2 when the run contradicts a declared expectation.
+/// Is the knob about idle states (what a CPU that never idles cannot show)?
+fn is_idle_knob(session: &Session, knob: &Knob) -> bool {
+    use crate::knob::KindName;
+    match knob.kind {
+        KindName::CpuidleState | KindName::PmQos | KindName::PmQosResumeLatency => true,
+        _ => knob.spec.survey(&session.ctx).is_ok_and(|s| {
+            s.targets.iter().any(|t| {
+                ["cpuidle", "pm_qos_resume_latency", "haltpoll"]
+                    .iter()
+                    .any(|w| t.path.contains(w))
+            })
+        }),
+    }
+}
+
+/// verify's exit code: 1 when the host is not as found, 128 + the signal when
+/// interrupted, 2 when the run contradicts an expectation or the knob is not
+/// honoured, 3 when the verdict or an expectation is inconclusive, else 0.
 pub fn exit_code(r: &Report) -> i32 {
+    use rule::Outcome;
     if !r.restored {
         1
-    } else if r.expectations.iter().any(|e| !e.check.met) || r.honoured.status != "honoured" {
+    } else if r.interrupted.is_some() {
+        128 + probe::interrupt::signal().unwrap_or(libc::SIGINT)
+    } else if r
+        .expectations
+        .iter()
+        .any(|e| e.check.outcome == Outcome::NotMet)
+        || r.honoured.status == "not-honoured"
+    {
         2
+    } else if r.verdict == Verdict::Inconclusive
+        || r.expectations
+            .iter()
+            .any(|e| e.check.outcome == Outcome::Inconclusive)
+    {
+        3
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_that_differ_in_numbers_are_folded_with_a_count() {
+        let w = (3..14)
+            .map(|n| format!("in {n} of 60 gaps CPU 1 counted no cpuidle entry"))
+            .chain(["placement: no CPU outside the target".to_string()])
+            .collect();
+        let f = fold_warnings(w);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(
+            f[0],
+            "in 3 of 60 gaps CPU 1 counted no cpuidle entry (and 10 more like it: 11 in all)"
+        );
+    }
+
+    #[test]
+    fn losses_far_apart_are_unequal_and_small_or_close_ones_are_not() {
+        let l = |lost: [u64; 2]| Losses {
+            sent: [2000, 2000],
+            lost,
+            unequal: false,
+        };
+        assert!(l([2, 40]).is_unequal());
+        assert!(l([40, 2]).is_unequal());
+        assert!(!l([0, 9]).is_unequal(), "fewer than 10: chance");
+        assert!(!l([30, 40]).is_unequal(), "close");
+        let many = Losses {
+            sent: [10_000, 10_000],
+            lost: [10, 40],
+            unequal: false,
+        };
+        assert!(!many.is_unequal(), "4x, but under 0.5 points apart");
     }
 }

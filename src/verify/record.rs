@@ -9,18 +9,20 @@ use crate::manifest::{Knob, ledger};
 /// The one-line summary the ledger and the host document show.
 pub fn summary(r: &Report) -> String {
     let a = &r.analysis;
+    // The legs' geometric means over the rounds: their ratio is the one the verdict tests.
     let mut s = format!(
-        "{} probe, seed {}: {} {:.1} -> {:.1} µs, CV {:.1}% / {:.1}%: {}",
+        "{} probe, seed {}: {} (geometric mean over rounds) {:.1} -> {:.1} µs: {}",
         r.probe,
         r.seed,
         a.metric.as_str(),
-        a.baseline.get(a.metric) / 1e3,
-        a.applied.get(a.metric) / 1e3,
-        a.baseline.cv * 100.0,
-        a.applied.cv * 100.0,
+        a.baseline_geomean_ns / 1e3,
+        a.applied_geomean_ns / 1e3,
         r.verdict_words
     );
-    if r.honoured.status != "honoured" {
+    if !r.restored {
+        s = format!("NOT RESTORED: the knob's files did not read as found after the run; {s}");
+    }
+    if r.honoured.status == "not-honoured" {
         s += &format!(
             "; NOT HONOURED: {}",
             r.honoured
@@ -34,19 +36,33 @@ pub fn summary(r: &Report) -> String {
         s += &format!(
             "; expected \"{}\": {} ({})",
             e.text,
-            if e.check.met { "met" } else { "NOT met" },
+            match e.check.outcome {
+                super::rule::Outcome::Met => "met",
+                super::rule::Outcome::NotMet => "NOT met",
+                super::rule::Outcome::Inconclusive => "inconclusive",
+            },
             e.check.measured
         );
     }
     s
 }
 
-/// Appends the evidence to the host's ledger.
+/// `verified` only when the host was left as found.
+fn action(restored: bool) -> ledger::Action {
+    if restored {
+        ledger::Action::Verified
+    } else {
+        ledger::Action::VerifyNotRestored
+    }
+}
+
+/// Appends the evidence to the host's ledger: `verified`, or
+/// `verify-not-restored` when the host was not left as found.
 pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
     let mut entry = apply::ledger_entry(
         &session.ctx.name,
         knob,
-        ledger::Action::Verified,
+        action(r.restored),
         Vec::new(),
         &apply::who(),
     );
@@ -67,6 +83,8 @@ pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
         "p_value": r.analysis.p_value,
         "verdict": r.verdict,
         "decision": r.decision,
+        "restored": r.restored,
+        "losses": r.losses,
         "placement": r.placement,
         "honoured": r.honoured,
         "idle": r.idle,
@@ -79,4 +97,18 @@ pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
             .to_string(),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_run_that_did_not_restore_is_never_recorded_as_verified() {
+        use crate::manifest::ledger::Action;
+        assert_eq!(super::action(true), Action::Verified);
+        assert_eq!(super::action(false), Action::VerifyNotRestored);
+        assert_eq!(
+            serde_json::to_value(Action::VerifyNotRestored).unwrap(),
+            "verify-not-restored"
+        );
+    }
 }

@@ -150,7 +150,12 @@ fn verify_evidence_becomes_verdict_ratio_and_time() {
         }
         l
     };
-    for verdict in ["improved", "regressed", "no-detectable-effect"] {
+    for verdict in [
+        "improved",
+        "regressed",
+        "no-detectable-effect",
+        "inconclusive",
+    ] {
         let value = parsed[&(
             "hostknob_knob_verify_verdict".to_string(),
             label(&[("verdict", verdict)]),

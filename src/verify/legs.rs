@@ -1,0 +1,249 @@
+//! The rounds of a verify run: switching the knob per leg (with a guard that
+//! reverts it on every early end) and running the probe in each leg.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::{Leg, Losses, Options, held_request, honoured, order::LegOrder};
+use crate::apply::{self, ApplyError, ApplyOptions, Session};
+use crate::manifest::Knob;
+use crate::probe::{self, latency};
+
+/// Reverts the knob if it is applied when the run ends early (an error or a
+/// panic); a clean end reverts explicitly and disarms it.
+pub(super) struct Guard<'a, 's> {
+    pub(super) session: &'a Session<'s>,
+    pub(super) id: String,
+    pub(super) applied: bool,
+}
+
+impl Guard<'_, '_> {
+    /// A leg's switch: no ledger entry each, under the lock verify already holds.
+    const LEG: ApplyOptions = ApplyOptions {
+        dry_run: false,
+        wait: false,
+        record: false,
+        lock_held: true,
+    };
+
+    pub(super) fn set(&mut self, leg: Leg, knob: &Knob) -> Result<()> {
+        let opts = Guard::LEG;
+        match (leg, self.applied) {
+            (Leg::Applied, false) => {
+                // Marked first: a failure part-way is rolled back by apply, and
+                // a revert of nothing is harmless.
+                self.applied = true;
+                apply::apply(self.session, &[knob], &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+            }
+            (Leg::Baseline, true) => {
+                self.restore()?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub(super) fn restore(&mut self) -> Result<()> {
+        let opts = Guard::LEG;
+        apply::revert_with(self.session, None, std::slice::from_ref(&self.id), &opts)
+            .map_err(|e: ApplyError| anyhow::anyhow!("{e}"))?;
+        self.applied = false;
+        Ok(())
+    }
+}
+
+impl Drop for Guard<'_, '_> {
+    fn drop(&mut self) {
+        if self.applied {
+            match self.restore() {
+                Ok(()) => eprintln!(
+                    "hostknob: verify stopped early; {} was reverted and read back",
+                    self.id
+                ),
+                Err(e) => eprintln!(
+                    "hostknob: verify stopped early and reverting {} failed: {e:#}; run `hostknob revert {}`",
+                    self.id, self.id
+                ),
+            }
+        }
+    }
+}
+
+/// Sleeps `d` in short slices so a signal ends it promptly.
+pub(super) fn settle(d: Duration) -> bool {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if probe::cancelled() {
+            return false;
+        }
+        std::thread::sleep((end - Instant::now()).min(Duration::from_millis(50)));
+    }
+    !probe::cancelled()
+}
+
+/// The rounds run so far and what switching the legs needs.
+pub(super) struct Legs<'a, 's> {
+    pub(super) guard: Guard<'a, 's>,
+    pub(super) knob: &'a Knob,
+    pub(super) opts: &'a Options,
+    pub(super) order_rng: LegOrder,
+    /// Per round: the as-found and the applied leg's samples.
+    pub(super) rounds: Vec<(Vec<u64>, Vec<u64>)>,
+    pub(super) order: Vec<[Leg; 2]>,
+    pub(super) settings: serde_json::Value,
+    pub(super) warnings: Vec<String>,
+    /// The CPUs whose idle counters each leg reads.
+    pub(super) watched: Vec<u32>,
+    pub(super) idle: [Vec<honoured::StateCount>; 2],
+    pub(super) findings: Vec<String>,
+    /// A signal stopped the run; the rounds so far are complete.
+    pub(super) interrupted: bool,
+    /// The rpc probe's losses, when it reports them.
+    pub(super) losses: Option<Losses>,
+}
+
+impl<'a, 's> Legs<'a, 's> {
+    pub(super) fn new(session: &'a Session<'s>, knob: &'a Knob, opts: &'a Options) -> Self {
+        Legs {
+            guard: Guard {
+                session,
+                id: knob.id.clone(),
+                applied: false,
+            },
+            knob,
+            opts,
+            order_rng: LegOrder::new(opts.seed),
+            rounds: Vec::new(),
+            order: Vec::new(),
+            settings: serde_json::Value::Null,
+            warnings: Vec::new(),
+            watched: Vec::new(),
+            idle: [Vec::new(), Vec::new()],
+            findings: Vec::new(),
+            interrupted: false,
+            losses: None,
+        }
+    }
+
+    /// After an applied leg: the kernel's counters and the knob's files
+    /// against what the knob asked.
+    fn check_applied(&mut self, round: usize, delta: &[honoured::StateCount]) {
+        let session = self.guard.session;
+        let held = held_request(self.knob).map(u64::from);
+        let mut found = honoured::findings(session.root(), delta, held);
+        if let Ok(survey) = self.knob.spec.survey(&session.ctx) {
+            for t in survey
+                .targets
+                .iter()
+                .filter(|t| t.blocker.is_none() && !t.in_effect)
+            {
+                found.push(format!(
+                    "{} reads {} at the end of the applied leg, not {}: something changed it back mid-run",
+                    t.path,
+                    t.current.as_deref().unwrap_or("nothing"),
+                    t.desired
+                ));
+            }
+        }
+        self.findings.extend(
+            found
+                .into_iter()
+                .map(|f| format!("round {}: {f}", round + 1)),
+        );
+    }
+
+    /// Runs one more round, both legs in the seeded order.
+    pub(super) fn round(
+        &mut self,
+        look: usize,
+        cap: usize,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<()> {
+        let round = self.rounds.len();
+        let legs = if self.order_rng.applied_first() {
+            [Leg::Applied, Leg::Baseline]
+        } else {
+            [Leg::Baseline, Leg::Applied]
+        };
+        self.order.push(legs);
+        let mut got: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+        for leg in legs {
+            if probe::cancelled() {
+                self.interrupted = true;
+                return Ok(());
+            }
+            let held = held_request(self.knob);
+            if held.is_none() {
+                self.guard.set(leg, self.knob).with_context(|| {
+                    format!("round {}: setting the {} leg", round + 1, leg.as_str())
+                })?;
+            }
+            let root = self.guard.session.root();
+            // A pm-qos request lives while its file is open: held for the
+            // applied leg (settle included), withdrawn when the leg ends.
+            let _held = match (leg, held) {
+                (Leg::Applied, Some(us)) => {
+                    Some(probe::pmqos::hold(root, us).with_context(|| {
+                        format!("round {}: holding the applied leg's request", round + 1)
+                    })?)
+                }
+                _ => None,
+            };
+            if !settle(self.opts.settle) {
+                self.interrupted = true;
+                return Ok(());
+            }
+            let counters = honoured::read(root, &self.watched);
+            let run = match latency::run(root, &self.opts.probe) {
+                Ok(r) => r,
+                Err(_) if probe::cancelled() => {
+                    self.interrupted = true;
+                    return Ok(());
+                }
+                Err(e) => {
+                    return Err(e.context(format!(
+                        "round {}: the {} probe ({} leg)",
+                        round + 1,
+                        self.opts.probe_name,
+                        leg.as_str()
+                    )));
+                }
+            };
+            for w in run.warnings {
+                if !self.warnings.contains(&w) {
+                    self.warnings.push(w);
+                }
+            }
+            if let Some((sent, lost)) = run.lost {
+                let l = self.losses.get_or_insert_with(Losses::default);
+                let k = (leg == Leg::Applied) as usize;
+                l.sent[k] += sent;
+                l.lost[k] += lost;
+            }
+            if self.settings.is_null() {
+                self.settings = run.settings;
+            }
+            let p50 = crate::stats::Summary::from_ns(&run.samples_ns)
+                .map(|s| s.p50_ns)
+                .unwrap_or(0);
+            progress(&format!(
+                "round {}/{} (cap {cap}): {:<8} p50 {:>9.1} µs ({} samples)",
+                round + 1,
+                look,
+                leg.as_str(),
+                p50 as f64 / 1e3,
+                run.samples_ns.len()
+            ));
+            let d = honoured::delta(&counters, &honoured::read(root, &self.watched));
+            honoured::accumulate(&mut self.idle[(leg == Leg::Applied) as usize], &d);
+            if leg == Leg::Applied {
+                self.check_applied(round, &d);
+            }
+            got[(leg == Leg::Applied) as usize] = run.samples_ns;
+        }
+        let [b, a] = got;
+        self.rounds.push((b, a));
+        Ok(())
+    }
+}
