@@ -389,13 +389,7 @@ pub struct ProbeArgs {
     )]
     pub root: PathBuf,
     /// Host name for the plot's title [default: the host's hostname].
-    #[arg(
-        long,
-        global = true,
-        value_name = "NAME",
-        env = "HOSTKNOB_HOST",
-        value_parser = crate::name::host_arg
-    )]
+    #[arg(long, global = true, value_name = "NAME", env = "HOSTKNOB_HOST")]
     pub host: Option<String>,
     /// Output format: table for people; yaml and json are stable for machines.
     #[arg(long, global = true, value_enum, default_value = "table")]

@@ -449,3 +449,30 @@ pub fn cores_text(c: &crate::inventory::Cpu) -> String {
         None => NOT_EXPOSED.into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_layout_kept() {
+        assert_eq!(escape_controls("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            escape_controls("\x1b[31mred\r\x07\x7f\u{9b}2J é"),
+            "\\x1b[31mred\\x0d\\x07\\x7f\\u{9b}2J é"
+        );
+        let table = layout(
+            &[
+                vec!["a".into(), "b".into()],
+                vec!["\x1b[2J".into(), "x".into()],
+            ],
+            true,
+            &[],
+        );
+        assert!(
+            !table.contains('\x1b') && table.contains("\\x1b[2J"),
+            "{table}"
+        );
+        assert!(!wrap_prose("t\x1b]0;title\x07").contains('\x1b'));
+    }
+}
