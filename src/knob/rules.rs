@@ -54,11 +54,11 @@ pub const RULES: &[KindRules] = &[
     },
     KindRules {
         kind: KindName::Thp,
-        scope: "global (`enabled`, `defrag`)",
+        scope: "global (`enabled`, `defrag`), or one page size (`hugepages-<size>kB/enabled`, whose own choice overrides the top level, `never` included)",
         depends_on: "none",
         read_back: "every choice is printed with the current one in brackets",
-        persists: "tmpfiles.d `w`, kernel command line",
-        sources: "Documentation/admin-guide/mm/transhuge.rst (sysfs)",
+        persists: "tmpfiles.d `w`, kernel command line (`transparent_hugepage=`, `thp_anon=`); nothing where the kernel boots with the value (CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS/MADVISE/NEVER, defrag `madvise`, `inherit` for the PMD size)",
+        sources: "Documentation/admin-guide/mm/transhuge.rst (sysfs; boot parameters); mm/Kconfig; mm/huge_memory.c (`transparent_hugepage_flags`)",
     },
     KindRules {
         kind: KindName::Sysctl,
@@ -520,7 +520,10 @@ mod tests {
         assert!(!epp_same(None, "128", "balance_performance"));
         assert!(epp_same(None, "0128", "128"));
         assert!(!epp_same(tgl.as_ref(), "127", "balance_performance"));
-        assert_eq!(spr.as_ref().and_then(|p| p.name(32)), Some("balance_performance"));
+        assert_eq!(
+            spr.as_ref().and_then(|p| p.name(32)),
+            Some("balance_performance")
+        );
         assert_eq!(spr.as_ref().and_then(|p| p.name(128)), None);
         let refused = |p: &Option<EppPresets>, gov, v| {
             epp_refused("intel_pstate", true, gov, v, p.as_ref()).is_some()

@@ -25,6 +25,7 @@ mod inventory_sections;
 mod inventory_sysinfo;
 mod kernel_rules;
 mod kernel_rules_epp;
+mod kernel_rules_thp;
 mod kernel_rules_review;
 mod manifest_bad;
 mod manifest_kinds;
