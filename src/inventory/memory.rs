@@ -20,9 +20,9 @@ pub struct Memory {
     pub thp_enabled: Option<String>,
     pub thp_defrag: Option<String>,
     /// `transparent_hugepage/hugepages-<size>kB/enabled` per page size, by
-    /// size; empty where the kernel has no per-size files.
+    /// size; `null` where the kernel has no per-size files.
     #[serde(default)]
-    pub thp_sizes: Vec<ThpSize>,
+    pub thp_sizes: Option<Vec<ThpSize>>,
     /// `transparent_hugepage/hpage_pmd_size` in KiB: the size that inherits
     /// the top level by default.
     #[serde(default)]
@@ -125,9 +125,9 @@ pub fn thp_size_dirs(names: &[String]) -> Vec<(u64, String)> {
 
 /// transhuge.rst: `inherit` takes the top-level choice; any other choice
 /// overrides it, `never` included.
-fn thp_sizes(ctx: &Reader, top: Option<&str>) -> Vec<ThpSize> {
+fn thp_sizes(ctx: &Reader, top: Option<&str>) -> Option<Vec<ThpSize>> {
     let names = ctx.root.read_dir(THP_DIR).unwrap_or_default();
-    thp_size_dirs(&names)
+    let sizes: Vec<ThpSize> = thp_size_dirs(&names)
         .into_iter()
         .filter_map(|(size_kib, dir)| {
             let enabled = bracketed(&ctx.text(&format!("{THP_DIR}/{dir}/enabled"))?)?;
@@ -141,7 +141,8 @@ fn thp_sizes(ctx: &Reader, top: Option<&str>) -> Vec<ThpSize> {
                 effective,
             })
         })
-        .collect()
+        .collect();
+    (!sizes.is_empty()).then_some(sizes)
 }
 
 /// A virtio driver counts when a device is bound to it; Hyper-V's and

@@ -424,15 +424,15 @@ pub fn epp_refused(
         None => epp.trim() != "performance",
     };
     refused.then(|| {
-        let value = match (epp_number(epp), presets.and_then(|p| p.value(epp.trim()))) {
+        let number = match (epp_number(epp), presets.and_then(|p| p.value(epp.trim()))) {
             (None, Some(n)) => format!(
-                "{epp} (= {n} on this CPU: {})",
+                " ({epp} is {n} on this CPU: {})",
                 presets.map(|p| p.source.as_str()).unwrap_or("")
             ),
-            _ => epp.to_string(),
+            _ => String::new(),
         };
         format!(
-            "{driver} in active mode rejects EPP {value} while the governor is performance: \
+            "{driver} in active mode rejects EPP {epp} while the governor is performance{number}: \
              it takes only 0 there (EBUSY otherwise; {doc}, Active Mode With HWP): set the \
              governor to powersave first (one apply with both knobs writes the governor, then EPP)"
         )

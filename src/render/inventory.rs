@@ -367,8 +367,8 @@ fn memory(inv: &Inventory, want: Want) -> String {
         ("THP enabled".into(), opt(&m.thp_enabled)),
         ("THP defrag".into(), opt(&m.thp_defrag)),
     ];
-    if !m.thp_sizes.is_empty() {
-        mem_rows.push(("THP per size".into(), thp_sizes(&m.thp_sizes)));
+    if let Some(sizes) = &m.thp_sizes {
+        mem_rows.push(("THP per size".into(), thp_sizes(sizes)));
     }
     if let Some(hp) = &m.hugepages {
         for p in hp {
