@@ -148,7 +148,11 @@ fn report_knob(
     boot: Option<u64>,
 ) -> KnobReport {
     let targets = survey.targets;
-    let persist = persist::check(knob, &targets, host, config.boot());
+    let persist = status::with_boot_value(
+        persist::check(knob, &targets, host, config.boot()),
+        knob,
+        host,
+    );
     let applied = last_applied(knob, &host.name, ledger);
     let mut judged: Vec<Judged> = targets.iter().map(|t| judge(t, &persist)).collect();
     for j in &mut judged {

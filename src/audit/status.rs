@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::cpulist::{self, CpuList};
-use crate::knob::{Blocker, Target, per_cpu_value};
+use crate::knob::{Blocker, HostCtx, Target, per_cpu_value};
+use crate::manifest::Knob;
 
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
@@ -117,6 +118,29 @@ pub(super) fn judge<'t>(target: &'t Target, persist: &Result<String, String>) ->
         target,
         status,
         detail,
+    }
+}
+
+/// What persists a knob, once the kernel's boot value counts: nothing need
+/// persist a value the kernel boots with (its build configuration, its
+/// command line), so `unpersisted` is only for a value the next boot changes.
+pub(super) fn with_boot_value(
+    persist: Result<String, String>,
+    knob: &Knob,
+    host: &HostCtx,
+) -> Result<String, String> {
+    let Err(why) = persist else {
+        return persist;
+    };
+    match knob.spec.boot_value(host) {
+        Some(b) if b.value == knob.spec.desired() => {
+            Ok(format!("the kernel boots with {}: {}", b.value, b.why))
+        }
+        Some(b) => Err(format!(
+            "{why}; the kernel boots with {} ({})",
+            b.value, b.why
+        )),
+        None => Err(why),
     }
 }
 

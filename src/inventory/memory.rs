@@ -19,6 +19,14 @@ pub struct Memory {
     /// The bracketed choice of `transparent_hugepage/enabled`: always, madvise or never.
     pub thp_enabled: Option<String>,
     pub thp_defrag: Option<String>,
+    /// `transparent_hugepage/hugepages-<size>kB/enabled` per page size, by
+    /// size; `null` where the kernel has no per-size files.
+    #[serde(default)]
+    pub thp_sizes: Option<Vec<ThpSize>>,
+    /// `transparent_hugepage/hpage_pmd_size` in KiB: the size that inherits
+    /// the top level by default.
+    #[serde(default)]
+    pub thp_pmd_size_kib: Option<u64>,
     /// Drivers that resize this guest's memory at run time (virtio_balloon,
     /// virtio_mem, hv_balloon, vmw_balloon); empty on other hosts.
     #[serde(default)]
@@ -30,6 +38,16 @@ pub struct HugePages {
     pub size_kib: u64,
     pub total: Option<u64>,
     pub free: Option<u64>,
+}
+
+/// One page size's transparent huge page setting.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct ThpSize {
+    pub size_kib: u64,
+    /// The file's bracketed choice: always, inherit, madvise or never.
+    pub enabled: String,
+    /// The choice in force: the top level's for `inherit`, else `enabled`.
+    pub effective: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -75,12 +93,56 @@ pub fn read(ctx: &Reader) -> Memory {
         mem_free_kib: meminfo.as_ref().map(|m| kib(m.mem_free)),
         swap_total_kib: meminfo.as_ref().map(|m| kib(m.swap_total)),
         hugepages: hugepages(ctx),
-        thp_enabled,
+        thp_enabled: thp_enabled.clone(),
         thp_defrag: ctx
             .text(&format!("{THP_DIR}/defrag"))
             .and_then(|t| bracketed(&t)),
+        thp_sizes: thp_sizes(ctx, thp_enabled.as_deref()),
+        thp_pmd_size_kib: ctx
+            .parse::<u64>(&format!("{THP_DIR}/hpage_pmd_size"))
+            .map(|b| b / 1024),
         balloon: balloon(ctx),
     }
+}
+
+/// The per-size THP directories among `names`: (size in KiB, directory
+/// name `hugepages-<size>kB`), by size.
+pub fn thp_size_dirs(names: &[String]) -> Vec<(u64, String)> {
+    let mut out: Vec<(u64, String)> = names
+        .iter()
+        .filter_map(|n| {
+            let kb = n
+                .strip_prefix("hugepages-")?
+                .strip_suffix("kB")?
+                .parse()
+                .ok()?;
+            Some((kb, n.clone()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// transhuge.rst: `inherit` takes the top-level choice; any other choice
+/// overrides it, `never` included.
+fn thp_sizes(ctx: &Reader, top: Option<&str>) -> Option<Vec<ThpSize>> {
+    let names = ctx.root.read_dir(THP_DIR).unwrap_or_default();
+    let sizes: Vec<ThpSize> = thp_size_dirs(&names)
+        .into_iter()
+        .filter_map(|(size_kib, dir)| {
+            let enabled = bracketed(&ctx.text(&format!("{THP_DIR}/{dir}/enabled"))?)?;
+            let effective = match enabled.as_str() {
+                "inherit" => top.map(str::to_string),
+                other => Some(other.to_string()),
+            };
+            Some(ThpSize {
+                size_kib,
+                enabled,
+                effective,
+            })
+        })
+        .collect();
+    (!sizes.is_empty()).then_some(sizes)
 }
 
 /// A virtio driver counts when a device is bound to it; Hyper-V's and

@@ -39,7 +39,7 @@ pub use host::Host;
 pub use idle_states::{
     CpuIdleDir, StateFacts, cpu_indices, cpu_states, cpuidle_dir, state_indices, state_path,
 };
-pub use memory::{HugePages, Memory, Numa, NumaNode};
+pub use memory::{HugePages, Memory, Numa, NumaNode, ThpSize, thp_size_dirs};
 pub use network::{Interface, Irq};
 pub use par::{Shared, affinity_words, in_order, par_map};
 pub use pm_qos::{

@@ -4,15 +4,19 @@
 //! changes (intel_pstate or amd-pstate in active mode under the `performance`
 //! governor, which pins EPP to performance) the plan says so up front,
 //! judged against the governor the plan's earlier writes leave
-//! ([`super::rules::epp_refused`]). Values compare as the kernel reads them
-//! back: a preset name is its number ([`super::rules::epp_same`]).
+//! ([`super::rules::epp_refused`]), by the number the kernel compares.
+//! Preset names stand for different numbers per CPU model
+//! ([`super::rules::EppPresets`]): names compare with names, numbers with
+//! numbers, and a name with a number only by this CPU's table.
 
 use super::cpufreq_governor::{TargetDoc, check_word, policy_targets};
+use std::sync::Mutex;
+
+use super::rules::{self, CpuId, EppPresets};
 use super::{
-    Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, ReadValue,
-    Service, Spec, Survey, Target, WriteMode,
+    Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, PolicyInfo, ReadValue, Service, Spec,
+    Survey, Target, WriteMode,
 };
-use super::rules;
 use crate::inventory::{CPU_DIR, par_map};
 use crate::schema::Persistence;
 
@@ -20,6 +24,8 @@ use crate::schema::Persistence;
 pub struct CpufreqEpp {
     pub cpus: CpuSel,
     pub epp: String,
+    /// The preset table of the host last surveyed, for [`KnobKind::confirms`].
+    presets: Mutex<Option<EppPresets>>,
 }
 
 impl Spec for CpufreqEpp {
@@ -32,7 +38,11 @@ impl Spec for CpufreqEpp {
             Some(s) => CpuSel::parse("target.cpus", &s.0)?,
             None => CpuSel::All,
         };
-        Ok(CpufreqEpp { cpus, epp: set.0 })
+        Ok(CpufreqEpp {
+            cpus,
+            epp: set.0,
+            presets: Mutex::new(None),
+        })
     }
 }
 
@@ -57,14 +67,25 @@ impl KnobKind for CpufreqEpp {
         &Service::ALL
     }
 
+    /// By the table of the host last surveyed: a number the kernel has a
+    /// preset for reads back as the preset's name.
     fn confirms(&self, expect: &str, read: &str) -> bool {
-        rules::epp_same(expect, read)
+        let presets = self.presets.lock().ok().and_then(|p| p.clone());
+        rules::epp_same(presets.as_ref(), expect, read)
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let mut survey = Survey::default();
         let policies = policy_targets(host, &self.cpus, &self.epp, &mut survey);
         let numeric = self.epp.parse::<u8>().is_ok();
+        let cpu = host.text("/proc/cpuinfo").as_deref().and_then(CpuId::parse);
+        if cpu.is_none() && !policies.is_empty() {
+            survey.notes.push(
+                "/proc/cpuinfo names no CPU family and model: EPP preset names are compared \
+                 with names and numbers with numbers only (their numbers depend on the model)"
+                    .into(),
+            );
+        }
         let pstate_active = host
             .text(&format!("{CPU_DIR}/intel_pstate/status"))
             .as_deref()
@@ -81,6 +102,8 @@ impl KnobKind for CpufreqEpp {
         });
         for ((p, partial), (value, available)) in policies.into_iter().zip(reads) {
             let path = format!("{}/energy_performance_preference", p.dir);
+            let driver = p.driver.as_deref().unwrap_or("");
+            let presets = EppPresets::of(driver, cpu.as_ref());
             let current = match value {
                 ReadValue::Value(v) => v,
                 ReadValue::Absent => {
@@ -105,8 +128,14 @@ impl KnobKind for CpufreqEpp {
                     continue;
                 }
             };
-            let available: Option<Vec<String>> =
-                available.map(|t| t.split_whitespace().map(str::to_string).collect());
+            let available: Option<Vec<String>> = available_after_plan(
+                host,
+                &p,
+                available.map(|t| t.split_whitespace().map(str::to_string).collect()),
+            );
+            let governor = p.governor.as_deref().unwrap_or("");
+            let refused =
+                rules::epp_refused(driver, pstate_active, governor, &self.epp, presets.as_ref());
             let accepted = match &available {
                 Some(av) => {
                     av.contains(&self.epp)
@@ -115,7 +144,7 @@ impl KnobKind for CpufreqEpp {
                 None => false,
             };
             let blocker = partial.or_else(|| {
-                if !accepted {
+                if !accepted && refused.is_none() {
                     return Some(Blocker::Unsupported(match &available {
                         Some(av) => format!(
                             "EPP {} is not accepted here (available: {})",
@@ -128,27 +157,30 @@ impl KnobKind for CpufreqEpp {
                         ),
                     }));
                 }
-                let driver = p.driver.as_deref().unwrap_or("");
                 if self.epp == "default"
                     && let Some(why) = rules::epp_default_refused(driver)
                 {
                     return Some(Blocker::Unsupported(why));
                 }
-                let governor = p.governor.as_deref().unwrap_or("");
-                rules::epp_refused(driver, pstate_active, governor, &self.epp).map(|why| {
+                refused.map(|why| {
                     let gov_path = format!("{}/scaling_governor", p.dir);
                     Blocker::Unsupported(if host.is_assumed(&gov_path) {
                         format!(
                             "this apply sets the governor to performance first, and {why}; \
-                             apply EPP with governor powersave, or EPP performance"
+                             apply EPP with governor powersave, or an EPP the kernel takes there"
                         )
                     } else {
                         why
                     })
                 })
             });
+            if presets.is_some()
+                && let Ok(mut last) = self.presets.lock()
+            {
+                last.clone_from(&presets);
+            }
             survey.targets.push(Target {
-                in_effect: rules::epp_same(&current, &self.epp),
+                in_effect: rules::epp_same(presets.as_ref(), &current, &self.epp),
                 path,
                 cpus: Some(p.cpus.clone()),
                 label: None,
@@ -162,4 +194,23 @@ impl KnobKind for CpufreqEpp {
         }
         Ok(survey)
     }
+}
+
+/// The preferences the kernel will list once the plan's governor is in
+/// place: amd-pstate-epp lists only `performance` under the performance
+/// policy and every preset under any other ([`rules::AMD_EPP_AVAILABLE`]), so
+/// a list read under today's governor does not hold for a planned one.
+fn available_after_plan(
+    host: &HostCtx,
+    p: &PolicyInfo,
+    read: Option<Vec<String>>,
+) -> Option<Vec<String>> {
+    let planned = host.is_assumed(&format!("{}/scaling_governor", p.dir));
+    if p.driver.as_deref() != Some("amd-pstate-epp") || !planned {
+        return read;
+    }
+    Some(match p.governor.as_deref() {
+        Some("performance") => vec!["performance".to_string()],
+        _ => rules::AMD_EPP_AVAILABLE.map(str::to_string).to_vec(),
+    })
 }

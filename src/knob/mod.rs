@@ -5,6 +5,7 @@
 //! A new kind is one new file implementing [`KnobKind`] and [`Spec`], plus one
 //! line in the `kinds!` registry below.
 
+pub mod boot;
 mod ctx;
 pub mod rules;
 
@@ -281,6 +282,12 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
 
     /// Kernel command-line arguments that set this knob at boot, if any.
     fn cmdline_args(&self) -> Option<Vec<String>> {
+        None
+    }
+
+    /// The value this knob's file gets at the next boot, when the kernel's
+    /// build configuration or command line decides it ([`boot::BootValue`]).
+    fn boot_value(&self, _host: &HostCtx) -> Option<boot::BootValue> {
         None
     }
 

@@ -39,10 +39,10 @@ pub const RULES: &[KindRules] = &[
     KindRules {
         kind: KindName::CpufreqEpp,
         scope: "cpufreq policy",
-        depends_on: "governor first: in active mode the `performance` governor rejects any EPP but `performance`",
-        read_back: "intel_pstate prints a preset's name whenever the value equals it (0 performance, 128 balance_performance, 192 balance_power, 255 power) and never prints `default`",
+        depends_on: "governor first: in active mode the `performance` governor rejects any EPP whose number is not 0 (on Meteor Lake even `performance`, 16)",
+        read_back: "a preset's name whenever the value equals that preset's number on this CPU model, else the number; never `default`. The numbers are per model: 0/128/192/255 by default, balance_performance 32 on Sapphire, Emerald and Granite Rapids, 102 on Alder Lake-L, 16/64/179/255 on Meteor Lake-L and Arrow Lake; amd-pstate 0/128/191/255. Names compare with names, numbers with numbers, a name with a number only by that table",
         persists: "boot unit, tmpfiles.d `w`",
-        sources: "intel_pstate.rst (Active Mode With HWP; Energy vs Performance Hints); amd-pstate.rst (energy_performance_preference)",
+        sources: "intel_pstate.rst (Active Mode With HWP; Energy vs Performance Hints); drivers/cpufreq/intel_pstate.c (`epp_values[]`, `intel_epp_default[]`, `intel_pstate_set_energy_pref_index`); amd-pstate.rst (energy_performance_preference); drivers/cpufreq/amd-pstate.c (`epp_values[]`)",
     },
     KindRules {
         kind: KindName::PmQosResumeLatency,
@@ -54,11 +54,11 @@ pub const RULES: &[KindRules] = &[
     },
     KindRules {
         kind: KindName::Thp,
-        scope: "global (`enabled`, `defrag`)",
+        scope: "global (`enabled`, `defrag`), or one page size (`hugepages-<size>kB/enabled`, whose own choice overrides the top level, `never` included)",
         depends_on: "none",
         read_back: "every choice is printed with the current one in brackets",
-        persists: "tmpfiles.d `w`, kernel command line",
-        sources: "Documentation/admin-guide/mm/transhuge.rst (sysfs)",
+        persists: "tmpfiles.d `w`, kernel command line (`transparent_hugepage=`, `thp_anon=`); nothing where the kernel boots with the value (CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS/MADVISE/NEVER, defrag `madvise`, `inherit` for the PMD size)",
+        sources: "Documentation/admin-guide/mm/transhuge.rst (sysfs; boot parameters); mm/Kconfig; mm/huge_memory.c (`transparent_hugepage_flags`)",
     },
     KindRules {
         kind: KindName::Sysctl,
@@ -173,54 +173,268 @@ pub fn kind_phase(kind: KindName) -> u8 {
     }
 }
 
-/// intel_pstate.rst, "Energy vs Performance Hints": the presets and the EPP
-/// values they stand for; reading prints the name whenever the value is one
-/// of these. amd-pstate uses the same names.
-pub const EPP_PRESETS: [(&str, u8); 4] = [
-    ("performance", 0),
-    ("balance_performance", 128),
-    ("balance_power", 192),
-    ("power", 255),
+/// The EPP preset names in the kernel's order (`energy_perf_strings[]` after
+/// `default`, in intel_pstate.c and amd-pstate.c alike).
+pub const EPP_NAMES: [&str; 4] = [
+    "performance",
+    "balance_performance",
+    "balance_power",
+    "power",
 ];
 
-/// An EPP value in one form for comparing: the number a preset stands for.
-pub fn epp_canonical(value: &str) -> String {
-    let v = value.trim();
-    EPP_PRESETS
-        .iter()
-        .find(|(name, _)| *name == v)
-        .map(|(_, n)| n.to_string())
-        .or_else(|| v.parse::<u8>().ok().map(|n| n.to_string()))
-        .unwrap_or_else(|| v.to_string())
+const INTEL_PSTATE_C: &str = "drivers/cpufreq/intel_pstate.c";
+const AMD_PSTATE_C: &str = "drivers/cpufreq/amd-pstate.c";
+
+/// One CPU model's EPP numbers in [`EPP_NAMES`] order.
+pub struct EppModel {
+    /// The kernel's name for the model (arch/x86/include/asm/intel-family.h).
+    pub name: &'static str,
+    pub family: u32,
+    pub model: u32,
+    pub values: [u8; 4],
 }
 
-/// Whether two EPP values are the same setting (`128` is `balance_performance`).
-pub fn epp_same(a: &str, b: &str) -> bool {
-    epp_canonical(a) == epp_canonical(b)
+/// intel_pstate.c `epp_values[]` (HWP_EPP_PERFORMANCE 0x00, _BALANCE_PERFORMANCE
+/// 0x80, _BALANCE_POWERSAVE 0xC0, _POWERSAVE 0xFF in asm/msr-index.h): every
+/// model `intel_epp_default[]` does not list.
+pub const INTEL_EPP_DEFAULT: [u8; 4] = [0, 128, 192, 255];
+
+/// intel_pstate.c `intel_epp_default[]` (mainline since 6.13; older kernels
+/// list fewer models): at init, with HWP, these replace `epp_values[]`, so the
+/// names read and write these numbers on that model.
+/// `HWP_SET_DEF_BALANCE_PERF_EPP(n)` changes balance_performance only;
+/// `HWP_SET_EPP_VALUES(power, balance_power, balance_perf, perf)` all four.
+pub const INTEL_EPP_MODELS: &[EppModel] = &[
+    EppModel {
+        name: "ALDERLAKE_L",
+        family: 6,
+        model: 0x9A,
+        values: [0, 102, 192, 255],
+    },
+    EppModel {
+        name: "SAPPHIRERAPIDS_X",
+        family: 6,
+        model: 0x8F,
+        values: [0, 32, 192, 255],
+    },
+    EppModel {
+        name: "EMERALDRAPIDS_X",
+        family: 6,
+        model: 0xCF,
+        values: [0, 32, 192, 255],
+    },
+    EppModel {
+        name: "GRANITERAPIDS_X",
+        family: 6,
+        model: 0xAD,
+        values: [0, 32, 192, 255],
+    },
+    EppModel {
+        name: "GRANITERAPIDS_D",
+        family: 6,
+        model: 0xAE,
+        values: [0, 32, 192, 255],
+    },
+    EppModel {
+        name: "METEORLAKE_L",
+        family: 6,
+        model: 0xAA,
+        values: [16, 64, 179, 255],
+    },
+    EppModel {
+        name: "ARROWLAKE",
+        family: 6,
+        model: 0xC6,
+        values: [16, 64, 179, 255],
+    },
+];
+
+/// amd-pstate.c `epp_values[]` (AMD_CPPC_EPP_PERFORMANCE 0x00,
+/// _BALANCE_PERFORMANCE 0x80, _BALANCE_POWERSAVE 0xBF, _POWERSAVE 0xFF), the
+/// same on every model.
+pub const AMD_EPP: [u8; 4] = [0, 128, 191, 255];
+
+/// amd-pstate.c `show_energy_performance_available_preferences`: under the
+/// performance policy only `performance` is listed, under any other every
+/// string of `energy_perf_strings[]`.
+pub const AMD_EPP_AVAILABLE: [&str; 5] = [
+    "default",
+    "performance",
+    "balance_performance",
+    "balance_power",
+    "power",
+];
+
+/// The CPU as `/proc/cpuinfo` names it (its first processor).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuId {
+    pub vendor: String,
+    pub family: u32,
+    pub model: u32,
 }
 
-/// Why the driver refuses writing `epp` under `governor`, if it does:
-/// intel_pstate.rst, "Active Mode With HWP": with the `performance` policy
-/// "any attempts to change the EPP/EPB to a value different from 0
-/// (performance) via sysfs ... will be rejected"; amd-pstate-epp (active
-/// mode) pins EPP to performance under the performance policy the same way
-/// (amd-pstate.rst, `energy_performance_preference`).
-pub fn epp_refused(driver: &str, active: bool, governor: &str, epp: &str) -> Option<String> {
+impl CpuId {
+    /// `vendor_id`, `cpu family` and `model` of the first processor block.
+    pub fn parse(cpuinfo: &str) -> Option<CpuId> {
+        let (mut vendor, mut family, mut model) = (None, None, None);
+        for line in cpuinfo.lines() {
+            if line.trim().is_empty() && vendor.is_some() {
+                break;
+            }
+            let Some((k, v)) = line.split_once(':') else {
+                continue;
+            };
+            match k.trim() {
+                "vendor_id" => vendor = Some(v.trim().to_string()),
+                "cpu family" => family = v.trim().parse().ok(),
+                "model" => model = v.trim().parse().ok(),
+                _ => {}
+            }
+        }
+        Some(CpuId {
+            vendor: vendor?,
+            family: family?,
+            model: model?,
+        })
+    }
+}
+
+/// What the preset names stand for with one driver on one CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EppPresets {
+    pub values: [u8; 4],
+    /// Where the numbers come from, for messages.
+    pub source: String,
+}
+
+impl EppPresets {
+    /// The kernel's table for `driver` on `cpu`; `None` when the driver has no
+    /// EPP presets or the CPU could not be read (then names are compared with
+    /// names and numbers with numbers only).
+    pub fn of(driver: &str, cpu: Option<&CpuId>) -> Option<EppPresets> {
+        match driver {
+            "intel_pstate" | "intel_cpufreq" => {
+                let cpu = cpu.filter(|c| c.vendor == "GenuineIntel")?;
+                let m = INTEL_EPP_MODELS
+                    .iter()
+                    .find(|m| m.family == cpu.family && m.model == cpu.model);
+                Some(match m {
+                    Some(m) => EppPresets {
+                        values: m.values,
+                        source: format!(
+                            "{INTEL_PSTATE_C} intel_epp_default[], {} (family {} model {:#x})",
+                            m.name, m.family, m.model
+                        ),
+                    },
+                    None => EppPresets {
+                        values: INTEL_EPP_DEFAULT,
+                        source: format!(
+                            "{INTEL_PSTATE_C} epp_values[] (family {} model {:#x} is not in intel_epp_default[])",
+                            cpu.family, cpu.model
+                        ),
+                    },
+                })
+            }
+            "amd-pstate-epp" => Some(EppPresets {
+                values: AMD_EPP,
+                source: format!("{AMD_PSTATE_C} epp_values[]"),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The number a preset name stands for here.
+    pub fn value(&self, name: &str) -> Option<u8> {
+        EPP_NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| self.values[i])
+    }
+
+    /// The name the kernel prints for `n` here, if it prints one.
+    pub fn name(&self, n: u8) -> Option<&'static str> {
+        self.values
+            .iter()
+            .position(|v| *v == n)
+            .map(|i| EPP_NAMES[i])
+    }
+
+    /// `name (n here)` or the value as given.
+    pub fn describe(&self, value: &str) -> String {
+        match self.value(value.trim()) {
+            Some(n) => format!("{value} (= {n} on this CPU)"),
+            None => value.to_string(),
+        }
+    }
+}
+
+/// An EPP value as a number, when it is one.
+fn epp_number(value: &str) -> Option<u8> {
+    value.trim().parse::<u8>().ok()
+}
+
+/// The number `value` writes here: itself, or the preset's number on this CPU.
+pub fn epp_value(presets: Option<&EppPresets>, value: &str) -> Option<u8> {
+    epp_number(value).or_else(|| presets?.value(value.trim()))
+}
+
+/// Whether two EPP values are the same setting: names compare with names,
+/// numbers with numbers, and a name equals a number only where the kernel's
+/// table for this CPU says so (`32` is `balance_performance` on Sapphire
+/// Rapids, `128` is not).
+pub fn epp_same(presets: Option<&EppPresets>, a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim(), b.trim());
+    match (epp_number(a), epp_number(b)) {
+        (Some(x), Some(y)) => x == y,
+        (None, None) => a == b,
+        (Some(n), None) => presets.and_then(|p| p.value(b)) == Some(n),
+        (None, Some(n)) => presets.and_then(|p| p.value(a)) == Some(n),
+    }
+}
+
+/// Why the driver refuses writing `epp` under `governor`, if it does. Both
+/// drivers compare the number the write stands for with 0:
+/// `if (epp > 0 && policy == CPUFREQ_POLICY_PERFORMANCE) return -EBUSY;`
+/// (intel_pstate.c `intel_pstate_set_energy_pref_index`, amd-pstate.c
+/// `amd_pstate_set_energy_pref_index`; intel_pstate.rst, Active Mode With
+/// HWP), so where `performance` is not 0 (Meteor Lake: 16) even it is refused.
+pub fn epp_refused(
+    driver: &str,
+    active: bool,
+    governor: &str,
+    epp: &str,
+    presets: Option<&EppPresets>,
+) -> Option<String> {
     let pins = match driver {
         "intel_pstate" => active,
         "amd-pstate-epp" => true,
         _ => false,
     };
-    (pins && governor == "performance" && epp_canonical(epp) != "0").then(|| {
+    if !pins || governor != "performance" {
+        return None;
+    }
+    let doc = if driver == "intel_pstate" {
+        INTEL_PSTATE
+    } else {
+        AMD_PSTATE
+    };
+    let refused = match epp_value(presets, epp) {
+        Some(n) => n > 0,
+        // An unknown CPU: only `performance` may be 0.
+        None => epp.trim() != "performance",
+    };
+    refused.then(|| {
+        let number = match (epp_number(epp), presets.and_then(|p| p.value(epp.trim()))) {
+            (None, Some(n)) => format!(
+                " ({epp} is {n} on this CPU: {})",
+                presets.map(|p| p.source.as_str()).unwrap_or("")
+            ),
+            _ => String::new(),
+        };
         format!(
-            "{driver} in active mode rejects EPP {epp} while the governor is performance \
-             ({}, Active Mode With HWP): set the governor to powersave first \
-             (one apply with both knobs writes the governor, then EPP)",
-            if driver == "intel_pstate" {
-                INTEL_PSTATE
-            } else {
-                AMD_PSTATE
-            }
+            "{driver} in active mode rejects EPP {epp} while the governor is performance{number}: \
+             it takes only 0 there (EBUSY otherwise; {doc}, Active Mode With HWP): set the \
+             governor to powersave first (one apply with both knobs writes the governor, then EPP)"
         )
     })
 }
@@ -289,14 +503,52 @@ mod tests {
     }
 
     #[test]
-    fn epp_presets_are_their_numbers() {
-        assert!(epp_same("128", "balance_performance"));
-        assert!(epp_same("performance", "0"));
-        assert!(!epp_same("127", "balance_performance"));
-        assert!(epp_refused("intel_pstate", true, "performance", "128").is_some());
-        assert!(epp_refused("intel_pstate", true, "performance", "0").is_none());
-        assert!(epp_refused("intel_pstate", true, "powersave", "power").is_none());
-        assert!(epp_refused("intel_cpufreq", false, "performance", "power").is_none());
+    fn epp_presets_are_their_numbers_per_model() {
+        let intel = |model| CpuId {
+            vendor: "GenuineIntel".into(),
+            family: 6,
+            model,
+        };
+        let spr = EppPresets::of("intel_pstate", Some(&intel(0x8F)));
+        let tgl = EppPresets::of("intel_pstate", Some(&intel(0x8C)));
+        let mtl = EppPresets::of("intel_pstate", Some(&intel(0xAA)));
+        let amd = EppPresets::of("amd-pstate-epp", None);
+        assert!(epp_same(tgl.as_ref(), "128", "balance_performance"));
+        assert!(!epp_same(spr.as_ref(), "128", "balance_performance"));
+        assert!(epp_same(spr.as_ref(), "32", "balance_performance"));
+        assert!(epp_same(amd.as_ref(), "191", "balance_power"));
+        assert!(!epp_same(None, "128", "balance_performance"));
+        assert!(epp_same(None, "0128", "128"));
+        assert!(!epp_same(tgl.as_ref(), "127", "balance_performance"));
+        assert_eq!(
+            spr.as_ref().and_then(|p| p.name(32)),
+            Some("balance_performance")
+        );
+        assert_eq!(spr.as_ref().and_then(|p| p.name(128)), None);
+        let refused = |p: &Option<EppPresets>, gov, v| {
+            epp_refused("intel_pstate", true, gov, v, p.as_ref()).is_some()
+        };
+        assert!(refused(&tgl, "performance", "128"));
+        assert!(!refused(&tgl, "performance", "0"));
+        assert!(!refused(&tgl, "performance", "performance"));
+        assert!(refused(&mtl, "performance", "performance"));
+        assert!(!refused(&mtl, "performance", "0"));
+        assert!(!refused(&tgl, "powersave", "power"));
+        assert!(epp_refused("intel_cpufreq", false, "performance", "power", None).is_none());
+    }
+
+    #[test]
+    fn cpuinfo_names_the_first_processor() {
+        let text = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: X\n\nprocessor\t: 1\nmodel\t\t: 1\n";
+        assert_eq!(
+            CpuId::parse(text),
+            Some(CpuId {
+                vendor: "GenuineIntel".into(),
+                family: 6,
+                model: 143
+            })
+        );
+        assert_eq!(CpuId::parse("processor : 0\n"), None);
     }
 
     #[test]

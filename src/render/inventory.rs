@@ -329,6 +329,35 @@ fn idle(inv: &Inventory, _: Want) -> String {
     out
 }
 
+/// Sizes grouped by the choice in force, `inherit` marked:
+/// `always: 64K; madvise: 2M (inherit); never: 16K 32K`.
+fn thp_sizes(sizes: &[crate::inventory::ThpSize]) -> String {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for s in sizes {
+        let choice = s.effective.clone().unwrap_or_else(|| "?".into());
+        let size = if s.size_kib >= 1024 && s.size_kib % 1024 == 0 {
+            format!("{}M", s.size_kib / 1024)
+        } else {
+            format!("{}K", s.size_kib)
+        };
+        let size = if s.enabled == "inherit" {
+            format!("{size} (inherit)")
+        } else {
+            size
+        };
+        match groups.iter_mut().find(|(c, _)| *c == choice) {
+            Some((_, v)) => v.push(size),
+            None => groups.push((choice, vec![size])),
+        }
+    }
+    groups.sort();
+    groups
+        .into_iter()
+        .map(|(c, v)| format!("{c}: {}", v.join(" ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn memory(inv: &Inventory, want: Want) -> String {
     let mut out = String::new();
     let m = &inv.memory;
@@ -338,6 +367,9 @@ fn memory(inv: &Inventory, want: Want) -> String {
         ("THP enabled".into(), opt(&m.thp_enabled)),
         ("THP defrag".into(), opt(&m.thp_defrag)),
     ];
+    if let Some(sizes) = &m.thp_sizes {
+        mem_rows.push(("THP per size".into(), thp_sizes(sizes)));
+    }
     if let Some(hp) = &m.hugepages {
         for p in hp {
             mem_rows.push((

@@ -102,11 +102,13 @@ fn revert_restores_the_governor_before_the_epp_it_allows() {
 
 #[test]
 fn epp_presets_read_back_as_their_numbers_and_default_is_refused() {
-    // spr1 reads balance_performance: a knob set to 128 is in effect.
+    // spr1 reads balance_performance, which is 32 on Sapphire Rapids
+    // (intel_epp_default[]): a knob set to 32 is in effect (128 is not:
+    // kernel_rules_epp).
     let spr1 = corpus_host("spr1");
-    let m = knobs(&[("epp", &epp("128"))]);
+    let m = knobs(&[("epp", &epp("32"))]);
     let (report, _) = audit_json(&spr1, m.path(), Some("spr1"));
-    // In effect; only not persisted (it was drift: "is balance_performance, should be 128").
+    // In effect; only not persisted.
     assert_eq!(knob(&report, "epp")["status"], "unpersisted", "{report:#}");
     let text = ok(&run(&spr1, m.path(), &["apply", "--all", "--dry-run"]));
     assert!(text.contains("nothing to write"), "{text}");

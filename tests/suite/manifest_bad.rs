@@ -258,6 +258,20 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "has no parameter guest_halt_poll_nanos",
     ),
     ("thp-brackets", "thp.yaml", 6, "set", "without brackets"),
+    (
+        "thp-size-defrag",
+        "thp.yaml",
+        6,
+        "target.size",
+        "defrag has no per-size file",
+    ),
+    (
+        "thp-size-not-a-page-size",
+        "thp.yaml",
+        6,
+        "target.size",
+        "not a huge page size",
+    ),
     ("epp-two-words", "epp.yaml", 6, "set", "expected one word"),
     (
         "pm-qos-with-cpus",
