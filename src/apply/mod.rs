@@ -29,6 +29,7 @@ pub(crate) mod validate;
 pub(crate) mod write;
 
 pub use apply::{ApplyOutcome, KnobApply, Skipped, apply, caveats, select};
+pub use others::others_on_files;
 pub use record::{ledger_entry, who};
 pub use revert::{KnobRevert, LeftAlone, RevertOutcome, Stale, revert, revert_with};
 

@@ -53,3 +53,37 @@ fn running_services(s: &Session) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+/// Refuses a knob whose files another knob's unreverted entries cover:
+/// its `as found` would carry that knob's value (verify starts with this).
+pub fn others_on_files(
+    journaled: &[Entry],
+    knob: &crate::manifest::Knob,
+    host: &crate::knob::HostCtx,
+) -> Result<(), String> {
+    let survey = knob
+        .spec
+        .survey(host)
+        .map_err(|e| knob.source.field_error(e).to_string())?;
+    let paths: std::collections::HashSet<&str> =
+        survey.targets.iter().map(|t| t.path.as_str()).collect();
+    let theirs: Vec<&Entry> = journaled
+        .iter()
+        .filter(|e| e.knob != knob.id && paths.contains(e.path.as_str()))
+        .collect();
+    let Some(first) = theirs.first() else {
+        return Ok(());
+    };
+    let mut ids: Vec<&str> = theirs.iter().map(|e| e.knob.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    Err(format!(
+        "{} shares files with {} (unreverted in the journal: {} of its files, {} among them): its \
+         `as found` leg would carry that value; run `hostknob revert {}` first",
+        knob.id,
+        ids.join(", "),
+        theirs.len(),
+        first.path,
+        ids.join(" ")
+    ))
+}
