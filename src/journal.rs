@@ -87,7 +87,19 @@ impl Entry {
     }
 
     /// Whether the file's content `now` is what hostknob left there.
+    /// A file that still holds its value before counts too: an apply that
+    /// stopped before reaching it (a crash), or one put back by hand;
+    /// restoring it writes the same value again.
     pub fn holds_ours(&self, now: Option<&str>) -> bool {
+        let as_before = match self.mode {
+            WriteMode::File => now == self.before.as_deref(),
+            _ => now
+                .zip(self.found.as_deref())
+                .is_some_and(|(n, f)| n.trim() == f.trim()),
+        };
+        if as_before {
+            return true;
+        }
         if let Some(seen) = &self.seen {
             return match self.mode {
                 WriteMode::File => now == Some(seen.as_str()),
@@ -574,7 +586,8 @@ mod tests {
         );
         e.written = Some("never".into());
         assert!(e.holds_ours(Some("always madvise [never]\n")));
-        assert!(!e.holds_ours(Some("always [madvise] never\n")));
+        assert!(!e.holds_ours(Some("always madvise never\n")));
+        assert!(e.holds_ours(Some("madvise\n")), "still as found: not written yet");
         assert!(!e.holds_ours(None));
         e.seen = Some("balance_performance\n".into());
         e.written = Some("32".into());
