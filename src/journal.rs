@@ -587,7 +587,10 @@ mod tests {
         e.written = Some("never".into());
         assert!(e.holds_ours(Some("always madvise [never]\n")));
         assert!(!e.holds_ours(Some("always madvise never\n")));
-        assert!(e.holds_ours(Some("madvise\n")), "still as found: not written yet");
+        assert!(
+            e.holds_ours(Some("madvise\n")),
+            "still as found: not written yet"
+        );
         assert!(!e.holds_ours(None));
         e.seen = Some("balance_performance\n".into());
         e.written = Some("32".into());

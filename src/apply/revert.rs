@@ -210,31 +210,7 @@ fn revert_forced(
         ledger: None,
     };
     if opts.record && !outcome.knobs.is_empty() {
-        let user = who();
-        let history = ledger::read_for(
-            &s.manifest_dir,
-            &s.ctx.name,
-            &ledger::Identity::of(s.root()),
-        )
-        .map(|(ours, _)| ours)
-        .unwrap_or_default();
-        for k in &outcome.knobs {
-            let persistence = persistence_for(manifest, &history, &k.id);
-            let entry = ledger_entry_for(
-                &s.ctx.name,
-                &k.id,
-                persistence,
-                ledger::Action::Reverted,
-                k.changes.clone(),
-                &user,
-            );
-            s.record(&entry)?;
-        }
-        outcome.ledger = Some(
-            ledger::path_for(&s.manifest_dir, &s.ctx.name)
-                .display()
-                .to_string(),
-        );
+        record_reverts(s, manifest, &mut outcome)?;
     }
     if let Some(torn) = &loaded.torn
         && failed.is_empty()
@@ -252,6 +228,40 @@ fn revert_forced(
         });
     }
     Ok(outcome)
+}
+
+/// One `reverted` ledger entry per knob restored.
+fn record_reverts(
+    s: &Session,
+    manifest: Option<&Manifest>,
+    outcome: &mut RevertOutcome,
+) -> Result<(), ApplyError> {
+    let user = who();
+    let history = ledger::read_for(
+        &s.manifest_dir,
+        &s.ctx.name,
+        &ledger::Identity::of(s.root()),
+    )
+    .map(|(ours, _)| ours)
+    .unwrap_or_default();
+    for k in &outcome.knobs {
+        let persistence = persistence_for(manifest, &history, &k.id);
+        let entry = ledger_entry_for(
+            &s.ctx.name,
+            &k.id,
+            persistence,
+            ledger::Action::Reverted,
+            k.changes.clone(),
+            &user,
+        );
+        s.record(&entry)?;
+    }
+    outcome.ledger = Some(
+        ledger::path_for(&s.manifest_dir, &s.ctx.name)
+            .display()
+            .to_string(),
+    );
+    Ok(())
 }
 
 /// What one pass over the chosen entries did.
