@@ -160,3 +160,37 @@ impl Drop for Lock {
         unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SD: &str = "/var/lib/hostknob";
+
+    /// A waiter that locked the file its holder removed locks the new one:
+    /// never two holders.
+    #[test]
+    fn a_removed_lock_is_taken_afresh_by_its_waiter() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let held = Lock::acquire(&root, SD, false).unwrap();
+        let base = dir.path().to_path_buf();
+        let waiter = std::thread::spawn(move || {
+            let root = Root::open(&base).unwrap();
+            let lock = Lock::acquire(&root, SD, true).unwrap();
+            let at = lock.is_at(&root, &join(SD, LOCK_FILE));
+            (lock, at)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        held.remove(&root, SD).unwrap();
+        let (lock, at) = waiter.join().unwrap();
+        assert!(at, "the waiter holds the file at the path");
+        assert!(matches!(
+            Lock::check_free(&root, SD),
+            Err(LockError::Held(_))
+        ));
+        drop(lock);
+        Lock::check_free(&root, SD).unwrap();
+    }
+}
