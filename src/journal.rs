@@ -484,7 +484,7 @@ impl<'r> Journal<'r> {
 
     /// Drops the entries of `(knob, path)` (after they were restored),
     /// durably. A torn tail is kept aside first.
-    pub fn forget(&self, gone: &[(String, String)]) -> Result<()> {
+    pub fn forget(&self, gone: &[Slot]) -> Result<()> {
         let loaded = self.load()?;
         if let Some(torn) = &loaded.torn {
             self.repair(torn)?;
@@ -494,6 +494,9 @@ impl<'r> Journal<'r> {
         self.rewrite(loaded.entries.iter().filter(|e| !gone.contains(&slot(e))))
     }
 }
+
+/// A journal entry's key: its knob and its path.
+pub type Slot = (String, String);
 
 fn slot(e: &Entry) -> (&str, &str) {
     (e.knob.as_str(), e.path.as_str())

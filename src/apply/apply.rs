@@ -213,7 +213,7 @@ pub(super) fn journal_before(
     root: &Root,
     journal: &Journal,
     planned: &Planned,
-) -> Result<(Vec<journal::Entry>, Vec<(String, String)>), ApplyError> {
+) -> Result<(Vec<journal::Entry>, Vec<journal::Slot>), ApplyError> {
     let known: HashSet<(String, String)> = journal
         .entries()
         .map_err(|e| ApplyError::Refused(format!("{e:#}")))?
@@ -242,7 +242,7 @@ pub(super) fn write_in_order(
     planned: &Planned,
     journal: &Journal,
     entries: &[journal::Entry],
-    fresh: &[(String, String)],
+    fresh: &[journal::Slot],
 ) -> Result<(), ApplyError> {
     let root = s.root();
     let hooks = hooks::Hooks::from_env();
@@ -288,7 +288,7 @@ pub(super) fn rollback(
     journal: &Journal,
     entries: &[journal::Entry],
     touched: &[usize],
-    fresh: &[(String, String)],
+    fresh: &[journal::Slot],
     why: String,
 ) -> ApplyError {
     let mut order = touched.to_vec();

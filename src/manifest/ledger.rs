@@ -262,11 +262,10 @@ fn torn_at(text: &str) -> Option<usize> {
     // nothing (a tear one byte into it).
     let at = std::iter::once(0)
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-        .filter(|&i| {
+        .rfind(|&i| {
             let rest = &text[i..];
             rest == "-" || rest.starts_with("- ") || rest.starts_with("-\n")
-        })
-        .last()?;
+        })?;
     let before = match &text[..at] {
         t if t.trim().is_empty() => Vec::new(),
         t => parse(t).ok()?,
