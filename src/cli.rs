@@ -263,6 +263,11 @@ pub struct RevertArgs {
     /// would bring the change back at the next boot.
     #[arg(long)]
     pub persisted: bool,
+    /// Restore files that no longer hold what hostknob wrote (someone else
+    /// changed them since) and entries from another boot; without it they
+    /// are left alone and named.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub change: ChangeArgs,
 }

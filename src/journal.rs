@@ -1,17 +1,21 @@
 //! The state directory's lock and journal: what makes `apply` crash-safe.
 //!
 //! Before the first write of an apply, every file it will write is recorded
-//! with its value as found (the journal is fsynced, and so is its directory).
-//! A file already in the journal keeps its first recorded value, so `revert`
-//! restores the host as it was before the first apply since the journal
-//! began, even after a crash in the middle of an apply.
+//! with its value as found, the value about to be written and the boot (the
+//! journal is fsynced, and so is its directory). Entries are kept per knob
+//! and file: a file already journaled for that knob keeps its first value, so
+//! `revert` restores the host as it was before the first apply since the
+//! journal began, even after a crash in the middle of an apply; two knobs on
+//! one file each have their own entry, undone in the reverse order of their
+//! applies. After the writes, each entry also gets what its file read back
+//! (`seen`): revert leaves alone a file that no longer holds it.
 //!
 //! Both live under the state directory (default `/var/lib/hostknob`), which is
 //! resolved under `--root` like every other path.
 
+use std::collections::HashSet;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -20,8 +24,10 @@ use serde::{Deserialize, Serialize};
 use crate::knob::WriteMode;
 use crate::root::Root;
 
+mod lock;
+pub use lock::{LOCK_FILE, Lock, LockError};
+
 pub const JOURNAL_FILE: &str = "journal.jsonl";
-pub const LOCK_FILE: &str = "lock";
 /// Beside the journal: the bytes of a torn last record, kept for a person to read.
 pub const TORN_SUFFIX: &str = ".torn";
 /// The most the journal may hold (a 4,096-CPU host's whole plan is a few MB).
@@ -51,10 +57,91 @@ pub struct Entry {
     /// revert removes them again when they are empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub created_dirs: Vec<String>,
-    /// The knob whose apply first recorded it.
+    /// The knob whose apply recorded it (one entry per knob and file).
     pub knob: String,
     /// RFC 3339 time it was recorded.
     pub recorded: String,
+    /// What apply wrote (the request). Absent in journals of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<String>,
+    /// The file's exact content read back after the write: what it holds
+    /// until someone else changes it. Absent when apply stopped before it
+    /// could record it (revert then compares with `written`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<String>,
+    /// The boot it was written in (`/proc/sys/kernel/random/boot_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
+}
+
+impl Entry {
+    /// Whether this is `other`'s knob and file.
+    pub fn same_slot(&self, other: &Entry) -> bool {
+        self.knob == other.knob && self.path == other.path
+    }
+
+    /// A kernel value written in another boot than `now`: the reboot reset it.
+    pub fn stale(&self, now: Option<&str>) -> bool {
+        self.mode == WriteMode::Attribute
+            && matches!((self.boot.as_deref(), now), (Some(a), Some(b)) if a != b)
+    }
+
+    /// Whether the file's content `now` is what hostknob left there.
+    /// A file that still holds its value before counts too: an apply that
+    /// stopped before reaching it (a crash), or one put back by hand;
+    /// restoring it writes the same value again.
+    pub fn holds_ours(&self, now: Option<&str>) -> bool {
+        let as_before = match self.mode {
+            WriteMode::File => now == self.before.as_deref(),
+            _ => now
+                .zip(self.found.as_deref())
+                .is_some_and(|(n, f)| n.trim() == f.trim()),
+        };
+        // A kernel file that is gone is not someone's value: restoring it
+        // fails and names it (a CPU offline). Without a read-back the apply
+        // stopped before its end, maybe in the middle of writing this file
+        // (a plain file truncated, not yet written).
+        let in_flight = self.seen.is_none() && now.is_some_and(str::is_empty);
+        if as_before || in_flight || (self.mode == WriteMode::Attribute && now.is_none()) {
+            return true;
+        }
+        if let Some(seen) = &self.seen {
+            return match self.mode {
+                WriteMode::File => now == Some(seen.as_str()),
+                _ => now.is_some_and(|n| n.trim() == seen.trim()),
+            };
+        }
+        let Some(written) = self.written.as_deref() else {
+            // An older journal: nothing to compare with.
+            return true;
+        };
+        match (self.mode, now) {
+            (WriteMode::File, n) => n == Some(written),
+            (_, None) => false,
+            (_, Some(n)) => same_words(n, written),
+        }
+    }
+}
+
+/// A kernel attribute's text against the text written to it, when no
+/// read-back was recorded: equal but for whitespace, or the selected `[word]`
+/// of a choice list (`always [madvise] never`).
+fn same_words(now: &str, written: &str) -> bool {
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    if words(now) == words(written) {
+        return true;
+    }
+    now.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .is_some_and(|sel| sel == written.trim())
+}
+
+/// The running boot's id under `root`, if the tree has one.
+pub fn boot_id(root: &Root) -> Option<String> {
+    root.read_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty() && t.len() <= 128)
 }
 
 fn attribute() -> WriteMode {
@@ -134,132 +221,6 @@ fn make_state_dir(root: &Root, dir: &str) -> Result<()> {
     Ok(())
 }
 
-/// An exclusive lock on the state directory, held until dropped.
-pub struct Lock {
-    file: File,
-}
-
-/// Why the lock was not taken.
-#[derive(Debug)]
-pub enum LockError {
-    /// Another hostknob holds it (the message names its pid).
-    Held(String),
-    /// The state directory or its lock file cannot be made or opened (not root,
-    /// a read-only file system).
-    Unavailable(anyhow::Error),
-}
-
-impl std::fmt::Display for LockError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LockError::Held(m) => f.write_str(m),
-            LockError::Unavailable(e) => write!(f, "{e:#}"),
-        }
-    }
-}
-
-impl std::error::Error for LockError {}
-
-impl Lock {
-    /// Takes the lock, or fails at once naming the holder's pid; with `wait`,
-    /// blocks until the holder is done. Creates the state directory and the
-    /// lock file: call it only when a write will follow.
-    pub fn acquire(root: &Root, dir: &str, wait: bool) -> Result<Lock, LockError> {
-        let unavailable = LockError::Unavailable;
-        make_state_dir(root, dir).map_err(unavailable)?;
-        let path = join(dir, LOCK_FILE);
-        let file = open_state_file(root, &path, libc::O_RDWR | libc::O_CREAT)
-            .map_err(|e| unavailable(state_open_error(root, &path, e)))?;
-        Self::take(root, &path, file, wait)
-    }
-
-    /// Fails when another hostknob holds the lock now; creates nothing.
-    pub fn check_free(root: &Root, dir: &str) -> Result<(), LockError> {
-        let path = join(dir, LOCK_FILE);
-        match open_state_file(root, &path, libc::O_RDWR) {
-            Ok(file) => {
-                let mut probe = Self::take_probe(root, &path, file)?;
-                probe.release_quietly();
-                Ok(())
-            }
-            Err(_) => Ok(()),
-        }
-    }
-
-    fn take_probe(root: &Root, path: &str, file: File) -> Result<Probe, LockError> {
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                return Err(held(root, path, file));
-            }
-        }
-        Ok(Probe { file })
-    }
-
-    fn take(root: &Root, path: &str, mut file: File, wait: bool) -> Result<Lock, LockError> {
-        let shown = root.host_path(path);
-        let flags = if wait {
-            libc::LOCK_EX
-        } else {
-            libc::LOCK_EX | libc::LOCK_NB
-        };
-        let _waiting = wait.then(|| {
-            let what = format!("waiting for the lock {}", shown.display());
-            crate::progress::Ticker::start(&what, None, || {})
-        });
-        if unsafe { libc::flock(file.as_raw_fd(), flags) } != 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                return Err(held(root, path, file));
-            }
-            return Err(LockError::Unavailable(
-                anyhow::Error::new(err).context(format!("{}: cannot lock", shown.display())),
-            ));
-        }
-        stamp(&mut file)
-            .with_context(|| format!("{}: cannot write", shown.display()))
-            .map_err(LockError::Unavailable)?;
-        Ok(Lock { file })
-    }
-}
-
-/// A lock taken only to see that it is free; released unchanged.
-struct Probe {
-    file: File,
-}
-
-impl Probe {
-    fn release_quietly(&mut self) {
-        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
-    }
-}
-
-fn held(root: &Root, path: &str, mut file: File) -> LockError {
-    let mut holder = String::new();
-    let _ = (&mut file).take(64).read_to_string(&mut holder);
-    let holder = holder.trim();
-    LockError::Held(format!(
-        "another hostknob (pid {}) holds {}: it is applying or reverting; try again when it is done, or pass --wait",
-        if holder.is_empty() { "unknown" } else { holder },
-        root.host_path(path).display()
-    ))
-}
-
-/// Leaves the holder's pid in the lock file, for the message of a second hostknob.
-fn stamp(file: &mut File) -> std::io::Result<()> {
-    file.set_len(0)?;
-    file.seek(SeekFrom::Start(0))?;
-    write!(file, "{}", std::process::id())?;
-    file.flush()
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = self.file.set_len(0);
-        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
-    }
-}
-
 /// The journal as read: its complete records, and a torn last one if any.
 pub struct Loaded {
     pub entries: Vec<Entry>,
@@ -293,6 +254,11 @@ impl<'r> Journal<'r> {
     /// The journal's real path, for messages.
     pub fn path(&self) -> PathBuf {
         self.root.host_path(&self.file)
+    }
+
+    /// Whether the journal file is there (empty or not).
+    pub fn exists(&self) -> bool {
+        self.root.exists(&self.file)
     }
 
     fn torn_path(&self) -> String {
@@ -388,21 +354,32 @@ impl<'r> Journal<'r> {
     }
 
     /// Records the values about to be overwritten, durably, before any write.
-    /// Paths already journaled keep their first value. A torn last record is
-    /// repaired first (said on stderr); a failed append is cut back off.
+    /// A knob's file already journaled keeps its first value; an entry of
+    /// that knob and file from another boot is replaced (the reboot reset
+    /// it). A torn last record is repaired first (said on stderr); a failed
+    /// append is cut back off.
     pub fn record(&self, new: &[Entry]) -> Result<usize> {
         let loaded = self.load()?;
         if let Some(torn) = &loaded.torn {
             self.repair(torn)?;
             eprintln!("hostknob: warning: {}", self.torn_message(torn));
         }
-        let known: std::collections::HashSet<String> =
-            loaded.entries.into_iter().map(|e| e.path).collect();
-        let fresh: Vec<&Entry> = new.iter().filter(|e| !known.contains(&e.path)).collect();
+        let now = new.first().and_then(|e| e.boot.as_deref());
+        let slots: HashSet<(&str, &str)> = new.iter().map(slot).collect();
+        let (stale, kept): (Vec<&Entry>, Vec<&Entry>) = loaded
+            .entries
+            .iter()
+            .partition(|e| e.stale(now) && slots.contains(&slot(e)));
+        let known: HashSet<(&str, &str)> = kept.iter().map(|e| slot(e)).collect();
+        let fresh: Vec<&Entry> = new.iter().filter(|e| !known.contains(&slot(e))).collect();
         if fresh.is_empty() {
             return Ok(0);
         }
         make_state_dir(self.root, &self.dir)?;
+        if !stale.is_empty() {
+            self.rewrite(kept.into_iter().chain(fresh.iter().copied()))?;
+            return Ok(fresh.len());
+        }
         let mut f = open_state_file(
             self.root,
             &self.file,
@@ -433,6 +410,69 @@ impl<'r> Journal<'r> {
         Ok(fresh.len())
     }
 
+    /// Records what each file read back after apply wrote it (`(knob, path,
+    /// content)`), so that revert can tell a later change by someone else.
+    pub fn confirm(&self, seen: &[(String, String, String)]) -> Result<()> {
+        let mut entries = self.entries()?;
+        let mut changed = false;
+        for e in &mut entries {
+            if let Some((.., c)) = seen.iter().find(|(k, p, _)| *k == e.knob && *p == e.path) {
+                changed |= e.seen.as_ref() != Some(c);
+                e.seen = Some(c.clone());
+            }
+        }
+        if changed {
+            self.rewrite(entries.iter())?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the journal with `entries`, durably (a new file renamed over
+    /// it). When the disk is full, a journal that shrinks is rewritten in
+    /// place instead: its blocks are already there, and a revert must not
+    /// fail for want of space.
+    fn rewrite<'e>(&self, entries: impl Iterator<Item = &'e Entry>) -> Result<()> {
+        let mut text = String::new();
+        for e in entries {
+            text += &serde_json::to_string(e)?;
+            text.push('\n');
+        }
+        let full =
+            |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT));
+        match self.root.replace_file(&self.file, text.as_bytes()) {
+            Err(e) if full(&e) => self.overwrite(text.as_bytes()).map_err(|_| e),
+            r => r,
+        }
+        .map_err(|e| state_open_error(self.root, &self.file, e))
+        .with_context(|| format!("{}: cannot rewrite", self.path().display()))
+    }
+
+    fn overwrite(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut f = open_state_file(self.root, &self.file, libc::O_WRONLY)?;
+        if f.metadata()?.len() < bytes.len() as u64 {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        f.write_all(bytes)?;
+        f.set_len(bytes.len() as u64)?;
+        f.sync_all()
+    }
+
+    /// Removes the journal when it holds nothing (no entry, no torn tail):
+    /// a fully reverted host keeps no state. Returns whether it is gone.
+    pub fn remove_if_empty(&self) -> Result<bool> {
+        let loaded = self.load()?;
+        if !loaded.entries.is_empty() || loaded.torn.is_some() {
+            return Ok(false);
+        }
+        match self.root.remove_file(&self.file) {
+            Err(e) if !crate::root::is_absent(&e) => {
+                Err(anyhow::Error::new(e)
+                    .context(format!("{}: cannot remove", self.path().display())))
+            }
+            _ => Ok(true),
+        }
+    }
+
     fn sync_dir(&self) -> Result<()> {
         let fd = self
             .root
@@ -442,24 +482,26 @@ impl<'r> Journal<'r> {
             .with_context(|| format!("{}: fsync", self.root.host_path(&self.dir).display()))
     }
 
-    /// Drops the entries for `paths` (after they were restored), durably: the
-    /// journal is replaced whole through the seam. A torn tail is kept aside first.
-    pub fn forget(&self, paths: &[String]) -> Result<()> {
+    /// Drops the entries of `(knob, path)` (after they were restored),
+    /// durably. A torn tail is kept aside first.
+    pub fn forget(&self, gone: &[Slot]) -> Result<()> {
         let loaded = self.load()?;
         if let Some(torn) = &loaded.torn {
             self.repair(torn)?;
         }
-        let mut text = String::new();
-        for e in loaded.entries.iter().filter(|e| !paths.contains(&e.path)) {
-            text += &serde_json::to_string(e)?;
-            text.push('\n');
-        }
-        self.root
-            .replace_file(&self.file, text.as_bytes())
-            .map_err(|e| state_open_error(self.root, &self.file, e))
-            .with_context(|| format!("{}: cannot rewrite", self.path().display()))
+        let gone: HashSet<(&str, &str)> =
+            gone.iter().map(|(k, p)| (k.as_str(), p.as_str())).collect();
+        self.rewrite(loaded.entries.iter().filter(|e| !gone.contains(&slot(e))))
     }
 }
+
+/// A journal entry's key: its knob and its path.
+pub type Slot = (String, String);
+
+fn slot(e: &Entry) -> (&str, &str) {
+    (e.knob.as_str(), e.path.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,6 +516,9 @@ mod tests {
             created_dirs: Vec::new(),
             knob: "k".into(),
             recorded: "t".into(),
+            written: None,
+            seen: None,
+            boot: None,
         }
     }
 
@@ -509,8 +554,57 @@ mod tests {
                 .as_deref(),
             Some("0")
         );
-        j.forget(&["/sys/a".into(), "/sys/c".into()]).unwrap();
+        j.forget(&[("k".into(), "/sys/a".into()), ("k".into(), "/sys/c".into())])
+            .unwrap();
         assert_eq!(j.entries().unwrap(), vec![entry("/sys/b", "1")]);
+        // Another knob on a journaled file gets its own entry.
+        let mut other = entry("/sys/b", "2");
+        other.knob = "k2".into();
+        assert_eq!(j.record(std::slice::from_ref(&other)).unwrap(), 1);
+        assert_eq!(j.entries().unwrap(), vec![entry("/sys/b", "1"), other]);
+        j.forget(&[
+            ("k".into(), "/sys/b".into()),
+            ("k2".into(), "/sys/b".into()),
+        ])
+        .unwrap();
+        assert!(j.remove_if_empty().unwrap());
+        assert!(!j.path().exists());
+    }
+
+    #[test]
+    fn an_entry_from_another_boot_is_stale_and_replaced_by_a_new_apply() {
+        let (_d, root) = tree();
+        let j = Journal::open(&root, SD);
+        let mut old = entry("/sys/a", "0");
+        old.boot = Some("b1".into());
+        j.record(std::slice::from_ref(&old)).unwrap();
+        assert!(old.stale(Some("b2")) && !old.stale(Some("b1")) && !old.stale(None));
+        let mut new = entry("/sys/a", "5");
+        new.boot = Some("b2".into());
+        assert_eq!(j.record(std::slice::from_ref(&new)).unwrap(), 1);
+        assert_eq!(j.entries().unwrap(), vec![new]);
+    }
+
+    #[test]
+    fn a_file_holds_ours_by_its_read_back_else_by_the_words_written() {
+        let mut e = entry("/sys/thp", "madvise");
+        assert!(
+            e.holds_ours(Some("anything")),
+            "an old entry has nothing to compare"
+        );
+        e.written = Some("never".into());
+        assert!(e.holds_ours(Some("always madvise [never]\n")));
+        assert!(!e.holds_ours(Some("always madvise never\n")));
+        assert!(
+            e.holds_ours(Some("madvise\n")),
+            "still as found: not written yet"
+        );
+        assert!(e.holds_ours(None), "a gone attribute: restoring names it");
+        assert!(e.holds_ours(Some("")), "truncated by an apply that stopped");
+        e.seen = Some("balance_performance\n".into());
+        e.written = Some("32".into());
+        assert!(e.holds_ours(Some("balance_performance")));
+        assert!(!e.holds_ours(Some("32")));
     }
 
     #[test]

@@ -129,7 +129,11 @@ pub fn apply(
         false,
     )
     .and_then(|_| match opts.record && !planned.steps.is_empty() {
-        true => validate::ledger_writable(&ledger_path),
+        true => validate::ledger_writable(&ledger_path).and_then(|_| {
+            ledger::check(&s.manifest_dir, &s.ctx.name).map_err(|e| {
+                format!("{e}: apply records its change there; move the file aside first")
+            })
+        }),
         false => Ok(()),
     });
     let mut outcome = ApplyOutcome {
@@ -162,6 +166,7 @@ pub fn apply(
     let journal = s.journal();
     let (entries, fresh) = journal_before(root, &journal, &planned)?;
     write_in_order(s, &planned, &journal, &entries, &fresh)?;
+    confirm_seen(root, &journal, &entries);
     outcome.written = planned.steps.len();
     outcome.journal = Some(journal.path().display().to_string());
     // What persists each knob is known only now (an allocator's drop-in is its persistence).
@@ -183,19 +188,38 @@ pub fn apply(
     Ok(outcome)
 }
 
+/// Records what each file read back after the writes, so that revert can
+/// tell when someone else changed it since. Without it revert compares the
+/// words written, so a failure here (a full disk) is only said.
+pub(super) fn confirm_seen(root: &Root, journal: &Journal, entries: &[journal::Entry]) {
+    let seen: Vec<(String, String, String)> = entries
+        .iter()
+        .filter_map(|e| {
+            let now = write::content(root, &e.path).ok().flatten()?;
+            Some((e.knob.clone(), e.path.clone(), now))
+        })
+        .collect();
+    if let Err(e) = journal.confirm(&seen) {
+        eprintln!(
+            "hostknob: warning: could not record what the files read back in the journal ({e:#}); \
+             revert compares them with the values written instead"
+        );
+    }
+}
+
 /// Records every file's value before the first write, durably. Returns the
 /// entries (this apply's own record, index for index with the steps) and
-/// the paths the journal did not hold yet.
+/// the `(knob, path)` pairs the journal did not hold yet.
 pub(super) fn journal_before(
     root: &Root,
     journal: &Journal,
     planned: &Planned,
-) -> Result<(Vec<journal::Entry>, Vec<String>), ApplyError> {
-    let known: HashSet<String> = journal
+) -> Result<(Vec<journal::Entry>, Vec<journal::Slot>), ApplyError> {
+    let known: HashSet<(String, String)> = journal
         .entries()
         .map_err(|e| ApplyError::Refused(format!("{e:#}")))?
         .into_iter()
-        .map(|e| e.path)
+        .map(|e| (e.knob, e.path))
         .collect();
     let entries = journal_entries(root, planned).map_err(ApplyError::Refused)?;
     journal.record(&entries).map_err(|e| {
@@ -206,8 +230,8 @@ pub(super) fn journal_before(
     })?;
     let fresh = entries
         .iter()
-        .map(|e| e.path.clone())
-        .filter(|p| !known.contains(p))
+        .map(|e| (e.knob.clone(), e.path.clone()))
+        .filter(|slot| !known.contains(slot))
         .collect();
     Ok((entries, fresh))
 }
@@ -219,7 +243,7 @@ pub(super) fn write_in_order(
     planned: &Planned,
     journal: &Journal,
     entries: &[journal::Entry],
-    fresh: &[String],
+    fresh: &[journal::Slot],
 ) -> Result<(), ApplyError> {
     let root = s.root();
     let hooks = hooks::Hooks::from_env();
@@ -265,7 +289,7 @@ pub(super) fn rollback(
     journal: &Journal,
     entries: &[journal::Entry],
     touched: &[usize],
-    fresh: &[String],
+    fresh: &[journal::Slot],
     why: String,
 ) -> ApplyError {
     let mut order = touched.to_vec();
@@ -302,6 +326,7 @@ pub(super) fn journal_entries(
     planned: &Planned,
 ) -> Result<Vec<journal::Entry>, String> {
     let recorded = ledger::now_rfc3339();
+    let boot = journal::boot_id(root);
     planned
         .steps
         .iter()
@@ -333,6 +358,9 @@ pub(super) fn journal_entries(
                 created_dirs,
                 knob: planned.knobs[st.knob].knob.id.clone(),
                 recorded: recorded.clone(),
+                written: Some(w.after.clone()),
+                seen: None,
+                boot: boot.clone(),
             })
         })
         .collect()

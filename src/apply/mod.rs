@@ -9,8 +9,10 @@
 //! that back too; on success append to the ledger.
 //!
 //! revert: put back what the journal recorded (the values before the first
-//! apply since the journal began), read them back, record it, and drop those
-//! entries from the journal. It works after a crash at any point of an apply.
+//! apply since the journal began), newest apply first, read them back,
+//! record it, and drop those entries from the journal; a file someone else
+//! changed since is left alone, an entry from another boot is dropped. It
+//! works after a crash at any point of an apply.
 //!
 //! Both are library functions (`verify` runs them); the commands are thin.
 
@@ -19,6 +21,7 @@ mod apply;
 pub(crate) mod group;
 mod hooks;
 pub(crate) mod install;
+mod others;
 pub(crate) mod plan;
 mod record;
 mod revert;
@@ -26,8 +29,9 @@ pub(crate) mod validate;
 pub(crate) mod write;
 
 pub use apply::{ApplyOutcome, KnobApply, Skipped, apply, caveats, select};
+pub use others::others_on_files;
 pub use record::{ledger_entry, who};
-pub use revert::{KnobRevert, RevertOutcome, revert, revert_with};
+pub use revert::{KnobRevert, LeftAlone, RevertOutcome, Stale, revert, revert_with};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

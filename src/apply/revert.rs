@@ -25,25 +25,58 @@ pub struct RevertOutcome {
     pub knobs: Vec<KnobRevert>,
     /// Files restored and read back.
     pub restored: usize,
+    /// Files that no longer hold what hostknob wrote: someone else changed
+    /// them since, so they were not written (unless `--force`) and stay in
+    /// the journal. Revert exits 1 when there are any.
+    pub left_alone: Vec<LeftAlone>,
+    /// Entries written in another boot: the reboot reset those kernel values,
+    /// so they were dropped from the journal without a write.
+    pub stale: Vec<Stale>,
     pub journal: String,
     pub ledger: Option<String>,
+}
+
+/// A journaled file revert did not write over.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct LeftAlone {
+    pub knob: String,
+    pub path: String,
+    /// What it held after hostknob wrote it (the value written, in older entries).
+    pub wrote: Option<String>,
+    /// What it holds now (`None`: the file is gone).
+    pub now: Option<String>,
+    /// Who changed it, when known (a later apply of another knob, a running
+    /// service that sets such files).
+    pub by: Option<String>,
+}
+
+/// A journal entry from another boot.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Stale {
+    pub knob: String,
+    pub path: String,
+    /// The boot it was written in.
+    pub boot: String,
 }
 
 /// Restores what the journal recorded for `ids` (every entry when empty),
 /// in dependency order (the reverse, but the governor before EPP), reads each file back, records it in the ledger and
 /// drops the restored entries from the journal. `manifest` (when it loads)
 /// names the knobs' persistence in the ledger; revert does not need it.
+/// A file that no longer holds what hostknob wrote is left alone (with
+/// `force`, restored anyway); entries from another boot are dropped.
 pub fn revert(
     s: &Session,
     manifest: Option<&Manifest>,
     ids: &[String],
     wait: bool,
+    force: bool,
 ) -> Result<RevertOutcome, ApplyError> {
     let opts = ApplyOptions {
         wait,
         ..ApplyOptions::default()
     };
-    revert_with(s, manifest, ids, &opts)
+    revert_forced(s, manifest, ids, &opts, force)
 }
 
 /// [`revert`] with apply's options: `record` (a ledger entry) and `lock_held`
@@ -54,12 +87,23 @@ pub fn revert_with(
     ids: &[String],
     opts: &ApplyOptions,
 ) -> Result<RevertOutcome, ApplyError> {
+    revert_forced(s, manifest, ids, opts, false)
+}
+
+fn revert_forced(
+    s: &Session,
+    manifest: Option<&Manifest>,
+    ids: &[String],
+    opts: &ApplyOptions,
+    force: bool,
+) -> Result<RevertOutcome, ApplyError> {
     let root = s.root();
     let journal = s.journal();
     let refused = |e: anyhow::Error| ApplyError::Refused(format!("{e:#}"));
     // The lock (and the state directory) only when there is something to do.
     let peek = journal.load().map_err(refused)?;
-    let _lock = if opts.lock_held || (peek.entries.is_empty() && peek.torn.is_none()) {
+    let nothing = peek.entries.is_empty() && peek.torn.is_none() && !journal.exists();
+    let _lock = if opts.lock_held || nothing {
         None
     } else {
         Some(s.lock(opts.wait)?)
@@ -97,33 +141,43 @@ pub fn revert_with(
     )
     .map_err(ApplyError::Refused)?;
 
-    let mut restored: Vec<(&journal::Entry, Option<String>)> = Vec::new();
-    let mut failed = Vec::new();
-    let mut order = chosen.clone();
-    crate::knob::rules::restore_order(&mut order, |e| e.path.as_str());
-    for e in order {
-        let was = write::content(root, &e.path).ok().flatten();
-        match write::restore(root, e) {
-            Ok(()) => restored.push((e, was)),
-            Err(f) => failed.push(f.why),
-        }
+    if opts.record && !chosen.is_empty() {
+        ledger::check(&s.manifest_dir, &s.ctx.name).map_err(|e| {
+            ApplyError::Refused(format!(
+                "{e}: revert records what it restores there; move the file aside and revert again"
+            ))
+        })?;
     }
-    // Reported in journal order.
-    let index: std::collections::HashMap<*const journal::Entry, usize> = chosen
+
+    let step = restore_each(s, &entries, &chosen, force);
+    let Step {
+        restored,
+        failed,
+        left_alone,
+        stale,
+    } = step;
+    let mut gone: Vec<(String, String)> = restored
         .iter()
-        .enumerate()
-        .map(|(i, e)| (*e as *const journal::Entry, i))
+        .map(|(e, _)| (e.knob.clone(), e.path.clone()))
         .collect();
-    restored.sort_by_key(|(e, _)| index.get(&(*e as *const journal::Entry)).copied());
-    let paths: Vec<String> = restored.iter().map(|(e, _)| e.path.clone()).collect();
-    if !paths.is_empty() {
-        journal.forget(&paths).map_err(|e| {
+    gone.extend(stale.iter().map(|e| (e.knob.clone(), e.path.clone())));
+    if !gone.is_empty() {
+        journal.forget(&gone).map_err(|e| {
             ApplyError::Unrecorded(format!(
                 "the restored files could not be dropped from the journal: {e:#}"
             ))
         })?;
     } else if let Some(torn) = &loaded.torn {
         journal.repair(torn).map_err(refused)?;
+    }
+    // Nothing left journaled: no state stays behind (the lock only when this
+    // revert took it; verify holds its own across its legs).
+    if _lock.is_some() && matches!(journal.remove_if_empty(), Ok(true)) {
+        if let Some(lock) = _lock {
+            let _ = lock.remove(root, &s.state_dir);
+        }
+    } else if opts.lock_held {
+        let _ = journal.remove_if_empty();
     }
 
     let mut knobs: Vec<KnobRevert> = Vec::new();
@@ -150,36 +204,21 @@ pub fn revert_with(
     let mut outcome = RevertOutcome {
         host: s.ctx.name.clone(),
         restored: restored.len(),
+        left_alone,
+        stale: stale
+            .iter()
+            .map(|e| Stale {
+                knob: e.knob.clone(),
+                path: e.path.clone(),
+                boot: e.boot.clone().unwrap_or_default(),
+            })
+            .collect(),
         knobs,
         journal: journal.path().display().to_string(),
         ledger: None,
     };
     if opts.record && !outcome.knobs.is_empty() {
-        let user = who();
-        let history = ledger::read_for(
-            &s.manifest_dir,
-            &s.ctx.name,
-            &ledger::Identity::of(s.root()),
-        )
-        .map(|(ours, _)| ours)
-        .unwrap_or_default();
-        for k in &outcome.knobs {
-            let persistence = persistence_for(manifest, &history, &k.id);
-            let entry = ledger_entry_for(
-                &s.ctx.name,
-                &k.id,
-                persistence,
-                ledger::Action::Reverted,
-                k.changes.clone(),
-                &user,
-            );
-            s.record(&entry)?;
-        }
-        outcome.ledger = Some(
-            ledger::path_for(&s.manifest_dir, &s.ctx.name)
-                .display()
-                .to_string(),
-        );
+        record_reverts(s, manifest, &mut outcome)?;
     }
     if let Some(torn) = &loaded.torn
         && failed.is_empty()
@@ -197,6 +236,109 @@ pub fn revert_with(
         });
     }
     Ok(outcome)
+}
+
+/// One `reverted` ledger entry per knob restored.
+fn record_reverts(
+    s: &Session,
+    manifest: Option<&Manifest>,
+    outcome: &mut RevertOutcome,
+) -> Result<(), ApplyError> {
+    let user = who();
+    let history = ledger::read_for(
+        &s.manifest_dir,
+        &s.ctx.name,
+        &ledger::Identity::of(s.root()),
+    )
+    .map(|(ours, _)| ours)
+    .unwrap_or_default();
+    for k in &outcome.knobs {
+        let persistence = persistence_for(manifest, &history, &k.id);
+        let entry = ledger_entry_for(
+            &s.ctx.name,
+            &k.id,
+            persistence,
+            ledger::Action::Reverted,
+            k.changes.clone(),
+            &user,
+        );
+        s.record(&entry)?;
+    }
+    outcome.ledger = Some(
+        ledger::path_for(&s.manifest_dir, &s.ctx.name)
+            .display()
+            .to_string(),
+    );
+    Ok(())
+}
+
+/// What one pass over the chosen entries did.
+struct Step<'j> {
+    /// Each restored entry, in journal order, with what the file held before.
+    restored: Vec<(&'j journal::Entry, Option<String>)>,
+    failed: Vec<String>,
+    left_alone: Vec<LeftAlone>,
+    stale: Vec<&'j journal::Entry>,
+}
+
+/// Restores `chosen`, the newest apply first (a file two knobs wrote gets
+/// the later knob's value before back first) and in dependency order within
+/// that ([`crate::knob::rules::restore_order`], a stable sort, keeps the
+/// reverse journal order among entries of one file).
+fn restore_each<'j>(
+    s: &Session,
+    entries: &'j [journal::Entry],
+    chosen: &[&'j journal::Entry],
+    force: bool,
+) -> Step<'j> {
+    let root = s.root();
+    let boot = journal::boot_id(root);
+    let mut step = Step {
+        restored: Vec::new(),
+        failed: Vec::new(),
+        left_alone: Vec::new(),
+        stale: Vec::new(),
+    };
+    let mut order = chosen.to_vec();
+    crate::knob::rules::restore_order(&mut order, |e| e.path.as_str());
+    let mut services = None;
+    for e in order {
+        if e.stale(boot.as_deref()) && !force {
+            step.stale.push(e);
+            continue;
+        }
+        let was = write::content(root, &e.path).ok().flatten();
+        if !force && !e.holds_ours(was.as_deref()) {
+            let by = super::others::who_changed(s, entries, e, was.as_deref(), &mut services);
+            step.left_alone.push(LeftAlone {
+                knob: e.knob.clone(),
+                path: e.path.clone(),
+                wrote: e
+                    .seen
+                    .as_deref()
+                    .or(e.written.as_deref())
+                    .map(|t| t.trim().to_string()),
+                now: was.map(|t| t.trim().to_string()),
+                by,
+            });
+            continue;
+        }
+        match write::restore(root, e) {
+            Ok(()) => step.restored.push((e, was)),
+            Err(f) => step.failed.push(f.why),
+        }
+    }
+    // Reported in journal order.
+    let index: std::collections::HashMap<*const journal::Entry, usize> = chosen
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (*e as *const journal::Entry, i))
+        .collect();
+    step.restored
+        .sort_by_key(|(e, _)| index.get(&(*e as *const journal::Entry)).copied());
+    step.stale
+        .sort_by_key(|e| index.get(&(*e as *const journal::Entry)).copied());
+    step
 }
 
 /// What a restored file reads now, as the ledger shows it.

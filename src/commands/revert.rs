@@ -24,7 +24,7 @@ pub fn run(args: &RevertArgs) -> Result<i32> {
         }
     };
     let session = t.session(&g.state);
-    let outcome = apply::revert(&session, manifest.as_ref(), &c.knobs, c.wait)?;
+    let outcome = apply::revert(&session, manifest.as_ref(), &c.knobs, c.wait, args.force)?;
     match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!(
@@ -32,18 +32,27 @@ pub fn run(args: &RevertArgs) -> Result<i32> {
             render::wrap_prose(&render::apply::revert_table(&outcome))
         ),
     }
-    if let Some(m) = &manifest {
-        persisted(&session, m, &c.knobs, args.persisted, c.wait)?;
+    for line in stale_lines(&outcome)
+        .into_iter()
+        .chain(left_alone_lines(&outcome))
+    {
+        eprintln!("hostknob: {line}");
     }
-    Ok(0)
+    if let Some(m) = &manifest {
+        persisted(&session, m, &outcome, &c.knobs, args.persisted, c.wait)?;
+    }
+    Ok(if outcome.left_alone.is_empty() { 0 } else { 1 })
 }
 
 /// The knobs (every one for this host with `--all`) whose persistence file
 /// hostknob installed is still there: a reverted change comes back at the
 /// next boot. Removed with `--persisted`, else named with the way to remove it.
+/// The file is found even when the knob no longer plans here (its target is
+/// gone, its value refused now, its persistence changed to runtime).
 fn persisted(
     s: &apply::Session,
     m: &manifest::Manifest,
+    outcome: &apply::RevertOutcome,
     ids: &[String],
     remove: bool,
     wait: bool,
@@ -52,24 +61,46 @@ fn persisted(
         if !ids.is_empty() && !ids.contains(&knob.id) {
             continue;
         }
-        let Ok(artifact) = crate::persist::artifact(knob, &s.ctx, m) else {
-            continue;
+        let exists = |p: &str| matches!(apply::write::content(s.root(), p), Ok(Some(_)));
+        let artifact = match crate::persist::artifact(knob, &s.ctx, m) {
+            Ok(a) if a.path.as_deref().is_some_and(exists) => a,
+            Ok(a) if a.path.is_none() => continue,
+            // Installed under an older name (`replaces`), or the knob no longer
+            // plans here: its own files by name.
+            other => {
+                let older = other.map(|a| a.replaces).unwrap_or_default();
+                match older
+                    .into_iter()
+                    .chain(crate::persist::own_files(&knob.id))
+                    .find(|p| exists(p))
+                {
+                    Some(p) => crate::persist::Artifact {
+                        knob: knob.id.clone(),
+                        mechanism: knob.persistence,
+                        path: Some(p),
+                        content: String::new(),
+                        commands: Vec::new(),
+                        notes: Vec::new(),
+                        replaces: Vec::new(),
+                    },
+                    None => continue,
+                }
+            }
         };
-        let Some(path) = artifact.path.as_deref() else {
-            continue;
-        };
-        // A file installed under an older name counts too (`replaces`).
-        let path = match apply::write::content(s.root(), path) {
-            Ok(Some(_)) => path,
-            _ => match artifact.replaces.first() {
-                Some(old) => old.as_str(),
-                None => continue,
-            },
-        };
+        let path = artifact.path.as_deref().unwrap_or_default();
         if remove {
             apply::install::install_or_remove(s, knob, &artifact, false, wait)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            eprintln!("hostknob: {}: removed its persistence file {path}", knob.id);
+            let journaled = outcome.knobs.iter().any(|k| k.id == knob.id);
+            eprintln!(
+                "hostknob: {}: {}removed its persistence file {path}",
+                knob.id,
+                if journaled {
+                    ""
+                } else {
+                    "nothing in the journal to restore; "
+                }
+            );
         } else {
             eprintln!(
                 "hostknob: warning: {} is persisted by {path}, which brings it back at the next boot: run `hostknob persist {} --remove` (or `hostknob revert {} --persisted`)",
@@ -78,4 +109,58 @@ fn persisted(
         }
     }
     Ok(())
+}
+
+/// Per knob, the files a list names: the first few, then how many more.
+fn some(paths: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut out = paths[..paths.len().min(SHOWN)].join(", ");
+    if paths.len() > SHOWN {
+        out += &format!(" and {} more", paths.len() - SHOWN);
+    }
+    out
+}
+
+fn stale_lines(o: &apply::RevertOutcome) -> Vec<String> {
+    let mut knobs: Vec<&str> = o.stale.iter().map(|s| s.knob.as_str()).collect();
+    knobs.dedup();
+    knobs
+        .into_iter()
+        .map(|k| {
+            let mine: Vec<&apply::Stale> = o.stale.iter().filter(|s| s.knob == k).collect();
+            let paths: Vec<String> = mine.iter().map(|s| s.path.clone()).collect();
+            format!(
+                "{k}: stale: {} written in another boot ({}); the reboot reset those kernel values, \
+                 so they were dropped from the journal and not written (`--force` writes the values \
+                 recorded before anyway)",
+                some(&paths),
+                mine[0].boot
+            )
+        })
+        .collect()
+}
+
+fn left_alone_lines(o: &apply::RevertOutcome) -> Vec<String> {
+    o.left_alone
+        .iter()
+        .map(|l| {
+            let show = |v: &Option<String>| match v {
+                Some(v) => format!("{v:?}"),
+                None => "no file".into(),
+            };
+            format!(
+                "error: {}: {} no longer holds what hostknob wrote (it reads {}, hostknob left {}){}: \
+                 left alone and kept in the journal; `hostknob revert {} --force` restores the \
+                 value before anyway",
+                l.knob,
+                l.path,
+                show(&l.now),
+                show(&l.wrote),
+                l.by.as_deref()
+                    .map(|b| format!("; changed by {b}"))
+                    .unwrap_or_else(|| "; someone else changed it since".into()),
+                l.knob
+            )
+        })
+        .collect()
 }

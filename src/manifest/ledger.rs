@@ -245,39 +245,71 @@ fn load(manifest_dir: &Path, host: &str) -> Result<Option<Text>, ManifestError> 
             + 1;
         err(Some(line), None, "not UTF-8 text".into())
     })?;
-    if serde_yaml::from_str::<Vec<Entry>>(&text).is_ok() || text.trim().is_empty() {
-        return Ok(Some(Text {
-            text,
-            torn_at: None,
-        }));
+    let torn_at = torn_at(&text);
+    Ok(Some(Text { text, torn_at }))
+}
+
+/// Where a torn last item begins, if the last item is torn: a crash or a
+/// full disk during an append leaves only its own item incomplete, so the
+/// items before it still read. Torn: cut off in a value (no final newline, as
+/// every append ends in one), fields missing at its end, or identity cut off (machine or boot id
+/// without `root:`, `root: capture` without the capture, or no `root:`
+/// after items that had one: an older hostknob's items never follow a newer
+/// one's).
+fn torn_at(text: &str) -> Option<usize> {
+    if text.trim().is_empty() {
+        return None;
     }
-    // A torn append leaves only its own item incomplete: the items before
-    // the last one still read.
-    let last_item = match text.match_indices("\n- ").last() {
-        Some((i, _)) => Some(i + 1),
-        None => text.starts_with("- ").then_some(0),
+    let parse = |t: &str| serde_yaml::from_str::<Vec<Entry>>(t);
+    // An item begins at a line that is `-` followed by a space, a newline or
+    // nothing (a tear one byte into it).
+    let at = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .rfind(|&i| {
+            let rest = &text[i..];
+            rest == "-" || rest.starts_with("- ") || rest.starts_with("-\n")
+        })?;
+    let before = match &text[..at] {
+        t if t.trim().is_empty() => Vec::new(),
+        t => parse(t).ok()?,
     };
-    let reads = |t: &str| t.trim().is_empty() || serde_yaml::from_str::<Vec<Entry>>(t).is_ok();
-    // Cut short, not wrong: no final newline, or fields missing at its end.
-    let cut_short = |t: &str| {
-        !t.ends_with('\n')
-            || serde_yaml::from_str::<Vec<Entry>>(t)
-                .is_err_and(|e| e.to_string().contains("missing field"))
+    let last = &text[at..];
+    let whole = last.ends_with('\n');
+    let torn = match parse(last) {
+        Err(e) => !whole || e.to_string().contains("missing field"),
+        Ok(items) => items.iter().any(|e| {
+            let id = &e.identity;
+            match id.root {
+                None => {
+                    id.machine_id.is_some()
+                        || id.boot_id.is_some()
+                        || before.iter().any(|b| b.identity.root.is_some())
+                }
+                Some(RootKind::Capture) => !whole || id.capture.is_none(),
+                Some(RootKind::Live) => !whole,
+            }
+        }),
     };
-    if let Some(at) = last_item
-        && reads(&text[..at])
-        && !reads(&text[at..])
-        && cut_short(&text[at..])
+    torn.then_some(at)
+}
+
+/// Reads the ledger the way the next append will (bounded, a regular file,
+/// UTF-8), without writing: apply and revert call it before their first
+/// write to the host, so a ledger that cannot take the record stops them
+/// while nothing is changed. A torn last item is fine: the append repairs it.
+pub fn check(manifest_dir: &Path, host: &str) -> Result<(), ManifestError> {
+    let path = path_for(manifest_dir, host);
+    if let Some(dir) = path.parent()
+        && std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir())
     {
-        return Ok(Some(Text {
-            text,
-            torn_at: Some(at),
-        }));
+        return Err(ManifestError {
+            file: dir.to_path_buf(),
+            line: None,
+            field: None,
+            message: "not a directory: the ledger directory must be one".into(),
+        });
     }
-    Ok(Some(Text {
-        text,
-        torn_at: None,
-    }))
+    load(manifest_dir, host).map(drop)
 }
 
 fn torn_message(path: &Path, bytes: usize) -> String {

@@ -131,7 +131,7 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
 }
 
 pub fn revert_table(o: &RevertOutcome) -> String {
-    if o.restored == 0 {
+    if o.restored == 0 && o.left_alone.is_empty() && o.stale.is_empty() {
         return format!(
             "nothing to revert: the journal {} holds no values for these knobs\n",
             o.journal
@@ -144,6 +144,18 @@ pub fn revert_table(o: &RevertOutcome) -> String {
         for g in &k.changes {
             out += &diff(g);
         }
+    }
+    if !o.left_alone.is_empty() {
+        out += &format!(
+            "left alone (changed since hostknob wrote them): {}\n",
+            files(o.left_alone.len())
+        );
+    }
+    if !o.stale.is_empty() {
+        out += &format!(
+            "dropped as stale (written in another boot): {}\n",
+            files(o.stale.len())
+        );
     }
     out += &format!("\nrestored and read back {}", files(o.restored));
     if let Some(l) = &o.ledger {

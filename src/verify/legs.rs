@@ -46,8 +46,17 @@ impl Guard<'_, '_> {
 
     pub(super) fn restore(&mut self) -> Result<()> {
         let opts = Guard::LEG;
-        apply::revert_with(self.session, None, std::slice::from_ref(&self.id), &opts)
+        let o = apply::revert_with(self.session, None, std::slice::from_ref(&self.id), &opts)
             .map_err(|e: ApplyError| anyhow::anyhow!("{e}"))?;
+        if let Some(l) = o.left_alone.first() {
+            anyhow::bail!(
+                "{} was changed by someone else during the run ({} reads {:?}): left alone; `hostknob revert {} --force` restores it",
+                self.id,
+                l.path,
+                l.now.as_deref().unwrap_or("no file"),
+                self.id
+            );
+        }
         self.applied = false;
         Ok(())
     }

@@ -491,12 +491,9 @@ fn primary_metric(knob: &Knob) -> Metric {
 /// Refuses a knob with unreverted changes or already in effect: either
 /// would leave no `as found` leg to compare.
 fn check_verifiable(session: &Session, knob: &Knob) -> Result<()> {
-    if session
-        .journal()
-        .entries()?
-        .iter()
-        .any(|e| e.knob == knob.id)
-    {
+    let journaled = session.journal().entries()?;
+    apply::others_on_files(&journaled, knob, &session.ctx).map_err(|e| anyhow::anyhow!(e))?;
+    if journaled.iter().any(|e| e.knob == knob.id) {
         bail!(
             "{} has unreverted changes in the journal {}: run `hostknob revert {}` first, so that `as found` is the host's own state",
             knob.id,

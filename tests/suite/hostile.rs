@@ -125,8 +125,6 @@ fn the_state_directory_lock_and_journal_never_leave_the_root() {
         std::fs::create_dir_all(&inside).unwrap();
         std::fs::create_dir_all(root.join("outside-of-it/lib/hostknob")).unwrap();
         ok(&hk(&root, m.path(), &["apply", "thp"]));
-        ok(&hk(&root, m.path(), &["revert", "--all"]));
-        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "{how}");
         let journal_inside = match how {
             "absolute" => inside.join("journal.jsonl"),
             _ => root.join("outside-of-it/lib/hostknob/journal.jsonl"),
@@ -136,6 +134,10 @@ fn the_state_directory_lock_and_journal_never_leave_the_root() {
             "{how}: {}",
             journal_inside.display()
         );
+        ok(&hk(&root, m.path(), &["revert", "--all"]));
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "{how}");
+        // A full revert removes the journal (issue 20 item 17).
+        assert!(!journal_inside.exists(), "{how}");
     }
     // A lock that is a link to a file outside: refused, the file intact.
     let (_t, root) = vm();
@@ -151,8 +153,12 @@ fn the_state_directory_lock_and_journal_never_leave_the_root() {
     symlink(&victim, state(&root).join(".journal.jsonl.hostknob-new")).unwrap();
     symlink(&victim, state(&root).join("journal.jsonl.tmp")).unwrap();
     ok(&hk(&root, m.path(), &["revert", "--all"]));
-    let j = std::fs::symlink_metadata(state(&root).join("journal.jsonl")).unwrap();
-    assert!(j.file_type().is_file(), "the journal is a plain file");
+    // Emptied, the journal is removed (issue 20 item 17); never a link.
+    let j = std::fs::symlink_metadata(state(&root).join("journal.jsonl"));
+    assert!(
+        j.is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound),
+        "the journal is removed, not replaced by a link"
+    );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     // --state-dir climbing out lands inside.
     let (_t, root) = vm();

@@ -7,6 +7,8 @@ mod support;
 mod apply_corpus;
 mod apply_crash;
 mod apply_faults;
+mod apply_journal;
+mod apply_ledger;
 mod audit_status;
 mod cli;
 mod doc;

@@ -1,0 +1,257 @@
+//! Issue 20 items 4, 5, 17 and 25 (parts): revert never writes over what
+//! someone else changed, entries from another boot are stale, knobs that
+//! share a file each have their own entry, a full revert leaves no state,
+//! and a full state directory does not block revert.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::*;
+
+const GOV: (&str, &str) = (
+    "gov",
+    "persistence: runtime\nkind: cpufreq-governor\nset: performance\n",
+);
+const BOOT_ID: &str = "proc/sys/kernel/random/boot_id";
+
+fn code(o: &Output) -> Option<i32> {
+    o.status.code()
+}
+
+fn state(root: &Path) -> PathBuf {
+    root.join(STATE_DIR)
+}
+
+fn policy(root: &Path, n: usize) -> PathBuf {
+    root.join(format!(
+        "sys/devices/system/cpu/cpufreq/policy{n}/scaling_governor"
+    ))
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap().trim().to_string()
+}
+
+/// Item 4: `apply` the governor on spr1, one policy set to schedutil by
+/// hand (what tuned does): revert leaves it alone, names it and who runs,
+/// exits 1 and keeps it journaled; `--force` restores it. Item 17: then no
+/// journal and no lock stay behind.
+#[test]
+fn revert_leaves_a_governor_changed_by_hand_alone_on_spr1_and_force_restores_it() {
+    let (_t, root) = copy_host("spr1");
+    let pristine = tree(&root);
+    let m = knobs(&[GOV]);
+    let found = read(&policy(&root, 10));
+    ok(&run(&root, m.path(), &["apply", "gov"]));
+    let written = journal(&root);
+    assert!(written.iter().all(|e| {
+        e["written"] == "performance"
+            && e["seen"]
+                .as_str()
+                .is_some_and(|s| s.trim() == "performance")
+    }));
+    std::fs::write(policy(&root, 10), "schedutil\n").unwrap();
+    // tuned is running in the tree: it is named as the likely writer.
+    write_files(&root, &[("proc/4242/comm", "tuned\n")]);
+    let o = run(&root, m.path(), &["revert", "--all"]);
+    assert_eq!(code(&o), Some(1), "{}\n{}", out(&o), err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("policy10/scaling_governor no longer holds what hostknob wrote")
+            && e.contains("\"schedutil\"")
+            && e.contains("tuned is running (PID 4242)")
+            && e.contains("--force"),
+        "{e}"
+    );
+    assert_eq!(read(&policy(&root, 10)), "schedutil", "left alone");
+    assert_eq!(read(&policy(&root, 11)), found, "the others restored");
+    assert_eq!(journal_paths(&root).len(), 1, "it stays journaled");
+    // JSON says the same.
+    let o = run(&root, m.path(), &["--format", "json", "revert", "--all"]);
+    assert_eq!(code(&o), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(v["left_alone"][0]["now"], "schedutil", "{v:#}");
+    assert_eq!(v["left_alone"][0]["wrote"], "performance", "{v:#}");
+    let o = run(&root, m.path(), &["revert", "--all", "--force"]);
+    ok(&o);
+    std::fs::remove_dir_all(root.join("proc/4242")).unwrap();
+    assert_tree(&pristine, &root, "spr1 after revert --force");
+    let left: Vec<_> = std::fs::read_dir(state(&root))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "a full revert leaves no state: {left:?}");
+}
+
+/// Item 4: entries from another boot are stale: dropped and said, not
+/// written; an old journal (without written, seen, boot) still reverts.
+#[test]
+fn entries_from_another_boot_are_stale_and_old_journals_still_revert() {
+    let (_t, root) = copy_host("spr1");
+    write_files(&root, &[(BOOT_ID, "boot-one\n")]);
+    let m = knobs(&[GOV]);
+    ok(&run(&root, m.path(), &["apply", "gov"]));
+    assert!(journal(&root).iter().all(|e| e["boot"] == "boot-one"));
+    let applied = tree(&root);
+    write_files(&root, &[(BOOT_ID, "boot-two\n")]);
+    let o = run(&root, m.path(), &["revert", "--all"]);
+    ok(&o);
+    assert!(
+        err(&o).contains("gov: stale:") && err(&o).contains("another boot (boot-one)"),
+        "{}",
+        err(&o)
+    );
+    write_files(&root, &[(BOOT_ID, "boot-one\n")]);
+    assert_tree(&applied, &root, "stale entries are not written");
+    assert!(journal(&root).is_empty());
+
+    // An old journal: the same entries without the new fields.
+    let (_t, root) = copy_host("spr1");
+    let pristine = tree(&root);
+    ok(&run(&root, m.path(), &["apply", "gov"]));
+    let j = state(&root).join("journal.jsonl");
+    let old: String = journal(&root)
+        .into_iter()
+        .map(|mut e| {
+            for f in ["written", "seen", "boot"] {
+                e.as_object_mut().unwrap().remove(f);
+            }
+            format!("{e}\n")
+        })
+        .collect();
+    std::fs::write(&j, old).unwrap();
+    ok(&run(&root, m.path(), &["revert", "--all"]));
+    assert_tree(&pristine, &root, "an old journal reverts");
+}
+
+const SWAP_A: (&str, &str) = (
+    "swap-a",
+    "persistence: runtime\nkind: sysctl\ntarget: {name: vm.swappiness}\nset: 10\nverify: {probe: wakeup}\n",
+);
+const SWAP_B: (&str, &str) = (
+    "swap-b",
+    "persistence: runtime\nkind: sysctl\ntarget: {name: vm.swappiness}\nset: 20\nverify: {probe: wakeup}\n",
+);
+
+/// Item 5: two knobs on one file, applied one after the other, each have
+/// their own entry; reverting the first alone leaves the second's value
+/// (naming it); verify of the first is refused; revert --all restores in
+/// reverse order of the applies.
+#[test]
+fn knobs_sharing_a_file_each_keep_their_entry_and_revert_newest_first() {
+    let (_t, root) = vm();
+    let pristine = tree(&root);
+    let m = knobs(&[SWAP_A, SWAP_B]);
+    let swap = root.join("proc/sys/vm/swappiness");
+    let found = read(&swap);
+    ok(&run(&root, m.path(), &["apply", "swap-a"]));
+    ok(&run(&root, m.path(), &["apply", "swap-b"]));
+    let j = journal(&root);
+    assert_eq!(j.len(), 2, "{j:#?}");
+    assert_eq!(
+        (j[0]["knob"].as_str(), j[0]["before"].as_str()),
+        (Some("swap-a"), Some(found.as_str()))
+    );
+    assert_eq!(
+        (j[1]["knob"].as_str(), j[1]["before"].as_str()),
+        (Some("swap-b"), Some("10"))
+    );
+    let o = run(&root, m.path(), &["--host", "vm", "verify", "swap-a"]);
+    assert_eq!(code(&o), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("shares files with swap-b") && err(&o).contains("hostknob revert swap-b"),
+        "{}",
+        err(&o)
+    );
+    let o = run(&root, m.path(), &["revert", "swap-a"]);
+    assert_eq!(code(&o), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("changed by knob swap-b, applied after swap-a"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(read(&swap), "20");
+    ok(&run(&root, m.path(), &["revert", "--all"]));
+    assert_tree(&pristine, &root, "both reverted, newest first");
+    assert!(!state(&root).join("journal.jsonl").exists());
+    assert!(!state(&root).join("lock").exists());
+    // One at a time: the later first, then the earlier.
+    ok(&run(&root, m.path(), &["apply", "swap-a"]));
+    ok(&run(&root, m.path(), &["apply", "swap-b"]));
+    ok(&run(&root, m.path(), &["revert", "swap-b"]));
+    assert_eq!(read(&swap), "10");
+    assert_eq!(journal_paths(&root).len(), 1, "swap-a stays journaled");
+    assert!(
+        state(&root).join("lock").exists(),
+        "state stays while journaled"
+    );
+    ok(&run(&root, m.path(), &["revert", "swap-a"]));
+    assert_tree(&pristine, &root, "one at a time");
+}
+
+/// Item 25: a state directory with no space left does not stop revert
+/// (the lock's pid is not needed, the journal is removed, not rewritten).
+/// A tmpfs in a private mount namespace; skipped (said) where mounts are not allowed.
+#[test]
+fn revert_works_when_the_state_directory_is_full() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to mount a tmpfs");
+        return;
+    }
+    let (_t, root) = vm();
+    let m = knobs(&VM_KNOBS);
+    std::fs::create_dir_all(state(&root)).unwrap();
+    let before = tree(&root);
+    let script = format!(
+        "set -e; mount -t tmpfs -o size=1m tmpfs {sd}; \
+         {bin} --root {root} --manifest {m} apply thp swappiness >/dev/null && echo applied; \
+         cat /dev/zero > {sd}/filler 2>/dev/null || true; \
+         {bin} --root {root} --manifest {m} revert --all && echo reverted; \
+         ls -A {sd}; exit 0",
+        sd = state(&root).display(),
+        bin = bin(),
+        root = root.display(),
+        m = m.path().display()
+    );
+    let mut c = Command::new("unshare");
+    c.args(["-m", "--propagation", "private", "sh", "-c", &script]);
+    isolate(&mut c);
+    let o = c.output().unwrap();
+    if err(&o).contains("mount:") || err(&o).contains("unshare:") {
+        eprintln!("skipped: {}", err(&o));
+        return;
+    }
+    assert!(
+        out(&o).contains("applied") && out(&o).contains("reverted"),
+        "{}\n{}",
+        out(&o),
+        err(&o)
+    );
+    // Only the filler is left: no journal, no lock.
+    assert!(out(&o).trim_end().ends_with("filler"), "{}", out(&o));
+    assert_tree(&before, &root, "reverted on a full state directory");
+}
+
+/// Item 25: `revert --all --persisted` removes a persistence file although
+/// the journal holds nothing for the knob and the knob no longer plans here
+/// (its file is gone from the tree), and says so.
+#[test]
+fn revert_persisted_removes_the_file_with_nothing_journaled() {
+    let (_t, root) = vm();
+    let m = knobs(&[(
+        "thp",
+        "persistence: tmpfiles\nkind: thp\ntarget: {setting: defrag}\nset: never\n",
+    )]);
+    ok(&run(&root, m.path(), &["persist", "thp", "--install"]));
+    let conf = root.join("etc/tmpfiles.d/hostknob-thp.conf");
+    assert!(conf.is_file());
+    std::fs::remove_file(root.join("sys/kernel/mm/transparent_hugepage/defrag")).unwrap();
+    let o = run(&root, m.path(), &["revert", "--all", "--persisted"]);
+    ok(&o);
+    assert!(!conf.exists(), "{}", err(&o));
+    assert!(
+        err(&o).contains("thp: nothing in the journal to restore; removed its persistence file"),
+        "{}",
+        err(&o)
+    );
+}
