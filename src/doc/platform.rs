@@ -19,7 +19,10 @@ pub fn section(d: &DocInput) -> String {
     }
     let mut rows = Vec::new();
     for f in &p.facts {
-        let place = format!("{} [{}]", f.register, f.bits);
+        let place = match f.bits.as_str() {
+            "" => f.register.clone(),
+            bits => format!("{} [{bits}]", f.register),
+        };
         if let Some(why) = &f.unavailable {
             rows.push(vec![
                 f.label.clone(),
