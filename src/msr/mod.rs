@@ -111,14 +111,9 @@ impl<'r> Msrs<'r> {
                 .map_err(|e| open_error(&path_n, &e))?;
             check_regular(&path_n, fd.as_raw_fd())?;
         }
-        let file = self
-            .root
+        self.root
             .open_read(path)
-            .map_err(|e| open_error(&path_n, &e))?;
-        if self.index.is_some() {
-            check_regular(&path_n, file.as_raw_fd())?;
-        }
-        Ok(file)
+            .map_err(|e| open_error(&path_n, &e))
     }
 
     /// Messages name no CPU, so that CPUs alike group together.
