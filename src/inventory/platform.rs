@@ -26,6 +26,9 @@ pub struct Platform {
     pub model: Option<String>,
     /// Why no register could be read at all (`null` when they could).
     pub unavailable: Option<String>,
+    /// `null` when `unavailable`.
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<PlatformFact>>")]
     pub facts: Vec<PlatformFact>,
 }
 
@@ -40,6 +43,9 @@ pub struct PlatformFact {
     pub bits: String,
     /// Why this CPU has no such fact (`null` when it has).
     pub unavailable: Option<String>,
+    /// `null` when `unavailable`.
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<FactGroup>>")]
     pub groups: Vec<FactGroup>,
 }
 

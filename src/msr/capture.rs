@@ -8,18 +8,27 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{INDEX, Msrs, capture_offset, device, index_text, model::INVENTORY_REGISTERS};
+use super::{
+    INDEX, INDEX_HEADER, Msrs, UNAVAILABLE, capture_offset, device, index_text,
+    model::INVENTORY_REGISTERS,
+};
 use crate::root::Root;
 
-/// Copies [`INVENTORY_REGISTERS`] of `cpus` from `root` into `out`. Returns
-/// the number of files written (none when no register could be read: a
-/// register that faulted is left out, and the index says which were read).
+/// Copies [`INVENTORY_REGISTERS`] of `cpus` (those inventory opened) from
+/// `root` into `out`. Returns the number of files written: a register that
+/// faulted is left out, and the index says which were read; when none can be
+/// read at all, the index keeps the reason (CPU 0 stands in for the first
+/// online CPU when inventory opened none).
 pub fn mirror(root: &Root, out: &Path, cpus: &[u32]) -> Result<usize> {
-    let Some(&first) = cpus.first() else {
-        return Ok(0);
-    };
-    let Ok(msrs) = Msrs::open(root, first) else {
-        return Ok(0);
+    let idx = out.join(INDEX.trim_start_matches('/'));
+    let msrs = match Msrs::open(root, cpus.first().copied().unwrap_or(0)) {
+        Ok(m) => m,
+        Err(why) => {
+            std::fs::create_dir_all(idx.parent().unwrap())?;
+            std::fs::write(&idx, format!("{INDEX_HEADER}\n{UNAVAILABLE} {why}\n"))
+                .with_context(|| format!("writing {}", idx.display()))?;
+            return Ok(0);
+        }
     };
     let mut read: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     let mut files = 0;
@@ -48,7 +57,6 @@ pub fn mirror(root: &Root, out: &Path, cpus: &[u32]) -> Result<usize> {
         files += 1;
     }
     if files > 0 {
-        let idx = out.join(INDEX.trim_start_matches('/'));
         std::fs::write(&idx, index_text(&read))
             .with_context(|| format!("writing {}", idx.display()))?;
     }

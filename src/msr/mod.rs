@@ -28,6 +28,9 @@ pub const INDEX: &str = "/dev/cpu/msr-index";
 /// The first line of [`INDEX`].
 pub const INDEX_HEADER: &str = "# hostknob MSR capture: dev/cpu/N/msr holds each register listed here as 8 bytes, little-endian, at offset 8 x its address; lines are `<register> <CPU list>`";
 
+/// The index line of a capture whose source had no readable MSRs.
+pub const UNAVAILABLE: &str = "# unavailable at capture:";
+
 /// Where register `reg` is in a captured `dev/cpu/N/msr`.
 pub fn capture_offset(reg: u32) -> u64 {
     reg as u64 * 8
@@ -79,7 +82,14 @@ impl<'r> Msrs<'r> {
             }
             Err(e) => return Err(format!("{INDEX}: {e}")),
         };
-        parse_index(&text).map(|index| Msrs {
+        let index = parse_index(&text)?;
+        // A capture of a host whose registers could not be read keeps the reason.
+        if index.is_empty()
+            && let Some(why) = text.lines().find_map(|l| l.strip_prefix(UNAVAILABLE))
+        {
+            return Err(why.trim().to_string());
+        }
+        Ok(Msrs {
             root,
             index: Some(index),
         })
