@@ -496,3 +496,45 @@ fn capture_records_the_registers_inventory_reads() {
         "the capture reads back the same"
     );
 }
+
+/// A device node in a tree is never opened (it could be a live device):
+/// `/dev/null`'s numbers stand in for the msr driver's.
+#[test]
+fn a_device_node_in_a_tree_is_refused_not_read() {
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: mknod needs root");
+        return;
+    }
+    let (_tmp, tree) = copy_host("adl0");
+    let node = tree.join("dev/cpu/3/msr");
+    std::fs::remove_file(&node).unwrap();
+    let st = std::process::Command::new("mknod")
+        .arg(&node)
+        .args(["c", "1", "3"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let p = platform(&tree);
+    let c1e = p["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "c1e")
+        .unwrap()
+        .clone();
+    let bad = c1e["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["cpus"] == "3")
+        .unwrap_or_else(|| panic!("CPU 3 in a group of its own: {c1e}"))
+        .clone();
+    assert!(bad["value"].is_null(), "{bad}");
+    assert!(
+        bad["unavailable"]
+            .as_str()
+            .unwrap()
+            .contains("not a regular file"),
+        "{bad}"
+    );
+}
