@@ -48,11 +48,17 @@ pub fn mirror_recorded(root: &Root, out: &Path, host: Option<&str>) -> Result<Ca
         skipped: Vec::new(),
     };
     let recorded = root.recorded();
+    let mut msr_cpus = Vec::new();
     let ticker = crate::progress::Ticker::start("capture", Some(recorded.len() as u64), || {});
     for (path, access) in recorded {
         ticker.tick();
         if access == Access::Denied {
             report.skipped.push(path);
+            continue;
+        }
+        // MSR devices become sparse files of the registers read (crate::msr).
+        if let Some(cpu) = msr_cpu(&path) {
+            msr_cpus.push(cpu);
             continue;
         }
         let follow_last = access != Access::Link;
@@ -65,6 +71,7 @@ pub fn mirror_recorded(root: &Root, out: &Path, host: Option<&str>) -> Result<Ca
             Err(e) => return Err(e.context(format!("capturing {path}"))),
         }
     }
+    report.files += crate::msr::capture::mirror(root, out, &msr_cpus)?;
     let meta = Metadata {
         host,
         captured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
@@ -77,6 +84,14 @@ pub fn mirror_recorded(root: &Root, out: &Path, host: Option<&str>) -> Result<Ca
     fs::write(out.join(METADATA_FILE), serde_yaml::to_string(&meta)?)
         .with_context(|| format!("writing {}", out.join(METADATA_FILE).display()))?;
     Ok(report)
+}
+
+/// N of `/dev/cpu/N/msr`.
+fn msr_cpu(path: &str) -> Option<u32> {
+    path.strip_prefix("/dev/cpu/")?
+        .strip_suffix("/msr")?
+        .parse()
+        .ok()
 }
 
 fn no_value(e: &std::io::Error) -> bool {

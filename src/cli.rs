@@ -75,6 +75,7 @@ pub enum Section {
     Network,
     #[value(name = "pm_qos", alias = "pm-qos")]
     PmQos,
+    Platform,
     Processes,
 }
 

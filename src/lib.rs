@@ -17,6 +17,7 @@ pub mod inventory;
 pub(crate) mod journal;
 pub mod knob;
 pub mod manifest;
+pub mod msr;
 pub mod name;
 pub(crate) mod persist;
 pub mod probe;

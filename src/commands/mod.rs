@@ -160,6 +160,7 @@ impl From<cli::Section> for crate::inventory::Section {
             cli::Section::Vulnerabilities => S::Vulnerabilities,
             cli::Section::Network => S::Network,
             cli::Section::PmQos => S::PmQos,
+            cli::Section::Platform => S::Platform,
             cli::Section::Processes => S::Processes,
         }
     }

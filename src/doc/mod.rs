@@ -7,6 +7,7 @@
 //! starting with [`GENERATED_PREFIX`] carries the time; `--check` ignores it.
 
 pub mod knobs;
+mod platform;
 pub mod settings;
 
 use std::fmt::Write;
@@ -68,12 +69,13 @@ fn sibling_pattern(lists: &[CpuList]) -> Option<String> {
 
 /// The document: one function per section, in order.
 pub fn render(d: &DocInput) -> String {
-    let sections: [fn(&DocInput) -> String; 12] = [
+    let sections: [fn(&DocInput) -> String; 13] = [
         title,
         cpu_layout,
         caches,
         frequencies,
         idle_states,
+        platform::section,
         memory,
         kernel,
         partitioning,

@@ -7,9 +7,9 @@ use std::sync::{Mutex, OnceLock};
 
 use super::par::{self, Shared, in_order};
 use super::{
-    Cache, Cpu, Frequency, Host, Idle, Interface, Inventory, Memory, Notes, Numa, PmQos, Process,
-    Reader, SCHEMA_VERSION, Section, cache, cpu, cpufreq, cpuidle, host, memory, network,
-    pm_qos_request, processes,
+    Cache, Cpu, Frequency, Host, Idle, Interface, Inventory, Memory, Notes, Numa, Platform, PmQos,
+    Process, Reader, SCHEMA_VERSION, Section, cache, cpu, cpufreq, cpuidle, host, memory, network,
+    platform, pm_qos_request, processes,
 };
 use crate::cpulist::CpuList;
 use crate::root::Root;
@@ -38,7 +38,7 @@ pub fn collect_then<R: Send>(
     early: &(dyn Fn(&mut Inventory) -> R + Sync),
 ) -> anyhow::Result<(Inventory, R)> {
     let want = |s: Section| s.wanted(only);
-    let ctx: [Reader; 10] = std::array::from_fn(|_| Reader::new(root));
+    let ctx: [Reader; 11] = std::array::from_fn(|_| Reader::new(root));
     let [
         host_ctx,
         cpu_ctx,
@@ -49,6 +49,7 @@ pub fn collect_then<R: Send>(
         vulns_ctx,
         net_ctx,
         qos_ctx,
+        platform_ctx,
         procs_ctx,
     ] = &ctx;
     let p = Parts::default();
@@ -61,7 +62,7 @@ pub fn collect_then<R: Send>(
         Some(l) => Some(l.clone()),
         None => p.cpu_online.wait().clone(),
     };
-    let jobs: [&(dyn Fn() + Sync); 11] = [
+    let jobs: [&(dyn Fn() + Sync); 12] = [
         // Listing /proc first: once it is done, both threads can share the table.
         &|| {
             if want(Section::Processes)
@@ -119,6 +120,13 @@ pub fn collect_then<R: Send>(
             }
         },
         &|| p.pm_qos.put(pm_qos_request(qos_ctx)),
+        &|| {
+            if want(Section::Platform)
+                && let Some(online) = online()
+            {
+                p.platform.put(platform::read(platform_ctx, &online));
+            }
+        },
     ];
     // Jobs are taken in order, and a job waits only on earlier ones.
     let next = AtomicUsize::new(0);
@@ -128,7 +136,7 @@ pub fn collect_then<R: Send>(
         while let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
             job();
             if finished.fetch_add(1, Ordering::AcqRel) + 1 == jobs.len() {
-                let inv = p.assemble(&ctx[..9]).map(|mut inv| {
+                let inv = p.assemble(&ctx[..10]).map(|mut inv| {
                     let r = early(&mut inv);
                     (inv, r)
                 });
@@ -149,7 +157,7 @@ pub fn collect_then<R: Send>(
         .expect("the last job put the parts together")?;
     inv.processes = table.into_inner().flatten().and_then(|t| {
         let all: Vec<Option<Process>> = in_order(t.pids().len(), found);
-        processes::summarize(&ctx[9], all.into_iter().flatten().collect())
+        processes::summarize(&ctx[10], all.into_iter().flatten().collect())
     });
     let [.., procs_ctx] = ctx;
     add_notes(&mut inv, procs_ctx.finish());
@@ -206,6 +214,7 @@ struct Parts {
     vulnerabilities: Slot<BTreeMap<String, String>>,
     network: Slot<Vec<Interface>>,
     pm_qos: Slot<Option<i64>>,
+    platform: Slot<Platform>,
 }
 
 impl Parts {
@@ -227,6 +236,7 @@ impl Parts {
             pm_qos: PmQos {
                 cpu_dma_latency_us: self.pm_qos.take().flatten(),
             },
+            platform: self.platform.take(),
             processes: None,
             not_exposed: Vec::new(),
             warnings: Vec::new(),

@@ -17,6 +17,7 @@ mod idle_states;
 mod memory;
 mod network;
 mod par;
+mod platform;
 mod pm_qos;
 mod processes;
 
@@ -42,6 +43,7 @@ pub use idle_states::{
 pub use memory::{HugePages, Memory, Numa, NumaNode, ThpSize, thp_size_dirs};
 pub use network::{Interface, Irq};
 pub use par::{Shared, affinity_words, in_order, par_map};
+pub use platform::{FactGroup, Platform, PlatformFact, prefetchers};
 pub use pm_qos::{
     PM_QOS_DEVICE, parse_pm_qos_request, read_cpu_dma_latency, resume_latency_path, resume_limit_us,
 };
@@ -71,6 +73,9 @@ pub struct Inventory {
     #[schemars(with = "Option<Vec<Interface>>")]
     pub network: Vec<Interface>,
     pub pm_qos: PmQos,
+    /// Power facts from MSRs; `null` when the section was not asked for.
+    #[serde(default)]
+    pub platform: Option<Platform>,
     pub processes: Option<Processes>,
     pub not_exposed: Vec<NotExposed>,
     pub warnings: Vec<String>,
@@ -346,6 +351,7 @@ pub enum Section {
     Vulnerabilities,
     Network,
     PmQos,
+    Platform,
     Processes,
 }
 
@@ -367,6 +373,7 @@ impl Section {
             Section::Vulnerabilities => "vulnerabilities",
             Section::Network => "network",
             Section::PmQos => "pm_qos",
+            Section::Platform => "platform",
             Section::Processes => "processes",
         }
     }

@@ -43,7 +43,7 @@ type SectionFn = fn(&Inventory, Want) -> String;
 /// rendered while the table is still being read.
 pub fn render_head(inv: &Inventory, only: &[Section]) -> String {
     let want = |s: Section| s.wanted(only);
-    let sections: [(bool, SectionFn); 8] = [
+    let sections: [(bool, SectionFn); 9] = [
         (want(Section::Host), host),
         (want(Section::Cpu), cpu),
         (want(Section::Caches), caches),
@@ -52,6 +52,7 @@ pub fn render_head(inv: &Inventory, only: &[Section]) -> String {
         (want(Section::Memory) || want(Section::Numa), memory),
         (want(Section::Vulnerabilities), vulnerabilities),
         (want(Section::Network), network),
+        (want(Section::Platform), platform),
     ];
     render_sections(inv, &want, &sections)
 }
@@ -494,4 +495,59 @@ fn not_exposed(inv: &Inventory, _: Want) -> String {
         );
     }
     out
+}
+
+/// `not exposed: why`: what a register that could not be read shows.
+fn unread(why: &str) -> String {
+    format!("{NOT_EXPOSED}: {why}")
+}
+
+fn platform(inv: &Inventory, _: Want) -> String {
+    const TITLE: &str = "Platform power (MSRs)";
+    let Some(p) = &inv.platform else {
+        return String::new();
+    };
+    if let Some(why) = &p.unavailable {
+        return facts(TITLE, &[("MSRs".into(), unread(why))]);
+    }
+    let rows = p
+        .facts
+        .iter()
+        .map(|f| {
+            let place = if f.bits.is_empty() {
+                f.register.clone()
+            } else if f.bits.contains(':') || f.bits.contains(',') {
+                format!("{} bits {}", f.register, f.bits)
+            } else {
+                format!("{} bit {}", f.register, f.bits)
+            };
+            let (values, commands) = match &f.unavailable {
+                Some(why) => (unread(why), "-".to_string()),
+                None => {
+                    let one = f.groups.len() == 1;
+                    let value = |g: &crate::inventory::FactGroup| {
+                        let v = match (&g.value, &g.unavailable) {
+                            (Some(v), _) => v.clone(),
+                            (None, why) => unread(why.as_deref().unwrap_or("unread")),
+                        };
+                        if one { v } else { format!("{}: {v}", g.cpus) }
+                    };
+                    (
+                        f.groups.iter().map(value).collect::<Vec<_>>().join("\n"),
+                        f.groups
+                            .iter()
+                            .map(|g| g.command.clone())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    )
+                }
+            };
+            vec![f.label.clone(), place, values, commands]
+        })
+        .collect();
+    let title = match &p.model {
+        Some(m) => format!("{TITLE}, model {m}"),
+        None => TITLE.to_string(),
+    };
+    grid(&title, &["fact", "register", "value", "read with"], rows)
 }

@@ -24,6 +24,7 @@ mod inventory_corpus;
 mod inventory_gaps;
 mod inventory_hwloc;
 mod inventory_live;
+mod inventory_msr;
 mod inventory_sections;
 mod inventory_sysinfo;
 mod kernel_rules;

@@ -81,8 +81,14 @@ pub fn corpus_host(name: &str) -> PathBuf {
         .parent()
         .expect("the target directory")
         .join("corpus");
+    // pepc's MSR dump of the host, if any, is part of the tree (support::msr).
+    let msr_bytes = std::fs::read(super::msr::msr_dump_path(name)).unwrap_or_default();
+    let key = match msr_bytes.is_empty() {
+        true => fnv64(&bytes),
+        false => fnv64(&bytes) ^ fnv64(&msr_bytes).rotate_left(1),
+    };
     // `-m`: the layout with the capture metadata below.
-    let dest = cache.join(format!("{name}-{:016x}-m", fnv64(&bytes)));
+    let dest = cache.join(format!("{name}-{key:016x}-m"));
     let tree = dest.join(name);
     if tree.is_dir() {
         return tree;
@@ -111,6 +117,9 @@ pub fn corpus_host(name: &str) -> PathBuf {
     let meta = tmp.path().join(name).join("hostknob-capture.yaml");
     if !meta.exists() {
         std::fs::write(&meta, format!("host: {name}\n")).unwrap();
+    }
+    if let Some(dump) = super::msr::msr_dump(name) {
+        super::msr::materialize_msrs(&tmp.path().join(name), &dump);
     }
     let tmp = tmp.keep();
     if std::fs::rename(&tmp, &dest).is_err() {

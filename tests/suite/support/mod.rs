@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod corpus;
 pub mod manifest;
+pub mod msr;
 pub mod probe;
 pub mod run;
 pub mod tree;
@@ -14,6 +15,7 @@ pub mod tree;
 pub use apply::*;
 pub use corpus::*;
 pub use manifest::*;
+pub use msr::*;
 pub use probe::*;
 pub use run::*;
 pub use tree::*;
