@@ -243,7 +243,12 @@ fn revert_persisted_removes_the_file_with_nothing_journaled() {
         "persistence: tmpfiles\nkind: thp\ntarget: {setting: defrag}\nset: never\n",
     )]);
     ok(&run(&root, m.path(), &["persist", "thp", "--install"]));
-    let conf = root.join("etc/tmpfiles.d/hostknob-thp.conf");
+    // Named by its write phase (hostknob-NN-thp.conf).
+    let conf = std::fs::read_dir(root.join("etc/tmpfiles.d"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("-thp.conf"))
+        .expect("persist --install wrote the knob's tmpfiles file");
     assert!(conf.is_file());
     std::fs::remove_file(root.join("sys/kernel/mm/transparent_hugepage/defrag")).unwrap();
     let o = run(&root, m.path(), &["revert", "--all", "--persisted"]);
