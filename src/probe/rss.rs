@@ -160,7 +160,8 @@ impl Reader<'_> {
         }))
     }
 
-    /// Samples from now for `duration`; stops early (`false`) if the process ends.
+    /// Samples from now for `duration`; stops early (`false`) if the process
+    /// ends or the run is cancelled (Ctrl-C).
     fn window(&mut self, duration: Duration) -> Result<(Vec<MemSample>, bool)> {
         let start = now_ns();
         let ticks = (duration.as_nanos() / TICK.as_nanos()) as u64;
@@ -171,7 +172,9 @@ impl Reader<'_> {
             let due = start + k * TICK.as_nanos() as u64;
             let now = now_ns();
             if due > now {
-                super::interrupt::sleep(Duration::from_nanos(due - now))?;
+                if !super::go_on(super::interrupt::sleep(Duration::from_nanos(due - now)))? {
+                    return Ok((out, false));
+                }
             }
             ticker.tick();
             let t_ms = ((now_ns() - start) / 1_000_000) as i64;
@@ -192,8 +195,12 @@ pub struct PidResult {
     pub duration_s: f64,
     pub decay: Option<Decay>,
     pub series: Vec<MemSample>,
+    /// True when the process ended, or a signal (Ctrl-C) stopped the run,
+    /// before `duration_s`.
     pub partial: bool,
     pub note: Option<String>,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`); null: none did.
+    pub interrupted: Option<String>,
 }
 
 /// Samples process `pid` for `duration`.
@@ -210,7 +217,12 @@ pub fn run_pid(root: &Root, pid: i32, duration: Duration) -> Result<PidResult> {
     if series.is_empty() {
         bail!("{flag}: the process has no memory to sample (a kernel thread, or it exited)");
     }
-    let note = (!complete).then(|| {
+    let interrupted = if complete {
+        None
+    } else {
+        super::interrupted_by()
+    };
+    let note = (!complete && interrupted.is_none()).then(|| {
         format!(
             "{flag}: process {pid} exited after {:.1} s of {} s; the result is partial",
             series.last().unwrap().t_ms as f64 / 1000.0,
@@ -224,8 +236,9 @@ pub fn run_pid(root: &Root, pid: i32, duration: Duration) -> Result<PidResult> {
         duration_s: duration.as_secs_f64(),
         decay: Some(Decay::of(&series, None, None)),
         series,
-        partial: note.is_some(),
+        partial: !complete,
         note,
+        interrupted,
     })
 }
 
@@ -341,12 +354,17 @@ pub fn run_self_burst_in_helper(opts: &BurstOptions) -> Result<SelfBurstResult> 
     if !status.success() {
         bail!("--self-burst: {HELPER} failed ({status})");
     }
-    serde_json::from_slice(&out).with_context(|| format!("--self-burst: {HELPER} printed no result"))
+    serde_json::from_slice(&out)
+        .with_context(|| format!("--self-burst: {HELPER} printed no result"))
 }
 
 /// Runs both legs in this process, whose global allocator must be jemalloc
 /// (`je`): the burst is plain heap allocations.
-pub fn run_self_burst(root: &Root, opts: &BurstOptions, je: &dyn Jemalloc) -> Result<SelfBurstResult> {
+pub fn run_self_burst(
+    root: &Root,
+    opts: &BurstOptions,
+    je: &dyn Jemalloc,
+) -> Result<SelfBurstResult> {
     if opts.threads == 0 || opts.mib == 0 {
         bail!("--burst-mib and --threads must be at least 1");
     }
@@ -440,6 +458,8 @@ fn leg(
             let counts: Vec<(u64, u64)> = workers.into_iter().map(|h| h.join().unwrap()).collect();
             let peak = peak?.ok_or_else(gone)?;
             let (series, _) = window?;
+            // A cut-short leg is not reported (the helper's caller says so).
+            super::check_cancelled()?;
             Ok((peak, t_peak, t_window, allocated_peak?, series, counts))
         })?;
     if series.is_empty() {

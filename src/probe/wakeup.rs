@@ -55,6 +55,11 @@ pub struct WakeupResult {
     pub duration_ms: u64,
     /// What makes the result less than it seems (e.g. a sleeper CPU that was busy).
     pub warnings: Vec<String>,
+    /// True when a signal (Ctrl-C) stopped the run before its last sample:
+    /// the numbers are from the `samples` taken, of `settings.samples`.
+    pub partial: bool,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`); null: it completed.
+    pub interrupted: Option<String>,
     #[serde(skip)]
     pub raw: Vec<Sample>,
 }
@@ -200,6 +205,10 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                         .context("the sleeper's blocking call failed")?;
                     let t1 = now_ns();
                     if failed.load(Ordering::Acquire) {
+                        if super::cancelled() {
+                            // Ctrl-C: the waker stopped between samples.
+                            break;
+                        }
                         bail!("stopped");
                     }
                     lat.push(t1.saturating_sub(t0.load(Ordering::Acquire)));
@@ -227,7 +236,12 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                 let mut before = counters.read("usage")?;
                 for i in 0..n {
                     let gap = opts.gaps.gap_ns(i);
-                    super::interrupt::sleep(Duration::from_nanos(gap))?;
+                    if !super::go_on(super::interrupt::sleep(Duration::from_nanos(gap)))? {
+                        // Ctrl-C: release the sleeper, keep the samples taken.
+                        failed.store(true, Ordering::Release);
+                        let _ = channel.wake();
+                        break;
+                    }
                     t0.store(now_ns(), Ordering::Release);
                     channel.wake().context("the wake call failed")?;
                     wait_for(&done, i as u32 + 1, Duration::from_secs(5), &failed)?;
@@ -280,7 +294,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         states,
         (&usage_before, &usage_after),
         (&time_before, &time_after),
-        n,
+        raw.len().max(1),
     );
     let by_deepest_state = by_deepest_state(&raw, &idle_states);
     let warnings = if states.is_empty() {
@@ -288,6 +302,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
     } else {
         busy_warning(&raw, sleeper_cpu).into_iter().collect()
     };
+    let interrupted = (raw.len() < n).then(super::interrupted_by).flatten();
     Ok(WakeupResult {
         probe: super::Probe::Wakeup.as_str().into(),
         latency: Latency::from_ns(&latencies)?,
@@ -306,6 +321,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         by_deepest_state,
         duration_ms,
         warnings,
+        partial: interrupted.is_some(),
+        interrupted,
         raw,
     })
 }
@@ -384,10 +401,10 @@ fn by_deepest_state(raw: &[Sample], states: &[IdleStateDelta]) -> Vec<StateLaten
         .collect()
 }
 
-
 /// What `verify` compares of a run.
 impl super::latency::IntoLatencyRun for WakeupResult {
     fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
+        super::refuse_partial(&self.interrupted)?;
         Ok(super::latency::LatencyRun {
             samples_ns: self.raw.iter().map(|s| s.latency_ns).collect(),
             settings: serde_json::to_value(&self.settings)?,
