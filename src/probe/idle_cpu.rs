@@ -169,7 +169,11 @@ pub fn run(root: &Root, opts: &Options) -> Result<IdleCpuResult> {
             break;
         };
         if !super::go_on(super::interrupt::sleep(opts.window))? {
-            // Ctrl-C: the window under way is incomplete and left out.
+            // Ctrl-C: the window under way is incomplete and left out;
+            // with none complete there is nothing to report.
+            if windows.is_empty() {
+                super::check_cancelled()?;
+            }
             interrupted = super::interrupted_by();
             break;
         }
