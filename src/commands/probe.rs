@@ -36,7 +36,7 @@ pub fn run(args: &ProbeArgs) -> Result<i32> {
         Err(_) if probe::cancelled() => {
             let sig = probe::interrupt::signal().unwrap_or(libc::SIGINT);
             eprintln!(
-                "hostknob: probe {}: interrupted by {} before the first sample: nothing is reported; PM QoS, if it was held, is released",
+                "hostknob: probe {}: interrupted by {}: nothing is reported (no sample was complete, or the run failed as it stopped); PM QoS, if it was held, is released",
                 name(&args.probe),
                 nix::sys::signal::Signal::try_from(sig).map_or("a signal", |s| s.as_str()),
             );
