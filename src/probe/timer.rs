@@ -208,3 +208,36 @@ impl super::latency::IntoLatencyRun for TimerResult {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::latency::IntoLatencyRun;
+
+    /// `verify` reports complete rounds only: a run a signal cut short
+    /// (printed by `probe` as partial) is refused as a leg.
+    #[test]
+    fn verify_refuses_a_run_a_signal_cut_short() {
+        let root = Root::open(std::path::Path::new("/")).unwrap();
+        let opts = Options {
+            interval: Duration::from_millis(1),
+            loops: 5,
+            cpu: None,
+            priority: None,
+            mlock: false,
+            pmqos_us: None,
+        };
+        let complete = run(&root, &opts).unwrap();
+        assert!(!complete.partial && complete.interrupted.is_none());
+        let mut cut = complete.clone();
+        let run = complete.into_latency_run().unwrap();
+        assert_eq!(run.samples_ns.len(), 5);
+        cut.partial = true;
+        cut.interrupted = Some("SIGINT".into());
+        let e = cut
+            .into_latency_run()
+            .err()
+            .expect("a partial leg is refused");
+        assert_eq!(e.to_string(), "interrupted by SIGINT");
+    }
+}
