@@ -266,13 +266,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         });
         let w = waker.join().expect("waker thread panicked");
         let l = sleeper.join().expect("sleeper thread panicked");
-        // The first real failure explains the other thread's "stopped".
-        match (l, w) {
-            (Ok(l), Ok(w)) => Ok((l, w)),
-            (Err(e), Ok(_)) => Err(e),
-            (Ok(_), Err(e)) => Err(e),
-            (Err(le), Err(we)) => Err(if le.to_string() == "stopped" { we } else { le }),
-        }
+        both(l, w)
     })?;
     let duration_ms = (now_ns() - start) / 1_000_000;
     let usage_after = counters.read("usage")?;
@@ -281,15 +275,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
     drop(hold);
 
     let (overhead, per_gap) = waker;
-    let raw: Vec<Sample> = latencies
-        .iter()
-        .zip(per_gap)
-        .map(|(&latency_ns, (gap_ns, entries))| Sample {
-            gap_ns,
-            latency_ns,
-            entries,
-        })
-        .collect();
+    let raw = zip_samples(&latencies, per_gap);
     let idle_states = state_deltas(
         states,
         (&usage_before, &usage_after),
@@ -325,6 +311,30 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         interrupted,
         raw,
     })
+}
+
+/// Both threads' results; the first real failure explains the other
+/// thread's "stopped".
+fn both<L, W>(l: Result<L>, w: Result<W>) -> Result<(L, W)> {
+    match (l, w) {
+        (Ok(l), Ok(w)) => Ok((l, w)),
+        (Err(e), Ok(_)) => Err(e),
+        (Ok(_), Err(e)) => Err(e),
+        (Err(le), Err(we)) => Err(if le.to_string() == "stopped" { we } else { le }),
+    }
+}
+
+/// Each sample with its gap and the idle-state entries counted over it.
+fn zip_samples(latencies: &[u64], per_gap: Vec<GapEntries>) -> Vec<Sample> {
+    latencies
+        .iter()
+        .zip(per_gap)
+        .map(|(&latency_ns, (gap_ns, entries))| Sample {
+            gap_ns,
+            latency_ns,
+            entries,
+        })
+        .collect()
 }
 
 /// Each idle state's entries and residency over the run.
