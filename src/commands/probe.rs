@@ -151,7 +151,9 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
                     });
                     stats::write_csv(p, &RSS_HEADER, rows)?;
                 }
-                emit(g, &r, render::probe::rss_self)
+                emit(g, &r, render::probe::rss_self)?;
+                let taken = format!("{} of 2 legs", r.legs.len());
+                finish("rss", r.interrupted.as_deref(), &taken)
             } else {
                 let pid = a.pid.expect("clap requires --pid or --self-burst");
                 let r = rss::run_pid(&root, pid, a.duration)?;

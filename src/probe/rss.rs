@@ -259,6 +259,11 @@ pub struct SelfBurstResult {
     pub legs: Vec<BurstLeg>,
     /// The value found at start, written back at the end (and read back).
     pub background_thread_restored: bool,
+    /// True when a signal (Ctrl-C) stopped the run before both legs' idle
+    /// windows ended: the last leg's series (and decay) stops where it was cut.
+    pub partial: bool,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`); null: it completed.
+    pub interrupted: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -348,7 +353,8 @@ pub fn run_self_burst_in_helper(opts: &BurstOptions) -> Result<SelfBurstResult> 
         std::thread::sleep(Duration::from_millis(20));
     };
     let out = reader.join().expect("reader thread")?;
-    if super::cancelled() {
+    // Cut short, the helper prints the legs it has (marked) and exits 0.
+    if super::cancelled() && !status.success() {
         bail!("interrupted");
     }
     if !status.success() {
@@ -374,12 +380,16 @@ pub fn run_self_burst(
     let outcome = (|| -> Result<()> {
         for on in [false, true] {
             legs.push(leg(root, pid, on, opts, je)?);
+            if super::cancelled() {
+                break;
+            }
         }
         Ok(())
     })();
     let restored = je.set_background_thread(original);
     outcome?;
     let restored = restored?;
+    let interrupted = super::interrupted_by();
     Ok(SelfBurstResult {
         probe: super::Probe::Rss.as_str().into(),
         mode: "self-burst".into(),
@@ -395,6 +405,8 @@ pub fn run_self_burst(
         },
         legs,
         background_thread_restored: restored,
+        partial: interrupted.is_some(),
+        interrupted,
     })
 }
 
@@ -457,9 +469,8 @@ fn leg(
             barrier.wait();
             let counts: Vec<(u64, u64)> = workers.into_iter().map(|h| h.join().unwrap()).collect();
             let peak = peak?.ok_or_else(gone)?;
+            // Cut short (Ctrl-C), the series stops where it was.
             let (series, _) = window?;
-            // A cut-short leg is not reported (the helper's caller says so).
-            super::check_cancelled()?;
             Ok((peak, t_peak, t_window, allocated_peak?, series, counts))
         })?;
     if series.is_empty() {

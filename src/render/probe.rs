@@ -415,7 +415,17 @@ pub fn rss_self(r: &SelfBurstResult) -> String {
             r.background_thread_restored.to_string(),
         ),
     ];
-    let mut out = facts("RSS self-burst (corrected = rss - lazyfree)", &rows);
+    let last = r.legs.last().and_then(|l| l.series.last());
+    let mut out = cut_short(
+        r.interrupted.as_deref(),
+        &format!(
+            "{} of 2 legs, the last at {:.1}",
+            r.legs.len(),
+            last.map_or(0.0, |m| m.t_ms as f64 / 1000.0)
+        ),
+        &format!("{} s", s.duration_s),
+    );
+    out += &facts("RSS self-burst (corrected = rss - lazyfree)", &rows);
     for l in &r.legs {
         out += &decay(
             &format!(

@@ -85,19 +85,6 @@ fn ctrl_c_stops_a_probe_in_a_long_idle_gap() {
             "idle-cpu",
             &["probe", "idle-cpu", "--pid", &me, "--window", "10s"],
         ),
-        // Run by hostknob-jemalloc, which the signal is passed on to.
-        (
-            "rss",
-            &[
-                "probe",
-                "rss",
-                "--self-burst",
-                "--burst-mib",
-                "8",
-                "--duration",
-                "10s",
-            ],
-        ),
     ] {
         let (code, out, err, took) = interrupt(args);
         assert_eq!(code, Some(130), "{name}: {err}");
@@ -113,6 +100,39 @@ fn ctrl_c_stops_a_probe_in_a_long_idle_gap() {
         );
         assert!(out.is_empty(), "{name}: printed a result: {out}");
     }
+    // Run by hostknob-jemalloc, which the signal is passed on to: it prints
+    // the leg under way, cut short, and hostknob passes it on marked partial.
+    let (code, out, err, took) = interrupt(&[
+        "probe",
+        "rss",
+        "--self-burst",
+        "--burst-mib",
+        "8",
+        "--duration",
+        "10s",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(took < Duration::from_secs(1), "ended {took:?} after SIGINT");
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(
+        (&v["partial"], &v["interrupted"]),
+        (&true.into(), &"SIGINT".into()),
+        "{v}"
+    );
+    let legs = v["legs"].as_array().unwrap();
+    assert_eq!(legs.len(), 1, "the second leg never started: {v}");
+    let series = legs[0]["series"].as_array().unwrap();
+    assert!(
+        !series.is_empty() && series.last().unwrap()["t_ms"].as_i64().unwrap() < 10_000,
+        "{v}"
+    );
+    assert!(
+        err.contains("probe rss: interrupted by SIGINT after 1 of 2 legs"),
+        "{err}"
+    );
     // The helper this test started (its arguments are this test's) is gone.
     std::thread::sleep(Duration::from_millis(200));
     let left: Vec<String> = std::fs::read_dir("/proc")
