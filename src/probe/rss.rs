@@ -171,10 +171,9 @@ impl Reader<'_> {
         for k in 0..=ticks {
             let due = start + k * TICK.as_nanos() as u64;
             let now = now_ns();
-            if due > now {
-                if !super::go_on(super::interrupt::sleep(Duration::from_nanos(due - now)))? {
-                    return Ok((out, false));
-                }
+            if due > now && !super::go_on(super::interrupt::sleep(Duration::from_nanos(due - now)))?
+            {
+                return Ok((out, false));
             }
             ticker.tick();
             let t_ms = ((now_ns() - start) / 1_000_000) as i64;
