@@ -36,7 +36,7 @@ pub fn run(args: &ProbeArgs) -> Result<i32> {
         Err(_) if probe::cancelled() => {
             let sig = probe::interrupt::signal().unwrap_or(libc::SIGINT);
             eprintln!(
-                "hostknob: probe {}: interrupted by {} before the last sample: nothing is reported; PM QoS, if it was held, is released",
+                "hostknob: probe {}: interrupted by {}: nothing is reported (no sample was complete, or the run failed as it stopped); PM QoS, if it was held, is released",
                 name(&args.probe),
                 nix::sys::signal::Signal::try_from(sig).map_or("a signal", |s| s.as_str()),
             );
@@ -74,7 +74,12 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
             }
             let samples: Vec<u64> = r.raw.iter().map(|s| s.latency_ns).collect();
             plot(&a.common, &format!("{host}: wakeup latency"), &samples)?;
-            emit(g, &r, render::probe::wakeup)
+            emit(g, &r, render::probe::wakeup)?;
+            let taken = format!(
+                "{} of {} samples",
+                r.latency.summary.samples, r.settings.samples
+            );
+            finish("wakeup", r.interrupted.as_deref(), &taken)
         }
         ProbeCommand::Timer(a) => {
             let r = timer::run(&root, &timer_options(a))?;
@@ -83,7 +88,12 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
                 stats::write_csv(p, &["sample", "lateness_ns"], rows)?;
             }
             plot(&a.common, &format!("{host}: timer lateness"), &r.raw)?;
-            emit(g, &r, render::probe::timer)
+            emit(g, &r, render::probe::timer)?;
+            let taken = format!(
+                "{} of {} samples",
+                r.latency.summary.samples, r.settings.loops
+            );
+            finish("timer", r.interrupted.as_deref(), &taken)
         }
         ProbeCommand::Rpc(a) => {
             let r = rpc::run(&root, &rpc_options(a)?)?;
@@ -97,7 +107,12 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
             }
             let rtts: Vec<u64> = r.raw.iter().map(|&(_, rtt)| rtt).collect();
             plot(&a.common, &format!("{host}: request round trips"), &rtts)?;
-            emit(g, &r, render::probe::rpc)
+            emit(g, &r, render::probe::rpc)?;
+            let taken = format!(
+                "{} of {} samples",
+                r.latency.summary.samples, r.settings.samples
+            );
+            finish("rpc", r.interrupted.as_deref(), &taken)
         }
         ProbeCommand::IdleCpu(a) => {
             let target = match (&a.pid, &a.cmd) {
@@ -115,7 +130,11 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
                 },
             )?;
             emit(g, &r, render::probe::idle_cpu)?;
-            partial(r.note.as_deref())
+            let taken = format!("{} of {} windows", r.windows.len(), r.settings.windows);
+            match finish("idle-cpu", r.interrupted.as_deref(), &taken)? {
+                0 => partial(r.note.as_deref()),
+                code => Ok(code),
+            }
         }
         ProbeCommand::Rss(a) => {
             if a.self_burst {
@@ -132,7 +151,9 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
                     });
                     stats::write_csv(p, &RSS_HEADER, rows)?;
                 }
-                emit(g, &r, render::probe::rss_self)
+                emit(g, &r, render::probe::rss_self)?;
+                let taken = format!("{} of 2 legs", r.legs.len());
+                finish("rss", r.interrupted.as_deref(), &taken)
             } else {
                 let pid = a.pid.expect("clap requires --pid or --self-burst");
                 let r = rss::run_pid(&root, pid, a.duration)?;
@@ -141,7 +162,12 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
                     stats::write_csv(p, &RSS_HEADER, rows)?;
                 }
                 emit(g, &r, render::probe::rss_pid)?;
-                partial(r.note.as_deref())
+                let secs = r.series.last().map_or(0.0, |m| m.t_ms as f64 / 1000.0);
+                let taken = format!("{secs:.1} of {} s", r.duration_s);
+                match finish("rss", r.interrupted.as_deref(), &taken)? {
+                    0 => partial(r.note.as_deref()),
+                    code => Ok(code),
+                }
             }
         }
     }
@@ -252,6 +278,22 @@ fn emit<T: Serialize + crate::contract::Contract>(
         None => print!("{}", render::wrap_prose(&table(value))),
     }
     Ok(0)
+}
+
+/// The exit status once a result is printed: 128 + the signal (130 for
+/// Ctrl-C) when one cut the run short, which stderr says too.
+fn finish(probe: &str, interrupted: Option<&str>, taken: &str) -> Result<i32> {
+    let Some(sig) = interrupted else {
+        return Ok(0);
+    };
+    let pmqos = match Probe::parse(probe).is_some_and(Probe::is_latency) {
+        true => "; PM QoS, if it was held, is released",
+        false => "",
+    };
+    eprintln!(
+        "hostknob: probe {probe}: interrupted by {sig} after {taken}: the result printed is PARTIAL{pmqos}"
+    );
+    Ok(128 + probe::interrupt::signal().unwrap_or(libc::SIGINT))
 }
 
 /// A partial result has been printed; the run still failed.

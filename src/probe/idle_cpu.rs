@@ -90,9 +90,12 @@ pub struct IdleCpuResult {
     pub median_pct: Option<f64>,
     pub min_pct: Option<f64>,
     pub max_pct: Option<f64>,
-    /// True when the process ended before every window completed.
+    /// True when the process ended, or a signal (Ctrl-C) stopped the run,
+    /// before every window completed.
     pub partial: bool,
     pub note: Option<String>,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`); null: none did.
+    pub interrupted: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -153,6 +156,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<IdleCpuResult> {
     };
     let mut windows = Vec::new();
     let mut note = None;
+    let mut interrupted = None;
     let _sleeper = super::interrupt::register();
     let ticker =
         crate::progress::Ticker::start("idle-cpu windows", Some(opts.windows as u64), || {});
@@ -164,7 +168,15 @@ pub fn run(root: &Root, opts: &Options) -> Result<IdleCpuResult> {
             note = Some(gone(k));
             break;
         };
-        super::interrupt::sleep(opts.window)?;
+        if !super::go_on(super::interrupt::sleep(opts.window))? {
+            // Ctrl-C: the window under way is incomplete and left out;
+            // with none complete there is nothing to report.
+            if windows.is_empty() {
+                super::check_cancelled()?;
+            }
+            interrupted = super::interrupted_by();
+            break;
+        }
         ticker.tick();
         let b = same_process(root, pid, first.start_ticks)?;
         let t = now_ns();
@@ -197,9 +209,10 @@ pub fn run(root: &Root, opts: &Options) -> Result<IdleCpuResult> {
         median_pct: spread.as_ref().map(|s| s.median),
         min_pct: spread.as_ref().map(|s| s.min),
         max_pct: spread.as_ref().map(|s| s.max),
-        partial: note.is_some(),
+        partial: note.is_some() || interrupted.is_some(),
         windows,
         note,
+        interrupted,
     })
 }
 

@@ -142,6 +142,37 @@ pub fn check_cancelled() -> Result<()> {
     Ok(())
 }
 
+/// Whether a sampling loop goes on after `step` (a sleep): `Ok(false)` when
+/// the run was cancelled, so that the probe reports the samples it has,
+/// marked partial, instead of dropping them.
+pub fn go_on(step: Result<()>) -> Result<bool> {
+    match step {
+        Ok(()) => Ok(true),
+        Err(_) if cancelled() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The signal that cut the run short (`SIGINT`, ...), when one did.
+pub fn interrupted_by() -> Option<String> {
+    if !cancelled() {
+        return None;
+    }
+    let sig = interrupt::signal().unwrap_or(libc::SIGINT);
+    Some(
+        nix::sys::signal::Signal::try_from(sig)
+            .map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_string()),
+    )
+}
+
+/// The error `verify` gets for a cut-short leg: it reports complete rounds only.
+pub fn refuse_partial(interrupted: &Option<String>) -> Result<()> {
+    match interrupted {
+        Some(sig) => bail!("interrupted by {sig}"),
+        None => Ok(()),
+    }
+}
+
 /// CLOCK_MONOTONIC in nanoseconds (vDSO: no system call).
 #[inline]
 pub fn now_ns() -> u64 {

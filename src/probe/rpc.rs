@@ -53,6 +53,11 @@ pub struct RpcResult {
     /// Bytes that arrived after a reply was complete (discarded before the next request).
     pub stray_bytes: u64,
     pub duration_ms: u64,
+    /// True when a signal (Ctrl-C) stopped the run before its last request:
+    /// the numbers are from the `samples` taken, of `settings.samples`.
+    pub partial: bool,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`); null: it completed.
+    pub interrupted: Option<String>,
     #[serde(skip)]
     pub raw: Vec<(u64, u64)>,
 }
@@ -350,6 +355,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
     if rtts.is_empty() {
         bail!("{flag}: no replies within {} ms", opts.timeout.as_millis());
     }
+    let interrupted = outcome.cut.then(super::interrupted_by).flatten();
     Ok(RpcResult {
         probe: super::Probe::Rpc.as_str().into(),
         latency: Latency::from_ns(&rtts)?,
@@ -380,6 +386,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
         reconnects: outcome.reconnects,
         stray_bytes: outcome.stray,
         duration_ms,
+        partial: interrupted.is_some(),
+        interrupted,
         raw: outcome.raw,
     })
 }
@@ -405,6 +413,8 @@ struct Outcome {
     lost: u64,
     reconnects: u64,
     stray: u64,
+    /// A signal stopped the loop before the last request.
+    cut: bool,
 }
 
 /// How one request ended.
@@ -415,6 +425,8 @@ enum Got {
     Lost,
     /// A reply came, and ended, without the expected text.
     Without,
+    /// A signal (Ctrl-C) came while waiting: the request is not counted.
+    Cut,
 }
 
 /// A run stops after this many replies without the expected text: the
@@ -487,13 +499,17 @@ fn client(
         lost: 0,
         reconnects: 0,
         stray: 0,
+        cut: false,
     };
     // Replies that lacked the expected text (by sample), and the first of them.
     let mut without = Vec::new();
     let mut first_without = Vec::new();
     for i in 0..opts.samples {
         let gap = opts.gaps.gap_ns(i);
-        super::interrupt::sleep(Duration::from_nanos(gap))?;
+        if !super::go_on(super::interrupt::sleep(Duration::from_nanos(gap)))? {
+            out.cut = true;
+            break;
+        }
         let (stray, closed) = conn.drain(&mut buf).map_err(|e| refused(e, flag))?;
         out.stray += stray;
         if closed {
@@ -528,7 +544,11 @@ fn client(
                         break Got::Without;
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::Interrupted => super::check_cancelled()?,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {
+                    if super::cancelled() {
+                        break Got::Cut;
+                    }
+                }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     if opts.proto == Proto::Udp {
                         break Got::Lost;
@@ -553,6 +573,10 @@ fn client(
         match got {
             Got::At(t1) => out.raw.push((gap, t1 - t0)),
             Got::Lost => out.lost += 1,
+            Got::Cut => {
+                out.cut = true;
+                break;
+            }
             Got::Without => {
                 if without.is_empty() {
                     first_without = reply.clone();
@@ -584,10 +608,10 @@ fn client(
     Ok(out)
 }
 
-
 /// What `verify` compares of a run.
 impl super::latency::IntoLatencyRun for RpcResult {
     fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
+        super::refuse_partial(&self.interrupted)?;
         Ok(super::latency::LatencyRun {
             samples_ns: self.raw.iter().map(|&(_, rtt)| rtt).collect(),
             settings: serde_json::to_value(&self.settings)?,

@@ -160,7 +160,8 @@ impl Reader<'_> {
         }))
     }
 
-    /// Samples from now for `duration`; stops early (`false`) if the process ends.
+    /// Samples from now for `duration`; stops early (`false`) if the process
+    /// ends or the run is cancelled (Ctrl-C).
     fn window(&mut self, duration: Duration) -> Result<(Vec<MemSample>, bool)> {
         let start = now_ns();
         let ticks = (duration.as_nanos() / TICK.as_nanos()) as u64;
@@ -170,8 +171,9 @@ impl Reader<'_> {
         for k in 0..=ticks {
             let due = start + k * TICK.as_nanos() as u64;
             let now = now_ns();
-            if due > now {
-                super::interrupt::sleep(Duration::from_nanos(due - now))?;
+            if due > now && !super::go_on(super::interrupt::sleep(Duration::from_nanos(due - now)))?
+            {
+                return Ok((out, false));
             }
             ticker.tick();
             let t_ms = ((now_ns() - start) / 1_000_000) as i64;
@@ -192,8 +194,12 @@ pub struct PidResult {
     pub duration_s: f64,
     pub decay: Option<Decay>,
     pub series: Vec<MemSample>,
+    /// True when the process ended, or a signal (Ctrl-C) stopped the run,
+    /// before `duration_s`.
     pub partial: bool,
     pub note: Option<String>,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`); null: none did.
+    pub interrupted: Option<String>,
 }
 
 /// Samples process `pid` for `duration`.
@@ -210,7 +216,12 @@ pub fn run_pid(root: &Root, pid: i32, duration: Duration) -> Result<PidResult> {
     if series.is_empty() {
         bail!("{flag}: the process has no memory to sample (a kernel thread, or it exited)");
     }
-    let note = (!complete).then(|| {
+    let interrupted = if complete {
+        None
+    } else {
+        super::interrupted_by()
+    };
+    let note = (!complete && interrupted.is_none()).then(|| {
         format!(
             "{flag}: process {pid} exited after {:.1} s of {} s; the result is partial",
             series.last().unwrap().t_ms as f64 / 1000.0,
@@ -224,8 +235,9 @@ pub fn run_pid(root: &Root, pid: i32, duration: Duration) -> Result<PidResult> {
         duration_s: duration.as_secs_f64(),
         decay: Some(Decay::of(&series, None, None)),
         series,
-        partial: note.is_some(),
+        partial: !complete,
         note,
+        interrupted,
     })
 }
 
@@ -246,6 +258,11 @@ pub struct SelfBurstResult {
     pub legs: Vec<BurstLeg>,
     /// The value found at start, written back at the end (and read back).
     pub background_thread_restored: bool,
+    /// True when a signal (Ctrl-C) stopped the run before both legs' idle
+    /// windows ended: the last leg's series (and decay) stops where it was cut.
+    pub partial: bool,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`); null: it completed.
+    pub interrupted: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -335,18 +352,24 @@ pub fn run_self_burst_in_helper(opts: &BurstOptions) -> Result<SelfBurstResult> 
         std::thread::sleep(Duration::from_millis(20));
     };
     let out = reader.join().expect("reader thread")?;
-    if super::cancelled() {
+    // Cut short, the helper prints the legs it has (marked) and exits 0.
+    if super::cancelled() && !status.success() {
         bail!("interrupted");
     }
     if !status.success() {
         bail!("--self-burst: {HELPER} failed ({status})");
     }
-    serde_json::from_slice(&out).with_context(|| format!("--self-burst: {HELPER} printed no result"))
+    serde_json::from_slice(&out)
+        .with_context(|| format!("--self-burst: {HELPER} printed no result"))
 }
 
 /// Runs both legs in this process, whose global allocator must be jemalloc
 /// (`je`): the burst is plain heap allocations.
-pub fn run_self_burst(root: &Root, opts: &BurstOptions, je: &dyn Jemalloc) -> Result<SelfBurstResult> {
+pub fn run_self_burst(
+    root: &Root,
+    opts: &BurstOptions,
+    je: &dyn Jemalloc,
+) -> Result<SelfBurstResult> {
     if opts.threads == 0 || opts.mib == 0 {
         bail!("--burst-mib and --threads must be at least 1");
     }
@@ -356,12 +379,16 @@ pub fn run_self_burst(root: &Root, opts: &BurstOptions, je: &dyn Jemalloc) -> Re
     let outcome = (|| -> Result<()> {
         for on in [false, true] {
             legs.push(leg(root, pid, on, opts, je)?);
+            if super::cancelled() {
+                break;
+            }
         }
         Ok(())
     })();
     let restored = je.set_background_thread(original);
     outcome?;
     let restored = restored?;
+    let interrupted = super::interrupted_by();
     Ok(SelfBurstResult {
         probe: super::Probe::Rss.as_str().into(),
         mode: "self-burst".into(),
@@ -377,6 +404,8 @@ pub fn run_self_burst(root: &Root, opts: &BurstOptions, je: &dyn Jemalloc) -> Re
         },
         legs,
         background_thread_restored: restored,
+        partial: interrupted.is_some(),
+        interrupted,
     })
 }
 
@@ -439,6 +468,7 @@ fn leg(
             barrier.wait();
             let counts: Vec<(u64, u64)> = workers.into_iter().map(|h| h.join().unwrap()).collect();
             let peak = peak?.ok_or_else(gone)?;
+            // Cut short (Ctrl-C), the series stops where it was.
             let (series, _) = window?;
             Ok((peak, t_peak, t_window, allocated_peak?, series, counts))
         })?;

@@ -33,6 +33,11 @@ pub struct TimerResult {
     pub overhead: Overhead,
     /// Intervals skipped because a wake came more than one interval late.
     pub overruns: u64,
+    /// True when a signal (Ctrl-C) stopped the run before its last loop:
+    /// the numbers are from the `samples` taken, of `settings.loops`.
+    pub partial: bool,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`); null: it completed.
+    pub interrupted: Option<String>,
     pub duration_ms: u64,
     #[serde(skip)]
     pub raw: Vec<u64>,
@@ -134,8 +139,12 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
             let mut lat = vec![u64::MAX; loops];
             let mut overruns = 0;
             let mut next = now_ns() + interval_ns;
+            let mut taken = 0;
             for slot in lat.iter_mut() {
-                super::interrupt::sleep_until(next)?;
+                if !super::go_on(super::interrupt::sleep_until(next))? {
+                    break;
+                }
+                taken += 1;
                 let now = now_ns();
                 *slot = now.saturating_sub(next);
                 next += interval_ns;
@@ -145,6 +154,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
                 }
                 ticker.tick();
             }
+            lat.truncate(taken);
             Ok((
                 lat,
                 overruns,
@@ -163,6 +173,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
     drop(lock);
     let pm_qos = PmQosSetting::of(&hold);
     drop(hold);
+    let interrupted = (raw.len() < loops).then(super::interrupted_by).flatten();
     Ok(TimerResult {
         probe: super::Probe::Timer.as_str().into(),
         latency: Latency::from_ns(&raw)?,
@@ -178,6 +189,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
         },
         overhead,
         overruns,
+        partial: interrupted.is_some(),
+        interrupted,
         duration_ms,
         raw,
     })
@@ -186,11 +199,45 @@ pub fn run(root: &Root, opts: &Options) -> Result<TimerResult> {
 /// What `verify` compares of a run.
 impl super::latency::IntoLatencyRun for TimerResult {
     fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
+        super::refuse_partial(&self.interrupted)?;
         Ok(super::latency::LatencyRun {
             samples_ns: self.raw,
             settings: serde_json::to_value(&self.settings)?,
             warnings: Vec::new(),
             lost: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::latency::IntoLatencyRun;
+
+    /// `verify` reports complete rounds only: a run a signal cut short
+    /// (printed by `probe` as partial) is refused as a leg.
+    #[test]
+    fn verify_refuses_a_run_a_signal_cut_short() {
+        let root = Root::open(std::path::Path::new("/")).unwrap();
+        let opts = Options {
+            interval: Duration::from_millis(1),
+            loops: 5,
+            cpu: None,
+            priority: None,
+            mlock: false,
+            pmqos_us: None,
+        };
+        let complete = run(&root, &opts).unwrap();
+        assert!(!complete.partial && complete.interrupted.is_none());
+        let mut cut = complete.clone();
+        let run = complete.into_latency_run().unwrap();
+        assert_eq!(run.samples_ns.len(), 5);
+        cut.partial = true;
+        cut.interrupted = Some("SIGINT".into());
+        let e = cut
+            .into_latency_run()
+            .err()
+            .expect("a partial leg is refused");
+        assert_eq!(e.to_string(), "interrupted by SIGINT");
     }
 }

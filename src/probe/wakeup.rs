@@ -55,6 +55,11 @@ pub struct WakeupResult {
     pub duration_ms: u64,
     /// What makes the result less than it seems (e.g. a sleeper CPU that was busy).
     pub warnings: Vec<String>,
+    /// True when a signal (Ctrl-C) stopped the run before its last sample:
+    /// the numbers are from the `samples` taken, of `settings.samples`.
+    pub partial: bool,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`); null: it completed.
+    pub interrupted: Option<String>,
     #[serde(skip)]
     pub raw: Vec<Sample>,
 }
@@ -200,6 +205,10 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                         .context("the sleeper's blocking call failed")?;
                     let t1 = now_ns();
                     if failed.load(Ordering::Acquire) {
+                        if super::cancelled() {
+                            // Ctrl-C: the waker stopped between samples.
+                            break;
+                        }
                         bail!("stopped");
                     }
                     lat.push(t1.saturating_sub(t0.load(Ordering::Acquire)));
@@ -227,7 +236,12 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                 let mut before = counters.read("usage")?;
                 for i in 0..n {
                     let gap = opts.gaps.gap_ns(i);
-                    super::interrupt::sleep(Duration::from_nanos(gap))?;
+                    if !super::go_on(super::interrupt::sleep(Duration::from_nanos(gap)))? {
+                        // Ctrl-C: release the sleeper, keep the samples taken.
+                        failed.store(true, Ordering::Release);
+                        let _ = channel.wake();
+                        break;
+                    }
                     t0.store(now_ns(), Ordering::Release);
                     channel.wake().context("the wake call failed")?;
                     wait_for(&done, i as u32 + 1, Duration::from_secs(5), &failed)?;
@@ -252,13 +266,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         });
         let w = waker.join().expect("waker thread panicked");
         let l = sleeper.join().expect("sleeper thread panicked");
-        // The first real failure explains the other thread's "stopped".
-        match (l, w) {
-            (Ok(l), Ok(w)) => Ok((l, w)),
-            (Err(e), Ok(_)) => Err(e),
-            (Ok(_), Err(e)) => Err(e),
-            (Err(le), Err(we)) => Err(if le.to_string() == "stopped" { we } else { le }),
-        }
+        both(l, w)
     })?;
     let duration_ms = (now_ns() - start) / 1_000_000;
     let usage_after = counters.read("usage")?;
@@ -267,20 +275,12 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
     drop(hold);
 
     let (overhead, per_gap) = waker;
-    let raw: Vec<Sample> = latencies
-        .iter()
-        .zip(per_gap)
-        .map(|(&latency_ns, (gap_ns, entries))| Sample {
-            gap_ns,
-            latency_ns,
-            entries,
-        })
-        .collect();
+    let raw = zip_samples(&latencies, per_gap);
     let idle_states = state_deltas(
         states,
         (&usage_before, &usage_after),
         (&time_before, &time_after),
-        n,
+        raw.len().max(1),
     );
     let by_deepest_state = by_deepest_state(&raw, &idle_states);
     let warnings = if states.is_empty() {
@@ -288,6 +288,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
     } else {
         busy_warning(&raw, sleeper_cpu).into_iter().collect()
     };
+    let interrupted = (raw.len() < n).then(super::interrupted_by).flatten();
     Ok(WakeupResult {
         probe: super::Probe::Wakeup.as_str().into(),
         latency: Latency::from_ns(&latencies)?,
@@ -306,8 +307,34 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         by_deepest_state,
         duration_ms,
         warnings,
+        partial: interrupted.is_some(),
+        interrupted,
         raw,
     })
+}
+
+/// Both threads' results; the first real failure explains the other
+/// thread's "stopped".
+fn both<L, W>(l: Result<L>, w: Result<W>) -> Result<(L, W)> {
+    match (l, w) {
+        (Ok(l), Ok(w)) => Ok((l, w)),
+        (Err(e), Ok(_)) => Err(e),
+        (Ok(_), Err(e)) => Err(e),
+        (Err(le), Err(we)) => Err(if le.to_string() == "stopped" { we } else { le }),
+    }
+}
+
+/// Each sample with its gap and the idle-state entries counted over it.
+fn zip_samples(latencies: &[u64], per_gap: Vec<GapEntries>) -> Vec<Sample> {
+    latencies
+        .iter()
+        .zip(per_gap)
+        .map(|(&latency_ns, (gap_ns, entries))| Sample {
+            gap_ns,
+            latency_ns,
+            entries,
+        })
+        .collect()
 }
 
 /// Each idle state's entries and residency over the run.
@@ -384,10 +411,10 @@ fn by_deepest_state(raw: &[Sample], states: &[IdleStateDelta]) -> Vec<StateLaten
         .collect()
 }
 
-
 /// What `verify` compares of a run.
 impl super::latency::IntoLatencyRun for WakeupResult {
     fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
+        super::refuse_partial(&self.interrupted)?;
         Ok(super::latency::LatencyRun {
             samples_ns: self.raw.iter().map(|s| s.latency_ns).collect(),
             settings: serde_json::to_value(&self.settings)?,

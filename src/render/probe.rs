@@ -23,6 +23,14 @@ fn mib(kb: u64) -> String {
     format!("{:.1}", kb as f64 / 1024.0)
 }
 
+/// The line that heads a result a signal cut short (`partial: interrupted
+/// after 12 of 1000 samples (SIGINT)`), so it is not read as a complete run.
+pub fn cut_short(interrupted: Option<&str>, taken: &str, of: &str) -> String {
+    interrupted.map_or(String::new(), |sig| {
+        format!("partial: interrupted after {taken} of {of} ({sig}); the numbers below are from those\n\n")
+    })
+}
+
 fn distribution(title: &str, l: &Latency) -> String {
     let s = &l.summary;
     let header = [
@@ -131,7 +139,12 @@ pub fn wakeup(r: &WakeupResult) -> String {
     for w in &r.warnings {
         rows.push(("WARNING".into(), w.clone()));
     }
-    let mut out = facts("Wakeup probe", &rows);
+    let mut out = cut_short(
+        r.interrupted.as_deref(),
+        &r.latency.summary.samples.to_string(),
+        &format!("{} samples", s.samples),
+    );
+    out += &facts("Wakeup probe", &rows);
     out += &distribution("Wakeup latency (µs)", &r.latency);
     let states = r
         .idle_states
@@ -212,7 +225,12 @@ pub fn timer(r: &TimerResult) -> String {
     ];
     rows.extend(host_rows(&s.host));
     rows.extend(overhead(&r.overhead));
-    facts("Timer probe", &rows) + &distribution("Timer lateness (µs)", &r.latency)
+    let head = cut_short(
+        r.interrupted.as_deref(),
+        &r.latency.summary.samples.to_string(),
+        &format!("{} samples", s.loops),
+    );
+    head + &facts("Timer probe", &rows) + &distribution("Timer lateness (µs)", &r.latency)
 }
 
 pub fn rpc(r: &RpcResult) -> String {
@@ -251,7 +269,12 @@ pub fn rpc(r: &RpcResult) -> String {
     ];
     rows.extend(host_rows(&s.host));
     rows.extend(overhead(&r.overhead));
-    facts("RPC probe", &rows) + &distribution("Round trip (µs)", &r.latency)
+    let head = cut_short(
+        r.interrupted.as_deref(),
+        &r.latency.summary.samples.to_string(),
+        &format!("{} samples", s.samples),
+    );
+    head + &facts("RPC probe", &rows) + &distribution("Round trip (µs)", &r.latency)
 }
 
 pub fn idle_cpu(r: &IdleCpuResult) -> String {
@@ -293,7 +316,12 @@ pub fn idle_cpu(r: &IdleCpuResult) -> String {
             ]
         })
         .collect();
-    facts("CPU use, % of one core", &rows)
+    let head = cut_short(
+        r.interrupted.as_deref(),
+        &r.windows.len().to_string(),
+        &format!("{} windows", r.settings.windows),
+    );
+    head + &facts("CPU use, % of one core", &rows)
         + &grid(
             "Windows",
             &["window", "seconds", "ticks", "% of one core"],
@@ -349,7 +377,13 @@ pub fn rss_pid(r: &PidResult) -> String {
     if let Some(n) = &r.note {
         rows.push(("PARTIAL".into(), n.clone()));
     }
-    let mut out = facts("RSS probe (corrected = rss - lazyfree)", &rows);
+    let taken = r.series.last().map_or(0.0, |m| m.t_ms as f64 / 1000.0);
+    let mut out = cut_short(
+        r.interrupted.as_deref(),
+        &format!("{taken:.1}"),
+        &format!("{} s ({} samples)", r.duration_s, r.series.len()),
+    );
+    out += &facts("RSS probe (corrected = rss - lazyfree)", &rows);
     if let Some(d) = &r.decay {
         out += &decay("Memory (anchor = first sample)", d);
     }
@@ -381,7 +415,17 @@ pub fn rss_self(r: &SelfBurstResult) -> String {
             r.background_thread_restored.to_string(),
         ),
     ];
-    let mut out = facts("RSS self-burst (corrected = rss - lazyfree)", &rows);
+    let last = r.legs.last().and_then(|l| l.series.last());
+    let mut out = cut_short(
+        r.interrupted.as_deref(),
+        &format!(
+            "{} of 2 legs, the last at {:.1}",
+            r.legs.len(),
+            last.map_or(0.0, |m| m.t_ms as f64 / 1000.0)
+        ),
+        &format!("{} s", s.duration_s),
+    );
+    out += &facts("RSS self-burst (corrected = rss - lazyfree)", &rows);
     for l in &r.legs {
         out += &decay(
             &format!(
