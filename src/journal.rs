@@ -86,17 +86,22 @@ impl Entry {
             && matches!((self.boot.as_deref(), now), (Some(a), Some(b)) if a != b)
     }
 
+    /// Whether the file's content `now` is its value as found, before hostknob wrote it.
+    pub fn holds_found(&self, now: Option<&str>) -> bool {
+        match self.mode {
+            WriteMode::File => now == self.before.as_deref(),
+            _ => now
+                .zip(self.found.as_deref())
+                .is_some_and(|(n, f)| n.trim() == f.trim()),
+        }
+    }
+
     /// Whether the file's content `now` is what hostknob left there.
     /// A file that still holds its value before counts too: an apply that
     /// stopped before reaching it (a crash), or one put back by hand;
     /// restoring it writes the same value again.
     pub fn holds_ours(&self, now: Option<&str>) -> bool {
-        let as_before = match self.mode {
-            WriteMode::File => now == self.before.as_deref(),
-            _ => now
-                .zip(self.found.as_deref())
-                .is_some_and(|(n, f)| n.trim() == f.trim()),
-        };
+        let as_before = self.holds_found(now);
         // A kernel file that is gone is not someone's value: restoring it
         // fails and names it (a CPU offline). Without a read-back the apply
         // stopped before its end, maybe in the middle of writing this file

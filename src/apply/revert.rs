@@ -303,11 +303,35 @@ fn restore_each<'j>(
     crate::knob::rules::restore_order(&mut order, |e| e.path.as_str());
     let mut services = None;
     for e in order {
-        if e.stale(boot.as_deref()) && !force {
+        let was = write::content(root, &e.path).ok().flatten();
+        // From another boot: the reboot reset it only if it holds its value
+        // as found again. Holding ours, the boot re-applied it (persistence):
+        // restored. Holding a third value: left alone, as below.
+        if e.stale(boot.as_deref()) && !force && e.holds_found(was.as_deref()) {
             step.stale.push(e);
             continue;
         }
-        let was = write::content(root, &e.path).ok().flatten();
+        // Another knob applied over this file later and stays applied: its
+        // entry holds this one's value as its `before`, so restoring this one
+        // now would make a later revert of that knob write ours back.
+        let later = entries
+            .iter()
+            .skip_while(|x| !std::ptr::eq(*x, e))
+            .skip(1)
+            .find(|x| x.path == e.path && !chosen.iter().any(|c| std::ptr::eq(*c, *x)));
+        if let Some(later) = later.filter(|_| !force) {
+            step.left_alone.push(LeftAlone {
+                knob: e.knob.clone(),
+                path: e.path.clone(),
+                wrote: e.seen.as_deref().or(e.written.as_deref()).map(|t| t.trim().to_string()),
+                now: was.map(|t| t.trim().to_string()),
+                by: Some(format!(
+                    "changed by knob {}, applied after {} and still applied: revert {} first, or both together",
+                    later.knob, e.knob, later.knob
+                )),
+            });
+            continue;
+        }
         if !force && !e.holds_ours(was.as_deref()) {
             let by = super::others::who_changed(s, entries, e, was.as_deref(), &mut services);
             step.left_alone.push(LeftAlone {

@@ -93,6 +93,52 @@ fn entries_from_another_boot_are_stale_and_old_journals_still_revert() {
     ok(&run(&root, m.path(), &["apply", "gov"]));
     assert!(journal(&root).iter().all(|e| e["boot"] == "boot-one"));
     let applied = tree(&root);
+    // A reboot whose boot re-applied the knob (its persistence): the files
+    // hold ours, so revert restores them although the entries are stale.
+    let found: Vec<(String, String)> = journal(&root)
+        .iter()
+        .map(|e| {
+            let rel = e["path"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches('/')
+                .to_string();
+            (rel, e["found"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert!(!found.is_empty());
+    write_files(&root, &[(BOOT_ID, "boot-two\n")]);
+    let o = run(&root, m.path(), &["revert", "--all"]);
+    ok(&o);
+    assert!(!err(&o).contains("stale"), "{}", err(&o));
+    for (rel, was) in &found {
+        assert_eq!(
+            read(&root.join(rel)).trim(),
+            was.trim(),
+            "{rel}: re-applied at boot, restored"
+        );
+    }
+    assert!(journal(&root).is_empty());
+    // A reboot that reset the values to the ones found: stale, not written.
+    write_files(&root, &[(BOOT_ID, "boot-one\n")]);
+    ok(&run(&root, m.path(), &["apply", "gov"]));
+    let applied = tree(&root);
+    let reset: Vec<(String, String)> = journal(&root)
+        .iter()
+        .map(|e| {
+            let rel = e["path"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches('/')
+                .to_string();
+            (rel, e["found"].as_str().unwrap().to_string())
+        })
+        .collect();
+    for (rel, found) in &reset {
+        std::fs::write(root.join(rel), found).unwrap();
+    }
+    let after_reboot = tree(&root);
+    assert_ne!(after_reboot, applied);
     write_files(&root, &[(BOOT_ID, "boot-two\n")]);
     let o = run(&root, m.path(), &["revert", "--all"]);
     ok(&o);
@@ -102,7 +148,11 @@ fn entries_from_another_boot_are_stale_and_old_journals_still_revert() {
         err(&o)
     );
     write_files(&root, &[(BOOT_ID, "boot-one\n")]);
-    assert_tree(&applied, &root, "stale entries are not written");
+    assert_tree(
+        &after_reboot,
+        &root,
+        "stale entries holding their value as found are not written",
+    );
     assert!(journal(&root).is_empty());
 
     // An old journal: the same entries without the new fields.
@@ -122,6 +172,37 @@ fn entries_from_another_boot_are_stale_and_old_journals_still_revert() {
     std::fs::write(&j, old).unwrap();
     ok(&run(&root, m.path(), &["revert", "--all"]));
     assert_tree(&pristine, &root, "an old journal reverts");
+}
+
+/// Review: knob B applied after A sets the file back to its value as found;
+/// reverting A alone must not drop A's entry (B's `before` is A's value, so a
+/// later revert of B would leave the host at A's value).
+#[test]
+fn reverting_an_earlier_knob_alone_leaves_a_later_knobs_file_alone() {
+    let (_t, root) = vm();
+    let pristine = tree(&root);
+    let swap = root.join("proc/sys/vm/swappiness");
+    let found = read(&swap);
+    assert_ne!(found, "10");
+    let back = format!(
+        "persistence: runtime\nkind: sysctl\ntarget: {{name: vm.swappiness}}\nset: {found}\nverify: {{probe: wakeup}}\n"
+    );
+    let m = knobs(&[SWAP_A, ("swap-back", back.as_str())]);
+    ok(&run(&root, m.path(), &["apply", "swap-a"]));
+    ok(&run(&root, m.path(), &["apply", "swap-back"]));
+    assert_eq!(read(&swap), found);
+    let o = run(&root, m.path(), &["revert", "swap-a"]);
+    assert_eq!(code(&o), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("changed by knob swap-back, applied after swap-a"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(journal_paths(&root).len(), 2, "swap-a keeps its entry");
+    ok(&run(&root, m.path(), &["revert", "swap-back"]));
+    assert_eq!(read(&swap), "10", "swap-a's value, as before swap-back");
+    ok(&run(&root, m.path(), &["revert", "swap-a"]));
+    assert_tree(&pristine, &root, "one at a time, the later first");
 }
 
 const SWAP_A: (&str, &str) = (
