@@ -62,6 +62,9 @@ fn persisted(
             continue;
         }
         let exists = |p: &str| matches!(apply::write::content(s.root(), p), Ok(Some(_)));
+        // Found by name only: its header must be this knob's (`hostknob-10-gov.conf`
+        // is knob `gov`'s phase file and knob `10-gov`'s old name).
+        let own = |p: &String| matches!(apply::write::content(s.root(), p), Ok(Some(t)) if crate::persist::is_own(&t, &knob.id));
         let artifact = match crate::persist::artifact(knob, &s.ctx, m) {
             Ok(a) if a.path.as_deref().is_some_and(exists) => a,
             Ok(a) if a.path.is_none() => continue,
@@ -72,7 +75,7 @@ fn persisted(
                 match older
                     .into_iter()
                     .chain(crate::persist::own_files(&knob.id))
-                    .find(|p| exists(p))
+                    .find(own)
                 {
                     Some(p) => crate::persist::Artifact {
                         knob: knob.id.clone(),

@@ -341,3 +341,28 @@ fn revert_persisted_removes_the_file_with_nothing_journaled() {
         err(&o)
     );
 }
+
+/// Review: a knob whose old-style file name (`hostknob-10-gov.conf`) is
+/// another knob's file named by phase: `revert --persisted` of the first
+/// must not remove the second's file (it is found by name, then by header).
+#[test]
+fn revert_persisted_never_removes_another_knobs_file_of_the_same_name() {
+    let (_t, root) = copy_host("spr1");
+    let m = knobs(&[
+        (
+            "gov",
+            "persistence: tmpfiles\nkind: cpufreq-governor\nset: performance\n",
+        ),
+        (
+            "10-gov",
+            "persistence: tmpfiles\nkind: thp\ntarget: {setting: defrag}\nset: never\n",
+        ),
+    ]);
+    ok(&run(&root, m.path(), &["persist", "gov", "--install"]));
+    let gov_file = root.join("etc/tmpfiles.d/hostknob-10-gov.conf");
+    assert!(gov_file.is_file(), "the governor's phase-1 file");
+    let o = run(&root, m.path(), &["revert", "10-gov", "--persisted"]);
+    ok(&o);
+    assert!(gov_file.is_file(), "gov's file stays: {}", err(&o));
+    assert!(!err(&o).contains("hostknob-10-gov.conf"), "{}", err(&o));
+}
