@@ -74,8 +74,14 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
     })?;
     match &report.interrupted {
         Some(sig) => eprintln!(
-            "hostknob: verify {}: interrupted by {sig} after {} complete rounds; the knob was reverted and read back; the report is PARTIAL and nothing is recorded",
-            knob.id, report.rounds
+            "hostknob: verify {}: interrupted by {sig} after {} complete rounds; {}; the report is PARTIAL and nothing is recorded",
+            knob.id,
+            report.rounds,
+            if report.restored {
+                "the knob was reverted and read back"
+            } else {
+                "the host was NOT restored (see above): run `hostknob revert` for it"
+            }
         ),
         None => verify::record(&session, knob, &mut report)?,
     }

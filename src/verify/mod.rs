@@ -209,9 +209,24 @@ pub fn run(
 ) -> Result<Report> {
     let rule = rule_for(opts)?;
     probe::require_live(session.root(), "verify")?;
-    let _lock = session
+    let lock = session
         .lock(opts.wait)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let report = run_locked(session, knob, opts, progress, rule);
+    // Nothing left journaled (the knob restored): no state stays behind.
+    if matches!(session.journal().remove_if_empty(), Ok(true)) {
+        let _ = lock.remove(session.root(), &session.state_dir);
+    }
+    report
+}
+
+fn run_locked(
+    session: &Session,
+    knob: &Knob,
+    opts: &Options,
+    progress: &mut dyn FnMut(&str),
+    rule: rule::Rule,
+) -> Result<Report> {
     check_verifiable(session, knob)?;
     let (probe, placement) = place_probe(session, knob, opts)?;
     let opts = &Options {

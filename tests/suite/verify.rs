@@ -50,6 +50,9 @@ fn a_verify_reports_a_verdict_records_evidence_and_restores_the_tree() {
     assert_eq!(o.status.code(), Some(3), "{}", err(&o));
     let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
     assert_tree(&before, &root, "after a verify");
+    // Nothing journaled after it: neither the journal nor the lock stays.
+    let sd = root.join(STATE_DIR);
+    assert!(!sd.join("lock").exists() && !sd.join("journal.jsonl").exists());
     assert!(
         journal(&root).is_empty(),
         "the journal holds nothing after a clean run"
