@@ -92,7 +92,7 @@ expectations:
   returned: unless check mode
   type: list
   elements: dict
-rc:
+exit_code:
   description: The exit code of C(hostknob verify) (0, 2 or 3).
   returned: unless check mode
   type: int
@@ -131,7 +131,7 @@ def main():
     rc, report, dummy_err = run_json(module, args + p["extra_args"], ok_codes=(0, 2, 3))
     verdict = report.get("verdict")
     expectations = report.get("expectations") or []
-    result = dict(changed=False, report=report, verdict=verdict, expectations=expectations, rc=rc)
+    result = dict(changed=False, report=report, verdict=verdict, expectations=expectations, exit_code=rc)
     named = [verdict]
     if (report.get("honoured") or {}).get("status") == "not-honoured":
         named.append("not-honoured")
