@@ -79,13 +79,19 @@ def base_command(module, subcommand):
     return cmd
 
 
-def run_json(module, args, ids=None, ok_codes=(0,)):
+def run_json(module, args, ids=None, ok_codes=(0,), report_codes=()):
     """Runs hostknob with --format json, knob ids after `--`; fails the task on
-    any other exit code, with hostknob's own words."""
+    any other exit code, with hostknob's own words. An exit in `report_codes`
+    that printed a JSON report returns it (the caller decides)."""
     cmd = base_command(module, args[0]) + ["--format=json"] + list(args)
     if ids:
         cmd += ["--"] + list(ids)
     rc, out, err = module.run_command(cmd, environ_update={"LC_ALL": "C"})
+    if rc in report_codes:
+        try:
+            return rc, json.loads(out), err
+        except ValueError:
+            pass
     if rc not in ok_codes:
         module.fail_json(
             msg="hostknob exited %d: %s" % (rc, err.strip() or out.strip()),

@@ -133,17 +133,114 @@ def _indexed(path):
     return None
 
 
-def group(entries):
-    """Entries of one knob as revert's change groups: files that differ only in
-    one cpuN/policyN number and restore the same value are one group."""
+def _read(root, logical):
+    """A file's text under the root, links resolved inside it; None when it
+    cannot be read as text (as src/apply/write.rs `content(..).ok().flatten()`)."""
+    path = _inside(root, [c for c in logical.split("/") if c])
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def boot_id(root):
+    """The running boot's id under the root (src/journal.rs `boot_id`)."""
+    t = _read(root, "/proc/sys/kernel/random/boot_id")
+    t = t.strip() if t is not None else ""
+    return t if t and len(t) <= 128 else None
+
+
+def _mode(e):
+    return e.get("mode") or "attribute"
+
+
+def stale(e, now_boot):
+    """A kernel value written in another boot (src/journal.rs `Entry::stale`)."""
+    b = e.get("boot")
+    return _mode(e) == "attribute" and b is not None and now_boot is not None and b != now_boot
+
+
+def _same_words(now, written):
+    if " ".join(now.split()) == " ".join(written.split()):
+        return True
+    sel = next((w[1:-1] for w in now.split() if w.startswith("[") and w.endswith("]")), None)
+    return sel is not None and sel == written.strip()
+
+
+def holds_ours(e, now):
+    """Whether the file's content `now` is what hostknob left there
+    (src/journal.rs `Entry::holds_ours`; old entries without `seen` and
+    `written` always do)."""
+    mode = _mode(e)
+    found, seen, written = e.get("found"), e.get("seen"), e.get("written")
+    if mode == "file":
+        as_before = now == e.get("before")
+    else:
+        as_before = now is not None and found is not None and now.strip() == found.strip()
+    in_flight = seen is None and now == ""
+    if as_before or in_flight or (mode == "attribute" and now is None):
+        return True
+    if seen is not None:
+        if mode == "file":
+            return now == seen
+        return now is not None and now.strip() == seen.strip()
+    if written is None:
+        return True
+    if mode == "file":
+        return now == written
+    if now is None:
+        return False
+    return _same_words(now, written)
+
+
+def _holds_written(e, now):
+    """Whether a stale entry's file holds hostknob's value again (not the one found)."""
+    mode = _mode(e)
+    found = e.get("found") if mode != "file" else e.get("before")
+    if now is None or (found is not None and now.strip() == found.strip()):
+        return False
+    ours = e.get("seen") if e.get("seen") is not None else e.get("written")
+    return ours is not None and (now.strip() == ours.strip() or _same_words(now, ours))
+
+
+def restored_text(e):
+    """What a restored file reads after revert, as the binary reports it."""
+    if _mode(e) == "file":
+        return e.get("before")
+    f = e.get("found")
+    return f.strip() if f is not None else None
+
+
+def group(restored):
+    """(entry, text before) pairs of one knob as revert's change groups: files
+    that differ only in one cpuN/policyN number and read and restore the same
+    values are one group."""
     groups = []
-    for e in entries:
+    for e, was in restored:
         ix = _indexed(e["path"])
         key = ix[0] if ix else e["path"]
-        after = e.get("before")
-        g = next((g for g in groups if g["key"] == key and g["after"] == after), None)
+        before = was.strip() if was is not None else None
+        after = restored_text(e)
+        g = next((g for g in groups if g["key"] == key and g["after"] == after and g["before"] == before), None)
         if g is None:
-            g = dict(key=key, path=e["path"], pattern=ix[0] if ix else None, numbers=[], after=after)
+            g = dict(key=key, path=e["path"], pattern=ix[0] if ix else None, numbers=[], before=before, after=after)
             groups.append(g)
         if ix:
             g["numbers"].append(ix[1])
@@ -155,22 +252,56 @@ def group(entries):
             display = path.replace("*", _cpulist(g["numbers"]), 1)
         else:
             path = display = g["path"]
-        out.append(dict(path=path, display=display, files=files, before="(as now)", after=g["after"]))
+        out.append(dict(path=path, display=display, files=files, before=g["before"], after=g["after"]))
     return out
 
 
 def plan(root, state_dir, knobs):
-    """What revert would restore for `knobs` (every entry when empty), as revert's outcome."""
+    """What revert would do for `knobs` (every entry when empty), as revert's
+    outcome: the files it restores, those it leaves alone (someone else
+    changed them: the real revert exits 1) and the stale entries it drops.
+    Entries are taken newest first, as revert does, so two knobs on one file
+    see each other's restore."""
     entries, warnings, path = read_journal(root, state_dir)
-    by_knob = {}
-    order = []
-    for e in entries:
-        if knobs and e["knob"] not in knobs:
+    chosen = [e for e in entries if not knobs or e["knob"] in knobs]
+    now_boot = boot_id(root)
+    sim = {}
+    restored, left_alone, stale_out = [], [], []
+    for e in reversed(chosen):
+        was = sim[e["path"]] if e["path"] in sim else _read(root, e["path"])
+        if stale(e, now_boot) and not _holds_written(e, was):
+            stale_out.append(e)
             continue
-        if e["knob"] not in by_knob:
-            order.append(e["knob"])
-            by_knob[e["knob"]] = []
-        by_knob[e["knob"]].append(e)
-    shaped = [dict(id=k, changes=group(by_knob[k])) for k in order]
-    restored = sum(len(v) for v in by_knob.values())
-    return dict(knobs=shaped, restored=restored, journal=path, dry_run=True), warnings
+        if not holds_ours(e, was):
+            wrote = e.get("seen") if e.get("seen") is not None else e.get("written")
+            left_alone.append(
+                dict(
+                    knob=e["knob"],
+                    path=e["path"],
+                    wrote=wrote.strip() if wrote is not None else None,
+                    now=was.strip() if was is not None else None,
+                    by=None,
+                )
+            )
+            continue
+        restored.append((e, was))
+        after = e.get("found") if _mode(e) != "file" and e.get("found") is not None else e.get("before")
+        sim[e["path"]] = after
+    order = {id(e): i for i, e in enumerate(chosen)}
+    restored.sort(key=lambda r: order[id(r[0])])
+    stale_out.sort(key=lambda e: order[id(e)])
+    ids = []
+    for e, _ in restored:
+        if e["knob"] not in ids:
+            ids.append(e["knob"])
+    shaped = [dict(id=k, changes=group([r for r in restored if r[0]["knob"] == k])) for k in ids]
+    stale_shaped = [dict(knob=e["knob"], path=e["path"], boot=e.get("boot") or "") for e in stale_out]
+    outcome = dict(
+        knobs=shaped,
+        restored=len(restored),
+        left_alone=left_alone,
+        stale=stale_shaped,
+        journal=path,
+        dry_run=True,
+    )
+    return outcome, warnings

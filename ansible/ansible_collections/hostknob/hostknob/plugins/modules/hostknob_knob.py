@@ -17,6 +17,9 @@ description:
   - O(state=reverted) runs C(hostknob revert), restoring what the journal recorded before the first apply,
     and reports what it restored. hostknob has no C(revert --dry-run), so check mode reads the journal as
     the binary does (inside O(root), a regular file only, a torn last record left out) and restores nothing.
+  - Check mode for O(state=reverted) applies revert's rules: a file that no longer holds what hostknob wrote is
+    left alone and fails the task (the real revert exits 1); an entry from another boot whose file no longer
+    holds hostknob's value is stale, dropped without a change.
   - C(changed) is what hostknob actually wrote (or, in check mode, would write); a second run reports no change.
   - In diff mode each knob's files are shown before and after.
 version_added: "0.1.0"
@@ -131,6 +134,10 @@ def apply(module):
     return outcome, written, changes_diff(outcome["knobs"], ("as found", "applied"))
 
 
+def _show(v):
+    return "no file" if v is None else '"%s"' % v
+
+
 def revert(module):
     p = module.params
     if module.check_mode:
@@ -140,11 +147,36 @@ def revert(module):
             module.fail_json(msg="check mode: %s; nothing was changed" % e)
         for w in warnings:
             module.warn(w)
+        if outcome["left_alone"]:
+            # The real revert restores the rest, then exits 1 for these.
+            module.fail_json(
+                msg="check mode: hostknob revert would leave alone %d files that no longer hold what "
+                "hostknob wrote (%s) and exit 1; `hostknob revert --force` restores them anyway; "
+                "nothing was changed"
+                % (
+                    len(outcome["left_alone"]),
+                    "; ".join(
+                        "%s: %s reads %s, hostknob left %s" % (la["knob"], la["path"], _show(la["now"]), _show(la["wrote"]))
+                        for la in outcome["left_alone"]
+                    ),
+                ),
+                outcome=outcome,
+            )
         return outcome, outcome["restored"], changes_diff(outcome["knobs"], ("now", "reverted"))
     opts, ids = choice(p)
     args = ["revert"] + opts + (["--wait"] if p["wait"] else [])
-    dummy_rc, outcome, err = run_json(module, args, ids)
+    # Exit 1 with a report: files someone else changed were left alone (the
+    # rest is restored); the task fails with hostknob's words and the report.
+    rc, outcome, err = run_json(module, args, ids, report_codes=(1,))
     warn_stderr(module, err)
+    if rc != 0:
+        module.fail_json(
+            msg="hostknob exited %d: %s" % (rc, err.strip()),
+            rc=rc,
+            outcome=outcome,
+            written=outcome.get("restored", 0),
+            changed=outcome.get("restored", 0) > 0,
+        )
     return outcome, outcome["restored"], changes_diff(outcome["knobs"], ("applied", "reverted"))
 
 

@@ -14,8 +14,11 @@ short_description: A/B a knob with its probe (C(hostknob verify)), as a rollout 
 description:
   - Runs C(hostknob verify KNOB --format json), which applies the knob and leaves it as found in shuffled
     rounds, and records the evidence in the ledger.
-  - Fails the task when the verdict is in O(fail_on), or when the manifest's expectation is not met and
-    O(require_expectation=true).
+  - C(hostknob verify) exits 0, 2 (an expectation not met, or a knob the kernel did not honour) or 3
+    (inconclusive) with a full report; the module reads it in each case. Any other exit (a refusal, a host
+    not left as found, an interruption) fails the task with hostknob's words.
+  - Fails the task when the verdict is in O(fail_on), or when O(require_expectation=true) and not every
+    expectation in the manifest's C(verify.expect) was met.
   - The host is left as found; in check mode nothing runs.
 version_added: "0.1.0"
 author: hostknob developers (@hostknob)
@@ -53,12 +56,15 @@ options:
     elements: str
     default: []
   fail_on:
-    description: Verdicts that fail the task.
+    description:
+      - Verdicts that fail the task. The verdicts are C(improved), C(regressed), C(no-detectable-effect) and
+        C(inconclusive); C(not-honoured) (the kernel did not honour the knob) and C(expectation-not-met) can
+        be named here too.
     type: list
     elements: str
     default: [regressed]
   require_expectation:
-    description: Fail unless the manifest's C(verify.expect) was met.
+    description: Fail unless every expectation of the manifest's C(verify.expect) was met (outcome C(met)).
     type: bool
     default: false
 """
@@ -78,9 +84,18 @@ report:
   returned: unless check mode
   type: dict
 verdict:
-  description: improved, regressed or no-detectable-effect.
+  description: C(improved), C(regressed), C(no-detectable-effect) or C(inconclusive).
   returned: unless check mode
   type: str
+expectations:
+  description: Each expectation of the manifest with its C(outcome) (C(met), C(not-met), C(inconclusive)).
+  returned: unless check mode
+  type: list
+  elements: dict
+exit_code:
+  description: The exit code of C(hostknob verify) (0, 2 or 3).
+  returned: unless check mode
+  type: int
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -111,14 +126,30 @@ def main():
     args = ["verify", p["knob"]]
     if p["rounds"]:
         args += ["--rounds", str(p["rounds"])]
-    dummy_rc, report, dummy_err = run_json(module, args + p["extra_args"])
+    # 2 and 3 come with a full report: an expectation not met or a knob not
+    # honoured (2), an inconclusive run (3). The report says which.
+    rc, report, dummy_err = run_json(module, args + p["extra_args"], ok_codes=(0, 2, 3))
     verdict = report.get("verdict")
-    result = dict(changed=False, report=report, verdict=verdict)
-    if verdict in p["fail_on"]:
-        module.fail_json(msg="verify %s: %s" % (p["knob"], verdict), **result)
-    expectation = report.get("expectation") or {}
-    if p["require_expectation"] and expectation.get("met") is not True:
-        module.fail_json(msg="verify %s: the manifest's expectation was not met" % p["knob"], **result)
+    expectations = report.get("expectations") or []
+    result = dict(changed=False, report=report, verdict=verdict, expectations=expectations, exit_code=rc)
+    named = [verdict]
+    if (report.get("honoured") or {}).get("status") == "not-honoured":
+        named.append("not-honoured")
+    if any(e.get("outcome") == "not-met" for e in expectations):
+        named.append("expectation-not-met")
+    hit = [v for v in named if v in p["fail_on"]]
+    if hit:
+        module.fail_json(msg="verify %s: %s (exit %d)" % (p["knob"], ", ".join(hit), rc), **result)
+    if p["require_expectation"]:
+        if not expectations:
+            module.fail_json(msg="verify %s: the manifest gives no expectation to meet" % p["knob"], **result)
+        unmet = [e for e in expectations if e.get("outcome") != "met"]
+        if unmet:
+            module.fail_json(
+                msg="verify %s: expectations not met: %s"
+                % (p["knob"], "; ".join("%s: %s" % (e.get("text"), e.get("outcome")) for e in unmet)),
+                **result
+            )
     module.exit_json(**result)
 
 
