@@ -210,14 +210,12 @@ def holds_ours(e, now):
     return _same_words(now, written)
 
 
-def _holds_written(e, now):
-    """Whether a stale entry's file holds hostknob's value again (not the one found)."""
-    mode = _mode(e)
-    found = e.get("found") if mode != "file" else e.get("before")
-    if now is None or (found is not None and now.strip() == found.strip()):
-        return False
-    ours = e.get("seen") if e.get("seen") is not None else e.get("written")
-    return ours is not None and (now.strip() == ours.strip() or _same_words(now, ours))
+def _holds_found(e, now):
+    """Whether the file holds its value as found (src/journal.rs `Entry::holds_found`)."""
+    if _mode(e) == "file":
+        return now == e.get("before")
+    found = e.get("found")
+    return now is not None and found is not None and now.strip() == found.strip()
 
 
 def restored_text(e):
@@ -267,10 +265,31 @@ def plan(root, state_dir, knobs):
     now_boot = boot_id(root)
     sim = {}
     restored, left_alone, stale_out = [], [], []
+    chosen_ids = {id(e) for e in chosen}
+    position = {id(e): i for i, e in enumerate(entries)}
     for e in reversed(chosen):
         was = sim[e["path"]] if e["path"] in sim else _read(root, e["path"])
-        if stale(e, now_boot) and not _holds_written(e, was):
+        # From another boot: dropped only when the reboot reset the file to its
+        # value as found; holding ours it is restored, a third value left alone.
+        if stale(e, now_boot) and _holds_found(e, was):
             stale_out.append(e)
+            continue
+        # A later knob on the same file, not reverted now: left alone (src/apply/revert.rs).
+        later = next(
+            (x for x in entries[position[id(e)] + 1:] if x["path"] == e["path"] and id(x) not in chosen_ids),
+            None,
+        )
+        if later is not None:
+            wrote = e.get("seen") if e.get("seen") is not None else e.get("written")
+            left_alone.append(
+                dict(
+                    knob=e["knob"],
+                    path=e["path"],
+                    wrote=wrote.strip() if wrote is not None else None,
+                    now=was.strip() if was is not None else None,
+                    by="changed by knob %s, applied after %s and still applied" % (later["knob"], e["knob"]),
+                )
+            )
             continue
         if not holds_ours(e, was):
             wrote = e.get("seen") if e.get("seen") is not None else e.get("written")
