@@ -160,16 +160,20 @@ pub fn metrics(r: &Report, now: f64) -> String {
         );
     }
 
+    audit_timestamp(&mut out, &host, now);
+    out
+}
+
+fn audit_timestamp(out: &mut String, escaped_host: &str, now: f64) {
     family(
-        &mut out,
+        out,
         "hostknob_audit_timestamp_seconds",
         "When this audit ran, in seconds since the epoch.",
     );
     let _ = writeln!(
         out,
-        "hostknob_audit_timestamp_seconds{{host=\"{host}\"}} {now}"
+        "hostknob_audit_timestamp_seconds{{host=\"{escaped_host}\"}} {now}"
     );
-    out
 }
 
 fn audit_error(out: &mut String, escaped_host: &str, error: bool) {
@@ -191,15 +195,7 @@ pub fn error_metrics(host: &str, now: f64) -> String {
     let host = escape(host);
     let mut out = String::new();
     audit_error(&mut out, &host, true);
-    family(
-        &mut out,
-        "hostknob_audit_timestamp_seconds",
-        "When this audit ran, in seconds since the epoch.",
-    );
-    let _ = writeln!(
-        out,
-        "hostknob_audit_timestamp_seconds{{host=\"{host}\"}} {now}"
-    );
+    audit_timestamp(&mut out, &host, now);
     out
 }
 
