@@ -92,20 +92,9 @@ fn entries_from_another_boot_are_stale_and_old_journals_still_revert() {
     let m = knobs(&[GOV]);
     ok(&run(&root, m.path(), &["apply", "gov"]));
     assert!(journal(&root).iter().all(|e| e["boot"] == "boot-one"));
-    let applied = tree(&root);
     // A reboot whose boot re-applied the knob (its persistence): the files
     // hold ours, so revert restores them although the entries are stale.
-    let found: Vec<(String, String)> = journal(&root)
-        .iter()
-        .map(|e| {
-            let rel = e["path"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches('/')
-                .to_string();
-            (rel, e["found"].as_str().unwrap().to_string())
-        })
-        .collect();
+    let found = found_values(&root);
     assert!(!found.is_empty());
     write_files(&root, &[(BOOT_ID, "boot-two\n")]);
     let o = run(&root, m.path(), &["revert", "--all"]);
@@ -123,17 +112,7 @@ fn entries_from_another_boot_are_stale_and_old_journals_still_revert() {
     write_files(&root, &[(BOOT_ID, "boot-one\n")]);
     ok(&run(&root, m.path(), &["apply", "gov"]));
     let applied = tree(&root);
-    let reset: Vec<(String, String)> = journal(&root)
-        .iter()
-        .map(|e| {
-            let rel = e["path"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches('/')
-                .to_string();
-            (rel, e["found"].as_str().unwrap().to_string())
-        })
-        .collect();
+    let reset = found_values(&root);
     for (rel, found) in &reset {
         std::fs::write(root.join(rel), found).unwrap();
     }
@@ -203,6 +182,17 @@ fn reverting_an_earlier_knob_alone_leaves_a_later_knobs_file_alone() {
     assert_eq!(read(&swap), "10", "swap-a's value, as before swap-back");
     ok(&run(&root, m.path(), &["revert", "swap-a"]));
     assert_tree(&pristine, &root, "one at a time, the later first");
+}
+
+/// Each journaled file (relative to the root) with its value as found.
+fn found_values(root: &Path) -> Vec<(String, String)> {
+    journal(root)
+        .iter()
+        .map(|e| {
+            let rel = e["path"].as_str().unwrap().trim_start_matches('/');
+            (rel.to_string(), e["found"].as_str().unwrap().to_string())
+        })
+        .collect()
 }
 
 const SWAP_A: (&str, &str) = (
