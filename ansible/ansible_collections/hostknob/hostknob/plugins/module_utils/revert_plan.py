@@ -254,6 +254,18 @@ def group(restored):
     return out
 
 
+def _left_alone(e, was, by):
+    """A file revert leaves alone, shaped as the binary's `left_alone` items."""
+    wrote = e.get("seen") if e.get("seen") is not None else e.get("written")
+    return dict(
+        knob=e["knob"],
+        path=e["path"],
+        wrote=wrote.strip() if wrote is not None else None,
+        now=was.strip() if was is not None else None,
+        by=by,
+    )
+
+
 def plan(root, state_dir, knobs):
     """What revert would do for `knobs` (every entry when empty), as revert's
     outcome: the files it restores, those it leaves alone (someone else
@@ -280,28 +292,11 @@ def plan(root, state_dir, knobs):
             None,
         )
         if later is not None:
-            wrote = e.get("seen") if e.get("seen") is not None else e.get("written")
-            left_alone.append(
-                dict(
-                    knob=e["knob"],
-                    path=e["path"],
-                    wrote=wrote.strip() if wrote is not None else None,
-                    now=was.strip() if was is not None else None,
-                    by="changed by knob %s, applied after %s and still applied" % (later["knob"], e["knob"]),
-                )
-            )
+            by = "changed by knob %s, applied after %s and still applied" % (later["knob"], e["knob"])
+            left_alone.append(_left_alone(e, was, by))
             continue
         if not holds_ours(e, was):
-            wrote = e.get("seen") if e.get("seen") is not None else e.get("written")
-            left_alone.append(
-                dict(
-                    knob=e["knob"],
-                    path=e["path"],
-                    wrote=wrote.strip() if wrote is not None else None,
-                    now=was.strip() if was is not None else None,
-                    by=None,
-                )
-            )
+            left_alone.append(_left_alone(e, was, None))
             continue
         restored.append((e, was))
         after = e.get("found") if _mode(e) != "file" and e.get("found") is not None else e.get("before")
