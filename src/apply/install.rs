@@ -30,6 +30,13 @@ pub fn install_or_remove(
 ) -> Result<PersistOutcome, ApplyError> {
     let root = s.root();
     let Some(path) = artifact.path.as_deref() else {
+        if knob.kind == crate::knob::KindName::KernelCmdline {
+            return Err(ApplyError::Refused(format!(
+                "{}: nothing to install: {}",
+                knob.id,
+                artifact.notes.join("; ")
+            )));
+        }
         return Err(ApplyError::Refused(format!(
             "hostknob never writes the boot loader's configuration: add `{}` with one of the \
              commands `hostknob persist {}` prints",

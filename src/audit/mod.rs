@@ -158,12 +158,18 @@ fn report_knob(
     for j in &mut judged {
         tell_the_story(j, applied.as_ref(), boot);
     }
-    let groups = groups(&judged);
-    let status = groups
+    let mut groups = groups(&judged);
+    let mut status = groups
         .iter()
         .map(|g| g.status)
         .max_by_key(|s| s.rank())
         .unwrap_or(Status::NotApplicable);
+    if status == Status::Drift
+        && let Some(why) = knob.spec.pending_reboot(host)
+    {
+        status::pending(&mut groups, &why);
+        status = Status::PendingReboot;
+    }
     let ignored = matches!(status, Status::Ok | Status::Unpersisted)
         .then(|| ignored_by_the_kernel(knob, &targets, host))
         .flatten();

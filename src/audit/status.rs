@@ -26,10 +26,13 @@ pub enum Status {
     /// The file exists but cannot be read (I/O error, not UTF-8): its value
     /// is unknown. audit exits 1.
     Unreadable,
+    /// Configured for the next boot (a boot loader's file, PID 1's
+    /// configuration), not running yet. audit exits 0, as for `unpersisted`.
+    PendingReboot,
 }
 
 impl Status {
-    pub const ALL: [Status; 8] = [
+    pub const ALL: [Status; 9] = [
         Status::Ok,
         Status::Unpersisted,
         Status::NotApplicable,
@@ -38,6 +41,7 @@ impl Status {
         Status::LostOnReboot,
         Status::NotHonoured,
         Status::Unreadable,
+        Status::PendingReboot,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +54,7 @@ impl Status {
             Status::LostOnReboot => "lost-on-reboot",
             Status::NotHonoured => "not-honoured",
             Status::Unreadable => "unreadable",
+            Status::PendingReboot => "pending-reboot",
         }
     }
 
@@ -67,11 +72,12 @@ impl Status {
             Status::NotApplicable => 0,
             Status::Ok => 1,
             Status::Unpersisted => 2,
-            Status::Unsupported => 3,
-            Status::Drift => 4,
-            Status::LostOnReboot => 5,
-            Status::NotHonoured => 6,
-            Status::Unreadable => 7,
+            Status::PendingReboot => 3,
+            Status::Unsupported => 4,
+            Status::Drift => 5,
+            Status::LostOnReboot => 6,
+            Status::NotHonoured => 7,
+            Status::Unreadable => 8,
         }
     }
 }
@@ -196,4 +202,13 @@ pub(super) fn groups(judged: &[Judged]) -> Vec<StatusGroup> {
         }
     }
     out
+}
+
+/// A knob configured for the next boot: its `drift` groups (what runs now)
+/// become `pending-reboot`, with the knob's detail (where it is configured).
+pub(super) fn pending(groups: &mut [StatusGroup], why: &str) {
+    for g in groups.iter_mut().filter(|g| g.status == Status::Drift) {
+        g.status = Status::PendingReboot;
+        g.detail = why.to_string();
+    }
 }

@@ -6,6 +6,7 @@
 //! line in the `kinds!` registry below.
 
 pub mod boot;
+pub mod bootloader;
 mod ctx;
 pub mod rules;
 
@@ -61,6 +62,7 @@ kinds! {
     allocator::Allocator => Allocator "allocator",
     module_param::ModuleParam => ModuleParam "module-param",
     pm_qos::PmQos => PmQos "pm-qos",
+    kernel_cmdline::KernelCmdline => KernelCmdline "kernel-cmdline",
 }
 
 impl KindName {
@@ -291,6 +293,20 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Configured for the next boot but not running yet: the detail (the
+    /// file and line that configure it, what runs now); `None` otherwise.
+    /// audit asks it of a knob in `drift`, which becomes `pending-reboot`.
+    fn pending_reboot(&self, _host: &HostCtx) -> Option<String> {
+        None
+    }
+
+    /// For a kind whose change is the next boot's configuration (a boot
+    /// loader's file): `Ok` naming the files and lines that hold it, `Err`
+    /// saying what lacks it; `None` for every other kind.
+    fn boot_config(&self, _host: &HostCtx) -> Option<Result<String, String>> {
+        None
+    }
+
     /// Services that may set the same thing.
     fn services(&self) -> &'static [Service] {
         &[]
@@ -366,6 +382,11 @@ pub trait Spec: KnobKind + Sized + 'static {
     type Target: DeserializeOwned;
     type Set: DeserializeOwned;
     fn new(target: Option<Self::Target>, set: Self::Set) -> Result<Self, FieldError>;
+
+    /// The knob's id, for a kind whose file is named after it.
+    fn named(self, _id: &str) -> Self {
+        self
+    }
 }
 
 /// Why a kind could not be built from its document.
@@ -377,7 +398,9 @@ pub enum BuildError {
 fn build_as<K: Spec>(doc: &str) -> Result<Box<dyn KnobKind>, BuildError> {
     let parsed: KnobDoc<K::Target, K::Set> = serde_yaml::from_str(doc).map_err(BuildError::Yaml)?;
     Ok(Box::new(
-        K::new(parsed.target, parsed.set).map_err(BuildError::Field)?,
+        K::new(parsed.target, parsed.set)
+            .map_err(BuildError::Field)?
+            .named(&parsed.id),
     ))
 }
 

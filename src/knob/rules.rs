@@ -100,6 +100,14 @@ pub const RULES: &[KindRules] = &[
         persists: "hold unit (`hostknob-hold@KNOB.service`)",
         sources: "Documentation/power/pm_qos_interface.rst (the request lives while the file is open)",
     },
+    KindRules {
+        kind: KindName::KernelCmdline,
+        scope: "the next boot (every BLS entry and `/etc/kernel/cmdline`, or a GRUB drop-in)",
+        depends_on: "GRUB: `update-grub` regenerates `/boot/grub/grub.cfg`",
+        read_back: "the whole file; running is `/proc/cmdline`, where the last word of a key counts and `-`/`_` in names are the same",
+        persists: "itself (the boot loader's files)",
+        sources: "Documentation/admin-guide/kernel-parameters.rst; the Boot Loader Specification (type 1 `options`); kernel-install(8) (`/etc/kernel/cmdline`); GRUB manual, Simple configuration (`GRUB_CMDLINE_LINUX`, `/etc/default/grub.d`)",
+    },
 ];
 
 /// [`RULES`] as the Markdown table of docs/knob-kinds.md.

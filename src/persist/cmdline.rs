@@ -1,17 +1,25 @@
-//! The kernel command line: arguments `persist` prints (hostknob never writes
-//! a boot loader's configuration), and the check against /proc/cmdline.
+//! The kernel command line. For a knob of another kind with a command-line
+//! form (`cmdline_args`): the arguments `persist` prints, with the commands
+//! that add them, and the check against /proc/cmdline. A `kernel-cmdline`
+//! knob is its own persistence: `apply` writes the boot loader's files, so
+//! `persist` only names them (and GRUB's regeneration) and the check is
+//! whether those files hold it.
 
 use super::Artifact;
-use crate::knob::HostCtx;
+use crate::knob::{HostCtx, KindName, WriteMode};
 use crate::manifest::Knob;
 use crate::schema::Persistence;
 
 pub(super) fn artifact(
     knob: &Knob,
+    host: &HostCtx,
     refuse_by_design: impl Fn(&str) -> String,
 ) -> Result<Artifact, String> {
     let id = &knob.id;
     let mechanism = Persistence::Cmdline;
+    if knob.kind == KindName::KernelCmdline {
+        return boot_files(knob, host);
+    }
     let args = knob
         .spec
         .cmdline_args()
@@ -36,8 +44,61 @@ pub(super) fn artifact(
     })
 }
 
-/// `Ok` when /proc/cmdline holds every argument.
+/// A `kernel-cmdline` knob: the boot loader's files `apply` writes, and
+/// GRUB's regeneration, named; nothing for `--install` to write.
+fn boot_files(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
+    let id = &knob.id;
+    let survey = knob
+        .spec
+        .survey(host)
+        .map_err(|e| knob.source.field_error(e).to_string())?;
+    let blocked: Vec<crate::knob::Blocked> = survey
+        .targets
+        .iter()
+        .filter_map(|t| {
+            Some(crate::knob::Blocked {
+                path: t.path.clone(),
+                cpus: None,
+                blocker: t.blocker.clone()?,
+            })
+        })
+        .collect();
+    crate::knob::refusal(id, &blocked)?;
+    let files: Vec<&str> = survey
+        .targets
+        .iter()
+        .filter(|t| t.mode == WriteMode::File && t.write.is_some())
+        .map(|t| t.path.as_str())
+        .collect();
+    let grub = survey
+        .targets
+        .iter()
+        .any(|t| t.path == "/boot/grub/grub.cfg");
+    let mut commands = Vec::new();
+    if grub {
+        commands
+            .push("update-grub    # regenerates /boot/grub/grub.cfg, which GRUB boots from".into());
+    }
+    Ok(Artifact {
+        knob: id.clone(),
+        mechanism: Persistence::Cmdline,
+        path: None,
+        content: knob.spec.desired(),
+        commands,
+        notes: vec![format!(
+            "a kernel-cmdline knob is persistent by itself: `hostknob apply {id}` writes {} and `hostknob revert {id}` restores them; it takes effect at the next boot, and audit says pending-reboot until then",
+            files.join(", ")
+        )],
+        replaces: Vec::new(),
+    })
+}
+
+/// `Ok` when the knob survives a reboot: a `kernel-cmdline` knob's boot
+/// files hold it; another kind's arguments are in /proc/cmdline.
 pub(super) fn check(knob: &Knob, host: &HostCtx) -> Result<String, String> {
+    if let Some(r) = knob.spec.boot_config(host) {
+        return r;
+    }
     let args = knob.spec.cmdline_args().unwrap_or_default();
     let cmdline = host.cmdline().unwrap_or("");
     let words: Vec<&str> = cmdline.split_whitespace().collect();

@@ -14,7 +14,8 @@
 //!   phase against the host's other boot knobs (recommended for cpuidle and
 //!   cpufreq knobs: no state index or policy path is pinned);
 //! - `cmdline`: kernel command-line arguments, printed with the commands that
-//!   add them; hostknob never writes a boot loader's configuration.
+//!   add them; a `kernel-cmdline` knob's own apply writes the boot loader's
+//!   files, and persist names them.
 //!
 //! The artifact is computed from this host (its CPUs, states, policies), so
 //! it is exact here; it carries no time, so regenerating it is stable.
@@ -123,7 +124,7 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         }
         Persistence::Hold => return hold_unit::artifact(knob, host, manifest),
         Persistence::Boot => return boot_unit::artifact(knob, host, manifest),
-        Persistence::Cmdline => return cmdline::artifact(knob, refuse_by_design),
+        Persistence::Cmdline => return cmdline::artifact(knob, host, refuse_by_design),
         _ => {}
     }
     let survey = knob

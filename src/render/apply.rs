@@ -176,6 +176,12 @@ pub fn persist_hints(a: &Artifact) -> String {
                 a.mechanism, a.knob, a.knob
             )
         }
+        // A kernel-cmdline knob's own apply writes the boot loader (its notes say so).
+        None if a.commands.is_empty()
+            || a.notes.iter().any(|n| n.contains("persistent by itself")) =>
+        {
+            out += &format!("hostknob: kernel command line for {}\n", a.knob)
+        }
         None => {
             out += &format!(
                 "hostknob: kernel command-line arguments for {}; hostknob never writes a boot loader: add them with\n",

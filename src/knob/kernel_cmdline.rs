@@ -1,0 +1,472 @@
+//! `kernel-cmdline`: parameters added to or removed from the kernel command
+//! line, written where this host's boot loader keeps it (see `bootloader`:
+//! BLS entries and `/etc/kernel/cmdline`, or a GRUB drop-in on Debian and
+//! Ubuntu). The change is for the next boot: what runs is `/proc/cmdline`;
+//! configured and not running yet is `pending-reboot`.
+
+use std::os::fd::AsFd;
+
+use serde::Deserialize;
+
+use super::bootloader::{self, Edit, Param};
+use super::{
+    Blocked, Blocker, FieldError, HostCtx, KindName, KnobKind, Plan, Spec, Survey, Target, Write,
+    WriteMode,
+};
+use crate::schema::Persistence;
+
+/// Where BLS type 1 entries live: `/boot` (GRUB's blscfg, XBOOTLDR) and the
+/// ESP at `/efi` or `/boot/efi` (systemd-boot).
+const ENTRY_DIRS: [&str; 3] = [
+    "/boot/loader/entries",
+    "/efi/loader/entries",
+    "/boot/efi/loader/entries",
+];
+const KERNEL_CMDLINE: &str = "/etc/kernel/cmdline";
+const GRUB_DEFAULT: &str = "/etc/default/grub";
+const GRUB_CFG: &str = "/boot/grub/grub.cfg";
+const GRUB_D: &str = "/etc/default/grub.d";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetDoc {}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetDoc {
+    #[serde(default)]
+    add: Vec<String>,
+    #[serde(default)]
+    remove: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct KernelCmdline {
+    edit: Edit,
+    id: String,
+}
+
+impl Spec for KernelCmdline {
+    type Target = TargetDoc;
+    type Set = SetDoc;
+
+    fn new(_target: Option<TargetDoc>, set: SetDoc) -> Result<Self, FieldError> {
+        if set.add.is_empty() && set.remove.is_empty() {
+            return Err(FieldError::new(
+                "set",
+                "nothing to change: give set.add and/or set.remove, lists of kernel parameters \
+                 (add: [\"nohz_full=2-3\"], remove: [\"quiet\"])",
+            ));
+        }
+        let mut seen: Vec<(Param, String)> = Vec::new();
+        let mut lists = (Vec::new(), Vec::new());
+        for (list, texts) in [("add", &set.add), ("remove", &set.remove)] {
+            for (i, text) in texts.iter().enumerate() {
+                let field = format!("set.{list}[{i}]");
+                let p = Param::parse(text.trim()).map_err(|m| FieldError::new(&field, m))?;
+                if let Some((_, first)) = seen.iter().find(|(q, _)| q.same_key(&p.key)) {
+                    return Err(FieldError::new(
+                        &field,
+                        format!(
+                            "{} is given twice (first at {first}): a parameter is added once or \
+                             removed, not both",
+                            p.key
+                        ),
+                    ));
+                }
+                seen.push((p.clone(), field));
+                match list {
+                    "add" => lists.0.push(p),
+                    _ => lists.1.push(p),
+                }
+            }
+        }
+        Ok(KernelCmdline {
+            edit: Edit {
+                add: lists.0,
+                remove: lists.1,
+            },
+            id: String::new(),
+        })
+    }
+
+    fn named(mut self, id: &str) -> Self {
+        self.id = id.to_string();
+        self
+    }
+}
+
+/// How this host boots, as its files show.
+enum Layout {
+    /// BLS entries (and `/etc/kernel/cmdline` when present).
+    Bls {
+        loader: &'static str,
+        entries: Vec<String>,
+        kernel_cmdline: bool,
+    },
+    /// GRUB on Debian and Ubuntu.
+    Grub,
+}
+
+fn detect(host: &HostCtx) -> Result<Layout, String> {
+    let mut entries = Vec::new();
+    for dir in ENTRY_DIRS {
+        let mut names: Vec<String> = host
+            .list(dir)
+            .into_iter()
+            .filter(|n| n.ends_with(".conf"))
+            .collect();
+        names.sort();
+        entries.extend(names.into_iter().map(|n| format!("{dir}/{n}")));
+    }
+    let kernel_cmdline = host.root.exists(KERNEL_CMDLINE);
+    let sd_boot = ENTRY_DIRS.iter().any(|d| {
+        let parent = d.strip_suffix("/entries").unwrap_or(d);
+        host.root.exists(&format!("{parent}/loader.conf"))
+    });
+    if !entries.is_empty() {
+        let loader = if sd_boot { "systemd-boot" } else { "GRUB (BLS entries)" };
+        return Ok(Layout::Bls {
+            loader,
+            entries,
+            kernel_cmdline,
+        });
+    }
+    if host.root.exists(GRUB_DEFAULT) && host.root.exists(GRUB_CFG) {
+        return Ok(Layout::Grub);
+    }
+    let mut why = String::from(
+        "no boot loader configuration this knob can write was found: looked for BLS entries \
+         (/boot/loader/entries/*.conf, /efi/loader/entries/*.conf, /boot/efi/loader/entries/*.conf; \
+         GRUB's blscfg, systemd-boot) and GRUB on Debian/Ubuntu (/etc/default/grub with \
+         /boot/grub/grub.cfg)",
+    );
+    if kernel_cmdline {
+        why.push_str(
+            "; /etc/kernel/cmdline alone is not enough: it is read when a kernel is installed, \
+             and no entry here boots from it",
+        );
+    }
+    Err(why)
+}
+
+/// A directory on a read-only file system (a `/boot` mounted `ro`): the
+/// reason, or `None` when it is writable or its file system cannot be asked.
+fn read_only(host: &HostCtx, dir: &str) -> Option<String> {
+    let fd = host
+        .root
+        .open_raw(dir, libc::O_PATH | libc::O_DIRECTORY, 0)
+        .ok()?;
+    let st = nix::sys::statvfs::fstatvfs(&fd.as_fd()).ok()?;
+    st.flags()
+        .contains(nix::sys::statvfs::FsFlags::ST_RDONLY)
+        .then(|| {
+            format!(
+                "{dir} is on a read-only file system: remount it read-write (mount -o remount,rw \
+                 MOUNTPOINT) to change the boot configuration, and read-only again after"
+            )
+        })
+}
+
+fn exact(host: &HostCtx, path: &str) -> Result<Option<String>, String> {
+    match host.root.read_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(super::ctx::describe_io(&e)),
+    }
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("/", |(d, _)| if d.is_empty() { "/" } else { d })
+}
+
+/// One file of the boot configuration as the knob sees it.
+struct BootFile {
+    path: String,
+    label: &'static str,
+    /// The file's bytes (`None`: absent).
+    text: Option<String>,
+    /// What apply writes (`None`: observed only, as grub.cfg).
+    write: Option<String>,
+    /// Whether the file configures the knob, and the line that does.
+    holds: bool,
+    line: usize,
+    /// The knob's keys as the file has them.
+    current: String,
+    blocker: Option<Blocker>,
+}
+
+impl KernelCmdline {
+    fn dropin_path(&self) -> String {
+        format!("{GRUB_D}/hostknob-{}.cfg", self.id)
+    }
+
+    fn running(&self, host: &HostCtx) -> (bool, String) {
+        let words: Vec<&str> = host.cmdline().unwrap_or("").split_whitespace().collect();
+        (self.edit.holds(&words), self.edit.relevant(&words))
+    }
+
+    /// Every file of this host's boot configuration the knob reads or writes.
+    fn files(&self, host: &HostCtx) -> Result<(Vec<BootFile>, Vec<String>), String> {
+        let mut out = Vec::new();
+        let mut notes = Vec::new();
+        match detect(host)? {
+            Layout::Bls {
+                loader,
+                entries,
+                kernel_cmdline,
+            } => {
+                notes.push(format!(
+                    "boots with {loader}: every entry ({}) gets the change",
+                    entries.len()
+                ));
+                for path in entries {
+                    out.push(self.bls_entry(host, &path));
+                }
+                if kernel_cmdline {
+                    out.push(self.kernel_cmdline_file(host));
+                } else {
+                    notes.push(
+                        "no /etc/kernel/cmdline: kernel-install takes a new kernel's options from \
+                         /proc/cmdline, so a kernel installed before the reboot lacks the change"
+                            .into(),
+                    );
+                }
+            }
+            Layout::Grub => {
+                out.push(self.grub_dropin(host));
+                out.push(self.grub_cfg(host));
+                notes.push(format!(
+                    "GRUB boots from {GRUB_CFG}: after apply, regenerate it with `update-grub` \
+                     (or `grub-mkconfig -o {GRUB_CFG}`); until then the next boot does not have the change"
+                ));
+            }
+        }
+        for f in out.iter_mut().filter(|f| f.write.is_some()) {
+            if f.blocker.is_none()
+                && let Some(why) = read_only(host, parent(&f.path))
+            {
+                f.blocker = Some(Blocker::Unsupported(why));
+            }
+        }
+        Ok((out, notes))
+    }
+
+    fn read_file(&self, host: &HostCtx, path: &str, label: &'static str) -> BootFile {
+        let mut f = BootFile {
+            path: path.to_string(),
+            label,
+            text: None,
+            write: None,
+            holds: false,
+            line: 1,
+            current: "absent".into(),
+            blocker: None,
+        };
+        match exact(host, path) {
+            Ok(t) => f.text = t,
+            Err(e) => {
+                f.blocker = Some(Blocker::Unreadable(format!("cannot read {path}: {e}")));
+            }
+        }
+        f
+    }
+
+    fn bls_entry(&self, host: &HostCtx, path: &str) -> BootFile {
+        let mut f = self.read_file(host, path, "BLS entry");
+        let Some(text) = f.text.clone() else {
+            return f;
+        };
+        let (words, lines) = bootloader::bls_options(&text);
+        f.holds = self.edit.holds(&words);
+        f.line = lines.last().copied().unwrap_or(1);
+        f.current = self.edit.relevant(&words);
+        f.write = Some(bootloader::edit_bls_entry(&text, &self.edit));
+        if words.contains(&"$kernelopts") {
+            f.blocker = Some(Blocker::Unsupported(format!(
+                "{path}:{}: options take $kernelopts from GRUB's environment block \
+                 (/boot/grub2/grubenv, RHEL 8's layout), which hostknob does not edit: use \
+                 `grubby --update-kernel=ALL`, or put the options in the entries",
+                f.line
+            )));
+        }
+        f
+    }
+
+    fn kernel_cmdline_file(&self, host: &HostCtx) -> BootFile {
+        let mut f = self.read_file(host, KERNEL_CMDLINE, "kernel-install");
+        if let Some(text) = f.text.clone() {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            f.holds = self.edit.holds(&words);
+            f.current = self.edit.relevant(&words);
+            f.write = Some(bootloader::edit_kernel_cmdline(&text, &self.edit));
+        }
+        f
+    }
+
+    fn grub_dropin(&self, host: &HostCtx) -> BootFile {
+        let path = self.dropin_path();
+        let mut f = self.read_file(host, &path, "GRUB drop-in");
+        let ours = bootloader::grub_dropin(&self.id, &self.edit);
+        f.holds = f.text.as_deref() == Some(ours.as_str());
+        f.current = match &f.text {
+            None => "absent".into(),
+            Some(_) if f.holds => self.edit.to_string(),
+            Some(_) => "another content".into(),
+        };
+        f.line = 4;
+        f.write = Some(ours);
+        f
+    }
+
+    fn grub_cfg(&self, host: &HostCtx) -> BootFile {
+        let mut f = self.read_file(host, GRUB_CFG, "GRUB's default entry");
+        if let Some(text) = f.text.clone() {
+            match bootloader::grub_cfg_default(&text) {
+                Some((words, line)) => {
+                    f.holds = self.edit.holds(&words);
+                    f.line = line;
+                    f.current = self.edit.relevant(&words);
+                }
+                None => f.current = "no linux line".into(),
+            }
+        }
+        f
+    }
+}
+
+impl KnobKind for KernelCmdline {
+    fn kind(&self) -> KindName {
+        KindName::KernelCmdline
+    }
+
+    fn desired(&self) -> String {
+        self.edit.to_string()
+    }
+
+    fn target_summary(&self) -> String {
+        "kernel command line (next boot)".into()
+    }
+
+    fn persistence_allowed(&self) -> &'static [Persistence] {
+        &[Persistence::Cmdline]
+    }
+
+    /// The added parameters: the knob is its own command-line form.
+    fn cmdline_args(&self) -> Option<Vec<String>> {
+        Some(self.edit.add.iter().map(Param::to_string).collect())
+    }
+
+    fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
+        let desired = self.desired();
+        let (running, now) = self.running(host);
+        let mut survey = Survey::default();
+        let proc_target = Target {
+            path: "/proc/cmdline".into(),
+            cpus: None,
+            label: Some("running".into()),
+            current: host.cmdline().map(|_| now),
+            desired: desired.clone(),
+            in_effect: running,
+            write: None,
+            restore: None,
+            mode: WriteMode::Attribute,
+            blocker: None,
+        };
+        let (files, notes) = match self.files(host) {
+            Ok(x) => x,
+            Err(why) => {
+                survey.targets.push(Target {
+                    blocker: Some(Blocker::Unsupported(why)),
+                    ..Target::absent("/boot".into(), None, &desired, String::new())
+                });
+                survey.targets.push(proc_target);
+                return Ok(survey);
+            }
+        };
+        survey.notes = notes;
+        for f in files {
+            survey.targets.push(Target {
+                path: f.path,
+                cpus: None,
+                label: Some(f.label.into()),
+                current: Some(f.current),
+                desired: desired.clone(),
+                // Running, or configured for the next boot: audit tells them apart.
+                in_effect: running || f.holds,
+                write: f.write,
+                restore: f.text,
+                mode: WriteMode::File,
+                blocker: f.blocker,
+            });
+        }
+        survey.targets.push(proc_target);
+        Ok(survey)
+    }
+
+    /// Writes every file whose content is not yet the knob's, running or not.
+    fn plan(&self, host: &HostCtx) -> Result<Plan, FieldError> {
+        let survey = self.survey(host)?;
+        let mut plan = Plan {
+            notes: survey.notes,
+            ..Plan::default()
+        };
+        for t in survey.targets {
+            if let Some(blocker) = t.blocker {
+                plan.blocked.push(Blocked {
+                    path: t.path,
+                    cpus: None,
+                    blocker,
+                });
+            } else if let Some(after) = t.write
+                && t.restore.as_deref() != Some(after.as_str())
+            {
+                plan.writes.push(Write {
+                    path: t.path,
+                    cpus: None,
+                    label: t.label,
+                    before: t.restore,
+                    expect: after.trim().to_string(),
+                    after,
+                    mode: WriteMode::File,
+                });
+            }
+        }
+        Ok(plan)
+    }
+
+    fn boot_config(&self, host: &HostCtx) -> Option<Result<String, String>> {
+        let files = match self.files(host) {
+            Ok((files, _)) => files,
+            Err(why) => return Some(Err(why)),
+        };
+        let lacking: Vec<String> = files
+            .iter()
+            .filter(|f| !f.holds)
+            .map(|f| format!("{} ({})", f.path, f.current))
+            .collect();
+        if !lacking.is_empty() {
+            return Some(Err(format!(
+                "the next boot lacks {}: {}",
+                self.edit,
+                lacking.join(", ")
+            )));
+        }
+        let places: Vec<String> = files
+            .iter()
+            .map(|f| format!("{}:{}", f.path, f.line))
+            .collect();
+        Some(Ok(format!("configured in {}", places.join(", "))))
+    }
+
+    fn pending_reboot(&self, host: &HostCtx) -> Option<String> {
+        let (running, now) = self.running(host);
+        if running {
+            return None;
+        }
+        let at = self.boot_config(host)?.ok()?;
+        Some(format!(
+            "{at}; running (/proc/cmdline): {now}; takes effect at the next boot"
+        ))
+    }
+}
