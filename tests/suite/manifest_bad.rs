@@ -297,6 +297,20 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
     ),
     // A file without a knob has no field to name.
     ("empty-file", "empty.yaml", 1, "", "no knob in this file"),
+    (
+        "kernel-cmdline-twice",
+        "cmdline.yaml",
+        9,
+        "set.remove[0]",
+        "nohz_full is given twice (first at set.add[1])",
+    ),
+    (
+        "kernel-cmdline-bad-param",
+        "cmdline.yaml",
+        7,
+        "set.add[1]",
+        "'$' is not taken in a value",
+    ),
 ];
 
 fn cases_dir() -> std::path::PathBuf {
