@@ -158,7 +158,19 @@ fn report_knob(
     for j in &mut judged {
         tell_the_story(j, applied.as_ref(), boot);
     }
-    let groups = groups(&judged);
+    let mut groups = groups(&judged);
+    // Configured for the next boot (or restart), not running yet: not drift.
+    let pending = groups
+        .iter()
+        .any(|g| g.status == Status::Drift)
+        .then(|| knob.spec.pending_reboot(host))
+        .flatten();
+    if let Some(why) = &pending {
+        for g in groups.iter_mut().filter(|g| g.status == Status::Drift) {
+            g.status = Status::PendingReboot;
+            g.detail = why.clone();
+        }
+    }
     let status = groups
         .iter()
         .map(|g| g.status)

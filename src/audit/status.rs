@@ -26,10 +26,13 @@ pub enum Status {
     /// The file exists but cannot be read (I/O error, not UTF-8): its value
     /// is unknown. audit exits 1.
     Unreadable,
+    /// Configured for the next boot (or the next start of PID 1 or a unit),
+    /// not running yet: exits like `unpersisted`.
+    PendingReboot,
 }
 
 impl Status {
-    pub const ALL: [Status; 8] = [
+    pub const ALL: [Status; 9] = [
         Status::Ok,
         Status::Unpersisted,
         Status::NotApplicable,
@@ -38,6 +41,7 @@ impl Status {
         Status::LostOnReboot,
         Status::NotHonoured,
         Status::Unreadable,
+        Status::PendingReboot,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +54,7 @@ impl Status {
             Status::LostOnReboot => "lost-on-reboot",
             Status::NotHonoured => "not-honoured",
             Status::Unreadable => "unreadable",
+            Status::PendingReboot => "pending-reboot",
         }
     }
 
@@ -67,11 +72,12 @@ impl Status {
             Status::NotApplicable => 0,
             Status::Ok => 1,
             Status::Unpersisted => 2,
-            Status::Unsupported => 3,
-            Status::Drift => 4,
-            Status::LostOnReboot => 5,
-            Status::NotHonoured => 6,
-            Status::Unreadable => 7,
+            Status::PendingReboot => 3,
+            Status::Unsupported => 4,
+            Status::Drift => 5,
+            Status::LostOnReboot => 6,
+            Status::NotHonoured => 7,
+            Status::Unreadable => 8,
         }
     }
 }

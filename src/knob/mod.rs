@@ -61,6 +61,8 @@ kinds! {
     allocator::Allocator => Allocator "allocator",
     module_param::ModuleParam => ModuleParam "module-param",
     pm_qos::PmQos => PmQos "pm-qos",
+    workqueue::WorkqueueCpumask => WorkqueueCpumask "workqueue-cpumask",
+    systemd_affinity::SystemdCpuAffinity => SystemdCpuAffinity "systemd-cpu-affinity",
 }
 
 impl KindName {
@@ -359,6 +361,12 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
     fn confirms(&self, expect: &str, read: &str) -> bool {
         expect == read
     }
+
+    /// Configured for the next boot but not running yet: the detail (file and
+    /// line configured, what runs now). Audit reports `pending-reboot`.
+    fn pending_reboot(&self, _host: &HostCtx) -> Option<String> {
+        None
+    }
 }
 
 /// A kind's manifest form: its `target` and `set` types and how to check them.
@@ -366,6 +374,11 @@ pub trait Spec: KnobKind + Sized + 'static {
     type Target: DeserializeOwned;
     type Set: DeserializeOwned;
     fn new(target: Option<Self::Target>, set: Self::Set) -> Result<Self, FieldError>;
+
+    /// The knob's id, for kinds that name files after it (`hostknob-<id>.conf`).
+    fn with_id(self, _id: &str) -> Self {
+        self
+    }
 }
 
 /// Why a kind could not be built from its document.
@@ -377,7 +390,9 @@ pub enum BuildError {
 fn build_as<K: Spec>(doc: &str) -> Result<Box<dyn KnobKind>, BuildError> {
     let parsed: KnobDoc<K::Target, K::Set> = serde_yaml::from_str(doc).map_err(BuildError::Yaml)?;
     Ok(Box::new(
-        K::new(parsed.target, parsed.set).map_err(BuildError::Field)?,
+        K::new(parsed.target, parsed.set)
+            .map_err(BuildError::Field)?
+            .with_id(&parsed.id),
     ))
 }
 
