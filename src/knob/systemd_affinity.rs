@@ -246,11 +246,20 @@ impl SystemdCpuAffinity {
         let mut conf = Configured::default();
         let key = self.property.as_str();
         let Some(unit) = unit else {
-            if let Some(text) = host.text(MANAGER_CONF) {
+            if let Ok(text) = host.root.read_string(MANAGER_CONF) {
                 apply_text(&text, MANAGER_CONF, "[Manager]", key, &mut conf);
             }
-            for (path, text) in crate::persist::config_files(host, &MANAGER_DIRS, ".conf") {
-                apply_text(&text, &path, "[Manager]", key, &mut conf);
+            // A name in an earlier directory hides the same name in later ones.
+            let mut files: std::collections::BTreeMap<String, String> = Default::default();
+            for dir in MANAGER_DIRS {
+                for name in host.list(dir).into_iter().filter(|n| n.ends_with(".conf")) {
+                    files.entry(name.clone()).or_insert(format!("{dir}/{name}"));
+                }
+            }
+            for path in files.values() {
+                if let Ok(text) = host.root.read_string(path) {
+                    apply_text(&text, path, "[Manager]", key, &mut conf);
+                }
             }
             return (true, conf);
         };
@@ -261,7 +270,7 @@ impl SystemdCpuAffinity {
         {
             found = true;
             let path = format!("{dir}/{unit}");
-            if let Some(text) = host.text(&path) {
+            if let Ok(text) = host.root.read_string(&path) {
                 apply_text(&text, &path, "[Service]", key, &mut conf);
             }
         }
@@ -278,7 +287,7 @@ impl SystemdCpuAffinity {
         }
         for path in dropins.values() {
             found = true;
-            if let Some(text) = host.text(path) {
+            if let Ok(text) = host.root.read_string(path) {
                 apply_text(&text, path, "[Service]", key, &mut conf);
             }
         }
