@@ -637,3 +637,101 @@ fn live_module_param_number_round_trip() {
         want,
     );
 }
+
+/// Issue 21 item 7: the unbound workqueue mask on CPU 0 through `apply`,
+/// read back from the kernel (a hex mask), audited, and reverted to the
+/// bytes found, the requested mask and a workqueue's own mask included.
+#[test]
+#[ignore = "live: root and HOSTKNOB_LIVE=1"]
+fn live_workqueue_cpumask_on_cpu0_reads_back_and_reverts_byte_identical() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Path::new("/sys/devices/virtual/workqueue");
+    let global = dir.join("cpumask");
+    if let Err(why) = live_allowed().and_then(|_| {
+        global
+            .exists()
+            .then_some(())
+            .ok_or(format!("no {}", global.display()))
+    }) {
+        eprintln!("live test skipped: {why}");
+        return;
+    }
+    let mut files = vec![global.clone(), dir.join("cpumask_requested")];
+    let own = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("cpumask"))
+        .find(|p| p.exists());
+    files.extend(own.iter().cloned());
+    let found: Vec<(PathBuf, Vec<u8>)> = files
+        .iter()
+        .filter(|p| p.exists())
+        .map(|p| (p.clone(), std::fs::read(p).unwrap()))
+        .collect();
+    // Guards for the writable masks (the requested one follows the global one).
+    let _guards: Vec<Restore> = [Some(global.clone()), own.clone()]
+        .into_iter()
+        .flatten()
+        .map(|p| Restore {
+            original: std::fs::read_to_string(&p).unwrap(),
+            path: p,
+        })
+        .collect();
+    let mut docs = vec![(
+        "live-wq",
+        "persistence: runtime\nkind: workqueue-cpumask\nset: 0\n".to_string(),
+    )];
+    if let Some(p) = &own {
+        let name = p.parent().unwrap().file_name().unwrap().to_str().unwrap();
+        docs.push((
+            "live-wq-own",
+            format!(
+                "persistence: runtime\nkind: workqueue-cpumask\ntarget: {{workqueues: [{name}]}}\nset: 0\n"
+            ),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = docs.iter().map(|(i, b)| (*i, b.as_str())).collect();
+    let m = knobs(&refs);
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let live = |args: &[&str]| {
+        let mut all = vec!["--state-dir", state_dir, "--host", "live"];
+        all.extend_from_slice(args);
+        run(Path::new("/"), m.path(), &all)
+    };
+    ok(&live(&["apply", "--all"]));
+    for p in [Some(&global), own.as_ref()].into_iter().flatten() {
+        let now = std::fs::read_to_string(p).unwrap();
+        // CPU 0 alone, however many words the kernel pads the mask to.
+        let words: Vec<&str> = now.trim().split(',').collect();
+        let (last, rest) = words.split_last().unwrap();
+        assert_eq!(
+            u32::from_str_radix(last, 16).unwrap(),
+            1,
+            "{}: {now:?}",
+            p.display()
+        );
+        assert!(
+            rest.iter()
+                .all(|w| u32::from_str_radix(w, 16).unwrap() == 0),
+            "{now:?}"
+        );
+    }
+    let (report, code) = audit_json(Path::new("/"), m.path(), Some("live"));
+    for (id, _) in &docs {
+        let k = knob(&report, id);
+        assert_eq!(k["status"], "unpersisted", "{k:#}");
+        assert_eq!(k["current"][0]["value"], "0", "{k:#}");
+    }
+    assert_eq!(code, 0, "{report:#}");
+    let reverted = ok(&live(&["revert", "--all"]));
+    assert!(reverted.contains("restored and read back"), "{reverted}");
+    for (p, bytes) in &found {
+        assert_eq!(
+            &std::fs::read(p).unwrap(),
+            bytes,
+            "{} is byte-identical after revert",
+            p.display()
+        );
+    }
+    assert!(journal_of(state.path()).is_empty());
+}

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::{FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target, WriteMode, check_name};
 use crate::schema::Persistence;
 
-const UNIT_DIRS: [&str; 4] = [
+pub(super) const UNIT_DIRS: [&str; 4] = [
     "/etc/systemd/system",
     "/run/systemd/system",
     "/usr/lib/systemd/system",
@@ -161,7 +161,7 @@ fn apply_unit_text(text: &str, variable: &str, env: &mut Option<String>, files: 
 /// systemd.unit(5): a unit's drop-ins come from `service.d/` (every
 /// service), then each dash prefix of its name (`rpc-.service.d/` for
 /// `rpc-node.service`), then its own `rpc-node.service.d/`: least specific first.
-fn dropin_dirs(service: &str) -> Vec<String> {
+pub(super) fn dropin_dirs(service: &str) -> Vec<String> {
     let stem = service.strip_suffix(".service").unwrap_or(service);
     let mut dirs = vec!["service.d".to_string()];
     for (i, _) in stem.match_indices('-') {

@@ -63,6 +63,8 @@ kinds! {
     module_param::ModuleParam => ModuleParam "module-param",
     pm_qos::PmQos => PmQos "pm-qos",
     kernel_cmdline::KernelCmdline => KernelCmdline "kernel-cmdline",
+    workqueue::WorkqueueCpumask => WorkqueueCpumask "workqueue-cpumask",
+    systemd_affinity::SystemdCpuAffinity => SystemdCpuAffinity "systemd-cpu-affinity",
 }
 
 impl KindName {

@@ -108,6 +108,22 @@ pub const RULES: &[KindRules] = &[
         persists: "itself (the boot loader's files)",
         sources: "Documentation/admin-guide/kernel-parameters.rst; the Boot Loader Specification (type 1 `options`); kernel-install(8) (`/etc/kernel/cmdline`); GRUB manual, Simple configuration (`GRUB_CMDLINE_LINUX`, `/etc/default/grub.d`)",
     },
+    KindRules {
+        kind: KindName::WorkqueueCpumask,
+        scope: "global (`workqueue/cpumask`, every unbound workqueue), or one `WQ_SYSFS` unbound workqueue (`workqueue/NAME/cpumask`, matched by glob)",
+        depends_on: "none; a workqueue's own mask runs intersected with the global one (the global one when that is empty)",
+        read_back: "a hex mask in 32-bit words (`ffffffff,ffffffff`), compared as a CPU list; written as the mask of the CPU list. EINVAL: not a mask, or (global) no possible CPU left; EOVERFLOW: a bit past `nr_cpu_ids`. Isolated CPUs (`cpumask_isolated`) are kept when asked for; `cpumask_requested` is what was written",
+        persists: "boot unit (re-resolves workqueues by glob), tmpfiles.d `w`",
+        sources: "Documentation/core-api/workqueue.rst (Affinity Scopes; unbound cpumask); kernel/workqueue.c (`wq_unbound_cpumask_store`, `workqueue_set_unbound_cpumask`, `wq_cpumask_store`, `wqattrs_actualize_cpumask`); lib/bitmap.c (`bitmap_parse`)",
+    },
+    KindRules {
+        kind: KindName::SystemdCpuAffinity,
+        scope: "the system manager (PID 1 and what it forks), or named services",
+        depends_on: "PID 1 re-executes (`daemon-reexec`, a boot), or the unit restarts after `daemon-reload`: until then `pending-reboot`",
+        read_back: "the configuration as systemd reads it (main file, then drop-ins by name; assignments merge, an empty one resets), and what runs: `Cpus_allowed_list` of PID 1 or the unit's processes, or the unit cgroup's `cpuset.cpus.effective` (AllowedCPUs)",
+        persists: "its drop-in (`system.conf.d/hostknob-ID.conf` or `UNIT.d/hostknob-ID.conf`)",
+        sources: "systemd-system.conf(5) (CPUAffinity=, drop-in directories); systemd.exec(5) (CPUAffinity=); systemd.resource-control(5) (AllowedCPUs=); systemd.unit(5) (drop-ins)",
+    },
 ];
 
 /// [`RULES`] as the Markdown table of docs/knob-kinds.md.

@@ -30,10 +30,15 @@ pub(super) fn artifact(
         mechanism,
         path: Some(t.path.clone()),
         content: write(t),
-        commands: vec![
-            "systemctl daemon-reload".into(),
-            format!("systemctl restart {unit}"),
-        ],
+        // The manager's own configuration is read when PID 1 re-executes.
+        commands: if unit == "system.conf" {
+            vec!["systemctl daemon-reexec".into()]
+        } else {
+            vec![
+                "systemctl daemon-reload".into(),
+                format!("systemctl restart {unit}"),
+            ]
+        },
         notes,
         replaces: Vec::new(),
     })

@@ -295,6 +295,48 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "caveats",
         "expected a sequence",
     ),
+    (
+        "workqueue-empty-cpu-list",
+        "wq.yaml",
+        4,
+        "set",
+        "empty CPU list",
+    ),
+    (
+        "workqueue-hex-mask",
+        "wq.yaml",
+        4,
+        "set",
+        "is not a CPU list",
+    ),
+    (
+        "workqueue-path-in-glob",
+        "wq.yaml",
+        5,
+        "target.workqueues",
+        "is not a workqueue name or glob",
+    ),
+    (
+        "systemd-affinity-allowedcpus-system",
+        "affinity.yaml",
+        5,
+        "target.property",
+        "AllowedCPUs is a unit's cgroup setting",
+    ),
+    (
+        "systemd-affinity-bad-property",
+        "affinity.yaml",
+        6,
+        "target.property",
+        "expected CPUAffinity or AllowedCPUs",
+    ),
+    (
+        "systemd-affinity-not-a-service",
+        "affinity.yaml",
+        5,
+        "target.units",
+        "is not a service unit name",
+    ),
     // A file without a knob has no field to name.
     ("empty-file", "empty.yaml", 1, "", "no knob in this file"),
     (
