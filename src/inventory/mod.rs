@@ -15,6 +15,7 @@ mod cpuinfo;
 mod host;
 mod idle_states;
 mod memory;
+pub mod irq;
 mod network;
 mod par;
 mod platform;

@@ -61,6 +61,7 @@ kinds! {
     allocator::Allocator => Allocator "allocator",
     module_param::ModuleParam => ModuleParam "module-param",
     pm_qos::PmQos => PmQos "pm-qos",
+    irq_affinity::IrqAffinity => IrqAffinity "irq-affinity",
 }
 
 impl KindName {
@@ -233,10 +234,20 @@ pub enum Service {
     PowerProfilesDaemon,
     Tlp,
     Cpupower,
+    Irqbalance,
 }
 
 impl Service {
-    pub const ALL: [Service; 4] = [
+    pub const ALL: [Service; 5] = [
+        Service::Tuned,
+        Service::PowerProfilesDaemon,
+        Service::Tlp,
+        Service::Cpupower,
+        Service::Irqbalance,
+    ];
+
+    /// The ones that set CPU frequency and power settings.
+    pub const POWER: [Service; 4] = [
         Service::Tuned,
         Service::PowerProfilesDaemon,
         Service::Tlp,
@@ -249,6 +260,7 @@ impl Service {
             Service::PowerProfilesDaemon => "power-profiles-daemon.service",
             Service::Tlp => "tlp.service",
             Service::Cpupower => "cpupower.service",
+            Service::Irqbalance => "irqbalance.service",
         }
     }
 
@@ -257,6 +269,7 @@ impl Service {
         match self {
             Service::Tuned => Some("tuned"),
             Service::PowerProfilesDaemon => Some("power-profiles-"),
+            Service::Irqbalance => Some("irqbalance"),
             Service::Tlp | Service::Cpupower => None,
         }
     }

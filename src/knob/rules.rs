@@ -100,6 +100,14 @@ pub const RULES: &[KindRules] = &[
         persists: "hold unit (`hostknob-hold@KNOB.service`)",
         sources: "Documentation/power/pm_qos_interface.rst (the request lives while the file is open)",
     },
+    KindRules {
+        kind: KindName::IrqAffinity,
+        scope: "IRQ (`/proc/irq/N/smp_affinity_list`, chosen by action name or network device), and `/proc/irq/default_smp_affinity`",
+        depends_on: "none; managed IRQs and per-CPU interrupts cannot be moved (left out and named)",
+        read_back: "`smp_affinity_list` as a CPU list (the mask as written); `effective_affinity_list` reported beside it (one CPU of the mask, moved at the next interrupt on x86); `default_smp_affinity` is a hex mask",
+        persists: "boot unit (re-resolves IRQs by name at each boot; numbers change)",
+        sources: "Documentation/core-api/irq/irq-affinity.rst; kernel/irq/proc.c (write_irq_affinity: EIO for managed IRQs, no-online-CPU fallback; register_irq_proc: no write bit when `irq_can_set_affinity_usr` is false); kernel-parameters.txt (isolcpus=managed_irq)",
+    },
 ];
 
 /// [`RULES`] as the Markdown table of docs/knob-kinds.md.
