@@ -62,6 +62,7 @@ kinds! {
     module_param::ModuleParam => ModuleParam "module-param",
     pm_qos::PmQos => PmQos "pm-qos",
     irq_affinity::IrqAffinity => IrqAffinity "irq-affinity",
+    irqbalance::Irqbalance => Irqbalance "irqbalance",
 }
 
 impl KindName {

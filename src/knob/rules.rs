@@ -108,6 +108,14 @@ pub const RULES: &[KindRules] = &[
         persists: "boot unit (re-resolves IRQs by name at each boot; numbers change)",
         sources: "Documentation/core-api/irq/irq-affinity.rst; kernel/irq/proc.c (write_irq_affinity: EIO for managed IRQs, no-online-CPU fallback; register_irq_proc: no write bit when `irq_can_set_affinity_usr` is false); kernel-parameters.txt (isolcpus=managed_irq)",
     },
+    KindRules {
+        kind: KindName::Irqbalance,
+        scope: "file (`IRQBALANCE_BANNED_CPULIST` in `/etc/default/irqbalance` or `/etc/sysconfig/irqbalance`, whichever exists)",
+        depends_on: "none; irqbalance reads it when it starts (restart it)",
+        read_back: "the file's last active assignment as a CPU list (`unset` when none); the whole file is replaced, every other line byte-identical",
+        persists: "the file itself (irqbalance reads it at every start)",
+        sources: "irqbalance(1) (ENVIRONMENT: IRQBALANCE_BANNED_CPULIST); Debian's debian/irqbalance.default, Fedora's misc/irqbalance.env",
+    },
 ];
 
 /// [`RULES`] as the Markdown table of docs/knob-kinds.md.

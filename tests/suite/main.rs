@@ -19,6 +19,7 @@ mod fleet_report;
 mod fleet_schemas;
 mod hostile;
 mod hostile_links;
+mod irq_affinity;
 mod inventory_bad_input;
 mod inventory_corpus;
 mod inventory_gaps;
