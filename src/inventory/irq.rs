@@ -30,7 +30,11 @@ pub fn parse(text: &str) -> Interrupts {
     let mut lines = text.lines();
     let columns = lines
         .next()
-        .map(|h| h.split_whitespace().filter(|w| w.starts_with("CPU")).count())
+        .map(|h| {
+            h.split_whitespace()
+                .filter(|w| w.starts_with("CPU"))
+                .count()
+        })
         .unwrap_or(0);
     let mut out = Interrupts::default();
     for line in lines {
@@ -108,7 +112,11 @@ pub fn cpus_mask(cpus: &[u32], like: &str) -> String {
     let like: Vec<&str> = like.trim().split(',').collect();
     let need = cpus.iter().max().map_or(1, |m| *m as usize / 32 + 1);
     let groups = like.len().max(need);
-    let first_width = if groups == like.len() { like[0].len().max(1) } else { 1 };
+    let first_width = if groups == like.len() {
+        like[0].len().max(1)
+    } else {
+        1
+    };
     let mut words = vec![0u32; groups];
     for &c in cpus {
         words[c as usize / 32] |= 1 << (c % 32);
@@ -160,7 +168,10 @@ ERR:          0\n";
     #[test]
     fn masks_in_the_kernels_format() {
         assert_eq!(cpus_mask(&[0], "3"), "1");
-        assert_eq!(cpus_mask(&[31, 64], "1,00000000,00000000"), "1,00000000,80000000");
+        assert_eq!(
+            cpus_mask(&[31, 64], "1,00000000,00000000"),
+            "1,00000000,80000000"
+        );
         assert_eq!(cpus_mask(&[0, 1], "ff"), "03");
     }
 }

@@ -128,10 +128,17 @@ impl IrqAffinity {
             return Err(format!("no network device {name} on this host ({dev})"));
         }
         let mut places = vec![format!("{dev}/device/msi_irqs")];
-        if let Ok(real) = host.root.resolve(&format!("{dev}/device")) {
-            let parent = crate::root::split_parent(&real).0.to_string();
-            places.push(format!("{parent}/msi_irqs"));
+        // The device directory: `NAME/device`, else the one the class link
+        // leads into (`.../virtio2/net/eth0` -> `.../virtio2`).
+        let device = host.root.resolve(&format!("{dev}/device")).ok().or_else(|| {
+            let real = host.root.resolve(&dev).ok()?;
+            real.strip_suffix(&format!("/net/{name}")).map(str::to_string)
+        });
+        if let Some(d) = device {
+            places.push(format!("{d}/msi_irqs"));
+            places.push(format!("{}/msi_irqs", crate::root::split_parent(&d).0));
         }
+        places.dedup();
         for p in &places {
             if host.root.is_dir(p) {
                 let mut irqs: Vec<u32> = host.list(p).iter().filter_map(|n| n.parse().ok()).collect();

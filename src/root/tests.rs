@@ -220,7 +220,8 @@ fn proc_is_written_only_at_sysctls_and_irq_affinity_lists() {
             "/proc/sys/vm/stat_interval",
             "/sys/to-list",
         ] {
-            root.write_existing(ok, b"0").unwrap_or_else(|e| panic!("{ok}: {e}"));
+            root.write_existing(ok, b"0")
+                .unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
         for refused in [
             "/proc/irq/24/smp_affinity",
@@ -230,13 +231,20 @@ fn proc_is_written_only_at_sysctls_and_irq_affinity_lists() {
             "/proc/irq/../cmdline",
         ] {
             let e = root.write_existing(refused, b"0").unwrap_err();
-            assert!(e.to_string().contains("writes /proc only"), "{refused}: {e}");
+            assert!(
+                e.to_string().contains("writes /proc only"),
+                "{refused}: {e}"
+            );
         }
         let e = root
             .replace_file("/proc/irq/24/smp_affinity_list", b"0\n")
             .unwrap_err();
         assert!(e.to_string().contains("writes /proc only"), "{e}");
-        assert!(!base.join("proc/irq/24/.smp_affinity_list.hostknob-new").exists());
+        assert!(
+            !base
+                .join("proc/irq/24/.smp_affinity_list.hostknob-new")
+                .exists()
+        );
     }
     for f in ["proc/cmdline", "proc/1/comm", "proc/irq/24/smp_affinity"] {
         assert_eq!(std::fs::read_to_string(base.join(f)).unwrap(), "1\n", "{f}");

@@ -44,7 +44,11 @@ impl Drop for IrqGuard {
 fn movable_virtio() -> Vec<u32> {
     let text = std::fs::read_to_string("/proc/interrupts").unwrap();
     text.lines()
-        .filter(|l| l.split_whitespace().last().is_some_and(|a| a.starts_with("virtio")))
+        .filter(|l| {
+            l.split_whitespace()
+                .last()
+                .is_some_and(|a| a.starts_with("virtio"))
+        })
         .filter_map(|l| l.split(':').next()?.trim().parse().ok())
         .filter(|n: &u32| {
             std::fs::metadata(format!("/proc/irq/{n}/smp_affinity_list"))
@@ -54,8 +58,7 @@ fn movable_virtio() -> Vec<u32> {
 }
 
 fn online_has_cpu1() -> bool {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .is_ok_and(|t| t.trim() != "0")
+    std::fs::read_to_string("/sys/devices/system/cpu/online").is_ok_and(|t| t.trim() != "0")
 }
 
 #[test]
@@ -110,7 +113,9 @@ fn live_irqbalance_oneshot_with_the_kinds_banned_list_leaves_cpu1_out() {
     };
     let bin = String::from_utf8_lossy(&found.stdout).trim().to_string();
     if bin.is_empty() || !online_has_cpu1() || movable_virtio().is_empty() {
-        eprintln!("live test skipped: no irqbalance (.ci/run installs it), one CPU, or no movable IRQ");
+        eprintln!(
+            "live test skipped: no irqbalance (.ci/run installs it), one CPU, or no movable IRQ"
+        );
         return;
     }
     // The banned list as the kind writes it, into a copy of this host's file.
@@ -124,7 +129,11 @@ fn live_irqbalance_oneshot_with_the_kinds_banned_list_leaves_cpu1_out() {
         "ban-1",
         "persistence: runtime\nkind: irqbalance\nset: \"1\"\n",
     )]);
-    ok(&run(tree.path(), m.path(), &["--host", "live", "apply", "ban-1"]));
+    ok(&run(
+        tree.path(),
+        m.path(),
+        &["--host", "live", "apply", "ban-1"],
+    ));
     let written = std::fs::read_to_string(tree.path().join("etc/default/irqbalance")).unwrap();
     let value = written
         .lines()
@@ -160,7 +169,9 @@ fn live_irqbalance_oneshot_with_the_kinds_banned_list_leaves_cpu1_out() {
     let after = irq_files();
     let placed: Vec<&(String, String)> = after
         .iter()
-        .filter(|(p, t)| p.ends_with("smp_affinity_list") && !before.contains(&(p.clone(), t.clone())))
+        .filter(|(p, t)| {
+            p.ends_with("smp_affinity_list") && !before.contains(&(p.clone(), t.clone()))
+        })
         .collect();
     assert!(!placed.is_empty(), "irqbalance placed no IRQ: {out}");
     for (p, t) in &placed {
