@@ -17,7 +17,7 @@ pub fn blind_spot(knob: &Knob, probe: &LatencyProbe) -> Option<String> {
     }
     let what = match probe {
         LatencyProbe::Wakeup(_) => {
-            "the wakeup probe's samples take no device interrupt (its sleeper is woken by a futex from the waker thread, an IPI at most)"
+            "the wakeup probe's samples take no device interrupt (its sleeper is woken by another thread through a futex, eventfd or pipe: an IPI at most)"
         }
         LatencyProbe::Timer(_) => {
             "the timer probe's samples take no device interrupt (its wakeups are the CPU's own timer)"
