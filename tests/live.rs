@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 
 use support::*;
 
+#[path = "live/irq.rs"]
+mod irq;
+
 /// Puts the value read before the test back when dropped, if it changed.
 struct Restore {
     path: PathBuf,

@@ -43,6 +43,11 @@ pub fn describe_write_error(path: &str, e: &io::Error) -> String {
         }
         Some(libc::EROFS) => format!("{path} is on a read-only file system"),
         Some(libc::EISDIR) => format!("{path} is a directory, not a file"),
+        // kernel/irq/proc.c, write_irq_affinity: a managed IRQ (or one whose chip cannot move).
+        Some(libc::EIO) if path.starts_with("/proc/irq/") => format!(
+            "{path}: the kernel refused the write (EIO): a managed IRQ, whose affinity it sets \
+             itself; keep such IRQs off isolated CPUs with `isolcpus=managed_irq,CPUS`"
+        ),
         _ => format!("cannot write {path}: {e}"),
     }
 }

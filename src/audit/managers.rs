@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use crate::cpulist::CpuList;
 use crate::knob::{HostCtx, KindName, Service, Target};
 use crate::manifest::Knob;
 use crate::persist::{BootConfig, ConfLine};
@@ -20,6 +21,15 @@ pub struct Manager {
 pub struct HostConfig {
     boot: BootConfig,
     services: Vec<(Service, String)>,
+    /// irqbalance's banned CPUs as configured (file:line), and the online CPUs.
+    irqbalance: Option<IrqbalanceBan>,
+}
+
+/// What irqbalance is told to leave alone, for the irq-affinity knobs.
+struct IrqbalanceBan {
+    banned: CpuList,
+    source: String,
+    online: CpuList,
 }
 
 impl HostConfig {
@@ -31,9 +41,13 @@ impl HostConfig {
         let mut c = HostConfig {
             boot: BootConfig::read(host, kinds),
             services: Vec::new(),
+            irqbalance: None,
         };
         if !services.is_empty() {
             c.services = detect_services(host, services);
+        }
+        if c.services.iter().any(|(s, _)| *s == Service::Irqbalance) {
+            c.irqbalance = Some(irqbalance_ban(host));
         }
         c
     }
@@ -85,14 +99,82 @@ fn detect_services(host: &HostCtx, wanted: &BTreeSet<Service>) -> Vec<(Service, 
     out
 }
 
+/// irqbalance's banned list from its environment file (`unset`: none).
+fn irqbalance_ban(host: &HostCtx) -> IrqbalanceBan {
+    use crate::knob::irqbalance::{FILES, VAR, assignment};
+    let online = host.online().clone();
+    for f in FILES {
+        if let Ok(text) = host.root.read_string(f) {
+            if let Some((line, v)) = assignment(&text) {
+                return IrqbalanceBan {
+                    banned: CpuList::parse(&v).unwrap_or_default(),
+                    source: format!("{VAR}={v:?} at {f}:{}", line + 1),
+                    online,
+                };
+            }
+            return IrqbalanceBan {
+                banned: CpuList::default(),
+                source: format!("{f} sets no {VAR}"),
+                online,
+            };
+        }
+    }
+    IrqbalanceBan {
+        banned: CpuList::default(),
+        source: format!("neither {} exists", FILES.join(" nor ")),
+        online,
+    }
+}
+
+/// Whether irqbalance's banned list keeps it off the CPUs an irq-affinity
+/// knob keeps IRQs off (every online CPU outside its `set`): otherwise it
+/// moves them back within 10 s (its default `--interval`).
+fn irqbalance_coverage(knob: &Knob, ban: &IrqbalanceBan) -> String {
+    let Ok(set) = CpuList::parse(&knob.spec.desired()) else {
+        return String::new();
+    };
+    let kept_off: Vec<u32> = ban
+        .online
+        .as_slice()
+        .iter()
+        .copied()
+        .filter(|c| !set.contains(*c))
+        .collect();
+    let open: Vec<u32> = kept_off
+        .iter()
+        .copied()
+        .filter(|c| !ban.banned.contains(*c))
+        .collect();
+    if open.is_empty() {
+        format!(
+            "; its banned list covers the CPUs this knob keeps IRQs off ({}; {})",
+            CpuList::new(kept_off),
+            ban.source
+        )
+    } else {
+        format!(
+            "; its banned list does not cover CPUs {} ({}): it rebalances IRQs onto them every 10 s, undoing this knob (ban them with an `irqbalance` knob and restart it, or stop irqbalance)",
+            CpuList::new(open),
+            ban.source
+        )
+    }
+}
+
 /// Other things that set the same files: services, tmpfiles.d, sysctl.d, udev.
 pub(super) fn managers(knob: &Knob, targets: &[Target], config: &HostConfig) -> Vec<Manager> {
     let mut out: Vec<Manager> = Vec::new();
     for (s, evidence) in &config.services {
         if knob.spec.services().contains(s) {
+            let mut evidence = evidence.clone();
+            if *s == Service::Irqbalance
+                && knob.kind == KindName::IrqAffinity
+                && let Some(ban) = &config.irqbalance
+            {
+                evidence += &irqbalance_coverage(knob, ban);
+            }
             out.push(Manager {
                 name: s.unit().trim_end_matches(".service").into(),
-                evidence: evidence.clone(),
+                evidence,
             });
         }
     }

@@ -14,6 +14,7 @@ mod cpuidle;
 mod cpuinfo;
 mod host;
 mod idle_states;
+pub mod irq;
 mod memory;
 mod network;
 mod par;

@@ -64,7 +64,7 @@ impl KnobKind for CpufreqEpp {
     }
 
     fn services(&self) -> &'static [Service] {
-        &Service::ALL
+        &Service::POWER
     }
 
     /// By the table of the host last surveyed: a number the kernel has a

@@ -127,7 +127,7 @@ impl KnobKind for CpufreqGovernor {
     }
 
     fn services(&self) -> &'static [Service] {
-        &Service::ALL
+        &Service::POWER
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {

@@ -65,6 +65,8 @@ kinds! {
     kernel_cmdline::KernelCmdline => KernelCmdline "kernel-cmdline",
     workqueue::WorkqueueCpumask => WorkqueueCpumask "workqueue-cpumask",
     systemd_affinity::SystemdCpuAffinity => SystemdCpuAffinity "systemd-cpu-affinity",
+    irq_affinity::IrqAffinity => IrqAffinity "irq-affinity",
+    irqbalance::Irqbalance => Irqbalance "irqbalance",
 }
 
 impl KindName {
@@ -237,10 +239,20 @@ pub enum Service {
     PowerProfilesDaemon,
     Tlp,
     Cpupower,
+    Irqbalance,
 }
 
 impl Service {
-    pub const ALL: [Service; 4] = [
+    pub const ALL: [Service; 5] = [
+        Service::Tuned,
+        Service::PowerProfilesDaemon,
+        Service::Tlp,
+        Service::Cpupower,
+        Service::Irqbalance,
+    ];
+
+    /// The ones that set CPU frequency and power settings.
+    pub const POWER: [Service; 4] = [
         Service::Tuned,
         Service::PowerProfilesDaemon,
         Service::Tlp,
@@ -253,6 +265,7 @@ impl Service {
             Service::PowerProfilesDaemon => "power-profiles-daemon.service",
             Service::Tlp => "tlp.service",
             Service::Cpupower => "cpupower.service",
+            Service::Irqbalance => "irqbalance.service",
         }
     }
 
@@ -261,6 +274,7 @@ impl Service {
         match self {
             Service::Tuned => Some("tuned"),
             Service::PowerProfilesDaemon => Some("power-profiles-"),
+            Service::Irqbalance => Some("irqbalance"),
             Service::Tlp | Service::Cpupower => None,
         }
     }

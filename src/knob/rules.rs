@@ -124,6 +124,22 @@ pub const RULES: &[KindRules] = &[
         persists: "its drop-in (`system.conf.d/hostknob-ID.conf` or `UNIT.d/hostknob-ID.conf`)",
         sources: "systemd-system.conf(5) (CPUAffinity=, drop-in directories); systemd.exec(5) (CPUAffinity=); systemd.resource-control(5) (AllowedCPUs=); systemd.unit(5) (drop-ins)",
     },
+    KindRules {
+        kind: KindName::IrqAffinity,
+        scope: "IRQ (`/proc/irq/N/smp_affinity_list`, chosen by action name or network device), and `/proc/irq/default_smp_affinity`",
+        depends_on: "none; managed IRQs and per-CPU interrupts cannot be moved (left out and named)",
+        read_back: "`smp_affinity_list` as a CPU list (the mask as written); `effective_affinity_list` reported beside it (one CPU of the mask, moved at the next interrupt on x86); `default_smp_affinity` is a hex mask",
+        persists: "boot unit (re-resolves IRQs by name at each boot; numbers change)",
+        sources: "Documentation/core-api/irq/irq-affinity.rst; kernel/irq/proc.c (write_irq_affinity: EIO for managed IRQs, no-online-CPU fallback; register_irq_proc: no write bit when `irq_can_set_affinity_usr` is false); kernel-parameters.txt (isolcpus=managed_irq)",
+    },
+    KindRules {
+        kind: KindName::Irqbalance,
+        scope: "file (`IRQBALANCE_BANNED_CPULIST` in `/etc/default/irqbalance` or `/etc/sysconfig/irqbalance`, whichever exists)",
+        depends_on: "none; irqbalance reads it when it starts (restart it)",
+        read_back: "the file's last active assignment as a CPU list (`unset` when none); the whole file is replaced, every other line byte-identical",
+        persists: "the file itself (irqbalance reads it at every start)",
+        sources: "irqbalance(1) (ENVIRONMENT: IRQBALANCE_BANNED_CPULIST); Debian's debian/irqbalance.default, Fedora's misc/irqbalance.env",
+    },
 ];
 
 /// [`RULES`] as the Markdown table of docs/knob-kinds.md.

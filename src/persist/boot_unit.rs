@@ -3,7 +3,8 @@
 //! names one `stateN` index and is skipped when its path does not exist yet
 //! (tmpfiles.d(5), `w`: "if the specified file does not exist, the line is
 //! ignored"), apply re-resolves idle states by name or exit latency, CPUs by
-//! list and cpufreq policies as they are at that boot. This module writes
+//! list, cpufreq policies as they are at that boot, and IRQs by action name
+//! or network device (`irq-affinity`: IRQ numbers change between boots). This module writes
 //! the unit and is what audit checks the knob's persistence with.
 
 use super::Artifact;

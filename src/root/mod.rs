@@ -37,7 +37,7 @@ pub use dir::DirHandle;
 pub use read::READ_CAP;
 #[cfg(feature = "test-hooks")]
 pub use write::APPEND_LIMIT_VAR;
-pub use write::{append, symlink_refused};
+pub use write::{append, proc_write_allowed, symlink_refused};
 
 use resolve::{PROC_SUPER_MAGIC, SYSFS_MAGIC, open_fs, walk_forced};
 

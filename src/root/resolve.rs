@@ -218,12 +218,19 @@ impl Root {
                 let fd = unsafe { OwnedFd::from_raw_fd(fd) };
                 if writes(flags) {
                     refuse_shared(&fd, logical)?;
+                    self.refuse_proc_write(&fd, logical)?;
                 }
                 Ok(fd)
             }
-            Some(_) => guarded_open(&|| logical.to_string(), flags, mode, |f, m| {
-                self.open_in_tree(logical, f, m)
-            }),
+            Some(_) => {
+                let fd = guarded_open(&|| logical.to_string(), flags, mode, |f, m| {
+                    self.open_in_tree(logical, f, m)
+                })?;
+                if writes(flags) {
+                    self.refuse_proc_write(&fd, logical)?;
+                }
+                Ok(fd)
+            }
         }
     }
 

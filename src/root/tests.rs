@@ -193,3 +193,66 @@ fn a_root_without_sys_or_proc_is_refused() {
     let err = Root::open(&dir.path().join("nope")).err().unwrap();
     assert!(format!("{err:#}").contains("cannot open"));
 }
+
+#[test]
+fn proc_is_written_only_at_sysctls_and_irq_affinity_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    for f in [
+        "proc/irq/24/smp_affinity_list",
+        "proc/irq/24/smp_affinity",
+        "proc/irq/default_smp_affinity",
+        "proc/sys/vm/stat_interval",
+        "proc/cmdline",
+        "proc/1/comm",
+    ] {
+        std::fs::create_dir_all(base.join(f).parent().unwrap()).unwrap();
+        std::fs::write(base.join(f), "1\n").unwrap();
+    }
+    std::fs::create_dir_all(base.join("sys")).unwrap();
+    symlink("/proc/cmdline", base.join("sys/to-cmdline")).unwrap();
+    symlink("../proc/irq/24/smp_affinity_list", base.join("sys/to-list")).unwrap();
+    for walk in [false, true] {
+        let root = open(base, walk);
+        for ok in [
+            "/proc/irq/24/smp_affinity_list",
+            "/proc/irq/default_smp_affinity",
+            "/proc/sys/vm/stat_interval",
+            "/sys/to-list",
+        ] {
+            root.write_existing(ok, b"0")
+                .unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for refused in [
+            "/proc/irq/24/smp_affinity",
+            "/proc/cmdline",
+            "/proc/1/comm",
+            "/sys/to-cmdline",
+            "/proc/irq/../cmdline",
+        ] {
+            let e = root.write_existing(refused, b"0").unwrap_err();
+            assert!(
+                e.to_string().contains("writes /proc only"),
+                "{refused}: {e}"
+            );
+        }
+        let e = root
+            .replace_file("/proc/irq/24/smp_affinity_list", b"0\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("writes /proc only"), "{e}");
+        assert!(
+            !base
+                .join("proc/irq/24/.smp_affinity_list.hostknob-new")
+                .exists()
+        );
+    }
+    for f in ["proc/cmdline", "proc/1/comm", "proc/irq/24/smp_affinity"] {
+        assert_eq!(std::fs::read_to_string(base.join(f)).unwrap(), "1\n", "{f}");
+    }
+    assert!(!proc_write_allowed("/proc/irq/x/smp_affinity_list"));
+    assert!(!proc_write_allowed("/proc/irq//smp_affinity_list"));
+    // The live /proc: opened for writing (nothing written), refused by where it lands.
+    let live = Root::open(Path::new("/")).unwrap();
+    let e = live.probe_write("/proc/self/comm").unwrap_err();
+    assert!(e.to_string().contains("writes /proc only"), "{e}");
+}

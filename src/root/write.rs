@@ -173,6 +173,11 @@ impl Root {
     fn write_and_rename(&self, logical: &str, bytes: &[u8]) -> io::Result<()> {
         let (parent, name) = split_parent(logical);
         let dir = File::from(self.open_raw(parent, libc::O_RDONLY | libc::O_DIRECTORY, 0)?);
+        // No whole file is ever written under /proc (not even where an attribute may be).
+        let in_dir = self.opened_path(&dir);
+        if is_proc(&dir, in_dir.as_deref().unwrap_or(parent)) {
+            return Err(proc_refused(logical));
+        }
         let mode = self.replaced_mode(&dir, logical, name)?;
         let tmp = temp_name(name);
         let f = match create_exclusive(&dir, &tmp) {
@@ -284,6 +289,69 @@ impl Root {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::ENOENT)) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// `/proc` is written only where a knob kind writes it: sysctls under
+/// `/proc/sys` (sysctl), an IRQ's `smp_affinity_list` and
+/// `/proc/irq/default_smp_affinity` (irq-affinity). Anything else there
+/// (`sysrq-trigger`, `PID/...`, `irq/N/smp_affinity`) is refused.
+pub fn proc_write_allowed(path: &str) -> bool {
+    if path.starts_with("/proc/sys/") || path == "/proc/irq/default_smp_affinity" {
+        return true;
+    }
+    path.strip_prefix("/proc/irq/")
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(n, leaf)| {
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && leaf == "smp_affinity_list"
+        })
+}
+
+pub(super) fn proc_refused(logical: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{logical}: hostknob writes /proc only under /proc/sys and an IRQ's \
+             /proc/irq/N/smp_affinity_list or /proc/irq/default_smp_affinity; refused"
+        ),
+    )
+}
+
+/// Whether an open file is procfs's, or named under `/proc` (in a tree).
+pub(super) fn is_proc(f: &impl AsRawFd, path: &str) -> bool {
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // The field's and the constant's types differ between architectures.
+    #[allow(clippy::unnecessary_cast)]
+    let procfs = unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } == 0
+        && st.f_type as i64 == libc::PROC_SUPER_MAGIC as i64;
+    procfs || path == "/proc" || path.starts_with("/proc/")
+}
+
+impl Root {
+    /// The logical path an open descriptor has (links followed), when
+    /// `/proc/self/fd` tells it and it lies inside the root.
+    pub(super) fn opened_path(&self, f: &impl AsRawFd) -> Option<String> {
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).ok()?;
+        let rel = real.strip_prefix(&self.base).ok()?;
+        Some(format!("/{}", rel.to_string_lossy()))
+    }
+
+    /// Refuses a file opened for writing under `/proc` outside
+    /// [`proc_write_allowed`], judged by where the open landed (a link or
+    /// `..` cannot lead around it).
+    pub(super) fn refuse_proc_write(&self, f: &impl AsRawFd, logical: &str) -> io::Result<()> {
+        let landed = self.opened_path(f);
+        let path = landed.as_deref().unwrap_or(logical);
+        if is_proc(f, path) && !proc_write_allowed(path) {
+            return Err(proc_refused(logical));
+        }
+        Ok(())
+    }
+
+    /// The permission bits of a file (`st_mode & 0o7777`), links followed.
+    pub fn mode(&self, logical: &str) -> io::Result<u32> {
+        let fd = self.open_raw(logical, libc::O_PATH, 0)?;
+        Ok(super::resolve::fstat(&fd)?.st_mode as u32 & 0o7777)
     }
 }
 

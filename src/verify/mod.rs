@@ -8,6 +8,7 @@
 //! a probe error, a panic (a guard) and SIGINT/SIGTERM/SIGHUP (a flag the
 //! probes and the loop check) all end with the knob reverted and read back.
 
+pub mod blind;
 pub mod expect;
 pub mod honoured;
 mod legs;
@@ -306,7 +307,12 @@ fn run_locked(
         analysis.decision = d;
         analysis.partial = interrupted.is_some();
     }
-    let expectations = check_expectations(knob, &legs.rounds, rule, overrule);
+    let mut expectations = check_expectations(knob, &legs.rounds, rule, overrule);
+    let blind = blind::blind_spot(knob, &opts.probe);
+    if let Some(why) = &blind {
+        blind::not_a_failure(why, &mut expectations);
+        warnings.push(why.clone());
+    }
     let findings = std::mem::take(&mut legs.findings);
     let honoured = Honoured {
         status: match (findings.is_empty(), overrule) {
@@ -351,7 +357,7 @@ fn run_locked(
         order: std::mem::take(&mut legs.order),
         verdict: analysis.verdict,
         decision: analysis.decision,
-        verdict_words: analysis.verdict_words(),
+        verdict_words: blind::words(&analysis, blind.is_some()),
         placement,
         honoured,
         idle: std::mem::take(&mut legs.idle),
