@@ -61,6 +61,11 @@ kinds! {
     allocator::Allocator => Allocator "allocator",
     module_param::ModuleParam => ModuleParam "module-param",
     pm_qos::PmQos => PmQos "pm-qos",
+    cpufreq_limit::CpufreqMin => CpufreqMin "cpufreq-min",
+    cpufreq_max::CpufreqMax => CpufreqMax "cpufreq-max",
+    turbo::Turbo => Turbo "turbo",
+    epb::Epb => Epb "epb",
+    uncore_freq::UncoreFreq => UncoreFreq "uncore-freq",
 }
 
 impl KindName {
