@@ -119,6 +119,12 @@ pub fn show_khz(khz: u64) -> String {
     format!("{} GHz", ghz.trim_end_matches('0').trim_end_matches('.'))
 }
 
+/// A file's kHz in the words `desired` uses (`2.1 GHz`); other text as it is.
+pub fn shown(raw: &str) -> String {
+    let raw = raw.trim();
+    raw.parse::<u64>().map_or_else(|_| raw.to_string(), show_khz)
+}
+
 /// Both limits; `MAX` tells which (`scaling_max_freq` when true).
 #[derive(Debug)]
 pub struct CpufreqLimit<const MAX: bool> {
@@ -224,8 +230,8 @@ impl<const MAX: bool> KnobKind for CpufreqLimit<MAX> {
         &Service::ALL
     }
 
-    fn confirms(&self, expect: &str, read: &str) -> bool {
-        matches!((expect.parse::<u64>(), read.parse::<u64>()), (Ok(a), Ok(b)) if a == b)
+    fn normalize(&self, raw: &str) -> String {
+        shown(raw)
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
@@ -249,30 +255,30 @@ impl<const MAX: bool> KnobKind for CpufreqLimit<MAX> {
                 }
             };
             let driver = p.driver.as_deref().unwrap_or("unknown");
-            let (desired, blocker) = match partial.map_or_else(
+            let (write, blocker) = match partial.map_or_else(
                 || self.resolve(host, &p.dir, driver),
                 Err,
             ) {
-                Ok(k) => (k.to_string(), None),
-                Err(b) => (self.text.clone(), Some(b)),
+                Ok(k) => (Some(k.to_string()), None),
+                Err(b) => (None, Some(b)),
             };
             if MAX
                 && blocker.is_none()
                 && host.text("/sys/devices/system/cpu/intel_pstate/no_turbo").as_deref() == Some("1")
                 && number(host, &format!("{}/base_frequency", p.dir))
-                    .is_some_and(|b| desired.parse::<u64>().is_ok_and(|d| d > b))
+                    .is_some_and(|b| write.as_deref().and_then(|w| w.parse::<u64>().ok()).is_some_and(|d| d > b))
             {
                 capped = true;
             }
             survey.targets.push(Target {
-                in_effect: blocker.is_none() && self.confirms(&desired, &current),
+                in_effect: blocker.is_none() && write.as_deref().map(shown) == Some(shown(&current)),
                 path,
                 cpus,
                 label: None,
-                restore: Some(current.clone()),
-                current: Some(current),
-                write: Some(desired.clone()),
-                desired,
+                current: Some(shown(&current)),
+                restore: Some(current),
+                desired: write.as_deref().map_or_else(|| self.text.clone(), shown),
+                write,
                 mode: WriteMode::Attribute,
                 blocker,
             });
@@ -331,7 +337,9 @@ pub fn order_bounds<T>(
                 None => "as it is now".to_string(),
             };
             return Err(format!(
-                "{dir}: the floor {} ({}, {}) would be above the ceiling {} ({}, {}): the kernel                  keeps the floor at or below the ceiling; set both in one apply (the write that                  makes room goes first) or choose values that keep floor <= ceiling",
+                "{dir}: the floor {} ({}, {}) would be above the ceiling {} ({}, {}): the kernel \
+                 keeps the floor at or below the ceiling: set both in one apply (the write that \
+                 makes room goes first) or choose values that keep floor <= ceiling",
                 show_khz(f),
                 files.0,
                 by(floor_at),

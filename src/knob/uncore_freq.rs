@@ -11,7 +11,7 @@
 
 use serde::Deserialize;
 
-use super::cpufreq_limit::{Freq, parse_freq, show_khz};
+use super::cpufreq_limit::{Freq, parse_freq, show_khz, shown};
 use super::{
     ATTRIBUTE_PERSISTENCE, Blocker, FieldError, HostCtx, KindName, KnobKind, ReadValue, Spec,
     Survey, Target, WriteMode,
@@ -238,8 +238,8 @@ impl KnobKind for UncoreFreq {
         ATTRIBUTE_PERSISTENCE
     }
 
-    fn confirms(&self, expect: &str, read: &str) -> bool {
-        matches!((expect.parse::<u64>(), read.parse::<u64>()), (Ok(a), Ok(b)) if a == b)
+    fn normalize(&self, raw: &str) -> String {
+        shown(raw)
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
@@ -305,19 +305,19 @@ impl KnobKind for UncoreFreq {
                     continue;
                 }
             };
-            let (desired, blocker) = match self.resolve(host, d) {
-                Ok(k) => (k.to_string(), None),
-                Err(b) => (self.text.clone(), Some(b)),
+            let (write, blocker) = match self.resolve(host, d) {
+                Ok(k) => (Some(k.to_string()), None),
+                Err(b) => (None, Some(b)),
             };
             survey.targets.push(Target {
-                in_effect: blocker.is_none() && self.confirms(&desired, &current),
+                in_effect: blocker.is_none() && write.as_deref().map(shown) == Some(shown(&current)),
                 path,
                 cpus: None,
                 label,
-                restore: Some(current.clone()),
-                current: Some(current),
-                write: Some(desired.clone()),
-                desired,
+                current: Some(shown(&current)),
+                restore: Some(current),
+                desired: write.as_deref().map_or_else(|| self.text.clone(), shown),
+                write,
                 mode: WriteMode::Attribute,
                 blocker,
             });
