@@ -108,7 +108,7 @@ pub fn parse_freq(field: &str, text: &str, specials: &[&str]) -> Result<Freq, Fi
 
 /// `2100000` kHz as `2.1 GHz`, `800 MHz`, `2100001 kHz`.
 pub fn show_khz(khz: u64) -> String {
-    if khz % 1_000 != 0 {
+    if !khz.is_multiple_of(1_000) {
         return format!("{khz} kHz");
     }
     let mhz = khz / 1_000;

@@ -104,7 +104,7 @@ impl Spec for UncoreFreq {
         };
         let freq = parse_freq("set", &set.0, &["min", "max"])?;
         if let Freq::Khz(k) = freq
-            && k % UNCORE_STEP_KHZ != 0
+            && !k.is_multiple_of(UNCORE_STEP_KHZ)
         {
             return Err(FieldError::new(
                 "set",
