@@ -738,3 +738,65 @@ fn live_workqueue_cpumask_on_cpu0_reads_back_and_reverts_byte_identical() {
     }
     assert!(journal_of(state.path()).is_empty());
 }
+
+/// Issue 22: on a host without cpufreq, EPB or uncore control (this VM), every
+/// frequency kind is not-applicable with its reason, and apply writes nothing.
+#[test]
+#[ignore = "live: root and HOSTKNOB_LIVE=1"]
+fn live_frequency_kinds_are_not_applicable_on_a_vm_with_the_reason() {
+    live_allowed().unwrap();
+    let present = [
+        "/sys/devices/system/cpu/cpufreq/policy0",
+        "/sys/devices/system/cpu/cpu0/power/energy_perf_bias",
+        "/sys/devices/system/cpu/intel_uncore_frequency",
+    ]
+    .into_iter()
+    .filter(|p| Path::new(p).exists())
+    .collect::<Vec<_>>();
+    if !present.is_empty() {
+        eprintln!(
+            "live test skipped: this host has {present:?} (the test is for a VM without them)"
+        );
+        return;
+    }
+    let m = knobs(&[
+        (
+            "floor",
+            "persistence: runtime\nkind: cpufreq-min\nset: 2 GHz\n",
+        ),
+        (
+            "ceiling",
+            "persistence: runtime\nkind: cpufreq-max\nset: max\n",
+        ),
+        ("turbo", "persistence: runtime\nkind: turbo\nset: off\n"),
+        ("epb", "persistence: runtime\nkind: epb\nset: performance\n"),
+        (
+            "uncore",
+            "persistence: runtime\nkind: uncore-freq\ntarget: {bound: max}\nset: 2 GHz\n",
+        ),
+    ]);
+    let (report, _) = audit_json(Path::new("/"), m.path(), Some("live"));
+    for (id, reason) in [
+        ("floor", "no cpufreq on this host"),
+        ("ceiling", "no cpufreq on this host"),
+        ("turbo", "no cpufreq on this host"),
+        ("epb", "no energy_perf_bias"),
+        ("uncore", "no intel_uncore_frequency"),
+    ] {
+        let k = knob(&report, id);
+        assert_eq!(k["status"], "not-applicable", "{id}: {k:#}");
+        assert!(
+            k["detail"].as_str().unwrap().contains(reason),
+            "{id}: {k:#}"
+        );
+    }
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let o = run(
+        Path::new("/"),
+        m.path(),
+        &["--state-dir", state_dir, "--host", "live", "apply", "--all"],
+    );
+    ok(&o);
+    assert!(journal_of(state.path()).is_empty(), "nothing written");
+}

@@ -50,6 +50,12 @@ pub fn plan<'m>(host: &HostCtx, knobs: &[&'m Knob]) -> Result<Planned<'m>, Strin
         })
         .collect();
     steps.sort_by_key(|s| phase(&s.write.path));
+    crate::knob::cpufreq_limit::order_bounds(
+        &mut steps,
+        |s| (s.write.path.as_str(), s.write.after.as_str()),
+        |s| plans[s.knob].knob.id.to_string(),
+        |path| host.text(path)?.trim().parse().ok(),
+    )?;
     check_conflicts(&plans, &steps)?;
     Ok(Planned {
         knobs: plans,

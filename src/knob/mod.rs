@@ -67,6 +67,11 @@ kinds! {
     systemd_affinity::SystemdCpuAffinity => SystemdCpuAffinity "systemd-cpu-affinity",
     irq_affinity::IrqAffinity => IrqAffinity "irq-affinity",
     irqbalance::Irqbalance => Irqbalance "irqbalance",
+    cpufreq_limit::CpufreqMin => CpufreqMin "cpufreq-min",
+    cpufreq_max::CpufreqMax => CpufreqMax "cpufreq-max",
+    turbo::Turbo => Turbo "turbo",
+    epb::Epb => Epb "epb",
+    uncore_freq::UncoreFreq => UncoreFreq "uncore-freq",
 }
 
 impl KindName {

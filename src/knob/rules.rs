@@ -140,6 +140,46 @@ pub const RULES: &[KindRules] = &[
         persists: "the file itself (irqbalance reads it at every start)",
         sources: "irqbalance(1) (ENVIRONMENT: IRQBALANCE_BANNED_CPULIST); Debian's debian/irqbalance.default, Fedora's misc/irqbalance.env",
     },
+    KindRules {
+        kind: KindName::CpufreqMin,
+        scope: "cpufreq policy (`scaling_min_freq`)",
+        depends_on: "the ceiling: raising the floor above the current ceiling writes `scaling_max_freq` first, lowering the ceiling below the floor writes the floor first; revert in the opposite order",
+        read_back: "kHz; within `cpuinfo_min_freq`..`cpuinfo_max_freq` (outside, the kernel clamps, so such values are refused); `base` is `base_frequency` where the driver has it",
+        persists: "boot unit, tmpfiles.d `w` (from boot, floor and ceiling are the hardware's, so either order is valid)",
+        sources: "Documentation/admin-guide/pm/cpufreq.rst (Policy Interface in sysfs); intel_pstate.rst (base_frequency); amd-pstate.rst",
+    },
+    KindRules {
+        kind: KindName::CpufreqMax,
+        scope: "cpufreq policy (`scaling_max_freq`)",
+        depends_on: "the floor, as `cpufreq-min` (one apply orders the two by direction)",
+        read_back: "kHz, as `cpufreq-min`; with intel_pstate `no_turbo` 1 the CPU stays at or below `base_frequency` whatever the ceiling",
+        persists: "boot unit, tmpfiles.d `w`",
+        sources: "Documentation/admin-guide/pm/cpufreq.rst (Policy Interface in sysfs); intel_pstate.rst (no_turbo)",
+    },
+    KindRules {
+        kind: KindName::Turbo,
+        scope: "global (`intel_pstate/no_turbo`, else `cpufreq/boost`), or a policy's own `boost` for `target.cpus`",
+        depends_on: "written before every per-policy write; a policy's `boost` is taken only while the global `boost` is 1",
+        read_back: "`on`/`off`: `no_turbo` is inverted (1 = off), `boost` 1 = on",
+        persists: "tmpfiles.d `w`",
+        sources: "intel_pstate.rst (Global Attributes: no_turbo); cpufreq.rst (Frequency Boost Support); drivers/cpufreq/cpufreq.c (`store_local_boost`)",
+    },
+    KindRules {
+        kind: KindName::Epb,
+        scope: "CPU (`cpuN/power/energy_perf_bias`)",
+        depends_on: "none",
+        read_back: "a number 0-15; the names performance 0, balance-performance 4, normal 6, balance-power 8, power 15 are written as their numbers and compared as numbers",
+        persists: "tmpfiles.d `w` (the kernel turns a CPU's 0 into 6 when it first brings it up, before tmpfiles runs)",
+        sources: "Documentation/admin-guide/pm/intel_epb.rst; arch/x86/kernel/cpu/intel_epb.c (`intel_epb_restore`)",
+    },
+    KindRules {
+        kind: KindName::UncoreFreq,
+        scope: "die (`intel_uncore_frequency/package_XX_die_YY/`), or TPMI power domain (`uncoreNN/`, by `package_id`/`domain_id`; the package directories are then root domains, not written)",
+        depends_on: "the other bound of the same directory, ordered as `cpufreq-min`/`cpufreq-max`",
+        read_back: "kHz in steps of 100 MHz (other values are refused); within `initial_min_freq_khz`..`initial_max_freq_khz`",
+        persists: "tmpfiles.d `w`",
+        sources: "Documentation/admin-guide/pm/intel_uncore_frequency_scaling.rst; drivers/platform/x86/intel/uncore-frequency/ (`UNCORE_FREQ_KHZ_MULTIPLIER`)",
+    },
 ];
 
 /// [`RULES`] as the Markdown table of docs/knob-kinds.md.
@@ -201,6 +241,14 @@ pub fn restore_order<'a, T>(items: &mut [T], path: impl Fn(&T) -> &'a str) {
     items.reverse();
     items.sort_by_key(|t| phase(path(t)));
 }
+
+/// Floor and ceiling files of one directory (a cpufreq policy, an uncore
+/// domain): the kernel keeps floor <= ceiling, so a write that would cross
+/// the other bound goes after it ([`super::cpufreq_limit::order_bounds`]).
+pub const BOUND_FILES: [(&str, &str); 2] = [
+    ("scaling_min_freq", "scaling_max_freq"),
+    ("min_freq_khz", "max_freq_khz"),
+];
 
 /// The order knobs are planned in, so each plans against the state after the
 /// writes of those before it.

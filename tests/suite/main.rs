@@ -40,6 +40,7 @@ mod newcomer;
 mod packaging;
 mod persist;
 mod persist_order;
+mod platform_freq;
 mod probe_idle_cpu;
 mod probe_interrupt;
 mod probe_latency;
