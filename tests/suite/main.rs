@@ -44,3 +44,4 @@ mod probe_rss;
 mod readme_tour;
 mod tables_width;
 mod verify;
+mod msr_knobs;
