@@ -75,10 +75,10 @@ impl Prefetchers {
     fn resolve(&self, id: &CpuId) -> Result<Resolved, Blocker> {
         let model = id.require_model()?;
         let bits: &[(&str, u32)] = match model.prefetchers {
-            Some(p) if std::ptr::eq(p, CORE_PREFETCHERS) => {
+            Some(p) if p == CORE_PREFETCHERS => {
                 &[("l2-hw", 0), ("l2-adjacent", 1), ("dcu-hw", 2), ("dcu-ip", 3)]
             }
-            Some(p) if std::ptr::eq(p, PHI_PREFETCHERS) => &[("dcu-hw", 0), ("l2-hw", 1)],
+            Some(p) if p == PHI_PREFETCHERS => &[("dcu-hw", 0), ("l2-hw", 1)],
             _ => {
                 return Err(Blocker::Unsupported(format!(
                     "the prefetcher bits of MSR 0x1a4 are not named for {} in the sources the model table cites",

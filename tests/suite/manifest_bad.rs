@@ -295,7 +295,13 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "caveats",
         "expected a sequence",
     ),
-    ("msr-c1e-not-on-off", "c1e.yaml", 5, "set", "is not `on` or `off`"),
+    (
+        "msr-c1e-not-on-off",
+        "c1e.yaml",
+        5,
+        "set",
+        "is not `on` or `off`",
+    ),
     (
         "msr-pkg-limit-unknown",
         "pkgc.yaml",

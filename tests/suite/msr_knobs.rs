@@ -81,7 +81,10 @@ fn three_knobs() -> tempfile::TempDir {
             "pkgc-pc2",
             "kind: package-cstate-limit\nset: PC2\npersistence: runtime\n",
         ),
-        ("hwp-floor", "kind: hwp-min\nset: 20\npersistence: runtime\n"),
+        (
+            "hwp-floor",
+            "kind: hwp-min\nset: 20\npersistence: runtime\n",
+        ),
     ])
 }
 
@@ -103,7 +106,11 @@ fn apply_and_revert(host: &str, limit_mask: u64) {
     let applied = ok(&out);
     assert!(applied.contains("wrote and read back"), "{host}: {applied}");
     let now = read_regs(&root, &dump);
-    let fields: [(u32, u64, u64); 3] = [(C1E, 0b10, 0), (PKG_CST, limit_mask, 1), (HWP_REQ, 0xff, 20)];
+    let fields: [(u32, u64, u64); 3] = [
+        (C1E, 0b10, 0),
+        (PKG_CST, limit_mask, 1),
+        (HWP_REQ, 0xff, 20),
+    ];
     for (reg, cpus) in &dump {
         for (cpu, before) in cpus {
             let after = now[reg][cpu];
@@ -123,7 +130,12 @@ fn apply_and_revert(host: &str, limit_mask: u64) {
     // Once per domain: a package for 0x1FC and 0xE2, a CPU for 0x774 (each
     // domain needed the write here: C1E was on, PC2 and 20 were not set).
     let pkgs: BTreeSet<u32> = packages(&root).into_values().collect();
-    assert_eq!(logged(&log, C1E).len(), pkgs.len(), "{host}: {:?}", logged(&log, C1E));
+    assert_eq!(
+        logged(&log, C1E).len(),
+        pkgs.len(),
+        "{host}: {:?}",
+        logged(&log, C1E)
+    );
     assert_eq!(logged(&log, PKG_CST).len(), pkgs.len(), "{host}");
     let hwp_cpus = dump[&HWP_REQ].len();
     assert_eq!(logged(&log, HWP_REQ).len(), hwp_cpus, "{host}");
@@ -208,7 +220,7 @@ fn refused(root: &Path, id: &str, doc: &str, why: &str) -> String {
     let m = knobs(&[(id, doc)]);
     let out = run(root, m.path(), &["apply", id]);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}{}", stdout(&out));
     assert!(err.contains(why), "expected {why:?} in {err}");
     assert_tree(&before, root, "refused apply");
     err
@@ -225,7 +237,10 @@ fn a_locked_package_cstate_limit_is_refused_at_plan_time() {
     let plan = ok(&run(&open, m.path(), &["apply", "pkgc", "--dry-run"]));
     assert!(plan.contains("0xe2"), "{plan}");
     // C1 demotion (bit 26) is outside the locked bits 15:0: still writable.
-    let m = knobs(&[("demote", "kind: c1-demotion\nset: \"on\"\npersistence: runtime\n")]);
+    let m = knobs(&[(
+        "demote",
+        "kind: c1-demotion\nset: \"on\"\npersistence: runtime\n",
+    )]);
     ok(&run(&locked, m.path(), &["apply", "demote", "--dry-run"]));
 }
 
@@ -297,13 +312,24 @@ fn prefetchers_by_name_per_core_and_part_of_a_package_is_refused() {
 
 #[test]
 fn without_the_registers_msr_knobs_are_unsupported_with_the_reason() {
-    // A capture without MSRs (the VM): refused, the reason named, nothing written.
+    // The VM capture is an AMD guest: not applicable, skipped with the reason.
     let (_t, root) = copy_host("fc-haltpoll-2cpu");
+    let before = tree(&root);
+    let m = knobs(&[("c1e", "kind: c1e\nset: \"off\"\npersistence: runtime\n")]);
+    let out = ok(&run(&root, m.path(), &["apply", "c1e"]));
+    assert!(
+        out.contains("these are Intel MSRs; this CPU is AuthenticAMD"),
+        "{out}"
+    );
+    assert_tree(&before, &root, "not applicable");
+    // An Intel capture whose registers were not captured: unsupported, named.
+    let (_t1, bare) = copy_host("spr1");
+    std::fs::remove_dir_all(bare.join("dev/cpu")).unwrap();
     refused(
-        &root,
+        &bare,
         "c1e",
         "kind: c1e\nset: \"off\"\npersistence: runtime\n",
-        "",
+        "the capture holds no MSRs",
     );
     // Kernel lockdown refuses MSR writes.
     let (_t2, locked, _) = msr_copy("spr1", |_| {});
