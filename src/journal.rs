@@ -82,7 +82,7 @@ impl Entry {
 
     /// A kernel value written in another boot than `now`: the reboot reset it.
     pub fn stale(&self, now: Option<&str>) -> bool {
-        self.mode == WriteMode::Attribute
+        matches!(self.mode, WriteMode::Attribute | WriteMode::Msr)
             && matches!((self.boot.as_deref(), now), (Some(a), Some(b)) if a != b)
     }
 
@@ -107,7 +107,10 @@ impl Entry {
         // stopped before its end, maybe in the middle of writing this file
         // (a plain file truncated, not yet written).
         let in_flight = self.seen.is_none() && now.is_some_and(str::is_empty);
-        if as_before || in_flight || (self.mode == WriteMode::Attribute && now.is_none()) {
+        if as_before
+            || in_flight
+            || (matches!(self.mode, WriteMode::Attribute | WriteMode::Msr) && now.is_none())
+        {
             return true;
         }
         if let Some(seen) = &self.seen {

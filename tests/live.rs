@@ -800,3 +800,73 @@ fn live_frequency_kinds_are_not_applicable_on_a_vm_with_the_reason() {
     ok(&o);
     assert!(journal_of(state.path()).is_empty(), "nothing written");
 }
+
+/// Issue 22: on this VM every MSR kind is refused or not applicable, with the
+/// reason (the `msr` module not loaded, a faulting access, lockdown, no HWP);
+/// a dry run, so nothing is written whatever the machine.
+#[test]
+#[ignore = "live: root and HOSTKNOB_LIVE=1"]
+fn live_msr_kinds_are_unsupported_or_not_applicable_with_a_reason() {
+    live_allowed().unwrap();
+    let docs = [
+        ("c1e", "kind: c1e\nset: \"off\"\npersistence: runtime\n"),
+        (
+            "pkgc",
+            "kind: package-cstate-limit\nset: PC2\npersistence: runtime\n",
+        ),
+        (
+            "demote",
+            "kind: c1-demotion\nset: \"off\"\npersistence: runtime\n",
+        ),
+        (
+            "undemote",
+            "kind: c1-undemotion\nset: \"off\"\npersistence: runtime\n",
+        ),
+        ("hwpmin", "kind: hwp-min\nset: 1\npersistence: runtime\n"),
+        ("hwpmax", "kind: hwp-max\nset: 1\npersistence: runtime\n"),
+        (
+            "pf",
+            "kind: prefetchers\ntarget: {prefetcher: l2-hw}\nset: \"off\"\npersistence: runtime\n",
+        ),
+    ];
+    let m = knobs(&docs);
+    let state = tempfile::tempdir().unwrap();
+    let reasons = [
+        "msr module is not loaded",
+        "faults (EIO",
+        "kernel lockdown",
+        "has no HWP",
+        "HWP is not enabled",
+        "not in the MSR model table",
+        "are not named for",
+        "these are Intel MSRs",
+    ];
+    let vm = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap()
+        .contains(" hypervisor");
+    for (id, _) in docs {
+        let out = run(
+            Path::new("/"),
+            m.path(),
+            &[
+                "--state-dir",
+                state.path().to_str().unwrap(),
+                "--host",
+                "live",
+                "apply",
+                id,
+                "--dry-run",
+            ],
+        );
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            reasons.iter().any(|r| text.contains(r)),
+            "{id}: no reason in {text}"
+        );
+        if vm && std::path::Path::new("/sys/module/msr").exists() {
+            // Loaded on a VM: the hypervisor faults or the CPU lacks the bits.
+            assert!(!text.contains("msr module is not loaded"), "{text}");
+        }
+        assert!(journal_of(state.path()).is_empty());
+    }
+}

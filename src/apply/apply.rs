@@ -251,8 +251,18 @@ pub(super) fn write_in_order(
     for (i, st) in planned.steps.iter().enumerate() {
         hooks.before_write(i);
         let knob = planned.knobs[st.knob].knob;
+        let domain: Vec<u32> = st
+            .write
+            .cpus
+            .iter()
+            .flat_map(|c| c.as_slice().to_vec())
+            .collect();
         let what = match st.write.mode {
             WriteMode::File => Put::File(&st.write.after),
+            WriteMode::Msr => Put::Msr {
+                bits: &st.write.after,
+                cpus: &domain,
+            },
             _ => Put::Attribute(&st.write.after),
         };
         let result = write::put(root, &st.write.path, what, || {

@@ -17,7 +17,7 @@ pub fn values(planned: &Planned) -> Result<(), String> {
     for s in &planned.steps {
         let id = &planned.knobs[s.knob].knob.id;
         match s.write.mode {
-            WriteMode::Attribute if s.write.before.is_none() => {
+            WriteMode::Attribute | WriteMode::Msr if s.write.before.is_none() => {
                 return Err(format!(
                     "{id}: {}: its current value cannot be read, so it could not be restored",
                     s.write.path
@@ -44,7 +44,10 @@ pub fn permissions<'p>(
         if whole_file && let Ok(Some(to)) = root.link_target(path) {
             return Err(crate::root::symlink_refused(path, Some(&to)).to_string());
         }
-        let r = if whole_file && !root.exists(path) {
+        // An MSR field is written through its CPU's device (or captured file).
+        let r = if let Some((cpu, _)) = crate::msr::write::parse_path(path) {
+            root.probe_write(&crate::msr::device(cpu))
+        } else if whole_file && !root.exists(path) {
             root.probe_create(path)
         } else {
             root.probe_write(path)

@@ -6,6 +6,7 @@ use std::io::{self, Write as _};
 
 use crate::journal;
 use crate::knob::WriteMode;
+use crate::msr::write as msr;
 use crate::root::{Root, is_absent};
 
 /// What to put in place at a path.
@@ -18,6 +19,9 @@ pub enum Put<'a> {
     File(&'a str),
     /// No file: remove it, and the directories created for it when empty.
     Absent { created_dirs: &'a [String] },
+    /// An MSR field (`crate::msr::write`) set to the hex value given, on
+    /// the CPUs of its scope domain.
+    Msr { bits: &'a str, cpus: &'a [u32] },
 }
 
 /// A write or read-back that did not hold.
@@ -81,6 +85,10 @@ pub fn put(
             let replaced = content(root, path).is_ok_and(|now| now.as_deref() == Some(new));
             fail(replaced, describe_write_error(path, &e))
         })?,
+        Put::Msr { bits, cpus } => {
+            super::hooks::log_write(path, bits);
+            put_msr(root, path, bits, cpus).map_err(|e| fail(e.touched, e.why))?;
+        }
         Put::Absent { created_dirs } => {
             match root.remove_file(path) {
                 Err(e) if !is_absent(&e) => {
@@ -97,8 +105,27 @@ pub fn put(
     read_back().map_err(|why| fail(true, format!("{path}: {why}")))
 }
 
-/// The file's exact content now; `None` when it does not exist.
+fn put_msr(root: &Root, path: &str, bits: &str, cpus: &[u32]) -> Result<(), msr::WriteError> {
+    let refuse = |why: String| msr::WriteError {
+        touched: false,
+        why,
+    };
+    let (cpu, field) =
+        msr::parse_path(path).ok_or_else(|| refuse(format!("{path} is not an MSR field")))?;
+    let value = msr::parse_hex(bits).ok_or_else(|| refuse(format!("{bits:?} is not hex")))?;
+    let domain = if cpus.is_empty() { &[cpu][..] } else { cpus };
+    let msrs = crate::msr::Msrs::open(root, cpu).map_err(refuse)?;
+    msrs.write_field(domain, field, value).map(drop)
+}
+
+/// The file's exact content now; `None` when it does not exist. An MSR
+/// field's content is its bits in hex (`0x1`), read on its path's CPU.
 pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
+    if msr::parse_path(path).is_some() {
+        return msr::read_field(root, path)
+            .map(|bits| Some(msr::field_text(bits)))
+            .map_err(io::Error::other);
+    }
     match root.read(path) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
@@ -173,6 +200,33 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
                     holds(root, path, Some(found), false)
                 })
             }
+        }
+        WriteMode::Msr => {
+            let bits = entry
+                .before
+                .as_deref()
+                .and_then(msr::parse_hex)
+                .zip(msr::parse_path(path))
+                .map(|(before, (_, field))| msr::field_text(field.get(before)))
+                .ok_or_else(|| {
+                    fail(format!(
+                        "{path}: the journal holds no register value to restore"
+                    ))
+                })?;
+            let cpus = entry
+                .cpus
+                .as_ref()
+                .map(|c| c.as_slice().to_vec())
+                .unwrap_or_default();
+            put(
+                root,
+                path,
+                Put::Msr {
+                    bits: &bits,
+                    cpus: &cpus,
+                },
+                || holds(root, path, Some(&bits), true),
+            )
         }
         WriteMode::Hold => Err(fail(format!(
             "{path}: a held request ends with its process; nothing to restore"

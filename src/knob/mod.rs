@@ -8,6 +8,7 @@
 pub mod boot;
 pub mod bootloader;
 mod ctx;
+pub(crate) mod msr_field;
 pub mod rules;
 
 use std::fmt;
@@ -72,6 +73,13 @@ kinds! {
     turbo::Turbo => Turbo "turbo",
     epb::Epb => Epb "epb",
     uncore_freq::UncoreFreq => UncoreFreq "uncore-freq",
+    msr_c1e::C1e => C1e "c1e",
+    msr_pkg_cstate_limit::PackageCstateLimit => PackageCstateLimit "package-cstate-limit",
+    msr_c1_demotion::C1Demotion => C1Demotion "c1-demotion",
+    msr_c1_undemotion::C1Undemotion => C1Undemotion "c1-undemotion",
+    msr_hwp_min::HwpMin => HwpMin "hwp-min",
+    msr_hwp_max::HwpMax => HwpMax "hwp-max",
+    msr_prefetchers::Prefetchers => Prefetchers "prefetchers",
 }
 
 impl KindName {
@@ -136,6 +144,10 @@ pub enum WriteMode {
     File,
     /// Open the device, write the value and keep it open (`/dev/cpu_dma_latency`).
     Hold,
+    /// One field of a model-specific register on one scope domain
+    /// (`/dev/cpu/N/msr@0x1fc[1:1]`): read-modify-write of only its bits
+    /// (`crate::msr::write`); `before` is the whole register as found.
+    Msr,
 }
 
 /// One file a knob controls on this host (or, for allocator knobs, one

@@ -18,6 +18,8 @@ pub struct KindRules {
 
 const INTEL_PSTATE: &str = "Documentation/admin-guide/pm/intel_pstate.rst";
 const AMD_PSTATE: &str = "Documentation/admin-guide/pm/amd-pstate.rst";
+const MSR_PERSISTS: &str = "boot unit (registers reset at every boot; the unit needs the `msr` module loaded, e.g. by modules-load.d)";
+const PEPC_MSR: &str = "pepc `pepclibs/msr/PowerCtl.py`, `PCStateConfigCtl.py`, `HWPRequest.py`, `PMEnable.py` (bits, `sname` scope); arch/x86/include/asm/msr-index.h";
 
 pub const RULES: &[KindRules] = &[
     KindRules {
@@ -179,6 +181,62 @@ pub const RULES: &[KindRules] = &[
         read_back: "kHz in steps of 100 MHz (other values are refused); within `initial_min_freq_khz`..`initial_max_freq_khz`",
         persists: "tmpfiles.d `w`",
         sources: "Documentation/admin-guide/pm/intel_uncore_frequency_scaling.rst; drivers/platform/x86/intel/uncore-frequency/ (`UNCORE_FREQ_KHZ_MULTIPLIER`)",
+    },
+    KindRules {
+        kind: KindName::C1e,
+        scope: "package (MSR 0x1FC bit 1: written once per package, read back on each of its CPUs)",
+        depends_on: "the `msr` module loaded (never loaded by hostknob), no kernel lockdown, a model in `src/msr/model.rs`",
+        read_back: "the field's bits of the register, read on every CPU of the domain: `1` on, `0` off",
+        persists: MSR_PERSISTS,
+        sources: PEPC_MSR,
+    },
+    KindRules {
+        kind: KindName::PackageCstateLimit,
+        scope: "package (MSR 0xE2 bits 2:0 or 3:0 by model)",
+        depends_on: "as `c1e`, and MSR 0xE2 bit 15 (lock) clear",
+        read_back: "the field's bits of the register, read on every CPU of the domain, named by the model's codes (`PC6R` is 3 on Sapphire Rapids, `PC10` 8 on clients, 0 `unlimited` on Denverton)",
+        persists: MSR_PERSISTS,
+        sources: PEPC_MSR,
+    },
+    KindRules {
+        kind: KindName::C1Demotion,
+        scope: "core (MSR 0xE2 bit 26)",
+        depends_on: "as `c1e` (the lock bit 15 covers bits 15:0 only)",
+        read_back: "the field's bits of the register, read on every CPU of the domain",
+        persists: MSR_PERSISTS,
+        sources: PEPC_MSR,
+    },
+    KindRules {
+        kind: KindName::C1Undemotion,
+        scope: "core (MSR 0xE2 bit 28)",
+        depends_on: "as `c1e` (the lock bit 15 covers bits 15:0 only)",
+        read_back: "the field's bits of the register, read on every CPU of the domain",
+        persists: MSR_PERSISTS,
+        sources: PEPC_MSR,
+    },
+    KindRules {
+        kind: KindName::HwpMin,
+        scope: "CPU (MSR 0x774 bits 7:0)",
+        depends_on: "the `msr` module, no lockdown, the `hwp` CPU flag and HWP enabled (MSR 0x770 bit 0)",
+        read_back: "the field's bits of the register, read on every CPU of the domain, a performance level 0-255",
+        persists: MSR_PERSISTS,
+        sources: PEPC_MSR,
+    },
+    KindRules {
+        kind: KindName::HwpMax,
+        scope: "CPU (MSR 0x774 bits 15:8)",
+        depends_on: "as `hwp-min`",
+        read_back: "the field's bits of the register, read on every CPU of the domain, a performance level 0-255",
+        persists: MSR_PERSISTS,
+        sources: PEPC_MSR,
+    },
+    KindRules {
+        kind: KindName::Prefetchers,
+        scope: "core (MSR 0x1A4, one bit per prefetcher)",
+        depends_on: "as `c1e`, and a model whose prefetcher bits the sources name",
+        read_back: "the field's bits of the register, read on every CPU of the domain: a set bit disables the prefetcher (`off`)",
+        persists: MSR_PERSISTS,
+        sources: "pepc `pepclibs/msr/MiscFeatureControl.py`; Intel, Disclosure of Hardware Prefetcher Control on Some Intel Processors; arch/x86/kernel/cpu/resctrl/pseudo_lock.c",
     },
 ];
 

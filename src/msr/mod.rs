@@ -8,11 +8,12 @@
 //! and 0x774 (or 0x1ad and 0x1b0) would overlap. `/dev/cpu/msr-index` lists
 //! which registers were captured for which CPUs: a hole in a sparse file
 //! reads as zeros, and a register nobody read must never look like 0.
-//! The write kinds will build on [`Msrs::read`]; [`model`] says which CPU
-//! models have which bits.
+//! [`write`] changes one field of a register on one scope domain for the
+//! MSR knob kinds; [`model`] says which CPU models have which bits.
 
 pub mod capture;
 pub mod model;
+pub mod write;
 
 use std::collections::BTreeMap;
 use std::fs::File;

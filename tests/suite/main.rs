@@ -36,6 +36,7 @@ mod kernel_rules_review;
 mod kernel_rules_thp;
 mod manifest_bad;
 mod manifest_kinds;
+mod msr_knobs;
 mod newcomer;
 mod packaging;
 mod persist;

@@ -414,6 +414,48 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "set",
         "\"base\" is not offered here",
     ),
+    (
+        "msr-c1e-not-on-off",
+        "c1e.yaml",
+        5,
+        "set",
+        "is not `on` or `off`",
+    ),
+    (
+        "msr-pkg-limit-unknown",
+        "pkgc.yaml",
+        4,
+        "set",
+        "is not a package C-state limit",
+    ),
+    (
+        "msr-hwp-out-of-range",
+        "hwp.yaml",
+        4,
+        "set",
+        "is not an HWP performance level: give 0-255",
+    ),
+    (
+        "msr-prefetcher-unknown",
+        "pf.yaml",
+        4,
+        "target.prefetcher",
+        "is not a prefetcher; give one of l2-hw",
+    ),
+    (
+        "msr-prefetcher-unnamed",
+        "pf.yaml",
+        1,
+        "target",
+        "name the prefetcher",
+    ),
+    (
+        "msr-persistence-tmpfiles",
+        "c1e.yaml",
+        7,
+        "persistence",
+        "tmpfiles.d cannot hold a c1e knob",
+    ),
     // A file without a knob has no field to name.
     ("empty-file", "empty.yaml", 1, "", "no knob in this file"),
     (

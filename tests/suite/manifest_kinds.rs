@@ -520,6 +520,7 @@ fn write_read_back_restore(host_name: &str, knobs: &[&str]) {
                     write_files(&host, &[(w.path.trim_start_matches('/'), &w.after)])
                 }
                 WriteMode::Hold => unreachable!("captures hold no /dev/cpu_dma_latency"),
+                WriteMode::Msr => unreachable!("no MSR knob here: tests/suite/msr_knobs.rs"),
             }
             let back = knob.spec.read_back(&ctx, &w.path).unwrap().unwrap();
             assert!(

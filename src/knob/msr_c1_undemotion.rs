@@ -1,0 +1,51 @@
+//! `c1-undemotion`: MSR_PKG_CST_CONFIG_CONTROL (0xE2) bit 28, one per core (pepc
+//! `PCStateConfigCtl.py`). Allow the CPU to un-demote requests it demoted to C1 back to C6/C7 (`c1_undemotion`).
+//! Bit 15 locks only bits 15:0, so this bit stays writable on a locked register.
+
+use super::msr_field::{CpuId, CpusTarget, Resolved, Scope, cpus_of, msr_kind, on_off};
+use super::{Blocker, CpuSel, FieldError, KindName, Spec};
+use crate::msr::model::MSR_PKG_CST_CONFIG_CONTROL;
+use crate::msr::write::Field;
+use crate::schema::Scalar;
+
+#[derive(Debug)]
+pub struct C1Undemotion {
+    pub cpus: CpuSel,
+    pub on: bool,
+}
+
+impl Spec for C1Undemotion {
+    type Target = CpusTarget;
+    type Set = Scalar;
+
+    fn new(target: Option<CpusTarget>, set: Scalar) -> Result<Self, FieldError> {
+        Ok(C1Undemotion {
+            cpus: cpus_of(target.and_then(|t| t.cpus))?,
+            on: on_off(&set)?,
+        })
+    }
+}
+
+impl C1Undemotion {
+    fn desired_words(&self) -> String {
+        if self.on { "on" } else { "off" }.into()
+    }
+
+    fn summary(&self) -> String {
+        format!("C1 un-demotion on CPUs {}", self.cpus)
+    }
+
+    fn resolve(&self, id: &CpuId) -> Result<Resolved, Blocker> {
+        id.require_model()?;
+        Ok(Resolved {
+            field: Field::bit(MSR_PKG_CST_CONFIG_CONTROL, 28),
+            scope: Scope::Core,
+            want: self.on as u64,
+            words: vec![(0, "off".into()), (1, "on".into())],
+            label: "C1 un-demotion".into(),
+            guards: Vec::new(),
+        })
+    }
+}
+
+msr_kind!(C1Undemotion, KindName::C1Undemotion);

@@ -1,0 +1,44 @@
+//! `hwp-min`: the min performance HWP may pick, MSR_HWP_REQUEST (0x774)
+//! bits 7:0, one per CPU (pepc `HWPRequest.py`, `min_perf`). Written only
+//! where HWP is on: the `hwp` CPU flag and MSR_PM_ENABLE (0x770) bit 0.
+//! intel_pstate also writes this register (its `scaling_min_freq`): audit
+//! shows when it has moved the value since.
+
+use super::msr_field::{CpuId, CpusTarget, Resolved, cpus_of, hwp_resolve, hwp_value, msr_kind};
+use super::{Blocker, CpuSel, FieldError, KindName, Spec};
+use crate::msr::write::Field;
+use crate::schema::Scalar;
+
+#[derive(Debug)]
+pub struct HwpMin {
+    pub cpus: CpuSel,
+    pub perf: u64,
+}
+
+impl Spec for HwpMin {
+    type Target = CpusTarget;
+    type Set = Scalar;
+
+    fn new(target: Option<CpusTarget>, set: Scalar) -> Result<Self, FieldError> {
+        Ok(HwpMin {
+            cpus: cpus_of(target.and_then(|t| t.cpus))?,
+            perf: hwp_value(&set)?,
+        })
+    }
+}
+
+impl HwpMin {
+    fn desired_words(&self) -> String {
+        self.perf.to_string()
+    }
+
+    fn summary(&self) -> String {
+        format!("HWP min performance on CPUs {}", self.cpus)
+    }
+
+    fn resolve(&self, id: &CpuId) -> Result<Resolved, Blocker> {
+        hwp_resolve(id, Field::new(0x774, 7, 0), self.perf, "HWP min performance")
+    }
+}
+
+msr_kind!(HwpMin, KindName::HwpMin);

@@ -1,0 +1,273 @@
+//! Writing one field of a model-specific register, through the root seam.
+//!
+//! A knob owns a field (bits `hi:lo` of one register) on one scope domain
+//! (a thread, core, module, die or package, as pepc documents the register).
+//! Its logical path names both: `/dev/cpu/N/msr@0x1fc[1:1]`, N being the
+//! domain's first CPU. Live, the field is changed by one read-modify-write
+//! of `/dev/cpu/N/msr` (offset = address; only a character device of the
+//! msr driver, major 202, is written) and read back on every CPU of the
+//! domain, since the hardware shares the register among them. A captured
+//! tree holds one sparse file per CPU (offset 8 × address, see the module
+//! above): there the domain's shared register is its files together, so
+//! the same read-modify-write lands in each of them. Only the field's bits
+//! ever change; the rest of the register is written back as read.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+
+use super::{Msrs, capture_offset, check_regular, device, generic};
+use crate::root::Root;
+
+/// The msr driver's character major (Documentation/admin-guide/devices.txt: 202 = cpu/msr).
+const MSR_MAJOR: u32 = 202;
+
+/// Bits `hi:lo` of register `reg`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub reg: u32,
+    pub hi: u32,
+    pub lo: u32,
+}
+
+impl Field {
+    pub const fn new(reg: u32, hi: u32, lo: u32) -> Field {
+        Field { reg, hi, lo }
+    }
+
+    pub fn bit(reg: u32, bit: u32) -> Field {
+        Field::new(reg, bit, bit)
+    }
+
+    /// The field's bits in place.
+    pub fn mask(&self) -> u64 {
+        let width = self.hi - self.lo + 1;
+        let ones = if width == 64 {
+            u64::MAX
+        } else {
+            (1u64 << width) - 1
+        };
+        ones << self.lo
+    }
+
+    pub fn get(&self, value: u64) -> u64 {
+        (value & self.mask()) >> self.lo
+    }
+
+    /// `value` with the field set to `bits` and every other bit as it was.
+    pub fn put(&self, value: u64, bits: u64) -> u64 {
+        (value & !self.mask()) | ((bits << self.lo) & self.mask())
+    }
+
+    /// The largest value the field holds.
+    pub fn max(&self) -> u64 {
+        self.mask() >> self.lo
+    }
+
+    /// `[1:1]`, `[3:0]`.
+    pub fn bits_text(&self) -> String {
+        format!("[{}:{}]", self.hi, self.lo)
+    }
+}
+
+/// The logical path of `field` on the domain whose first CPU is `cpu`.
+pub fn path(cpu: u32, field: Field) -> String {
+    format!("{}@{:#x}{}", device(cpu), field.reg, field.bits_text())
+}
+
+/// `/dev/cpu/N/msr@0xREG[HI:LO]` back into its CPU and field; `None` for any other path.
+pub fn parse_path(path: &str) -> Option<(u32, Field)> {
+    let rest = path.strip_prefix("/dev/cpu/")?;
+    let (cpu, rest) = rest.split_once("/msr@0x")?;
+    let (reg, rest) = rest.split_once('[')?;
+    let (hi, lo) = rest.strip_suffix(']')?.split_once(':')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(cpu) || !digits(hi) || !digits(lo) {
+        return None;
+    }
+    let reg = u32::from_str_radix(reg, 16).ok()?;
+    let (hi, lo): (u32, u32) = (hi.parse().ok()?, lo.parse().ok()?);
+    (hi < 64 && lo <= hi && path == self::path(cpu.parse().ok()?, Field::new(reg, hi, lo)))
+        .then_some((cpu.parse().ok()?, Field::new(reg, hi, lo)))
+}
+
+/// The field's value as the journal keeps it: `0x1`.
+pub fn field_text(bits: u64) -> String {
+    format!("{bits:#x}")
+}
+
+/// A whole register as the journal keeps it: `0x000000002000005f`.
+pub fn register_text(value: u64) -> String {
+    format!("{value:#018x}")
+}
+
+pub fn parse_hex(text: &str) -> Option<u64> {
+    u64::from_str_radix(text.trim().strip_prefix("0x")?, 16).ok()
+}
+
+/// The field at an MSR path now (`0x1`), or why it cannot be read.
+pub fn read_field(root: &Root, path: &str) -> Result<u64, String> {
+    let (cpu, field) = parse_path(path).ok_or_else(|| format!("{path} is not an MSR field"))?;
+    let msrs = Msrs::open(root, cpu)?;
+    let v = msrs.read(cpu, &[field.reg]).remove(0)?;
+    Ok(field.get(v))
+}
+
+/// Why a write failed, and whether a register may have changed.
+#[derive(Debug)]
+pub struct WriteError {
+    pub touched: bool,
+    pub why: String,
+}
+
+impl Msrs<'_> {
+    /// Sets `field` to `bits` on the domain of `cpus` (the first CPU's device
+    /// live; every CPU's file in a tree), then reads it back on every CPU.
+    /// Returns the register value found on the first CPU.
+    pub fn write_field(&self, cpus: &[u32], field: Field, bits: u64) -> Result<u64, WriteError> {
+        let fail = |touched, why| WriteError { touched, why };
+        let Some(&first) = cpus.first() else {
+            return Err(fail(false, "no CPU to write".into()));
+        };
+        if bits > field.max() {
+            return Err(fail(
+                false,
+                format!(
+                    "{bits:#x} does not fit MSR {:#x}{}",
+                    field.reg,
+                    field.bits_text()
+                ),
+            ));
+        }
+        let targets: &[u32] = if self.is_live() { &cpus[..1] } else { cpus };
+        let mut found = None;
+        for (i, &cpu) in targets.iter().enumerate() {
+            let before = self
+                .read(cpu, &[field.reg])
+                .remove(0)
+                .map_err(|e| fail(i > 0, e))?;
+            found.get_or_insert(before);
+            let after = field.put(before, bits);
+            if after == before {
+                continue;
+            }
+            let file = self.open_for_write(cpu).map_err(|e| fail(i > 0, e))?;
+            let offset = match self.is_live() {
+                true => field.reg as u64,
+                false => capture_offset(field.reg),
+            };
+            file.write_all_at(&after.to_le_bytes(), offset)
+                .map_err(|e| fail(true, write_error(&device(cpu), cpu, field.reg, &e)))?;
+        }
+        for &cpu in cpus {
+            let now = self
+                .read(cpu, &[field.reg])
+                .remove(0)
+                .map_err(|e| fail(true, format!("reading it back on CPU {cpu}: {e}")))?;
+            if field.get(now) != bits {
+                return Err(fail(
+                    true,
+                    format!(
+                        "MSR {:#x}{} reads {:#x} on CPU {cpu} after writing {bits:#x} (on CPU {first})",
+                        field.reg,
+                        field.bits_text(),
+                        field.get(now)
+                    ),
+                ));
+            }
+        }
+        Ok(found.unwrap_or(0))
+    }
+
+    /// Live: the msr driver's device only. In a tree: a regular file, never a device.
+    fn open_for_write(&self, cpu: u32) -> Result<File, String> {
+        let path = device(cpu);
+        let shown = generic(&path, cpu);
+        let fd = self
+            .root
+            .open_raw(&path, libc::O_WRONLY | libc::O_NOCTTY, 0)
+            .map_err(|e| write_error(&path, cpu, 0, &e))?;
+        if self.is_live() {
+            let st = fstat(fd.as_raw_fd()).map_err(|e| format!("{shown}: {e}"))?;
+            let major = libc::major(st.st_rdev);
+            if st.st_mode & libc::S_IFMT != libc::S_IFCHR || major != MSR_MAJOR {
+                return Err(format!(
+                    "{shown} is not the msr driver's device (character major {MSR_MAJOR}): not written"
+                ));
+            }
+        } else {
+            check_regular(&shown, fd.as_raw_fd())?;
+        }
+        Ok(File::from(fd))
+    }
+}
+
+fn fstat(fd: i32) -> std::io::Result<libc::stat> {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+fn write_error(path: &str, cpu: u32, reg: u32, e: &std::io::Error) -> String {
+    let shown = generic(path, cpu);
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => format!(
+            "{shown}: permission denied (writing MSRs needs root with CAP_SYS_RAWIO, and no kernel lockdown)"
+        ),
+        Some(libc::EIO) => {
+            format!("MSR {reg:#x}: the write faults (EIO: the CPU or the hypervisor refuses it)")
+        }
+        _ => format!("{shown}: {e}"),
+    }
+}
+
+/// Kernel lockdown (`/sys/kernel/security/lockdown`): `None` when writes are
+/// allowed (`[none]`, or no lockdown file), else the reason they are not.
+pub fn lockdown(root: &Root) -> Option<String> {
+    let text = root.read_string("/sys/kernel/security/lockdown").ok()?;
+    let mode = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))?
+        .to_string();
+    (mode != "none").then(|| {
+        format!(
+            "kernel lockdown is `{mode}` (/sys/kernel/security/lockdown): the kernel refuses MSR writes"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_change_only_their_bits() {
+        let f = Field::new(0xe2, 2, 0);
+        assert_eq!(f.mask(), 0b111);
+        assert_eq!(f.put(0x1400_040b, 1), 0x1400_0409);
+        assert_eq!(f.get(0x1400_040b), 3);
+        let b = Field::bit(0x1fc, 1);
+        assert_eq!(b.put(u64::MAX, 0), u64::MAX - 2);
+        assert_eq!(Field::new(0x774, 15, 8).put(0, 0xff), 0xff00);
+    }
+
+    #[test]
+    fn paths_round_trip_and_nothing_else_parses() {
+        let f = Field::new(0x774, 7, 0);
+        assert_eq!(path(12, f), "/dev/cpu/12/msr@0x774[7:0]");
+        assert_eq!(parse_path("/dev/cpu/12/msr@0x774[7:0]"), Some((12, f)));
+        for bad in [
+            "/dev/cpu/12/msr",
+            "/dev/cpu/x/msr@0x774[7:0]",
+            "/dev/cpu/1/msr@0x774[0:7]",
+            "/dev/cpu/1/msr@0x0774[7:0]",
+            "/dev/cpu/1/msr@0x774[7:0]/x",
+            "/etc/systemd/system/a@0x1.service",
+            "/dev/cpu/01/msr@0x774[7:0]",
+        ] {
+            assert_eq!(parse_path(bad), None, "{bad}");
+        }
+    }
+}
