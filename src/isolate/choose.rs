@@ -67,9 +67,15 @@ pub fn choose(topo: &Topology, req: &Request, allow_cpu0: bool) -> Result<Choice
         .copied()
         .filter(|c| !isolated.contains(*c))
         .collect();
+    let smt = picked.iter().any(|&i| topo.cores[i].cpus.len() > 1);
     let mut reasons = vec![format!(
-        "whole cores: {} core(s), SMT siblings together ({})",
+        "whole cores: {} core(s){} ({})",
         picked.len(),
+        if smt {
+            ", SMT siblings together"
+        } else {
+            ", one thread each (no SMT siblings)"
+        },
         picked
             .iter()
             .map(|&i| topo.cores[i].cpus.to_string())

@@ -27,6 +27,7 @@ mod inventory_live;
 mod inventory_msr;
 mod inventory_sections;
 mod inventory_sysinfo;
+mod isolate;
 mod kernel_rules;
 mod kernel_rules_epp;
 mod kernel_rules_review;
