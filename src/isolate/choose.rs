@@ -127,9 +127,14 @@ pub fn choose(topo: &Topology, req: &Request, allow_cpu0: bool) -> Result<Choice
         }
     }
     if housekeeping.len() == 1 {
+        let whole = match topo.online.len() {
+            2 => {
+                "; a 2-CPU host without SMT can be split no other way: one CPU isolated, one for housekeeping"
+            }
+            _ => "",
+        };
         warnings.push(format!(
-            "housekeeping is the single CPU {housekeeping}: every interrupt, kernel thread and system service shares it; this host ({} CPUs, no SMT to split) cannot be split further: one CPU isolated, one for housekeeping",
-            topo.online.len()
+            "housekeeping is the single CPU {housekeeping}: every interrupt, kernel thread and system service shares it{whole}"
         ));
     }
     if let Some(now) = &topo.isolated_now {

@@ -530,3 +530,34 @@ fn isolate_help_teaches_the_choice_and_the_flow() {
         assert!(h.contains(needle), "isolate --help lacks {needle:?}:\n{h}");
     }
 }
+
+#[test]
+fn isolate_accepts_a_list_filling_an_l3_or_choosing_e_cores_with_a_warning() {
+    let json_for = |host: &str, cpus: &str| {
+        let root = corpus_host(host);
+        json_of(&hostknob(&[
+            "--root",
+            root.to_str().unwrap(),
+            "--host",
+            host,
+            "isolate",
+            "--cpus",
+            cpus,
+            "--format",
+            "json",
+        ]))
+    };
+    // genoa0: CPUs 4-7,68-71 are one whole L3 (a CCX).
+    let v = json_for("genoa0", "4-7,68-71");
+    assert_eq!(v["isolated"], "4-7,68-71");
+    let w = v["warnings"].to_string();
+    assert!(
+        w.contains("the L3 shared by CPUs 4-7,68-71 keeps no housekeeping core"),
+        "{w}"
+    );
+    // adl0: E-cores 12-15 while P-cores 2-7 stay housekeeping.
+    let v = json_for("adl0", "12-15");
+    let w = v["warnings"].to_string();
+    assert!(w.contains("efficient cores while performance cores"), "{w}");
+    assert_eq!(v["topology"]["performance_cores"], "0-7");
+}
