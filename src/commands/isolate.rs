@@ -94,10 +94,26 @@ fn write_files(dir: &Path, plan: &mut IsolatePlan, force: bool) -> Result<()> {
             );
         }
     }
+    // Files this run created, removed again if a later write fails: a
+    // fragment is written whole or not at all (a replaced file stays replaced).
+    let mut created: Vec<&String> = Vec::new();
     for (k, name) in plan.knobs.iter_mut().zip(&names) {
         let path = dir.join(name);
-        seam.replace_file(&format!("/{name}"), k.document.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+        let existed = std::fs::symlink_metadata(&path).is_ok();
+        if let Err(e) = seam.replace_file(&format!("/{name}"), k.document.as_bytes()) {
+            for n in &created {
+                let _ = seam.remove_file(&format!("/{n}"));
+            }
+            return Err(e).with_context(|| {
+                format!(
+                    "writing {}: the files written before it were removed",
+                    path.display()
+                )
+            });
+        }
+        if !existed {
+            created.push(name);
+        }
         k.file = Some(path.display().to_string());
     }
     Ok(())

@@ -561,3 +561,35 @@ fn isolate_accepts_a_list_filling_an_l3_or_choosing_e_cores_with_a_warning() {
     assert!(w.contains("efficient cores while performance cores"), "{w}");
     assert_eq!(v["topology"]["performance_cores"], "0-7");
 }
+
+#[test]
+fn isolate_out_writes_all_knob_files_or_none() {
+    // A directory where the fourth knob file would go: that write fails,
+    // and the files written before it are removed again.
+    let root = corpus_host("spr1");
+    let out = tempfile::tempdir().unwrap();
+    std::fs::create_dir(out.path().join("isolate-workqueue-cpumask.yaml")).unwrap();
+    let o = hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--host",
+        "spr1",
+        "isolate",
+        "--cpus",
+        "8",
+        "--out",
+        out.path().to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(
+        err(&o).contains("isolate-workqueue-cpumask.yaml"),
+        "{}",
+        err(&o)
+    );
+    let left: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["isolate-workqueue-cpumask.yaml".to_string()]);
+}
