@@ -14,6 +14,7 @@ pub mod contract;
 pub mod cpulist;
 pub(crate) mod doc;
 pub mod inventory;
+pub mod isolate;
 pub(crate) mod journal;
 pub mod knob;
 pub mod manifest;

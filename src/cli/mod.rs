@@ -10,7 +10,9 @@ use clap_complete::Shell;
 
 use std::time::Duration;
 
+mod isolate;
 mod probe;
+pub use isolate::IsolateArgs;
 pub use probe::*;
 
 #[derive(Parser, Debug)]
@@ -208,6 +210,14 @@ hostknob verify haltpoll-idle-off --rounds 6 --max-rounds 12 --settle 1s --plot 
 hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order"
     )]
     Verify(VerifyArgs),
+    /// Plan which CPUs to isolate from this host's topology, as manifest knobs to review and apply.
+    #[command(
+        long_about = include_str!("../help/isolate.txt"),
+        after_help = "Examples:\n  hostknob isolate --cpus 8                  # the fragment on stdout, the reasons on stderr\n  \
+hostknob isolate --cpus 8 --out manifest/isolation/\n  hostknob isolate --cpus 4-11 --format json | jq .housekeeping\n  \
+hostknob --root /tmp/web-7 --host web-7 isolate --cpus 16 --out /tmp/web-7-isolation"
+    )]
+    Isolate(IsolateArgs),
     /// Many hosts' audit JSON outputs as one fleet view: drift per knob, hosts grouped where they agree.
     Report(ReportArgs),
     /// Print the JSON Schema of a machine-readable output (list them without NAME).

@@ -7,6 +7,7 @@ pub(crate) mod completions;
 pub(crate) mod doc;
 pub(crate) mod hold;
 pub(crate) mod inventory;
+pub(crate) mod isolate;
 pub(crate) mod knobs;
 pub(crate) mod man;
 pub(crate) mod persist;
@@ -39,6 +40,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Persist(args) => persist::run(args),
         Command::Hold(args) => hold::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Isolate(args) => isolate::run(args),
         Command::Report(args) => report::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),

@@ -213,12 +213,29 @@ pub fn allowed_cpus() -> Result<CpuList> {
         .collect())
 }
 
+/// The online CPUs the running kernel isolates (`isolcpus=`), empty when
+/// none are or the file is absent.
+pub fn isolated_cpus(root: &Root) -> CpuList {
+    let r = crate::inventory::Reader::new(root);
+    let online = r.cpulist(&format!("{CPU_DIR}/online")).unwrap_or_default();
+    r.cpulist(&format!("{CPU_DIR}/isolated"))
+        .unwrap_or_default()
+        .as_slice()
+        .iter()
+        .copied()
+        .filter(|c| online.contains(*c))
+        .collect()
+}
+
 /// The CPUs a probe may use: online on the host and allowed to this process.
 #[derive(Clone, Debug)]
 pub struct Cpus {
     pub online: CpuList,
     pub present: Option<CpuList>,
     pub allowed: CpuList,
+    /// Online CPUs the kernel isolates: outside the default affinity, yet a
+    /// thread asked to run there may be pinned there.
+    pub isolated: CpuList,
 }
 
 impl Cpus {
@@ -239,6 +256,7 @@ impl Cpus {
             .filter(|&c| online.contains(c))
             .collect();
         Ok(Cpus {
+            isolated: isolated_cpus(root),
             online,
             present,
             allowed,
@@ -247,7 +265,7 @@ impl Cpus {
 
     /// Checks that `cpu` (given with option `flag`) can run a probe thread.
     pub fn check(&self, flag: &str, cpu: u32) -> Result<u32> {
-        if self.allowed.contains(cpu) {
+        if self.allowed.contains(cpu) || self.isolated.contains(cpu) {
             return Ok(cpu);
         }
         let exists = match &self.present {
@@ -550,6 +568,7 @@ mod tests {
             online: CpuList::parse(online).unwrap(),
             present: Some(CpuList::parse(present).unwrap()),
             allowed: CpuList::parse(allowed).unwrap(),
+            isolated: CpuList::default(),
         }
     }
 
@@ -566,6 +585,12 @@ mod tests {
             e.contains("outside this process's CPU affinity (allowed: 0-1)"),
             "{e}"
         );
+        // An isolated CPU is outside the default affinity, but may be asked for.
+        let iso = Cpus {
+            isolated: CpuList::parse("3").unwrap(),
+            ..c
+        };
+        assert_eq!(iso.check("--cpu", 3).unwrap(), 3);
     }
 
     #[test]

@@ -27,8 +27,13 @@ pub fn table(r: &Report) -> String {
             (
                 "placement".into(),
                 format!(
-                    "sleeper CPU {}, waker CPU {} (target CPUs {}; {})",
+                    "sleeper CPU {}{}, waker CPU {} (target CPUs {}; {})",
                     r.placement.sleeper,
+                    if r.placement.sleeper_isolated {
+                        " (isolated)"
+                    } else {
+                        ""
+                    },
                     r.placement.waker,
                     r.placement
                         .target_cpus

@@ -3,6 +3,10 @@
 //! outside them where possible, and never on a CPU that shares a core, a
 //! module (cluster) or an L2 with the sleeper: a busy neighbour keeps the
 //! shared parts awake and hides the exit cost of the state being measured.
+//! Where the target includes isolated CPUs (`/sys/devices/system/cpu/isolated`),
+//! the sleeper is one of them: that is where the latency-sensitive work runs,
+//! and the kernel leaves isolated CPUs out of every process's default
+//! affinity, so choosing among the allowed CPUs alone would never measure one.
 
 use anyhow::{Result, bail};
 use serde::Serialize;
@@ -20,6 +24,8 @@ pub struct Placement {
     pub waker: u32,
     /// CPUs that share a core, module or L2 with the sleeper (itself left out).
     pub sleeper_neighbours: CpuList,
+    /// The sleeper is an isolated CPU (`/sys/devices/system/cpu/isolated`).
+    pub sleeper_isolated: bool,
     pub why: String,
 }
 
@@ -75,12 +81,22 @@ pub fn place(
     force: bool,
 ) -> Result<Placement> {
     let in_target = |c: u32| target.is_none_or(|t| t.contains(c));
+    let isolated = crate::probe::isolated_cpus(root);
+    // An isolated CPU of the target, the last one, allowed or not (see above).
+    let isolated_target = target.and_then(|t| {
+        t.as_slice()
+            .iter()
+            .rev()
+            .copied()
+            .find(|&c| isolated.contains(c))
+    });
     let sleeper = match asked.sleeper {
         Some(s) if !in_target(s) && !force => bail!(
             "--sleeper-cpu {s} is outside the knob's target CPUs {}: the knob does not touch it, so verify would measure nothing; pick one of them, or pass --force to measure there anyway",
             target.map(|t| t.to_string()).unwrap_or_default()
         ),
         Some(s) => s,
+        None if isolated_target.is_some() => isolated_target.unwrap_or_default(),
         None => match allowed.as_slice().iter().rev().find(|&&c| in_target(c)) {
             Some(&c) => c,
             None => bail!(
@@ -131,11 +147,19 @@ pub fn place(
     if waker == sleeper {
         bail!("the waker and the sleeper are both CPU {waker}: they must differ");
     }
+    let sleeper_isolated = isolated.contains(sleeper);
+    let why = match sleeper_isolated {
+        true => {
+            format!("the sleeper on isolated CPU {sleeper} (the kernel isolates {isolated}); {why}")
+        }
+        false => why,
+    };
     Ok(Placement {
         target_cpus: target.cloned(),
         sleeper,
         waker,
         sleeper_neighbours: near,
+        sleeper_isolated,
         why,
     })
 }

@@ -113,6 +113,7 @@ fn each_subcommand_lists_only_the_options_it_uses() {
     lists(&["revert"], &all, &[]);
     lists(&["persist"], &all, &[]);
     lists(&["verify"], &all, &[]);
+    lists(&["isolate"], &all[..3], &all[3..]);
     lists(
         &["hold"],
         &["--root", "--host", "--manifest"],

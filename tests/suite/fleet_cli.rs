@@ -5,7 +5,7 @@ use crate::support::*;
 
 use std::process::Command;
 
-const SUBCOMMANDS: [&str; 13] = [
+const SUBCOMMANDS: [&str; 14] = [
     "inventory",
     "capture",
     "doc",
@@ -16,6 +16,7 @@ const SUBCOMMANDS: [&str; 13] = [
     "revert",
     "persist",
     "verify",
+    "isolate",
     "report",
     "schema",
     "completions",

@@ -272,6 +272,23 @@ fn every_json_output_validates_against_its_schema() {
     );
     assert_eq!(report["hosts"].as_array().unwrap().len(), 3);
 
+    let isolate = check(
+        "isolate",
+        &hostknob(&[
+            "--root",
+            corpus_host("genoa0").to_str().unwrap(),
+            "--host",
+            "genoa0",
+            "isolate",
+            "--cpus",
+            "8",
+            "--format",
+            "json",
+        ]),
+        &mut seen,
+    );
+    assert_eq!(isolate["knobs"].as_array().unwrap().len(), 5);
+
     let all: BTreeSet<String> = schema_names().into_iter().collect();
     assert_eq!(seen, all, "outputs not produced by this test");
 }

@@ -30,6 +30,7 @@ mod inventory_sections;
 mod inventory_sysinfo;
 mod kernel_cmdline;
 mod irq_affinity;
+mod isolate;
 mod kernel_rules;
 mod kernel_rules_epp;
 mod kernel_rules_review;

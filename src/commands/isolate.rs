@@ -1,0 +1,120 @@
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::cli::IsolateArgs;
+use crate::inventory::{self, Section};
+use crate::isolate::{self, Context, IsolatePlan, Request};
+use crate::render;
+use crate::root::Root;
+
+pub fn run(args: &IsolateArgs) -> Result<i32> {
+    let req = Request::parse(&args.cpus)?;
+    let root = Root::open(&args.read.root.root)?;
+    let host = crate::manifest::host::resolve(&root, args.read.host.host.as_deref())
+        .checked()?
+        .name;
+    let inv = inventory::collect_only(&root, &[Section::Cpu, Section::Caches, Section::Numa])?;
+    for w in &inv.warnings {
+        eprintln!("hostknob: warning: {}", render::escape_controls(w));
+    }
+    let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()[..10]
+        .to_string();
+    let command = format!(
+        "hostknob isolate --cpus {}{}",
+        args.cpus.trim(),
+        if args.allow_cpu0 { " --allow-cpu0" } else { "" }
+    );
+    let cx = Context {
+        host: &host,
+        date: &date,
+        command: &command,
+    };
+    let mut plan = isolate::plan(&inv, &req, args.allow_cpu0, &cx)?;
+    if let Some(dir) = &args.out {
+        write_files(dir, &mut plan, args.force)?;
+    }
+    let format = args.read.format.format.into();
+    if let Some(text) = render::machine(format, &plan)? {
+        print!("{text}");
+        return Ok(0);
+    }
+    let summary = summary(&plan);
+    match &args.out {
+        Some(_) => {
+            print!("{summary}");
+            for k in &plan.knobs {
+                println!("wrote {}", k.file.as_deref().unwrap_or_default());
+            }
+        }
+        None => {
+            // The fragment alone on stdout (redirect it); the why on stderr.
+            eprint!("{summary}");
+            let docs: Vec<&str> = plan.knobs.iter().map(|k| k.document.as_str()).collect();
+            print!("{}", docs.join("---\n"));
+        }
+    }
+    Ok(0)
+}
+
+fn summary(plan: &IsolatePlan) -> String {
+    let mut s = format!(
+        "isolate on {}: isolated CPUs {}, housekeeping CPUs {}\n",
+        plan.host, plan.isolated, plan.housekeeping
+    );
+    for r in &plan.reasons {
+        s += &format!("  - {r}\n");
+    }
+    for w in &plan.warnings {
+        s += &format!("  warning: {w}\n");
+    }
+    s
+}
+
+/// One file per knob in `dir` (made when missing); an existing file is
+/// refused unless `force`, before anything is written.
+fn write_files(dir: &Path, plan: &mut IsolatePlan, force: bool) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let seam = Root::confined(dir).with_context(|| format!("{}: cannot open", dir.display()))?;
+    let names: Vec<String> = plan
+        .knobs
+        .iter()
+        .map(|k| format!("{}.yaml", k.id))
+        .collect();
+    if !force {
+        let taken: Vec<String> = names
+            .iter()
+            .filter(|n| std::fs::symlink_metadata(dir.join(n)).is_ok())
+            .map(|n| dir.join(n).display().to_string())
+            .collect();
+        if !taken.is_empty() {
+            bail!(
+                "{} already exist(s): nothing was written; move them away, or pass --force to replace them",
+                taken.join(", ")
+            );
+        }
+    }
+    // Files this run created, removed again if a later write fails: a
+    // fragment is written whole or not at all (a replaced file stays replaced).
+    let mut created: Vec<&String> = Vec::new();
+    for (k, name) in plan.knobs.iter_mut().zip(&names) {
+        let path = dir.join(name);
+        let existed = std::fs::symlink_metadata(&path).is_ok();
+        if let Err(e) = seam.replace_file(&format!("/{name}"), k.document.as_bytes()) {
+            for n in &created {
+                let _ = seam.remove_file(&format!("/{n}"));
+            }
+            return Err(e).with_context(|| {
+                format!(
+                    "writing {}: the files written before it were removed",
+                    path.display()
+                )
+            });
+        }
+        if !existed {
+            created.push(name);
+        }
+        k.file = Some(path.display().to_string());
+    }
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! The manifest fragment for a split: one knob file per mechanism, in the
+//! shapes the isolation kinds take (docs/knob-kinds.md).
+
+use serde::Serialize;
+use serde_yaml::{Mapping, Value};
+
+use super::choose::Choice;
+use super::topology::Topology;
+use crate::cpulist::CpuList;
+
+/// One knob file of the fragment.
+#[derive(Clone, Debug)]
+pub struct KnobFile {
+    pub id: String,
+    pub kind: &'static str,
+    /// The YAML document, with a comment saying where it came from.
+    pub text: String,
+}
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    id: &'a str,
+    title: String,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<Value>,
+    set: Value,
+    hosts: Vec<&'a str>,
+    persistence: &'static str,
+    caveats: Vec<String>,
+    why: String,
+    history: Vec<History<'a>>,
+}
+
+#[derive(Serialize)]
+struct History<'a> {
+    date: &'a str,
+    action: &'static str,
+    hosts: Vec<&'a str>,
+    note: String,
+}
+
+/// id, kind, title, target, set, persistence, caveats, why.
+type Spec = (
+    &'static str,
+    &'static str,
+    String,
+    Option<Value>,
+    Value,
+    &'static str,
+    Vec<String>,
+    String,
+);
+
+/// What the fragment is about, for its comments and history notes.
+pub struct Context<'a> {
+    pub host: &'a str,
+    /// `YYYY-MM-DD`, UTC.
+    pub date: &'a str,
+    /// The command line that planned it (`hostknob isolate --cpus 8`).
+    pub command: &'a str,
+}
+
+fn map(pairs: &[(&str, Value)]) -> Value {
+    let mut m = Mapping::new();
+    for (k, v) in pairs {
+        m.insert(Value::String((*k).into()), v.clone());
+    }
+    Value::Mapping(m)
+}
+
+fn list(cpus: &CpuList) -> Value {
+    Value::String(cpus.to_string())
+}
+
+/// The knobs, in the order to review them: the boot-time partition first,
+/// then what moves running work off the isolated CPUs.
+pub fn fragment(topo: &Topology, choice: &Choice, cx: &Context) -> Vec<KnobFile> {
+    let (iso, hk) = (&choice.isolated, &choice.housekeeping);
+    let add = vec![
+        format!("isolcpus=managed_irq,domain,{iso}"),
+        format!("nohz_full={iso}"),
+        format!("rcu_nocbs={iso}"),
+        format!("irqaffinity={hk}"),
+        "skew_tick=1".to_string(),
+    ];
+    let mut cmdline_caveats = vec![
+        "takes effect at the next boot: audit says pending-reboot until then".to_string(),
+        format!(
+            "isolcpus=domain takes CPUs {iso} out of scheduler load balancing: only work pinned there (taskset, a unit's CPUAffinity=) runs there, so pin every thread of the workload, and not more threads than CPUs"
+        ),
+        "managed_irq keeps managed interrupts (nvme queues, many multi-queue NICs) off the isolated CPUs where the kernel can; an irq-affinity write cannot move those".to_string(),
+        "skew_tick=1 staggers the CPUs' ticks so they do not contend for the same timekeeping locks at once (the RHEL for Real Time tuning guide, tuned's realtime profile); it costs some power on idle hosts, since ticks no longer coincide: drop it from `add` where power matters more".to_string(),
+    ];
+    if !topo.nohz_full_exposed {
+        cmdline_caveats.push(
+            "this kernel exposes no /sys/devices/system/cpu/nohz_full: it may be built without CONFIG_NO_HZ_FULL, and then ignores nohz_full= (rcu_nocbs= needs CONFIG_RCU_NOCB_CPU likewise)".into(),
+        );
+    }
+    let specs: Vec<Spec> = vec![
+        (
+            "isolate-kernel-cmdline",
+            "kernel-cmdline",
+            format!("Isolate CPUs {iso} at boot (isolcpus, nohz_full, rcu_nocbs), interrupts on {hk}"),
+            None,
+            map(&[(
+                "add",
+                Value::Sequence(add.into_iter().map(Value::String).collect()),
+            )]),
+            "cmdline",
+            cmdline_caveats,
+            format!(
+                "Only the kernel command line can keep the scheduler tick (nohz_full), RCU callbacks (rcu_nocbs), load balancing and managed interrupts (isolcpus) off CPUs {iso}; irqaffinity= puts every interrupt that appears at boot on the housekeeping CPUs {hk} before anything else runs."
+            ),
+        ),
+        (
+            "isolate-irq-affinity",
+            "irq-affinity",
+            format!("Move every movable interrupt to housekeeping CPUs {hk}"),
+            Some(map(&[("all", Value::Bool(true)), ("default", Value::Bool(true))])),
+            list(hk),
+            "boot",
+            vec![
+                "managed interrupts refuse the write (EIO) and are left to isolcpus=managed_irq; per-CPU interrupts (timers, IPIs) cannot move and are not targeted".into(),
+                "irqbalance rewrites affinity every 10 s unless its banned list covers the isolated CPUs (the isolate-irqbalance knob)".into(),
+            ],
+            format!(
+                "An interrupt served on an isolated CPU preempts the workload there; `default` also places interrupts registered later (a NIC reset, a hot-plugged device) on {hk}."
+            ),
+        ),
+        (
+            "isolate-irqbalance",
+            "irqbalance",
+            format!("Keep irqbalance off isolated CPUs {iso}"),
+            None,
+            list(iso),
+            "runtime",
+            vec!["irqbalance reads its banned list when it starts: restart it after apply".into()],
+            format!(
+                "irqbalance places interrupts on every CPU it is not told to avoid, undoing the irq-affinity knob within seconds; banning {iso} keeps it balancing only the housekeeping CPUs."
+            ),
+        ),
+        (
+            "isolate-workqueue-cpumask",
+            "workqueue-cpumask",
+            format!("Run unbound kernel workqueues on housekeeping CPUs {hk}"),
+            None,
+            list(hk),
+            "boot",
+            vec!["bound (per-CPU) workqueues still run where they are queued; only unbound work moves".into()],
+            format!(
+                "Unbound kernel work (writeback, crypto, many drivers' deferred work) runs on any CPU in the workqueue cpumask; limiting it to {hk} keeps it from preempting the workload on {iso}."
+            ),
+        ),
+        (
+            "isolate-systemd-cpu-affinity",
+            "systemd-cpu-affinity",
+            format!("Run system services on housekeeping CPUs {hk}"),
+            None,
+            list(hk),
+            "systemd-dropin",
+            vec![
+                "PID 1 reads CPUAffinity= when it starts or re-executes (systemctl daemon-reexec); services started before keep their CPUs: audit says pending-reboot until then".into(),
+                format!("the workload's own unit must then name the isolated CPUs itself (CPUAffinity={iso} in its drop-in), or it inherits {hk}"),
+            ],
+            format!(
+                "Every service inherits PID 1's CPU affinity; restricting it to {hk} keeps logging, monitoring and cron work off the isolated CPUs {iso}."
+            ),
+        ),
+    ];
+    let note = format!(
+        "planned by `{}`: isolated {iso}, housekeeping {hk}; review, commit, then apply",
+        cx.command
+    );
+    specs
+        .into_iter()
+        .map(|(id, kind, title, target, set, persistence, caveats, why)| {
+            let doc = Doc {
+                id,
+                title,
+                kind,
+                target,
+                set,
+                hosts: vec![cx.host],
+                persistence,
+                caveats,
+                why,
+                history: vec![History {
+                    date: cx.date,
+                    action: "noted",
+                    hosts: vec![cx.host],
+                    note: note.clone(),
+                }],
+            };
+            let yaml = serde_yaml::to_string(&doc).expect("a knob document serializes");
+            KnobFile {
+                id: id.to_string(),
+                kind,
+                text: format!(
+                    "# Planned by `{}` on {} for {}, from its topology.\n# Review it, commit it, then `hostknob apply {id}`.\n{yaml}",
+                    cx.command, cx.date, cx.host
+                ),
+            }
+        })
+        .collect()
+}

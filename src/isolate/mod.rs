@@ -1,0 +1,152 @@
+//! `hostknob isolate`: from the host's topology to the CPUs to isolate, and
+//! from those to a manifest fragment (kernel command line, interrupts,
+//! irqbalance, workqueues, systemd). It reads the host and changes nothing:
+//! the user reviews the fragment, commits it, then applies it.
+
+mod choose;
+mod knobs;
+mod topology;
+
+use serde::Serialize;
+
+use crate::cpulist::CpuList;
+use crate::inventory::Inventory;
+
+pub use choose::{Choice, Request};
+pub use knobs::{Context, KnobFile};
+pub use topology::Topology;
+
+/// The chosen split, its reasons and the knobs made from it (`--format json`).
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct IsolatePlan {
+    pub host: String,
+    /// The day it was planned (UTC), as the knobs' history says.
+    pub date: String,
+    /// What was asked: a count, or a CPU list.
+    pub request: Asked,
+    pub isolated: CpuList,
+    pub housekeeping: CpuList,
+    /// The isolated cores, each a core's SMT siblings.
+    pub isolated_cores: Vec<CpuList>,
+    pub topology: Layout,
+    /// Why this split, one rule per line.
+    pub reasons: Vec<String>,
+    /// What the split costs or leaves undone.
+    pub warnings: Vec<String>,
+    pub knobs: Vec<PlannedKnob>,
+}
+
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Asked {
+    /// `--cpus N`.
+    pub count: Option<usize>,
+    /// `--cpus LIST`.
+    pub cpus: Option<CpuList>,
+    pub allow_cpu0: bool,
+}
+
+/// The layout the choice was made from.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Layout {
+    pub online: CpuList,
+    pub cores: usize,
+    pub numa_nodes: Vec<Split>,
+    /// L3 instances, listed where a package holds several (each keeps housekeeping).
+    pub l3_domains: Vec<Split>,
+    /// Performance cores (`cpu_core`) on a hybrid part; `null` elsewhere.
+    pub performance_cores: Option<CpuList>,
+}
+
+/// A domain's CPUs and how the split divides them.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Split {
+    /// The NUMA node's number; `null` for an L3, or a host without NUMA nodes.
+    pub id: Option<u32>,
+    pub cpus: CpuList,
+    pub isolated: CpuList,
+    pub housekeeping: CpuList,
+}
+
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct PlannedKnob {
+    pub id: String,
+    pub kind: String,
+    /// The file written (`--out`); `null` when the fragment went to stdout.
+    pub file: Option<String>,
+    /// The knob file's YAML text.
+    pub document: String,
+}
+
+/// Plans the split of `inv`'s host as `req` asks.
+pub fn plan(
+    inv: &Inventory,
+    req: &Request,
+    allow_cpu0: bool,
+    cx: &Context,
+) -> anyhow::Result<IsolatePlan> {
+    let topo = Topology::from_inventory(inv)?;
+    let choice = choose::choose(&topo, req, allow_cpu0)?;
+    let files = knobs::fragment(&topo, &choice, cx);
+    let split = |id: Option<u32>, cpus: &CpuList| {
+        let part = |set: &CpuList| -> CpuList {
+            cpus.as_slice()
+                .iter()
+                .copied()
+                .filter(|c| set.contains(*c))
+                .collect()
+        };
+        Split {
+            id,
+            cpus: cpus.clone(),
+            isolated: part(&choice.isolated),
+            housekeeping: part(&choice.housekeeping),
+        }
+    };
+    Ok(IsolatePlan {
+        host: cx.host.to_string(),
+        date: cx.date.to_string(),
+        request: Asked {
+            count: match req {
+                Request::Count(n) => Some(*n),
+                Request::List(_) => None,
+            },
+            cpus: match req {
+                Request::List(l) => Some(l.clone()),
+                Request::Count(_) => None,
+            },
+            allow_cpu0,
+        },
+        isolated: choice.isolated.clone(),
+        housekeeping: choice.housekeeping.clone(),
+        isolated_cores: choice.isolated_cores.clone(),
+        topology: Layout {
+            online: topo.online.clone(),
+            cores: topo.cores.len(),
+            numa_nodes: topo.nodes.iter().map(|n| split(n.id, &n.cpus)).collect(),
+            l3_domains: topo
+                .l3
+                .iter()
+                .filter(|d| d.keeps_housekeeping)
+                .map(|d| split(None, &d.cpus))
+                .collect(),
+            performance_cores: topo.is_hybrid().then(|| {
+                topo.cores
+                    .iter()
+                    .filter(|c| c.rank == 0)
+                    .flat_map(|c| c.cpus.as_slice().to_vec())
+                    .collect()
+            }),
+        },
+        reasons: choice.reasons,
+        warnings: choice.warnings,
+        knobs: files
+            .into_iter()
+            .map(|f| PlannedKnob {
+                id: f.id,
+                kind: f.kind.to_string(),
+                file: None,
+                document: f.text,
+            })
+            .collect(),
+    })
+}

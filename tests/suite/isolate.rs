@@ -1,0 +1,595 @@
+//! `hostknob isolate` (issue 21 item 5) on real captures: the sets it writes
+//! are checked against the topology read here, independently, from the
+//! tree's own files (sibling lists or /proc/cpuinfo's core ids, NUMA node
+//! cpulists, L3 shared_cpu_lists, the hybrid PMUs' cpus); bad input is
+//! refused with the reason and nothing written.
+
+use crate::support::*;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+type Set = BTreeSet<u32>;
+
+fn parse_list(text: &str) -> Set {
+    let mut s = Set::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => s.extend(a.parse::<u32>().unwrap()..=b.parse::<u32>().unwrap()),
+            None => {
+                s.insert(part.parse().unwrap());
+            }
+        }
+    }
+    s
+}
+
+fn read_list(root: &Path, rel: &str) -> Option<Set> {
+    std::fs::read_to_string(root.join(rel))
+        .ok()
+        .map(|t| parse_list(t.trim_matches(|c: char| c.is_whitespace() || c == '\0')))
+}
+
+/// The layout, read here without hostknob.
+struct Topo {
+    online: Set,
+    cores: Vec<Set>,
+    nodes: Vec<Set>,
+    /// L3 instances of packages that hold several.
+    split_l3: Vec<Set>,
+    pcores: Option<Set>,
+}
+
+fn topo(root: &Path) -> Topo {
+    let cpu = "sys/devices/system/cpu";
+    let online = read_list(root, &format!("{cpu}/online")).unwrap();
+    // Cores and packages: sibling lists where captured, else /proc/cpuinfo.
+    let mut cores: BTreeMap<(u32, u32), Set> = BTreeMap::new();
+    let mut package_of: BTreeMap<u32, u32> = BTreeMap::new();
+    let sib = |c: u32| read_list(root, &format!("{cpu}/cpu{c}/topology/thread_siblings_list"));
+    if online.iter().all(|&c| sib(c).is_some()) {
+        for &c in &online {
+            let s: Set = sib(c).unwrap().intersection(&online).copied().collect();
+            let first = *s.iter().next().unwrap();
+            cores.insert((0, first), s);
+            package_of.insert(c, 0);
+        }
+    } else {
+        let info = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap();
+        for block in info.split("\n\n").filter(|b| b.contains("processor")) {
+            let field = |name: &str| -> u32 {
+                block
+                    .lines()
+                    .find(|l| l.split(':').next().unwrap().trim() == name)
+                    .and_then(|l| l.split(':').nth(1))
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap()
+            };
+            let (p, core, id) = (field("processor"), field("core id"), field("physical id"));
+            if online.contains(&p) {
+                cores.entry((id, core)).or_default().insert(p);
+                package_of.insert(p, id);
+            }
+        }
+    }
+    let nodes: Vec<Set> = std::fs::read_dir(root.join("sys/devices/system/node"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("node"))
+                .filter_map(|e| read_list(&e.path(), "cpulist"))
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut l3: BTreeSet<Vec<u32>> = BTreeSet::new();
+    for &c in &online {
+        if let Some(s) = read_list(root, &format!("{cpu}/cpu{c}/cache/index3/shared_cpu_list")) {
+            l3.insert(s.into_iter().collect());
+        }
+    }
+    let mut per_package: BTreeMap<u32, usize> = BTreeMap::new();
+    for d in &l3 {
+        *per_package.entry(package_of[&d[0]]).or_default() += 1;
+    }
+    let split_l3 = l3
+        .iter()
+        .filter(|d| per_package[&package_of[&d[0]]] > 1)
+        .map(|d| d.iter().copied().collect())
+        .collect();
+    Topo {
+        online,
+        cores: cores.into_values().collect(),
+        nodes,
+        split_l3,
+        pcores: read_list(root, "sys/devices/cpu_core/cpus"),
+    }
+}
+
+fn today() -> String {
+    let o = std::process::Command::new("date")
+        .args(["-u", "+%F"])
+        .output()
+        .unwrap();
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+/// The knob files in `dir`, by id.
+fn knob_files(dir: &Path) -> BTreeMap<String, serde_yaml::Value> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+            let id = v["id"].as_str().unwrap().to_string();
+            assert_eq!(
+                e.file_name().to_string_lossy(),
+                format!("{id}.yaml"),
+                "one file per knob, named by id"
+            );
+            (id, v)
+        })
+        .collect()
+}
+
+fn set_of(v: &serde_yaml::Value) -> Set {
+    parse_list(v.as_str().unwrap())
+}
+
+/// `isolate --cpus 8 --out DIR` on `host`, checked against its topology.
+fn eight_on(host: &str) -> (Set, Set, Topo) {
+    let root = corpus_host(host);
+    let before = snapshot(&root);
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("isolation");
+    let o = hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--host",
+        host,
+        "isolate",
+        "--cpus",
+        "8",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let text = ok(&o);
+    assert!(snapshot(&root) == before, "{host}: the tree changed");
+    let knobs = knob_files(&dir);
+    let kinds: BTreeSet<&str> = knobs
+        .values()
+        .map(|k| k["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "irq-affinity",
+            "irqbalance",
+            "kernel-cmdline",
+            "systemd-cpu-affinity",
+            "workqueue-cpumask"
+        ]
+        .into_iter()
+        .collect(),
+        "{host}"
+    );
+    for (id, k) in &knobs {
+        assert!(text.contains(&format!(
+            "wrote {}",
+            dir.join(format!("{id}.yaml")).display()
+        )));
+        for field in ["title", "why", "persistence"] {
+            assert!(
+                k[field].as_str().is_some_and(|s| !s.is_empty()),
+                "{id}.{field}"
+            );
+        }
+        assert!(!k["caveats"].as_sequence().unwrap().is_empty(), "{id}");
+        assert_eq!(k["hosts"][0].as_str(), Some(host));
+        assert_eq!(
+            k["history"][0]["date"].as_str(),
+            Some(today().as_str()),
+            "{id}: dated today"
+        );
+    }
+    let args: Vec<&str> = knobs["isolate-kernel-cmdline"]["set"]["add"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let arg = |key: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(key))
+            .unwrap_or_else(|| panic!("{host}: no {key} in {args:?}"))
+    };
+    let iso = parse_list(arg("nohz_full="));
+    let hk = parse_list(arg("irqaffinity="));
+    assert_eq!(parse_list(arg("isolcpus=managed_irq,domain,")), iso);
+    assert_eq!(parse_list(arg("rcu_nocbs=")), iso);
+    assert_eq!(set_of(&knobs["isolate-irqbalance"]["set"]), iso);
+    for id in [
+        "isolate-irq-affinity",
+        "isolate-workqueue-cpumask",
+        "isolate-systemd-cpu-affinity",
+    ] {
+        assert_eq!(set_of(&knobs[id]["set"]), hk, "{host}: {id}");
+    }
+    let irq = &knobs["isolate-irq-affinity"]["target"];
+    assert_eq!(
+        (irq["all"].as_bool(), irq["default"].as_bool()),
+        (Some(true), Some(true))
+    );
+
+    let t = topo(&root);
+    assert_eq!(iso.len(), 8, "{host}: {iso:?}");
+    assert!(iso.is_disjoint(&hk), "{host}");
+    assert_eq!(iso.union(&hk).copied().collect::<Set>(), t.online, "{host}");
+    for core in &t.cores {
+        assert!(
+            core.is_subset(&iso) || core.is_disjoint(&iso),
+            "{host}: core {core:?} is split by {iso:?}"
+        );
+        if core.contains(&0) {
+            assert!(
+                core.is_subset(&hk),
+                "{host}: CPU 0's core {core:?} isolated"
+            );
+        }
+    }
+    for node in &t.nodes {
+        assert!(
+            !node.is_subset(&iso),
+            "{host}: node {node:?} has no housekeeping"
+        );
+    }
+    for l3 in &t.split_l3 {
+        assert!(!l3.is_subset(&iso), "{host}: L3 {l3:?} has no housekeeping");
+    }
+    (iso, hk, t)
+}
+
+#[test]
+fn isolate_gnr0_eight_cpus_whole_cores_housekeeping_on_both_nodes() {
+    let (iso, _, t) = eight_on("gnr0");
+    assert_eq!(t.nodes.len(), 2);
+    assert_eq!(t.cores.iter().filter(|c| c.is_subset(&iso)).count(), 4);
+}
+
+#[test]
+fn isolate_spr1_eight_cpus_whole_cores_housekeeping_on_four_nodes() {
+    let (_, hk, t) = eight_on("spr1");
+    assert_eq!(t.nodes.len(), 4);
+    assert!(t.nodes.iter().all(|n| !n.is_disjoint(&hk)));
+}
+
+#[test]
+fn isolate_adl0_chooses_the_performance_cores_first() {
+    let (iso, _, t) = eight_on("adl0");
+    let p = t.pcores.clone().expect("adl0 is hybrid");
+    // Every P-core but CPU 0's is isolated before any E-core is.
+    for core in t
+        .cores
+        .iter()
+        .filter(|c| c.is_subset(&p) && !c.contains(&0))
+    {
+        assert!(core.is_subset(&iso), "P-core {core:?} left out of {iso:?}");
+    }
+}
+
+#[test]
+fn isolate_genoa0_keeps_housekeeping_on_every_l3() {
+    let (_, hk, t) = eight_on("genoa0");
+    assert!(t.split_l3.len() > 2, "genoa0 has several L3 per package");
+    assert!(t.split_l3.iter().all(|d| !d.is_disjoint(&hk)));
+}
+
+#[test]
+fn isolate_the_two_cpu_vm_isolates_one_and_says_so() {
+    let root = corpus_host("fc-haltpoll-2cpu");
+    let r = root.to_str().unwrap();
+    let o = hostknob(&[
+        "--root", r, "--host", "vm", "isolate", "--cpus", "1", "--format", "json",
+    ]);
+    let v = json_of(&o);
+    assert_eq!(
+        (v["isolated"].as_str(), v["housekeeping"].as_str()),
+        (Some("1"), Some("0"))
+    );
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("one CPU isolated, one for housekeeping"),
+        "{warnings}"
+    );
+    // The fragment on stdout: five YAML documents.
+    let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--cpus", "1"]);
+    let text = ok(&o);
+    assert_eq!(
+        serde_yaml::Deserializer::from_str(&text).count(),
+        5,
+        "{text}"
+    );
+    assert!(
+        err(&o).contains("one CPU isolated, one for housekeeping"),
+        "{}",
+        err(&o)
+    );
+    // More than it has: refused with the most it can give.
+    let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--cpus", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("at most 1 of the 2 online CPUs"),
+        "{}",
+        err(&o)
+    );
+}
+
+/// Runs `isolate` with `args` into a fresh --out and checks it is refused
+/// with `expect` in the message and nothing written.
+fn refused(root: &Path, args: &[&str], expect: &str) {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("isolation");
+    let mut all = vec!["--root", root.to_str().unwrap(), "--host", "h", "isolate"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", dir.to_str().unwrap()]);
+    let o = hostknob(&all);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {}", out_text(&o));
+    assert!(err(&o).contains(expect), "{args:?}: {}", err(&o));
+    assert!(!dir.exists(), "{args:?}: something was written");
+}
+
+fn out_text(o: &std::process::Output) -> String {
+    format!("{}{}", stdout(o), stderr(o))
+}
+
+#[test]
+fn isolate_refuses_bad_counts_and_lists_with_the_reason() {
+    let gnr = corpus_host("gnr0");
+    refused(&gnr, &["--cpus", "0"], "--cpus 0: nothing to isolate");
+    refused(&gnr, &["--cpus", "1000"], "at most");
+    refused(&gnr, &["--cpus", "7"], "ask for 6 or 8");
+    refused(&gnr, &["--cpus", "1-4"], "splits core 1,257");
+    refused(&gnr, &["--cpus", "600-601"], "CPU 600 does not exist");
+    refused(&gnr, &["--cpus", "0,256"], "CPU 0's core");
+    refused(&gnr, &["--cpus", "x"], "not a CPU number");
+    let spr = corpus_host("spr1");
+    refused(
+        &spr,
+        &["--cpus", "40-79,200-239"],
+        "NUMA node 1 (CPUs 40-79,200-239) would keep no housekeeping CPU",
+    );
+    // CPU 0's core is accepted when asked for.
+    let o = hostknob(&[
+        "--root",
+        gnr.to_str().unwrap(),
+        "--host",
+        "h",
+        "isolate",
+        "--cpus",
+        "0,256",
+        "--allow-cpu0",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json_of(&o)["isolated"], "0,256");
+}
+
+#[test]
+fn isolate_refuses_a_list_naming_offline_cpus() {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    std::fs::write(root.join("sys/devices/system/cpu/online"), "0\n").unwrap();
+    std::fs::write(root.join("sys/devices/system/cpu/cpu1/online"), "0\n").unwrap();
+    refused(&root, &["--cpus", "1-1"], "CPU 1 is offline");
+}
+
+#[test]
+fn isolate_out_refuses_to_overwrite_unless_forced() {
+    let root = corpus_host("genoa0");
+    let out = tempfile::tempdir().unwrap();
+    let d = out.path().to_str().unwrap();
+    let existing = out.path().join("isolate-irqbalance.yaml");
+    std::fs::write(&existing, "mine\n").unwrap();
+    let args = [
+        "--root",
+        root.to_str().unwrap(),
+        "--host",
+        "g",
+        "isolate",
+        "--cpus",
+        "8",
+        "--out",
+        d,
+    ];
+    let o = hostknob(&args);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("isolate-irqbalance.yaml") && err(&o).contains("--force"));
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        1,
+        "nothing written"
+    );
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "mine\n");
+    let mut forced = args.to_vec();
+    forced.push("--force");
+    ok(&hostknob(&forced));
+    assert_eq!(knob_files(out.path()).len(), 5);
+}
+
+// Item 6, first half: the wakeup and timer probes run on an isolated CPU
+// when the knob's target has one.
+
+#[test]
+fn isolate_placement_puts_the_sleeper_on_an_isolated_target_cpu() {
+    use hostknob::cpulist::CpuList;
+    use hostknob::verify::placement::{Asked, place};
+    let list = |s: &str| CpuList::parse(s).unwrap();
+    let (_tmp, copy) = copy_host("adl0");
+    let all = list("0-15");
+    let target = list("0-7");
+    let root = hostknob::root::Root::open(&copy).unwrap();
+    // No isolated CPUs: the last target CPU, as before.
+    let p = place(&root, &all, Some(&target), Asked::default(), false).unwrap();
+    assert_eq!(p.sleeper, 7, "{p:?}");
+    assert!(!p.sleeper_isolated);
+    std::fs::write(copy.join("sys/devices/system/cpu/isolated"), "2-5\n").unwrap();
+    // Isolated CPUs are outside this process's default affinity on a real
+    // host: the sleeper goes there even when `allowed` lacks them.
+    let housekeeping = list("0-1,6-15");
+    let p = place(&root, &housekeeping, Some(&target), Asked::default(), false).unwrap();
+    assert_eq!(p.sleeper, 5, "{p:?}");
+    assert!(p.sleeper_isolated, "{p:?}");
+    assert!(p.why.contains("isolated CPU 5"), "{}", p.why);
+    assert!(!target.contains(p.waker) && p.waker != 4, "{p:?}");
+    // A target without isolated CPUs is placed as before.
+    let p = place(&root, &all, Some(&list("8-11")), Asked::default(), false).unwrap();
+    assert_eq!(p.sleeper, 11);
+    assert!(!p.sleeper_isolated);
+}
+
+const IDLE_KNOB: (&str, &str) = (
+    "idle-off-both",
+    "persistence: runtime\nkind: cpuidle-state\ntarget: {cpus: \"0-1\", states: {names: [haltpoll idle]}}\nset: disabled\n",
+);
+
+/// verify of a knob on CPUs 0-1 of the VM copy whose kernel isolates CPU 0:
+/// the probe runs there, and the report says so.
+fn verify_on_isolated(probe: &str, probe_args: &[&str]) -> serde_json::Value {
+    let (_t, root) = vm();
+    std::fs::write(root.join("sys/devices/system/cpu/isolated"), "0\n").unwrap();
+    let m = knobs(&[IDLE_KNOB]);
+    let before = tree(&root);
+    let mut args = vec![
+        "--host",
+        "vm",
+        "--format",
+        "json",
+        "verify",
+        "idle-off-both",
+        "--probe",
+        probe,
+        "--settle",
+        "10ms",
+        "--rounds",
+        "5",
+        "--max-rounds",
+        "5",
+        "--seed",
+        "7",
+        "--",
+    ];
+    args.extend_from_slice(probe_args);
+    let o = run(&root, m.path(), &args);
+    // Exit 3: under a copy the idle counters never move (not exercised).
+    assert!(matches!(o.status.code(), Some(0 | 2 | 3)), "{}", err(&o));
+    assert_tree(&before, &root, "verify restores the copy");
+    serde_json::from_str(&out(&o)).unwrap()
+}
+
+#[test]
+fn isolate_verify_runs_the_wakeup_probe_on_the_isolated_cpu() {
+    let v = verify_on_isolated("wakeup", &["--samples", "20", "--gap-us", "200..600"]);
+    assert_eq!(v["placement"]["sleeper"], 0, "{v}");
+    assert_eq!(v["placement"]["sleeper_isolated"], true, "{v}");
+    assert_eq!(v["settings"]["sleeper_cpu"], 0, "{v}");
+    assert!(
+        v["placement"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("isolated CPU 0"),
+        "{v}"
+    );
+}
+
+#[test]
+fn isolate_verify_runs_the_timer_probe_on_the_isolated_cpu() {
+    let v = verify_on_isolated("timer", &["--loops", "20", "--interval", "500"]);
+    assert_eq!(v["placement"]["sleeper"], 0, "{v}");
+    assert_eq!(v["placement"]["sleeper_isolated"], true, "{v}");
+    assert_eq!(v["settings"]["cpu"], 0, "{v}");
+}
+
+#[test]
+fn isolate_help_teaches_the_choice_and_the_flow() {
+    let o = hostknob(&["isolate", "--help"]);
+    let h = ok(&o);
+    for needle in [
+        "whole cores",
+        "every NUMA node",
+        "L3",
+        "--allow-cpu0",
+        "performance cores are isolated first",
+        "8-8",
+        "skew_tick=1",
+        "review, commit, apply",
+        "pending-reboot",
+        "--force",
+        "changes nothing",
+    ] {
+        assert!(h.contains(needle), "isolate --help lacks {needle:?}:\n{h}");
+    }
+}
+
+#[test]
+fn isolate_accepts_a_list_filling_an_l3_or_choosing_e_cores_with_a_warning() {
+    let json_for = |host: &str, cpus: &str| {
+        let root = corpus_host(host);
+        json_of(&hostknob(&[
+            "--root",
+            root.to_str().unwrap(),
+            "--host",
+            host,
+            "isolate",
+            "--cpus",
+            cpus,
+            "--format",
+            "json",
+        ]))
+    };
+    // genoa0: CPUs 4-7,68-71 are one whole L3 (a CCX).
+    let v = json_for("genoa0", "4-7,68-71");
+    assert_eq!(v["isolated"], "4-7,68-71");
+    let w = v["warnings"].to_string();
+    assert!(
+        w.contains("the L3 shared by CPUs 4-7,68-71 keeps no housekeeping core"),
+        "{w}"
+    );
+    // adl0: E-cores 12-15 while P-cores 2-7 stay housekeeping.
+    let v = json_for("adl0", "12-15");
+    let w = v["warnings"].to_string();
+    assert!(w.contains("efficient cores while performance cores"), "{w}");
+    assert_eq!(v["topology"]["performance_cores"], "0-7");
+}
+
+#[test]
+fn isolate_out_writes_all_knob_files_or_none() {
+    // A directory where the fourth knob file would go: that write fails,
+    // and the files written before it are removed again.
+    let root = corpus_host("spr1");
+    let out = tempfile::tempdir().unwrap();
+    std::fs::create_dir(out.path().join("isolate-workqueue-cpumask.yaml")).unwrap();
+    let o = hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--host",
+        "spr1",
+        "isolate",
+        "--cpus",
+        "8",
+        "--out",
+        out.path().to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(
+        err(&o).contains("isolate-workqueue-cpumask.yaml"),
+        "{}",
+        err(&o)
+    );
+    let left: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["isolate-workqueue-cpumask.yaml".to_string()]);
+}

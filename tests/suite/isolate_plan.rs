@@ -1,0 +1,92 @@
+//! The fragment `hostknob isolate` writes loads and plans on the host it was
+//! planned for (issue 21's "done means"): `isolate --cpus 8 --out DIR` on a
+//! copy of each capture, then `knobs` and `apply --all --dry-run` with DIR as
+//! the manifest on that copy, changing nothing.
+//!
+//! Not registered in main.rs on the t21-isolate branch: the kinds it emits
+//! (irq-affinity, irqbalance, kernel-cmdline, workqueue-cpumask,
+//! systemd-cpu-affinity) come from other branches; register it after merging
+//! them (`mod isolate_plan;`).
+
+use crate::support::*;
+
+fn plans_on(host: &str, count: &str) {
+    let (_tmp, root) = copy_host(host);
+    let before = tree(&root);
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("isolation");
+    let r = root.to_str().unwrap();
+    ok(&hostknob(&[
+        "--root",
+        r,
+        "--host",
+        host,
+        "isolate",
+        "--cpus",
+        count,
+        "--out",
+        dir.to_str().unwrap(),
+    ]));
+    let ids = [
+        "isolate-kernel-cmdline",
+        "isolate-irq-affinity",
+        "isolate-irqbalance",
+        "isolate-workqueue-cpumask",
+        "isolate-systemd-cpu-affinity",
+    ];
+    // Loads: every knob is read and validated for this host.
+    let o = run(&root, &dir, &["--host", host, "knobs", "--format", "json"]);
+    let listed = ok(&o);
+    for id in ids {
+        assert!(listed.contains(id), "{host}: {id} not listed: {listed}");
+    }
+    // Plans: a dry run of all of them, the state directory inside the copy.
+    let state = format!("/{STATE_DIR}");
+    let o = run(
+        &root,
+        &dir,
+        &[
+            "--host",
+            host,
+            "--state-dir",
+            &state,
+            "apply",
+            "--all",
+            "--dry-run",
+        ],
+    );
+    let text = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        o.status.success(),
+        "{host}: apply --all --dry-run failed:\n{text}"
+    );
+    for id in ids {
+        assert!(text.contains(id), "{host}: {id} not in the plan:\n{text}");
+    }
+    assert_tree(&before, &root, &format!("{host}: dry run changed the copy"));
+}
+
+#[test]
+fn isolate_plan_loads_and_plans_on_gnr0() {
+    plans_on("gnr0", "8");
+}
+
+#[test]
+fn isolate_plan_loads_and_plans_on_spr1() {
+    plans_on("spr1", "8");
+}
+
+#[test]
+fn isolate_plan_loads_and_plans_on_adl0() {
+    plans_on("adl0", "8");
+}
+
+#[test]
+fn isolate_plan_loads_and_plans_on_genoa0() {
+    plans_on("genoa0", "8");
+}
+
+#[test]
+fn isolate_plan_loads_and_plans_on_the_two_cpu_vm() {
+    plans_on("fc-haltpoll-2cpu", "1");
+}
