@@ -16,6 +16,7 @@ mod doc_live_stable;
 mod fleet_cli;
 mod fleet_health;
 mod fleet_metrics;
+mod fleet_observe;
 mod fleet_report;
 mod fleet_schemas;
 mod hostile;
