@@ -57,6 +57,7 @@ contracts! {
     "probe-rss-self" => crate::probe::rss::SelfBurstResult,
     "verify" => crate::verify::Report,
     "report" => crate::report::FleetReport,
+    "report-compare" => crate::report::FleetChange,
 }
 
 /// The type's schema with the `schema` field required and pinned to its id.

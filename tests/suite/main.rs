@@ -18,6 +18,7 @@ mod fleet_health;
 mod fleet_metrics;
 mod fleet_observe;
 mod fleet_report;
+mod fleet_scale;
 mod fleet_schemas;
 mod hostile;
 mod hostile_links;
