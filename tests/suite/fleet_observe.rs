@@ -107,7 +107,12 @@ fn publish_script(runtime: &Path) -> String {
     // `+`: outside the sandbox, the one place the textfile directory is writable.
     let body = line[0].strip_prefix("+/bin/sh -c '").unwrap();
     let body = body.strip_suffix('\'').unwrap();
-    body.replace("/run/hostknob-audit", runtime.to_str().unwrap())
+    // systemd expands `$NAME` itself and turns `$$` into `$`: a bare `$`
+    // left for the shell would reach it as an empty string.
+    let bare = body.replace("$$", "");
+    assert!(!bare.contains('$'), "a `$` systemd would expand: {body}");
+    body.replace("$$", "$")
+        .replace("/run/hostknob-audit", runtime.to_str().unwrap())
 }
 
 fn publish(runtime: &Path, textfile_dir: &Path) -> std::process::Output {
