@@ -58,7 +58,10 @@ impl HostConfig {
 }
 
 /// Services found running or enabled, with what shows it.
-fn detect_services(host: &HostCtx, wanted: &BTreeSet<Service>) -> Vec<(Service, String)> {
+pub(super) fn detect_services(
+    host: &HostCtx,
+    wanted: &BTreeSet<Service>,
+) -> Vec<(Service, String)> {
     let wants: Vec<String> = host
         .list("/etc/systemd/system")
         .into_iter()

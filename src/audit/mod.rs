@@ -6,6 +6,7 @@
 //! after T, and the value is no longer the desired one, the report says so
 //! instead of a bare `drift`.
 
+mod competing;
 mod history;
 mod knob_list;
 mod managers;
@@ -23,6 +24,7 @@ use crate::manifest::{Knob, Manifest, ManifestError, ManifestErrors};
 use crate::persist;
 use crate::schema::Persistence;
 
+pub use competing::Competing;
 pub use history::Evidence;
 use history::{last_applied, latest_evidence, tell_the_story};
 pub use managers::{HostConfig, Manager};
@@ -36,6 +38,15 @@ pub struct Report {
     /// RFC 3339, UTC, from `btime` in `/proc/stat`; `None` when the tree lacks it.
     pub boot_time: Option<String>,
     pub manifest: String,
+    /// `git:COMMIT` when the manifest directory is a git checkout, else
+    /// `sha256:HASH` of its knob files; `None` when one cannot be read.
+    pub manifest_revision: Option<String>,
+    /// When the audit ran: RFC 3339, UTC.
+    pub audited_at: String,
+    /// The hostknob that ran it.
+    pub hostknob_version: String,
+    /// Tuning managers on this host whatever the knobs (per knob: `managers`).
+    pub competing_managers: Vec<Competing>,
     pub knobs: Vec<KnobReport>,
     /// Knobs per status.
     pub summary: BTreeMap<Status, usize>,
@@ -132,6 +143,14 @@ pub fn evaluate(
         host_source: host_source.to_string(),
         boot_time: boot.map(crate::schema::rfc3339),
         manifest: manifest.dir.display().to_string(),
+        manifest_revision: crate::manifest::revision::of(&manifest.dir),
+        audited_at: crate::schema::rfc3339(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        ),
+        hostknob_version: env!("CARGO_PKG_VERSION").to_string(),
+        competing_managers: competing::detect(host),
         knobs,
         summary,
         other_hosts,

@@ -372,6 +372,10 @@ pub enum ReportFormat {
     Markdown,
     Yaml,
     Json,
+    /// A row per host and knob.
+    Csv,
+    /// JUnit XML: a test suite per host, a test case per knob.
+    Junit,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -424,13 +428,21 @@ pub struct VerifyArgs {
 #[command(
     long_about = include_str!("../help/report.txt"),
     after_help = "Examples:\n  hostknob report /srv/hostknob-audits/\n  \
-hostknob report --format markdown audits/*.json > fleet.md"
+hostknob report --format markdown audits/*.json > fleet.md\n  \
+hostknob report --format junit audits/ > hostknob-junit.xml\n  \
+hostknob report --compare audits-monday/ audits-tuesday/"
 )]
 pub struct ReportArgs {
     /// Audit JSON files, or directories holding them.
-    #[arg(value_name = "FILE|DIR", required = true)]
+    #[arg(value_name = "FILE|DIR", required_unless_present = "compare")]
     pub inputs: Vec<PathBuf>,
-    /// Output format: table or markdown for people; yaml and json for machines.
+    /// What changed between two rounds of audits: hosts added or gone, knobs
+    /// that started or stopped drifting where (exit 2 when any started).
+    #[arg(long, num_args = 2, value_names = ["OLD_DIR", "NEW_DIR"], conflicts_with = "inputs")]
+    pub compare: Option<Vec<PathBuf>>,
+    /// Output format: table or markdown for people; yaml and json for
+    /// machines; csv (a row per host and knob) and junit (XML, a test suite
+    /// per host) for CI gates.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
 }

@@ -33,7 +33,11 @@ pub fn run(args: &AuditArgs) -> Result<i32> {
         Err(e) => {
             // The textfile says the audit failed instead of keeping the last green one.
             if let Some(textfile) = &args.textfile {
-                let metrics = render::prometheus::error_metrics(&host.name, now());
+                let metrics = render::prometheus::error_metrics(
+                    &host.name,
+                    manifest::revision::of(&dir).as_deref(),
+                    now(),
+                );
                 if let Err(w) = render::prometheus::write_textfile(textfile, &metrics) {
                     eprintln!("hostknob: {w:#}");
                 }

@@ -137,17 +137,6 @@ impl From<cli::AuditFormat> for render::Format {
     }
 }
 
-impl From<cli::ReportFormat> for render::Format {
-    fn from(f: cli::ReportFormat) -> Self {
-        match f {
-            cli::ReportFormat::Table => render::Format::Table,
-            cli::ReportFormat::Markdown => render::Format::Markdown,
-            cli::ReportFormat::Yaml => render::Format::Yaml,
-            cli::ReportFormat::Json => render::Format::Json,
-        }
-    }
-}
-
 impl From<cli::Section> for crate::inventory::Section {
     fn from(s: cli::Section) -> Self {
         use crate::inventory::Section as S;

@@ -58,6 +58,7 @@ contracts! {
     "verify" => crate::verify::Report,
     "report" => crate::report::FleetReport,
     "isolate" => crate::isolate::IsolatePlan,
+    "report-compare" => crate::report::FleetChange,
 }
 
 /// The type's schema with the `schema` field required and pinned to its id.

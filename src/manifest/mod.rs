@@ -9,6 +9,7 @@ pub mod host;
 pub mod ledger;
 pub mod locate;
 mod read;
+pub mod revision;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

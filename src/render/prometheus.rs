@@ -85,6 +85,31 @@ pub fn metrics(r: &Report, now: f64) -> String {
         r.knobs.len()
     );
     audit_error(&mut out, &host, false);
+    family(
+        &mut out,
+        "hostknob_manifest_info",
+        "1, labelled with the manifest's revision (git:COMMIT of a checkout, else sha256: of its knob files).",
+    );
+    let _ = writeln!(
+        out,
+        "hostknob_manifest_info{{host=\"{host}\",revision=\"{}\"}} 1",
+        escape(r.manifest_revision.as_deref().unwrap_or("unreadable"))
+    );
+    if !r.competing_managers.is_empty() {
+        family(
+            &mut out,
+            "hostknob_competing_manager",
+            "1 for each tuning manager found on this host (tuned, saptune, power-profiles-daemon, tlp, cpupower), with its profile.",
+        );
+        for m in &r.competing_managers {
+            let _ = writeln!(
+                out,
+                "hostknob_competing_manager{{host=\"{host}\",manager=\"{}\",profile=\"{}\"}} 1",
+                escape(&m.name),
+                escape(m.profile.as_deref().unwrap_or(""))
+            );
+        }
+    }
 
     family(
         &mut out,
@@ -179,6 +204,26 @@ fn audit_timestamp(out: &mut String, escaped_host: &str, now: f64) {
 fn audit_error(out: &mut String, escaped_host: &str, error: bool) {
     family(
         out,
+        "hostknob_audit_success",
+        "1 when the audit ran (whatever it found), 0 when it could not run (exit 1).",
+    );
+    let _ = writeln!(
+        out,
+        "hostknob_audit_success{{host=\"{escaped_host}\"}} {}",
+        u8::from(!error)
+    );
+    family(
+        out,
+        "hostknob_build_info",
+        "1, labelled with the version of the hostknob that wrote these metrics.",
+    );
+    let _ = writeln!(
+        out,
+        "hostknob_build_info{{host=\"{escaped_host}\",version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
+    family(
+        out,
         "hostknob_audit_error",
         "1 when the audit could not run (a manifest or host error; exit 1): nothing was checked.",
     );
@@ -191,10 +236,23 @@ fn audit_error(out: &mut String, escaped_host: &str, error: bool) {
 
 /// The metrics of an audit that failed before checking anything, so the
 /// textfile does not keep an earlier audit's green figures.
-pub fn error_metrics(host: &str, now: f64) -> String {
+pub fn error_metrics(host: &str, revision: Option<&str>, now: f64) -> String {
     let host = escape(host);
     let mut out = String::new();
     audit_error(&mut out, &host, true);
+    // Which review it failed on, when the knob files can still be read.
+    if let Some(rev) = revision {
+        family(
+            &mut out,
+            "hostknob_manifest_info",
+            "1, labelled with the manifest's revision (git:COMMIT of a checkout, else sha256: of its knob files).",
+        );
+        let _ = writeln!(
+            out,
+            "hostknob_manifest_info{{host=\"{host}\",revision=\"{}\"}} 1",
+            escape(rev)
+        );
+    }
     audit_timestamp(&mut out, &host, now);
     out
 }

@@ -213,12 +213,7 @@ fn bad_inputs_are_one_line_naming_the_file() {
         "{e}"
     );
 
-    std::fs::copy(d.join("adl0.json"), d.join("again.json")).unwrap();
-    let e = one_line_error(&report(&[], &[&d.join("adl0.json"), &d.join("again.json")]));
-    assert!(
-        e.contains("again.json: host adl0 is also in") && e.contains("adl0.json"),
-        "{e}"
-    );
+    // Two files naming one host are not an error: fleet_scale.
 
     let empty = tempfile::tempdir().unwrap();
     let e = one_line_error(&report(&[], &[empty.path()]));

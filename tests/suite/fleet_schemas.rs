@@ -271,6 +271,16 @@ fn every_json_output_validates_against_its_schema() {
         &mut seen,
     );
     assert_eq!(report["hosts"].as_array().unwrap().len(), 3);
+    let compare = check(
+        "report-compare",
+        &hostknob_command(&[])
+            .args(["--format", "json", "report", "--compare"])
+            .args([dir.path(), dir.path()])
+            .output()
+            .unwrap(),
+        &mut seen,
+    );
+    assert_eq!(compare["hosts_in_both"], 3);
 
     let isolate = check(
         "isolate",
