@@ -48,7 +48,7 @@ fn profile(host: &HostCtx, s: Service) -> Option<String> {
                     .strip_prefix("Profile=")
                     .map(|v| v.trim().to_string())
             }),
-        Service::Tlp | Service::Cpupower => None,
+        Service::Tlp | Service::Cpupower | Service::Irqbalance => None,
     }?;
     (!p.is_empty()).then_some(p)
 }

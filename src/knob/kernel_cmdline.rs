@@ -157,7 +157,7 @@ fn read_only(host: &HostCtx, dir: &str) -> Option<String> {
         .root
         .open_raw(dir, libc::O_PATH | libc::O_DIRECTORY, 0)
         .ok()?;
-    let st = nix::sys::statvfs::fstatvfs(&fd.as_fd()).ok()?;
+    let st = nix::sys::statvfs::fstatvfs(fd.as_fd()).ok()?;
     st.flags()
         .contains(nix::sys::statvfs::FsFlags::ST_RDONLY)
         .then(|| {
@@ -238,7 +238,9 @@ impl KernelCmdline {
                 out.push(self.grub_cfg(host));
                 notes.push(format!(
                     "GRUB boots from {GRUB_CFG}: after apply, regenerate it with `update-grub` \
-                     (or `grub-mkconfig -o {GRUB_CFG}`); until then the next boot does not have the change"
+                     (or `grub-mkconfig -o {GRUB_CFG}`; `hostknob persist {} --install` runs it); \
+                     until then the next boot does not have the change",
+                    self.id
                 ));
             }
         }
@@ -443,7 +445,7 @@ impl KnobKind for KernelCmdline {
         let lacking: Vec<String> = files
             .iter()
             .filter(|f| !f.holds)
-            .map(|f| format!("{} ({})", f.path, f.current))
+            .map(|f| format!("{} has {}", f.path, f.current))
             .collect();
         if !lacking.is_empty() {
             return Some(Err(format!(

@@ -8,6 +8,7 @@
 use super::Artifact;
 use crate::knob::{HostCtx, KindName, WriteMode};
 use crate::manifest::Knob;
+use crate::root::Root;
 use crate::schema::Persistence;
 
 pub(super) fn artifact(
@@ -91,6 +92,43 @@ fn boot_files(knob: &Knob, host: &HostCtx) -> Result<Artifact, String> {
         )],
         replaces: Vec::new(),
     })
+}
+
+const GRUB_CFG: &str = "/boot/grub/grub.cfg";
+
+/// Runs the host's `update-grub` (or `grub-mkconfig -o /boot/grub/grub.cfg`),
+/// only on the live host: a tree's GRUB is regenerated inside it (chroot).
+pub fn regenerate_grub(root: &Root) -> Result<String, String> {
+    if !root.is_live() {
+        return Err(
+            "update-grub runs only on the live host (--root /): for a tree, run it \
+                    chrooted into the tree; nothing was changed"
+                .to_string(),
+        );
+    }
+    let (cmd, args): (&str, &[&str]) = if root.exists("/usr/sbin/update-grub") {
+        ("/usr/sbin/update-grub", &[])
+    } else if root.exists("/usr/sbin/grub-mkconfig") {
+        ("/usr/sbin/grub-mkconfig", &["-o", GRUB_CFG])
+    } else {
+        return Err(
+            "neither /usr/sbin/update-grub nor /usr/sbin/grub-mkconfig is here; nothing was changed"
+                .into(),
+        );
+    };
+    let out = std::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run {cmd}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "{cmd} failed ({}): {}",
+            out.status,
+            err.trim().lines().last().unwrap_or("")
+        ));
+    }
+    Ok(GRUB_CFG.to_string())
 }
 
 /// `Ok` when the knob survives a reboot: a `kernel-cmdline` knob's boot

@@ -346,3 +346,32 @@ fn kernel_cmdline_running_but_gone_from_the_entries_is_unpersisted() {
     assert!(!out(&o).contains("grubby") && !e.contains("grubby"), "{e}");
     assert!(e.contains("persistent by itself"), "{e}");
 }
+
+/// `persist --install` of a GRUB knob runs the host's update-grub only on
+/// the live host: under a tree it is refused, naming why, nothing changed;
+/// a BLS knob has nothing to install.
+#[test]
+fn kernel_cmdline_persist_install_regenerates_grub_only_on_the_live_host() {
+    for (layout, says) in [
+        ("debian-grub", "update-grub runs only on the live host"),
+        ("fedora-bls", "nothing to install"),
+    ] {
+        let (_tmp, root) = boot_tree(layout);
+        let m = knobs(&[("iso", KNOB)]);
+        let o = run(&root, m.path(), &["apply", "iso"]);
+        assert_eq!(o.status.code(), Some(0), "{layout}: {}", err(&o));
+        let before = tree(&root);
+        let o = run(&root, m.path(), &["persist", "iso"]);
+        assert_eq!(o.status.code(), Some(0), "{layout}: {}", err(&o));
+        assert_eq!(
+            err(&o).contains("update-grub"),
+            layout == "debian-grub",
+            "{layout}: {}",
+            err(&o)
+        );
+        let o = run(&root, m.path(), &["persist", "iso", "--install"]);
+        assert_eq!(o.status.code(), Some(1), "{layout}: {}", err(&o));
+        assert!(err(&o).contains(says), "{layout}: {}", err(&o));
+        assert_tree(&before, &root, layout);
+    }
+}

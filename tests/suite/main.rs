@@ -34,6 +34,7 @@ mod inventory_sysinfo;
 mod kernel_cmdline;
 mod irq_affinity;
 mod isolate;
+mod isolate_plan;
 mod kernel_rules;
 mod kernel_rules_epp;
 mod kernel_rules_review;
