@@ -446,7 +446,7 @@ impl KnobKind for SystemdCpuAffinity {
             }
             if running
                 .iter()
-                .any(|r| r.value.as_deref() != Some(desired.as_str()))
+                .any(|r| r.value.is_some() && r.value.as_deref() != Some(desired.as_str()))
             {
                 survey.notes.push(format!(
                     "the drop-in {}; hostknob does not run it",
@@ -454,6 +454,14 @@ impl KnobKind for SystemdCpuAffinity {
                 ));
             }
             for r in running {
+                if r.value.is_none() {
+                    // A capture without the process: what runs now is unknown.
+                    let why = format!("cannot read {}: what runs now is unknown here", r.path);
+                    survey
+                        .targets
+                        .push(Target::absent(r.path, None, &desired, why));
+                    continue;
+                }
                 survey.targets.push(Target {
                     in_effect: r.value.as_deref() == Some(desired.as_str()),
                     path: r.path,
@@ -511,14 +519,8 @@ impl KnobKind for SystemdCpuAffinity {
             let stale: Vec<String> = self
                 .running(host, unit)
                 .into_iter()
-                .filter(|r| r.value.as_deref() != Some(desired.as_str()))
-                .map(|r| {
-                    format!(
-                        "{} reads {}",
-                        r.path,
-                        r.value.as_deref().unwrap_or("nothing")
-                    )
-                })
+                .filter(|r| r.value.is_some() && r.value.as_deref() != Some(desired.as_str()))
+                .map(|r| format!("{} reads {}", r.path, r.value.as_deref().unwrap_or("?")))
                 .collect();
             if stale.is_empty() {
                 continue;
