@@ -10,7 +10,9 @@
 //!
 //! Two things are read: the configuration (the main file, then drop-ins in
 //! file-name order; an assignment adds CPUs to the earlier ones, an empty one
-//! resets them: both manuals say so) and what runs now (PID 1's or the unit's
+//! resets them: systemd.exec(5) and systemd-system.conf(5) say so for
+//! `CPUAffinity=`, and `AllowedCPUs=` is parsed alike, by `parse_cpu_set_extend`
+//! in src/core/load-fragment.c) and what runs now (PID 1's or the unit's
 //! processes' `Cpus_allowed_list` in `/proc/PID/status`, or the unit cgroup's
 //! `cpuset.cpus.effective`). Configured but not running is `pending-reboot`.
 //! hostknob never runs `daemon-reexec`, `daemon-reload` or a restart.
