@@ -10,7 +10,9 @@
 //!
 //! Two things are read: the configuration (the main file, then drop-ins in
 //! file-name order; an assignment adds CPUs to the earlier ones, an empty one
-//! resets them: both manuals say so) and what runs now (PID 1's or the unit's
+//! resets them: systemd.exec(5) and systemd-system.conf(5) say so for
+//! `CPUAffinity=`, and `AllowedCPUs=` is parsed alike, by `parse_cpu_set_extend`
+//! in src/core/load-fragment.c) and what runs now (PID 1's or the unit's
 //! processes' `Cpus_allowed_list` in `/proc/PID/status`, or the unit cgroup's
 //! `cpuset.cpus.effective`). Configured but not running is `pending-reboot`.
 //! hostknob never runs `daemon-reexec`, `daemon-reload` or a restart.
@@ -446,7 +448,7 @@ impl KnobKind for SystemdCpuAffinity {
             }
             if running
                 .iter()
-                .any(|r| r.value.as_deref() != Some(desired.as_str()))
+                .any(|r| r.value.is_some() && r.value.as_deref() != Some(desired.as_str()))
             {
                 survey.notes.push(format!(
                     "the drop-in {}; hostknob does not run it",
@@ -454,6 +456,14 @@ impl KnobKind for SystemdCpuAffinity {
                 ));
             }
             for r in running {
+                if r.value.is_none() {
+                    // A capture without the process: what runs now is unknown.
+                    let why = format!("cannot read {}: what runs now is unknown here", r.path);
+                    survey
+                        .targets
+                        .push(Target::absent(r.path, None, &desired, why));
+                    continue;
+                }
                 survey.targets.push(Target {
                     in_effect: r.value.as_deref() == Some(desired.as_str()),
                     path: r.path,
@@ -511,14 +521,8 @@ impl KnobKind for SystemdCpuAffinity {
             let stale: Vec<String> = self
                 .running(host, unit)
                 .into_iter()
-                .filter(|r| r.value.as_deref() != Some(desired.as_str()))
-                .map(|r| {
-                    format!(
-                        "{} reads {}",
-                        r.path,
-                        r.value.as_deref().unwrap_or("nothing")
-                    )
-                })
+                .filter(|r| r.value.is_some() && r.value.as_deref() != Some(desired.as_str()))
+                .map(|r| format!("{} reads {}", r.path, r.value.as_deref().unwrap_or("?")))
                 .collect();
             if stale.is_empty() {
                 continue;

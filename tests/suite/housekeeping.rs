@@ -434,3 +434,65 @@ fn a_unit_that_is_not_here_is_not_applicable() {
             .contains("no unit rpc-node.service")
     );
 }
+
+#[test]
+fn without_pid_1_in_the_tree_the_drop_in_is_judged_and_what_runs_is_named_unknown() {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    let m = knobs(&[(
+        "sys-aff",
+        "persistence: systemd-dropin\nkind: systemd-cpu-affinity\nset: 0\n",
+    )]);
+    ok(&run(&root, m.path(), &["apply", "--all"]));
+    let (report, code) = audit_json(&root, m.path(), None);
+    assert_eq!(code, 0, "{report:#}");
+    let k = knob(&report, "sys-aff");
+    assert_eq!(k["status"], "ok", "{k:#}");
+    let unknown = k["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["paths"][0] == "/proc/1/status")
+        .unwrap_or_else(|| panic!("{k:#}"));
+    assert_eq!(unknown["status"], "not-applicable");
+    assert!(
+        unknown["detail"]
+            .as_str()
+            .unwrap()
+            .contains("what runs now is unknown")
+    );
+}
+
+#[test]
+fn a_workqueue_knob_persisted_by_a_boot_unit_is_ok_once_installed() {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    vm_workqueues(&root);
+    let m = knobs(&[WQ_EACH]);
+    ok(&run(&root, m.path(), &["apply", "--all"]));
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_eq!(
+        knob(&report, "wq-each")["status"],
+        "unpersisted",
+        "{report:#}"
+    );
+    let text = ok(&run(&root, m.path(), &["persist", "wq-each", "--install"]));
+    assert!(
+        text.contains("systemctl enable hostknob-boot@wq-each.service"),
+        "{text}"
+    );
+    // What `systemctl enable` does.
+    let unit = "hostknob-boot@wq-each.service";
+    let wants = root.join("etc/systemd/system/multi-user.target.wants");
+    std::fs::create_dir_all(&wants).unwrap();
+    std::os::unix::fs::symlink(format!("/etc/systemd/system/{unit}"), wants.join(unit)).unwrap();
+    let (report, code) = audit_json(&root, m.path(), None);
+    assert_eq!(code, 0);
+    let k = knob(&report, "wq-each");
+    assert_eq!(k["status"], "ok", "{k:#}");
+    assert!(
+        k["persisted_by"]
+            .as_str()
+            .unwrap()
+            .contains("hostknob-boot@wq-each.service"),
+        "{k:#}"
+    );
+}
