@@ -54,3 +54,19 @@ pub fn words(analysis: &super::paired::Analysis, blind: bool) -> String {
         w
     }
 }
+
+/// Says what the probe cannot see (a warning) and keeps an expectation it
+/// could not meet from counting against the knob; whether it was blind.
+pub fn account(
+    knob: &Knob,
+    probe: &LatencyProbe,
+    expectations: &mut [super::ExpectationCheck],
+    warnings: &mut Vec<String>,
+) -> bool {
+    let Some(why) = blind_spot(knob, probe) else {
+        return false;
+    };
+    not_a_failure(&why, expectations);
+    warnings.push(why);
+    true
+}

@@ -308,11 +308,7 @@ fn run_locked(
         analysis.partial = interrupted.is_some();
     }
     let mut expectations = check_expectations(knob, &legs.rounds, rule, overrule);
-    let blind = blind::blind_spot(knob, &opts.probe);
-    if let Some(why) = &blind {
-        blind::not_a_failure(why, &mut expectations);
-        warnings.push(why.clone());
-    }
+    let blind = blind::account(knob, &opts.probe, &mut expectations, &mut warnings);
     let findings = std::mem::take(&mut legs.findings);
     let honoured = Honoured {
         status: match (findings.is_empty(), overrule) {
@@ -357,7 +353,7 @@ fn run_locked(
         order: std::mem::take(&mut legs.order),
         verdict: analysis.verdict,
         decision: analysis.decision,
-        verdict_words: blind::words(&analysis, blind.is_some()),
+        verdict_words: blind::words(&analysis, blind),
         placement,
         honoured,
         idle: std::mem::take(&mut legs.idle),
