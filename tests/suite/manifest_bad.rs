@@ -452,9 +452,9 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
     (
         "msr-persistence-tmpfiles",
         "c1e.yaml",
-        7,
+        6,
         "persistence",
-        "tmpfiles.d cannot hold a c1e knob",
+        "tmpfiles cannot hold a c1e knob; use one of: runtime, boot",
     ),
     // A file without a knob has no field to name.
     ("empty-file", "empty.yaml", 1, "", "no knob in this file"),
