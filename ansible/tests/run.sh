@@ -28,6 +28,10 @@ drifting=(adl0 spr1 genoa0 icx2s0 dell-9360-kbl)
 clean=(fc-haltpoll-2cpu)
 cp -r manifest "$work/manifest"
 rm -rf "$work/manifest/ledger"
+# A knob the manifest keeps runtime-only: hostknob_persist leaves it alone.
+cp -r "$work/manifest" "$work/persist-manifest"
+sed -e 's/^id: cpufreq-governor-performance$/id: governor-runtime/' -e 's/^persistence: .*/persistence: runtime/' \
+  manifest/cpufreq-governor-performance.yaml > "$work/persist-manifest/governor-runtime.yaml"
 # Another manifest with a knob named `evil`: what `--manifest=` injection reached.
 mkdir "$work/elsewhere"
 sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-performance.yaml \
@@ -54,6 +58,13 @@ sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-p
   done
   mkdir "$work/injected-textfile"
   echo "guard0 hostknob_root=$work/hosts/guard0 hostknob_host=icx2s0 pristine=$work/pristine/guard0"
+  echo "[persist]"
+  mkdir -p "$work/hosts/persist0"
+  tar -xzf "$corpus/adl0.tar.gz" -C "$work/hosts/persist0"
+  echo "persist0 hostknob_root=$work/hosts/persist0 hostknob_host=adl0"
+  echo "[persist:vars]"
+  echo "persist_manifest=$work/persist-manifest"
+  echo "elsewhere=$work/elsewhere"
   echo "[guards:vars]"
   echo "elsewhere=$work/elsewhere"
   echo "textfile_dir=$work/injected-textfile"
@@ -140,6 +151,9 @@ done
 echo "== ansible: guards.yml (option injection, revert through hostknob, module_defaults)"
 ansible-playbook -i "$work/inventory.ini" "$tests/guards.yml"
 
+echo "== ansible: persist.yml (hostknob_persist: check, diff, install, idempotence, ids, remove)"
+ansible-playbook -i "$work/inventory.ini" "$tests/persist.yml"
+
 echo "== ansible: rollout.yml gate (serial 1) on a host where the knob is already in effect"
 # verify measures the machine it runs on, so on a copy of another host it
 # refuses (exit 1): the gate must treat that as a failure like a bad verdict,
@@ -208,6 +222,41 @@ for h in adl0 spr1; do
   "$bin" --root "$work/hosts/$h" --manifest "$work/manifest" --host "$h" audit cpufreq-epp-performance >/dev/null \
     || { echo "$h: knob not in effect after the rollout"; exit 1; }
 done
+
+echo "== ansible: rollout.yml persists: after it, audit says ok (not unpersisted) on six hosts"
+rolled=("${drifting[@]}" persist0)
+ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit "$(IFS=,; echo "${rolled[*]}")" \
+  -e '{"hostknob_become": false, "knob_rollout_knobs": ["cpufreq-governor-performance", "cpufreq-epp-performance"],
+       "knob_rollout_verify": false}' > "$work/rollout-persist.log" 2>&1 \
+  || { cat "$work/rollout-persist.log"; echo "rollout with persistence failed"; exit 1; }
+for h in "${rolled[@]}"; do
+  root=$work/hosts/$h name=$h
+  [ "$h" = persist0 ] && name=adl0
+  set +e
+  "$bin" --root "$root" --manifest "$work/manifest" --host "$name" audit --format json \
+    -- cpufreq-governor-performance cpufreq-epp-performance > "$work/persisted-$h.json"
+  set -e
+  "$python" - "$work/persisted-$h.json" "$h" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+st = {k["id"]: k["status"] for k in a["knobs"]}
+assert st["cpufreq-governor-performance"] == "ok", (sys.argv[2], st)
+# EPP: ok where the driver has it (pinned by the performance governor or set), never unpersisted.
+assert st["cpufreq-epp-performance"] in ("ok", "not-applicable"), (sys.argv[2], st)
+print("%s: after the rollout %s" % (sys.argv[2], st))
+PY
+  ls "$root"/etc/tmpfiles.d/hostknob-*.conf > /dev/null
+done
+# The runtime-only opt-out: knob_rollout_persist false leaves the knob unpersisted.
+"$bin" --root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0 persist --remove -- cpufreq-governor-performance > /dev/null
+"$bin" --root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0 revert cpufreq-governor-performance > /dev/null
+ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit adl0 \
+  -e '{"hostknob_become": false, "knob_rollout_knobs": ["cpufreq-governor-performance"],
+       "knob_rollout_verify": false, "knob_rollout_persist": false}' > "$work/rollout-nopersist.log" 2>&1 \
+  || { cat "$work/rollout-nopersist.log"; echo "rollout without persistence failed"; exit 1; }
+"$bin" --root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0 audit --format json \
+  -- cpufreq-governor-performance | grep -q '"status": "unpersisted"' \
+  || { echo "knob_rollout_persist: false still persisted"; exit 1; }
 
 echo "== ansible: read-only audit of this machine"
 cp -r manifest "$work/live-manifest"
