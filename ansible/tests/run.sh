@@ -32,6 +32,10 @@ rm -rf "$work/manifest/ledger"
 cp -r "$work/manifest" "$work/persist-manifest"
 sed -e 's/^id: cpufreq-governor-performance$/id: governor-runtime/' -e 's/^persistence: .*/persistence: runtime/' \
   manifest/cpufreq-governor-performance.yaml > "$work/persist-manifest/governor-runtime.yaml"
+# The reviewed manifest as the install role gets it, with collected history beside it.
+cp -r "$work/manifest" "$work/install-manifest"
+mkdir -p "$work/install-manifest/ledger"
+printf -- '- timestamp: 2026-07-10T09:14:03Z\n  host: controller-host\n' > "$work/install-manifest/ledger/controller-host.yaml"
 # Another manifest with a knob named `evil`: what `--manifest=` injection reached.
 mkdir "$work/elsewhere"
 sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-performance.yaml \
@@ -62,6 +66,15 @@ sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-p
   mkdir -p "$work/hosts/persist0"
   tar -xzf "$corpus/adl0.tar.gz" -C "$work/hosts/persist0"
   echo "persist0 hostknob_root=$work/hosts/persist0 hostknob_host=adl0"
+  echo "[install]"
+  # A host with a manifest, its history in it, and a state directory already.
+  mkdir -p "$work/hosts/install0"
+  tar -xzf "$corpus/icx2s0.tar.gz" -C "$work/hosts/install0"
+  mkdir -p "$work/hosts/install0/etc/hostknob/manifest/ledger" "$work/hosts/install0/var/lib/hostknob"
+  printf 'id: old-knob\n' > "$work/hosts/install0/etc/hostknob/manifest/old-knob.yaml"
+  printf -- '- timestamp: 2026-07-10T09:14:03Z\n  host: icx2s0\n' > "$work/hosts/install0/etc/hostknob/manifest/ledger/icx2s0.yaml"
+  printf '{}\n' > "$work/hosts/install0/var/lib/hostknob/installed.json"
+  echo "install0 hostknob_root=$work/hosts/install0 hostknob_host=icx2s0 install_manifest_src=$work/install-manifest"
   echo "[persist:vars]"
   echo "persist_manifest=$work/persist-manifest"
   echo "elsewhere=$work/elsewhere"
@@ -153,6 +166,9 @@ ansible-playbook -i "$work/inventory.ini" "$tests/guards.yml"
 
 echo "== ansible: persist.yml (hostknob_persist: check, diff, install, idempotence, ids, remove)"
 ansible-playbook -i "$work/inventory.ini" "$tests/persist.yml"
+
+echo "== ansible: install.yml (the install role under a root: check mode, files, modes, history kept, timer, idempotence)"
+ansible-playbook -i "$work/inventory.ini" "$tests/install.yml"
 
 echo "== ansible: rollout.yml gate (serial 1) on a host where the knob is already in effect"
 # verify measures the machine it runs on, so on a copy of another host it
@@ -273,11 +289,17 @@ coll=ansible/ansible_collections/hostknob/hostknob
 for f in LICENSE-MIT LICENSE-APACHE; do
   cmp -s "$f" "$coll/$f" || { echo "$coll/$f differs from the repository's $f"; exit 1; }
 done
+# The install role's copies of the units (for a bare binary) are dist/systemd's.
+for u in dist/systemd/*; do
+  cmp -s "$u" "$coll/roles/install/files/$(basename "$u")" \
+    || { echo "$coll/roles/install/files/$(basename "$u") differs from $u: copy it"; exit 1; }
+done
 ansible-galaxy collection build "$coll" --output-path "$work/dist" > /dev/null
 tarball=$(ls "$work"/dist/hostknob-hostknob-*.tar.gz)
 tar -tzf "$tarball" > "$work/artifact.txt"
 for f in LICENSE-MIT LICENSE-APACHE playbooks/audit.yml playbooks/rollout.yml meta/runtime.yml \
-  plugins/module_utils/revert_plan.py; do
+  plugins/module_utils/revert_plan.py plugins/modules/hostknob_persist.py roles/install/tasks/main.yml \
+  roles/install/files/hostknob-audit.timer; do
   grep -qx "$f" "$work/artifact.txt" || { echo "$f is not in $tarball"; exit 1; }
 done
 grep -q '^tests/output' "$work/artifact.txt" && { echo "tests/output is in the artifact"; exit 1; }
