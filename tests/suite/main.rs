@@ -14,6 +14,7 @@ mod cli;
 mod doc;
 mod doc_live_stable;
 mod fleet_cli;
+mod fleet_k8s;
 mod fleet_metrics;
 mod fleet_report;
 mod fleet_schemas;
