@@ -144,6 +144,48 @@ for h in "${drifting[@]}" "${clean[@]}"; do
   echo "$h: identical after revert ($("$tests/tree-hash.sh" "$work/hosts/$h"))"
 done
 
+echo "== ansible: collect-ledgers.yml: every host's ledger into a repository, append-only, by id or text"
+repo=$work/repo
+mkdir -p "$repo"
+cp manifest/*.yaml "$repo/"
+collect() {
+  ansible-playbook -i "$work/inventory.ini" --limit fleet ansible/playbooks/collect-ledgers.yml \
+    -e hostknob_ledger_repo="$repo" > "$work/collect.log" 2>&1 || { cat "$work/collect.log"; echo "collect-ledgers failed"; exit 1; }
+}
+entries() { grep -c '^- ' "$1" || true; }
+collect
+n=0
+for f in "$work"/manifest/ledger/*.yaml; do
+  cmp -s "$f" "$repo/ledger/$(basename "$f")" || { echo "collected $(basename "$f") differs from the host's"; exit 1; }
+  n=$((n + 1))
+done
+[ "$n" -ge 5 ] || { echo "only $n ledgers collected"; exit 1; }
+collected=$("$tests/tree-hash.sh" --all "$repo")
+collect
+[ "$("$tests/tree-hash.sh" --all "$repo")" = "$collected" ] || { echo "collecting twice changed the repository"; exit 1; }
+grep -q "adl0: 0 new entries, $(entries "$repo/ledger/adl0.yaml") already collected" "$work/collect.log" \
+  || { cat "$work/collect.log"; echo "the second collection did not say it had everything"; exit 1; }
+# The host writes on; its last entry torn (a crash during an append).
+kept=$(cat "$repo/ledger/adl0.yaml")
+g=(--root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0)
+"$bin" "${g[@]}" apply cpufreq-governor-performance > /dev/null
+"$bin" "${g[@]}" revert cpufreq-governor-performance > /dev/null
+printf -- '- timestamp: 2026-12-01T00:00:00Z\n  host: adl0\n  knob: cpufreq-gov' >> "$work/manifest/ledger/adl0.yaml"
+on_host=$(entries "$work/manifest/ledger/adl0.yaml")
+collect
+grep -q "torn entry" "$work/collect.log" || { echo "the torn entry was not said"; exit 1; }
+[ "$(head -c ${#kept} "$repo/ledger/adl0.yaml")" = "$kept" ] || { echo "the collected ledger was rewritten, not appended to"; exit 1; }
+[ "$(entries "$repo/ledger/adl0.yaml")" -eq $((on_host - 1)) ] || { echo "collected $(entries "$repo/ledger/adl0.yaml") entries of $on_host (one torn)"; exit 1; }
+# Distributing the repository with delete (what synchronize delete=yes does) after collecting loses nothing.
+before=$(for f in "$work"/manifest/ledger/*.yaml; do echo "$(basename "$f") $(entries "$f")"; done)
+rm -rf "$work/manifest" && cp -r "$repo" "$work/manifest"
+after=$(for f in "$work"/manifest/ledger/*.yaml; do echo "$(basename "$f") $(entries "$f")"; done)
+echo "ledger entries per host before the distribution (adl0's torn one included): $(echo $before)"
+echo "ledger entries per host after it: $(echo $after)"
+[ "$(echo "$before" | sed "s/^adl0.yaml $on_host$/adl0.yaml $((on_host - 1))/")" = "$after" ] \
+  || { echo "the distribution lost history"; exit 1; }
+"$bin" "${g[@]}" audit cpufreq-governor-performance > /dev/null || [ $? -eq 2 ]
+
 echo "== hostknob takes knob ids after --, and an option there is an unknown id"
 g=(--root "$work/hosts/guard0" --manifest "$work/manifest" --host icx2s0)
 "$bin" "${g[@]}" apply --dry-run -- cpufreq-governor-performance > /dev/null
@@ -299,7 +341,7 @@ tarball=$(ls "$work"/dist/hostknob-hostknob-*.tar.gz)
 tar -tzf "$tarball" > "$work/artifact.txt"
 for f in LICENSE-MIT LICENSE-APACHE playbooks/audit.yml playbooks/rollout.yml meta/runtime.yml \
   plugins/module_utils/revert_plan.py plugins/modules/hostknob_persist.py roles/install/tasks/main.yml \
-  roles/install/files/hostknob-audit.timer; do
+  roles/install/files/hostknob-audit.timer playbooks/collect_ledgers.yml plugins/modules/hostknob_ledger_merge.py; do
   grep -qx "$f" "$work/artifact.txt" || { echo "$f is not in $tarball"; exit 1; }
 done
 grep -q '^tests/output' "$work/artifact.txt" && { echo "tests/output is in the artifact"; exit 1; }

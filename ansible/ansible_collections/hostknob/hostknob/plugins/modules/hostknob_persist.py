@@ -16,9 +16,10 @@ description:
     C(persistence) names (a tmpfiles.d C(w) line, a sysctl.d file, a systemd drop-in or unit) under O(root), so
     that C(hostknob audit) reports the knob C(ok) instead of C(unpersisted). O(state=absent) runs
     C(hostknob persist --remove).
-  - Knobs whose manifest says C(persistence: runtime) are left alone by the manifest's decision and listed in
-    RV(runtime). C(persistence: cmdline) knobs are never written (hostknob never edits a boot loader's
-    configuration): they are listed in RV(manual) with the commands that add them, and a warning says so.
+  - Knobs the manifest keeps runtime-only (C(persistence) V(runtime)) are left alone by the manifest's decision and
+    listed in RV(runtime). Kernel command-line knobs (C(persistence) V(cmdline)) are never written (hostknob never
+    edits a boot loader's configuration); they are listed in RV(manual) with the commands that add them, and a
+    warning says so.
   - A knob with no file on this host (status C(not-applicable)) has nothing to persist; it is listed in
     RV(not_applicable).
   - Check mode runs C(hostknob persist) without C(--install), which prints the file and where it goes, and
@@ -94,7 +95,7 @@ changed_knobs:
   type: list
   elements: str
 runtime:
-  description: Knobs left runtime-only by the manifest (C(persistence: runtime)); nothing persists them.
+  description: Knobs left runtime-only by the manifest (C(persistence) V(runtime)); nothing persists them.
   returned: always
   type: list
   elements: str
@@ -104,7 +105,7 @@ not_applicable:
   type: list
   elements: str
 manual:
-  description: C(persistence: cmdline) knobs, with the kernel arguments and the commands that add them.
+  description: Kernel command-line knobs (C(persistence) V(cmdline)), with the arguments and the commands that add them.
   returned: always
   type: list
   elements: dict
