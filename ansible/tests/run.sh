@@ -74,7 +74,7 @@ sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-p
   printf 'id: old-knob\n' > "$work/hosts/install0/etc/hostknob/manifest/old-knob.yaml"
   printf -- '- timestamp: 2026-07-10T09:14:03Z\n  host: icx2s0\n' > "$work/hosts/install0/etc/hostknob/manifest/ledger/icx2s0.yaml"
   printf '{}\n' > "$work/hosts/install0/var/lib/hostknob/installed.json"
-  echo "install0 hostknob_root=$work/hosts/install0 hostknob_host=icx2s0 install_manifest_src=$work/install-manifest"
+  echo "install0 hostknob_root=$work/hosts/install0 hostknob_host=icx2s0 reviewed_manifest=$work/install-manifest"
   echo "[persist:vars]"
   echo "persist_manifest=$work/persist-manifest"
   echo "elsewhere=$work/elsewhere"
