@@ -28,6 +28,14 @@ drifting=(adl0 spr1 genoa0 icx2s0 dell-9360-kbl)
 clean=(fc-haltpoll-2cpu)
 cp -r manifest "$work/manifest"
 rm -rf "$work/manifest/ledger"
+# A knob the manifest keeps runtime-only: hostknob_persist leaves it alone.
+cp -r "$work/manifest" "$work/persist-manifest"
+sed -e 's/^id: cpufreq-governor-performance$/id: governor-runtime/' -e 's/^persistence: .*/persistence: runtime/' \
+  manifest/cpufreq-governor-performance.yaml > "$work/persist-manifest/governor-runtime.yaml"
+# The reviewed manifest as the install role gets it, with collected history beside it.
+cp -r "$work/manifest" "$work/install-manifest"
+mkdir -p "$work/install-manifest/ledger"
+printf -- '- timestamp: 2026-07-10T09:14:03Z\n  host: controller-host\n' > "$work/install-manifest/ledger/controller-host.yaml"
 # Another manifest with a knob named `evil`: what `--manifest=` injection reached.
 mkdir "$work/elsewhere"
 sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-performance.yaml \
@@ -54,6 +62,22 @@ sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-p
   done
   mkdir "$work/injected-textfile"
   echo "guard0 hostknob_root=$work/hosts/guard0 hostknob_host=icx2s0 pristine=$work/pristine/guard0"
+  echo "[persist]"
+  mkdir -p "$work/hosts/persist0"
+  tar -xzf "$corpus/adl0.tar.gz" -C "$work/hosts/persist0"
+  echo "persist0 hostknob_root=$work/hosts/persist0 hostknob_host=adl0"
+  echo "[install]"
+  # A host with a manifest, its history in it, and a state directory already.
+  mkdir -p "$work/hosts/install0"
+  tar -xzf "$corpus/icx2s0.tar.gz" -C "$work/hosts/install0"
+  mkdir -p "$work/hosts/install0/etc/hostknob/manifest/ledger" "$work/hosts/install0/var/lib/hostknob"
+  printf 'id: old-knob\n' > "$work/hosts/install0/etc/hostknob/manifest/old-knob.yaml"
+  printf -- '- timestamp: 2026-07-10T09:14:03Z\n  host: icx2s0\n' > "$work/hosts/install0/etc/hostknob/manifest/ledger/icx2s0.yaml"
+  printf '{}\n' > "$work/hosts/install0/var/lib/hostknob/installed.json"
+  echo "install0 hostknob_root=$work/hosts/install0 hostknob_host=icx2s0 reviewed_manifest=$work/install-manifest"
+  echo "[persist:vars]"
+  echo "persist_manifest=$work/persist-manifest"
+  echo "elsewhere=$work/elsewhere"
   echo "[guards:vars]"
   echo "elsewhere=$work/elsewhere"
   echo "textfile_dir=$work/injected-textfile"
@@ -120,6 +144,48 @@ for h in "${drifting[@]}" "${clean[@]}"; do
   echo "$h: identical after revert ($("$tests/tree-hash.sh" "$work/hosts/$h"))"
 done
 
+echo "== ansible: collect-ledgers.yml: every host's ledger into a repository, append-only, by id or text"
+repo=$work/repo
+mkdir -p "$repo"
+cp manifest/*.yaml "$repo/"
+collect() {
+  ansible-playbook -i "$work/inventory.ini" --limit fleet ansible/playbooks/collect-ledgers.yml \
+    -e hostknob_ledger_repo="$repo" > "$work/collect.log" 2>&1 || { cat "$work/collect.log"; echo "collect-ledgers failed"; exit 1; }
+}
+entries() { grep -c '^- ' "$1" || true; }
+collect
+n=0
+for f in "$work"/manifest/ledger/*.yaml; do
+  cmp -s "$f" "$repo/ledger/$(basename "$f")" || { echo "collected $(basename "$f") differs from the host's"; exit 1; }
+  n=$((n + 1))
+done
+[ "$n" -ge 5 ] || { echo "only $n ledgers collected"; exit 1; }
+collected=$("$tests/tree-hash.sh" --all "$repo")
+collect
+[ "$("$tests/tree-hash.sh" --all "$repo")" = "$collected" ] || { echo "collecting twice changed the repository"; exit 1; }
+grep -q "adl0: 0 new entries, $(entries "$repo/ledger/adl0.yaml") already collected" "$work/collect.log" \
+  || { cat "$work/collect.log"; echo "the second collection did not say it had everything"; exit 1; }
+# The host writes on; its last entry torn (a crash during an append).
+kept=$(cat "$repo/ledger/adl0.yaml")
+g=(--root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0)
+"$bin" "${g[@]}" apply cpufreq-governor-performance > /dev/null
+"$bin" "${g[@]}" revert cpufreq-governor-performance > /dev/null
+printf -- '- timestamp: 2026-12-01T00:00:00Z\n  host: adl0\n  knob: cpufreq-gov' >> "$work/manifest/ledger/adl0.yaml"
+on_host=$(entries "$work/manifest/ledger/adl0.yaml")
+collect
+grep -q "torn entry" "$work/collect.log" || { echo "the torn entry was not said"; exit 1; }
+[ "$(head -c ${#kept} "$repo/ledger/adl0.yaml")" = "$kept" ] || { echo "the collected ledger was rewritten, not appended to"; exit 1; }
+[ "$(entries "$repo/ledger/adl0.yaml")" -eq $((on_host - 1)) ] || { echo "collected $(entries "$repo/ledger/adl0.yaml") entries of $on_host (one torn)"; exit 1; }
+# Distributing the repository with delete (what synchronize delete=yes does) after collecting loses nothing.
+before=$(for f in "$work"/manifest/ledger/*.yaml; do echo "$(basename "$f") $(entries "$f")"; done)
+rm -rf "$work/manifest" && cp -r "$repo" "$work/manifest"
+after=$(for f in "$work"/manifest/ledger/*.yaml; do echo "$(basename "$f") $(entries "$f")"; done)
+echo "ledger entries per host before the distribution (adl0's torn one included): $(echo $before)"
+echo "ledger entries per host after it: $(echo $after)"
+[ "$(echo "$before" | sed "s/^adl0.yaml $on_host$/adl0.yaml $((on_host - 1))/")" = "$after" ] \
+  || { echo "the distribution lost history"; exit 1; }
+"$bin" "${g[@]}" audit cpufreq-governor-performance > /dev/null || [ $? -eq 2 ]
+
 echo "== hostknob takes knob ids after --, and an option there is an unknown id"
 g=(--root "$work/hosts/guard0" --manifest "$work/manifest" --host icx2s0)
 "$bin" "${g[@]}" apply --dry-run -- cpufreq-governor-performance > /dev/null
@@ -139,6 +205,12 @@ done
 
 echo "== ansible: guards.yml (option injection, revert through hostknob, module_defaults)"
 ansible-playbook -i "$work/inventory.ini" "$tests/guards.yml"
+
+echo "== ansible: persist.yml (hostknob_persist: check, diff, install, idempotence, ids, remove)"
+ansible-playbook -i "$work/inventory.ini" "$tests/persist.yml"
+
+echo "== ansible: install.yml (the install role under a root: check mode, files, modes, history kept, timer, idempotence)"
+ansible-playbook -i "$work/inventory.ini" "$tests/install.yml"
 
 echo "== ansible: rollout.yml gate (serial 1) on a host where the knob is already in effect"
 # verify measures the machine it runs on, so on a copy of another host it
@@ -209,6 +281,41 @@ for h in adl0 spr1; do
     || { echo "$h: knob not in effect after the rollout"; exit 1; }
 done
 
+echo "== ansible: rollout.yml persists: after it, audit says ok (not unpersisted) on six hosts"
+rolled=("${drifting[@]}" persist0)
+ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit "$(IFS=,; echo "${rolled[*]}")" \
+  -e '{"hostknob_become": false, "knob_rollout_knobs": ["cpufreq-governor-performance", "cpufreq-epp-performance"],
+       "knob_rollout_verify": false}' > "$work/rollout-persist.log" 2>&1 \
+  || { cat "$work/rollout-persist.log"; echo "rollout with persistence failed"; exit 1; }
+for h in "${rolled[@]}"; do
+  root=$work/hosts/$h name=$h
+  [ "$h" = persist0 ] && name=adl0
+  set +e
+  "$bin" --root "$root" --manifest "$work/manifest" --host "$name" audit --format json \
+    -- cpufreq-governor-performance cpufreq-epp-performance > "$work/persisted-$h.json"
+  set -e
+  "$python" - "$work/persisted-$h.json" "$h" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+st = {k["id"]: k["status"] for k in a["knobs"]}
+assert st["cpufreq-governor-performance"] == "ok", (sys.argv[2], st)
+# EPP: ok where the driver has it (pinned by the performance governor or set), never unpersisted.
+assert st["cpufreq-epp-performance"] in ("ok", "not-applicable"), (sys.argv[2], st)
+print("%s: after the rollout %s" % (sys.argv[2], st))
+PY
+  ls "$root"/etc/tmpfiles.d/hostknob-*.conf > /dev/null
+done
+# The runtime-only opt-out: knob_rollout_persist false leaves the knob unpersisted.
+"$bin" --root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0 persist --remove -- cpufreq-governor-performance > /dev/null
+"$bin" --root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0 revert cpufreq-governor-performance > /dev/null
+ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit adl0 \
+  -e '{"hostknob_become": false, "knob_rollout_knobs": ["cpufreq-governor-performance"],
+       "knob_rollout_verify": false, "knob_rollout_persist": false}' > "$work/rollout-nopersist.log" 2>&1 \
+  || { cat "$work/rollout-nopersist.log"; echo "rollout without persistence failed"; exit 1; }
+"$bin" --root "$work/hosts/adl0" --manifest "$work/manifest" --host adl0 audit --format json \
+  -- cpufreq-governor-performance | grep -q '"status": "unpersisted"' \
+  || { echo "knob_rollout_persist: false still persisted"; exit 1; }
+
 echo "== ansible: read-only audit of this machine"
 cp -r manifest "$work/live-manifest"
 rm -rf "$work/live-manifest/ledger"
@@ -224,11 +331,17 @@ coll=ansible/ansible_collections/hostknob/hostknob
 for f in LICENSE-MIT LICENSE-APACHE; do
   cmp -s "$f" "$coll/$f" || { echo "$coll/$f differs from the repository's $f"; exit 1; }
 done
+# The install role's copies of the units (for a bare binary) are dist/systemd's.
+for u in dist/systemd/*; do
+  cmp -s "$u" "$coll/roles/install/files/$(basename "$u")" \
+    || { echo "$coll/roles/install/files/$(basename "$u") differs from $u: copy it"; exit 1; }
+done
 ansible-galaxy collection build "$coll" --output-path "$work/dist" > /dev/null
 tarball=$(ls "$work"/dist/hostknob-hostknob-*.tar.gz)
 tar -tzf "$tarball" > "$work/artifact.txt"
 for f in LICENSE-MIT LICENSE-APACHE playbooks/audit.yml playbooks/rollout.yml meta/runtime.yml \
-  plugins/module_utils/revert_plan.py; do
+  plugins/module_utils/revert_plan.py plugins/modules/hostknob_persist.py roles/install/tasks/main.yml \
+  roles/install/files/hostknob-audit.timer playbooks/collect_ledgers.yml plugins/modules/hostknob_ledger_merge.py; do
   grep -qx "$f" "$work/artifact.txt" || { echo "$f is not in $tarball"; exit 1; }
 done
 grep -q '^tests/output' "$work/artifact.txt" && { echo "tests/output is in the artifact"; exit 1; }

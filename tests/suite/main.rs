@@ -15,6 +15,7 @@ mod doc;
 mod doc_live_stable;
 mod fleet_cli;
 mod fleet_health;
+mod fleet_k8s;
 mod fleet_metrics;
 mod fleet_observe;
 mod fleet_report;

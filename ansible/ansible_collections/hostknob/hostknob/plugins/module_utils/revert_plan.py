@@ -305,7 +305,7 @@ def plan(root, state_dir, knobs):
     restored.sort(key=lambda r: order[id(r[0])])
     stale_out.sort(key=lambda e: order[id(e)])
     ids = []
-    for e, _ in restored:
+    for e, dummy in restored:
         if e["knob"] not in ids:
             ids.append(e["knob"])
     shaped = [dict(id=k, changes=group([r for r in restored if r[0]["knob"] == k])) for k in ids]

@@ -17,7 +17,7 @@ description:
   - O(state=reverted) runs C(hostknob revert), restoring what the journal recorded before the first apply,
     and reports what it restored. hostknob has no C(revert --dry-run), so check mode reads the journal as
     the binary does (inside O(root), a regular file only, a torn last record left out) and restores nothing.
-  - Check mode for O(state=reverted) applies revert's rules: a file that no longer holds what hostknob wrote is
+  - Check mode for O(state=reverted) applies revert's rules. A file that no longer holds what hostknob wrote is
     left alone and fails the task (the real revert exits 1); an entry from another boot whose file no longer
     holds hostknob's value is stale, dropped without a change.
   - C(changed) is what hostknob actually wrote (or, in check mode, would write); a second run reports no change.
