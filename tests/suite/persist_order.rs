@@ -268,7 +268,7 @@ fn boot_units_wait_for_the_lock_run_in_phase_order_and_name_their_manifest() {
             "{u}"
         );
     }
-    // Phases (src/knob/rules.rs kind_phase): governor 1, cpuidle 2, EPP 3.
+    // Phases (src/knob/rules/mod.rs kind_phase): governor 1, cpuidle 2, EPP 3.
     assert!(
         e.contains("\nAfter=hostknob-boot@z-gov.service hostknob-boot@idle.service\n")
             && !e.contains("Before=hostknob-boot"),
