@@ -3,10 +3,10 @@
 //! copy of each capture, then `knobs` and `apply --all --dry-run` with DIR as
 //! the manifest on that copy, changing nothing.
 //!
-//! Not registered in main.rs on the t21-isolate branch: the kinds it emits
-//! (irq-affinity, irqbalance, kernel-cmdline, workqueue-cpumask,
-//! systemd-cpu-affinity) come from other branches; register it after merging
-//! them (`mod isolate_plan;`).
+//! The pepc captures hold `/sys` only: no boot loader, no irqbalance file. On
+//! the bare copy the dry run must refuse, naming what it looked for; given
+//! what a Debian host has (`tests/corpus/boot/debian-grub`'s `/etc` and
+//! `/boot`, Debian's `/etc/default/irqbalance`), every knob must plan.
 
 use crate::support::*;
 
@@ -42,28 +42,55 @@ fn plans_on(host: &str, count: &str) {
     }
     // Plans: a dry run of all of them, the state directory inside the copy.
     let state = format!("/{STATE_DIR}");
-    let o = run(
-        &root,
-        &dir,
-        &[
-            "--host",
-            host,
-            "--state-dir",
-            &state,
-            "apply",
-            "--all",
-            "--dry-run",
-        ],
-    );
-    let text = format!("{}{}", stdout(&o), stderr(&o));
+    let dry_run = || {
+        let o = run(
+            &root,
+            &dir,
+            &[
+                "--host",
+                host,
+                "--state-dir",
+                &state,
+                "apply",
+                "--all",
+                "--dry-run",
+            ],
+        );
+        let text = format!("{}{}", stdout(&o), stderr(&o));
+        (o.status.success(), text)
+    };
+    let (planned, text) = dry_run();
+    assert!(!planned, "{host}: planned without a boot loader:\n{text}");
     assert!(
-        o.status.success(),
-        "{host}: apply --all --dry-run failed:\n{text}"
+        text.contains("looked for") && text.contains("nothing was changed"),
+        "{host}: the refusal names what it looked for:\n{text}"
     );
+    assert_tree(&before, &root, &format!("{host}: a refused dry run changed the copy"));
+    give_debian_boot_and_irqbalance(&root);
+    let before = tree(&root);
+    let (planned, text) = dry_run();
+    assert!(planned, "{host}: apply --all --dry-run failed:\n{text}");
     for id in ids {
         assert!(text.contains(id), "{host}: {id} not in the plan:\n{text}");
     }
     assert_tree(&before, &root, &format!("{host}: dry run changed the copy"));
+}
+
+const DEBIAN_IRQBALANCE: &str = "#IRQBALANCE_ONESHOT=\n#IRQBALANCE_BANNED_CPULIST=\n#OPTIONS=\"\"\n";
+
+/// Debian's GRUB files and irqbalance environment file, into a capture of `/sys`.
+fn give_debian_boot_and_irqbalance(root: &std::path::Path) {
+    let src = repo().join("tests/corpus/boot/debian-grub");
+    for part in ["etc", "boot"] {
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(src.join(part))
+            .arg(root)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    write_files(root, &[("etc/default/irqbalance", DEBIAN_IRQBALANCE)]);
 }
 
 #[test]
