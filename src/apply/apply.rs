@@ -422,6 +422,16 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
     let line = match knob.persistence {
         Persistence::Runtime => {
             let (at, durable) = crate::persist::how_to_persist(knob);
+            if durable.is_empty() {
+                // The kind writes a service's own configuration file (irqbalance's):
+                // the file is what the next start reads, so there is nothing to add.
+                out.push(
+                    "the file written is the configuration the service reads at every start: it \
+                     survives a reboot as it is"
+                        .into(),
+                );
+                return out;
+            }
             format!(
                 "runtime only: lost at the next boot; to make it permanent set `persistence: {}` \
                  at {at} and run `hostknob persist {id} --install`",

@@ -228,7 +228,7 @@ impl IrqAffinity {
                 DEFAULT_AFFINITY.into(),
                 None,
                 &desired,
-                format!("{DEFAULT_AFFINITY} does not exist on this host (a kernel without SMP)"),
+                format!("{DEFAULT_AFFINITY} does not exist here (a kernel without SMP, or a capture without /proc/irq)"),
             ),
             ReadValue::Unreadable(e) => Target::unreadable(DEFAULT_AFFINITY.into(), None, &desired, &e),
         }

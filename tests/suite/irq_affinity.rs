@@ -194,6 +194,10 @@ fn irqbalance_banned_list_is_written_read_back_and_reverted_byte_identical() {
     assert_eq!(knob(&report, "ban-1")["status"], "drift");
     let out = ok(&run(&root, m.path(), &["apply", "--all"]));
     assert!(out.contains("restart irqbalance"), "{out}");
+    // Its file is the configuration: no "lost at the next boot", no empty
+    // `persistence:` to set.
+    assert!(out.contains("survives a reboot as it is"), "{out}");
+    assert!(!out.contains("lost at the next boot"), "{out}");
     assert_eq!(
         read(&root, "etc/default/irqbalance"),
         format!("{DEBIAN_DEFAULT}IRQBALANCE_BANNED_CPULIST=\"1\"\n")
