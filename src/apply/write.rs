@@ -52,7 +52,31 @@ pub fn describe_write_error(path: &str, e: &io::Error) -> String {
             "{path}: the kernel refused the write (EIO): a managed IRQ, whose affinity it sets \
              itself; keep such IRQs off isolated CPUs with `isolcpus=managed_irq,CPUS`"
         ),
+        // x86 vector allocation (arch/x86/kernel/apic/vector.c): no free vector
+        // on the CPUs of the mask, not a full disk.
+        Some(libc::ENOSPC) if path.starts_with("/proc/irq/") => format!(
+            "{path}: the kernel has no free interrupt vector left on those CPUs (ENOSPC): too \
+             many IRQs for too few CPUs; widen the CPU list, or keep managed IRQs off isolated \
+             CPUs with `isolcpus=managed_irq,CPUS` instead of moving them"
+        ),
         _ => format!("cannot write {path}: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_write_error;
+
+    #[test]
+    fn irq_write_errors_name_the_kernels_reason() {
+        let enospc = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let m = describe_write_error("/proc/irq/40/smp_affinity_list", &enospc);
+        assert!(
+            m.contains("no free interrupt vector") && !m.contains("No space left on device"),
+            "{m}"
+        );
+        let m = describe_write_error("/sys/x", &enospc);
+        assert!(m.contains("No space left on device"), "{m}");
     }
 }
 

@@ -48,10 +48,15 @@ impl Spec for Irqbalance {
 
 /// The file's active assignment: its line index and value (quotes removed).
 pub fn assignment(text: &str) -> Option<(usize, String)> {
+    assignment_of(text, VAR)
+}
+
+/// The last assignment of `var` (line index, unquoted value).
+fn assignment_of(text: &str, var: &str) -> Option<(usize, String)> {
     let lines: Vec<&str> = text.lines().collect();
     lines.iter().enumerate().rev().find_map(|(i, l)| {
         let rest = l.trim_start().strip_prefix("export ").unwrap_or(l.trim_start());
-        let v = rest.strip_prefix(VAR)?.strip_prefix('=')?;
+        let v = rest.strip_prefix(var)?.strip_prefix('=')?;
         let v = v.trim();
         let v = v
             .strip_prefix('"')
@@ -172,19 +177,20 @@ impl KnobKind for Irqbalance {
             }
         };
         let current = banned(&text);
-        if text.lines().any(|l| {
-            let l = l.trim_start();
-            l.starts_with("IRQBALANCE_BANNED_CPUS=") || l.starts_with("export IRQBALANCE_BANNED_CPUS=")
-        }) {
-            survey.notes.push(format!(
-                "{file} also sets IRQBALANCE_BANNED_CPUS (a hex mask, deprecated): irqbalance versions that read both ban the CPUs of either"
-            ));
-        }
+        // irqbalance's setup_banned_cpus (cputree.c) reads a non-empty
+        // IRQBALANCE_BANNED_CPUS first and stops there: the list is then ignored.
+        let mask = assignment_of(&text, "IRQBALANCE_BANNED_CPUS").filter(|(_, v)| !v.is_empty());
+        let blocker = mask.map(|(line, v)| {
+            super::Blocker::Unsupported(format!(
+                "{file}:{} sets IRQBALANCE_BANNED_CPUS={v} (a hex mask), which irqbalance reads first and then ignores {VAR}: remove or comment out that line, then apply",
+                line + 1
+            ))
+        });
         survey.notes.push(format!(
             "irqbalance reads {file} only when it starts: restart it (`systemctl restart irqbalance`) for the banned list to count"
         ));
         survey.targets.push(Target {
-            in_effect: current == desired,
+            in_effect: current == desired && blocker.is_none(),
             path: file.into(),
             cpus: None,
             label: Some(VAR.into()),
@@ -193,7 +199,7 @@ impl KnobKind for Irqbalance {
             restore: Some(text),
             desired,
             mode: super::WriteMode::File,
-            blocker: None,
+            blocker,
         });
         Ok(survey)
     }

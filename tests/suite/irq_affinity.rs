@@ -236,6 +236,37 @@ fn irqbalance_uses_sysconfig_where_that_is_the_file_and_is_unsupported_without_e
     assert!(!root.join("etc/default/irqbalance").exists());
 }
 
+/// irqbalance reads a non-empty IRQBALANCE_BANNED_CPUS first and then ignores
+/// the list: the knob would audit `ok` while irqbalance bans other CPUs.
+#[test]
+fn irqbalance_with_a_banned_cpus_mask_is_refused_naming_the_line() {
+    let (_tmp, root) = vm_as_live();
+    let m = knobs(&[("ban-1", &irqbalance_knob("1"))]);
+    let file = "IRQBALANCE_ONESHOT=\nIRQBALANCE_BANNED_CPUS=f0\nIRQBALANCE_BANNED_CPULIST=\"1\"\n";
+    write_files(&root, &[("etc/sysconfig/irqbalance", file)]);
+    let pristine = tree(&root);
+    let (report, _) = audit_json(&root, m.path(), None);
+    let k = knob(&report, "ban-1");
+    assert_eq!(
+        k["status"], "unsupported",
+        "in the file, ignored by irqbalance: {k:#}"
+    );
+    let detail = k["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("/etc/sysconfig/irqbalance:2")
+            && detail.contains("IRQBALANCE_BANNED_CPUS=f0"),
+        "{detail}"
+    );
+    let o = run(&root, m.path(), &["apply", "--all"]);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert_tree(&pristine, &root, "a refused apply");
+    // An empty mask is no mask: the list counts.
+    let file = "IRQBALANCE_BANNED_CPUS=\nIRQBALANCE_BANNED_CPULIST=\"1\"\n";
+    write_files(&root, &[("etc/sysconfig/irqbalance", file)]);
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_eq!(knob(&report, "ban-1")["status"], "ok");
+}
+
 #[test]
 fn audit_names_irqbalance_and_whether_its_banned_list_covers_the_knob() {
     let (_tmp, root) = vm_as_live();

@@ -65,7 +65,11 @@ fn plans_on(host: &str, count: &str) {
         text.contains("looked for") && text.contains("nothing was changed"),
         "{host}: the refusal names what it looked for:\n{text}"
     );
-    assert_tree(&before, &root, &format!("{host}: a refused dry run changed the copy"));
+    assert_tree(
+        &before,
+        &root,
+        &format!("{host}: a refused dry run changed the copy"),
+    );
     give_debian_boot_and_irqbalance(&root);
     let before = tree(&root);
     let (planned, text) = dry_run();
@@ -76,7 +80,8 @@ fn plans_on(host: &str, count: &str) {
     assert_tree(&before, &root, &format!("{host}: dry run changed the copy"));
 }
 
-const DEBIAN_IRQBALANCE: &str = "#IRQBALANCE_ONESHOT=\n#IRQBALANCE_BANNED_CPULIST=\n#OPTIONS=\"\"\n";
+const DEBIAN_IRQBALANCE: &str =
+    "#IRQBALANCE_ONESHOT=\n#IRQBALANCE_BANNED_CPULIST=\n#OPTIONS=\"\"\n";
 
 /// Debian's GRUB files and irqbalance environment file, into a capture of `/sys`.
 fn give_debian_boot_and_irqbalance(root: &std::path::Path) {
