@@ -110,7 +110,6 @@ pub fn put(
             fail(replaced, describe_write_error(path, &e))
         })?,
         Put::Msr { bits, cpus } => {
-            super::hooks::log_write(path, bits);
             put_msr(root, path, bits, cpus).map_err(|e| fail(e.touched, e.why))?;
         }
         Put::Absent { created_dirs } => {
@@ -139,7 +138,9 @@ fn put_msr(root: &Root, path: &str, bits: &str, cpus: &[u32]) -> Result<(), msr:
     let value = msr::parse_hex(bits).ok_or_else(|| refuse(format!("{bits:?} is not hex")))?;
     let domain = if cpus.is_empty() { &[cpu][..] } else { cpus };
     let msrs = crate::msr::Msrs::open(root, cpu).map_err(refuse)?;
-    msrs.write_field(domain, field, value).map(drop)
+    // The test log names each CPU's device as it is written.
+    let mut log = |c: u32| super::hooks::log_write(&msr::path(c, field), bits);
+    msrs.write_field(domain, field, value, &mut log).map(drop)
 }
 
 /// The file's exact content now; `None` when it does not exist. An MSR

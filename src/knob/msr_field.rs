@@ -23,7 +23,9 @@ use crate::schema::{Persistence, Scalar};
 /// MSRs reset at boot: a boot unit re-applies them (`persist/boot_unit.rs`).
 pub const MSR_PERSISTENCE: &[Persistence] = &[Persistence::Runtime, Persistence::Boot];
 
-/// The CPUs that share one copy of a register.
+/// The CPUs a feature affects (pepc's `sname`): a knob covers whole
+/// domains. Not the CPUs sharing one copy of the register (`iosname`):
+/// every CPU of a domain gets its own write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     Thread,
@@ -369,11 +371,22 @@ fn domain_target(
         values.push(read[0]);
     }
     let bits: Vec<u64> = values.iter().map(|v| r.field.get(*v)).collect();
-    let current = if bits.iter().all(|b| *b == bits[0]) {
-        r.word(bits[0])
-    } else {
-        format!("differs between CPUs {cpus}")
-    };
+    // Each CPU's copy is written; one journalled value restores them only
+    // when they agree, so a domain whose copies differ is left alone.
+    if let Some((cpu, b)) = domain.iter().zip(&bits).find(|(_, b)| **b != bits[0]) {
+        return Target {
+            current: Some(format!("differs between CPUs {cpus}")),
+            ..blocked(Blocker::Unsupported(format!(
+                "MSR {:#x}{}: the copies of CPUs {cpus} differ before the write ({} on CPU {}, {} on CPU {cpu}), so one value could not restore them; make them agree first (wrmsr -p N)",
+                r.field.reg,
+                r.field.bits_text(),
+                r.word(bits[0]),
+                domain[0],
+                r.word(*b)
+            )))
+        };
+    }
+    let current = r.word(bits[0]);
     Target {
         in_effect: bits.iter().all(|b| *b == r.want),
         path,

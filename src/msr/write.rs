@@ -3,14 +3,19 @@
 //! A knob owns a field (bits `hi:lo` of one register) on one scope domain
 //! (a thread, core, module, die or package, as pepc documents the register).
 //! Its logical path names both: `/dev/cpu/N/msr@0x1fc[1:1]`, N being the
-//! domain's first CPU. Live, the field is changed by one read-modify-write
-//! of `/dev/cpu/N/msr` (offset = address; only a character device of the
-//! msr driver, major 202, is written) and read back on every CPU of the
-//! domain, since the hardware shares the register among them. A captured
-//! tree holds one sparse file per CPU (offset 8 × address, see the module
-//! above): there the domain's shared register is its files together, so
-//! the same read-modify-write lands in each of them. Only the field's bits
-//! ever change; the rest of the register is written back as read.
+//! domain's first CPU. The scope domain is the set of CPUs the feature
+//! affects, which the knob must cover whole; it is not the set sharing one
+//! copy of the register (pepc's `sname` vs `iosname`: PCStateConfigCtl.py
+//! at 5be60112 gives MSR_PKG_CST_CONFIG_CONTROL core I/O scope, module on
+//! Silvermont/Airmont, package on Xeon Phi, while its package C-state limit
+//! affects the package). So the field is changed by a read-modify-write on
+//! every CPU of the domain, each through its own `/dev/cpu/N/msr` (offset =
+//! address; only a character device of the msr driver, major 202, is
+//! written; where the hardware shares the copy the repeat is harmless), and
+//! read back on every CPU. A captured tree holds one sparse file per CPU
+//! (offset 8 × address, see the module above), written the same way. Only
+//! the field's bits ever change; the rest of each register is written back
+//! as read on that CPU.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -121,10 +126,17 @@ pub struct WriteError {
 }
 
 impl Msrs<'_> {
-    /// Sets `field` to `bits` on the domain of `cpus` (the first CPU's device
-    /// live; every CPU's file in a tree), then reads it back on every CPU.
-    /// Returns the register value found on the first CPU.
-    pub fn write_field(&self, cpus: &[u32], field: Field, bits: u64) -> Result<u64, WriteError> {
+    /// Sets `field` to `bits` on every CPU of the domain `cpus`, each
+    /// through its own device (live) or file (tree) by read-modify-write,
+    /// then reads it back on every CPU. `on_write` is told each CPU just
+    /// before its write. Returns the register value found on the first CPU.
+    pub fn write_field(
+        &self,
+        cpus: &[u32],
+        field: Field,
+        bits: u64,
+        on_write: &mut dyn FnMut(u32),
+    ) -> Result<u64, WriteError> {
         let fail = |touched, why| WriteError { touched, why };
         let Some(&first) = cpus.first() else {
             return Err(fail(false, "no CPU to write".into()));
@@ -139,23 +151,46 @@ impl Msrs<'_> {
                 ),
             ));
         }
-        let targets: &[u32] = if self.is_live() { &cpus[..1] } else { cpus };
-        let mut found = None;
-        for (i, &cpu) in targets.iter().enumerate() {
+        let mut befores = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            befores.push(
+                self.read(cpu, &[field.reg])
+                    .remove(0)
+                    .map_err(|e| fail(false, e))?,
+            );
+        }
+        // Apply plans only domains whose copies agree; a rollback or revert
+        // may meet copies that differ (a write stopped midway): each is set.
+        let differed = cpus
+            .iter()
+            .zip(&befores)
+            .find(|(_, v)| field.get(**v) != field.get(befores[0]))
+            .map(|(cpu, v)| {
+                format!(
+                    "; the domain's copies differed before the write ({:#x} on CPU {first}, {:#x} on CPU {cpu})",
+                    field.get(befores[0]),
+                    field.get(*v)
+                )
+            })
+            .unwrap_or_default();
+        let offset = match self.is_live() {
+            true => field.reg as u64,
+            false => capture_offset(field.reg),
+        };
+        let mut touched = false;
+        for &cpu in cpus {
+            // Read again: where CPUs share the copy, an earlier write already set it.
             let before = self
                 .read(cpu, &[field.reg])
                 .remove(0)
-                .map_err(|e| fail(i > 0, e))?;
-            found.get_or_insert(before);
+                .map_err(|e| fail(touched, e))?;
             let after = field.put(before, bits);
             if after == before {
                 continue;
             }
-            let file = self.open_for_write(cpu).map_err(|e| fail(i > 0, e))?;
-            let offset = match self.is_live() {
-                true => field.reg as u64,
-                false => capture_offset(field.reg),
-            };
+            let file = self.open_for_write(cpu).map_err(|e| fail(touched, e))?;
+            on_write(cpu);
+            touched = true;
             file.write_all_at(&after.to_le_bytes(), offset)
                 .map_err(|e| fail(true, write_error(&device(cpu), cpu, field.reg, &e)))?;
         }
@@ -163,20 +198,21 @@ impl Msrs<'_> {
             let now = self
                 .read(cpu, &[field.reg])
                 .remove(0)
-                .map_err(|e| fail(true, format!("reading it back on CPU {cpu}: {e}")))?;
+                .map_err(|e| fail(touched, format!("reading it back on CPU {cpu}: {e}")))?;
             if field.get(now) != bits {
                 return Err(fail(
-                    true,
+                    touched,
                     format!(
-                        "MSR {:#x}{} reads {:#x} on CPU {cpu} after writing {bits:#x} (on CPU {first})",
+                        "MSR {:#x}{} reads {:#x} on CPU {cpu} after writing {bits:#x} to CPUs {}{differed}",
                         field.reg,
                         field.bits_text(),
-                        field.get(now)
+                        field.get(now),
+                        crate::cpulist::CpuList::new(cpus.to_vec())
                     ),
                 ));
             }
         }
-        Ok(found.unwrap_or(0))
+        Ok(befores[0])
     }
 
     /// Live: the msr driver's device only. In a tree: a regular file, never a device.

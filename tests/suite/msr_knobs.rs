@@ -3,7 +3,7 @@
 //! values are decoded here from the raw dump, independently of hostknob:
 //! which bits each knob owns on which model, and which CPUs share a package.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -41,24 +41,6 @@ fn read_regs(root: &Path, dump: &Dump) -> Dump {
     out
 }
 
-/// CPU -> package, from `physical id` in the tree's /proc/cpuinfo.
-fn packages(root: &Path) -> BTreeMap<u32, u32> {
-    let text = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap();
-    let mut out = BTreeMap::new();
-    for block in text.split("\n\n") {
-        let field = |name: &str| {
-            block.lines().find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                (k.trim() == name).then(|| v.trim().parse::<u32>().ok())?
-            })
-        };
-        if let (Some(cpu), Some(pkg)) = (field("processor"), field("physical id")) {
-            out.insert(cpu, pkg);
-        }
-    }
-    out
-}
-
 /// The write log's lines (`path<TAB>value`) whose path names `reg`.
 fn logged(log: &Path, reg: u32) -> Vec<String> {
     let tag = format!("/msr@{reg:#x}[");
@@ -68,6 +50,26 @@ fn logged(log: &Path, reg: u32) -> Vec<String> {
         .filter(|l| l.contains(&tag))
         .map(str::to_string)
         .collect()
+}
+
+/// The CPUs of the write log's lines for `reg`, in order; each CPU once.
+fn logged_cpus(log: &Path, reg: u32) -> Vec<u32> {
+    let mut cpus: Vec<u32> = logged(log, reg)
+        .iter()
+        .map(|l| {
+            l["/dev/cpu/".len()..]
+                .split('/')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let n = cpus.len();
+    cpus.sort();
+    cpus.dedup();
+    assert_eq!(cpus.len(), n, "a CPU written twice: {:?}", logged(log, reg));
+    cpus
 }
 
 const C1E: u32 = 0x1fc;
@@ -127,18 +129,12 @@ fn apply_and_revert(host: &str, limit_mask: u64) {
             assert_eq!(after & mask, want & mask, "{host}: MSR {reg:#x} CPU {cpu}");
         }
     }
-    // Once per domain: a package for 0x1FC and 0xE2, a CPU for 0x774 (each
-    // domain needed the write here: C1E was on, PC2 and 20 were not set).
-    let pkgs: BTreeSet<u32> = packages(&root).into_values().collect();
-    assert_eq!(
-        logged(&log, C1E).len(),
-        pkgs.len(),
-        "{host}: {:?}",
-        logged(&log, C1E)
-    );
-    assert_eq!(logged(&log, PKG_CST).len(), pkgs.len(), "{host}");
-    let hwp_cpus = dump[&HWP_REQ].len();
-    assert_eq!(logged(&log, HWP_REQ).len(), hwp_cpus, "{host}");
+    // Every CPU's own copy is written (each domain needed the write here:
+    // C1E was on, PC2 and 20 were not set), each once.
+    for reg in [C1E, PKG_CST, HWP_REQ] {
+        let want: Vec<u32> = dump[&reg].keys().copied().collect();
+        assert_eq!(logged_cpus(&log, reg), want, "{host}: MSR {reg:#x}");
+    }
     // Audit reads them back in effect.
     let (report, _) = audit_json(&root, m.path(), None);
     for id in ["c1e-off", "pkgc-pc2", "hwp-floor"] {
@@ -172,17 +168,17 @@ fn apply_and_revert(host: &str, limit_mask: u64) {
 }
 
 #[test]
-fn msr_knobs_write_only_their_bits_once_per_domain_and_revert_byte_identical_spr1() {
+fn msr_knobs_write_only_their_bits_on_every_cpu_and_revert_byte_identical_spr1() {
     apply_and_revert("spr1", 0b111);
 }
 
 #[test]
-fn msr_knobs_write_only_their_bits_once_per_domain_and_revert_byte_identical_gnr0() {
+fn msr_knobs_write_only_their_bits_on_every_cpu_and_revert_byte_identical_gnr0() {
     apply_and_revert("gnr0", 0b111);
 }
 
 #[test]
-fn msr_knobs_write_only_their_bits_once_per_domain_and_revert_byte_identical_adl0() {
+fn msr_knobs_write_only_their_bits_on_every_cpu_and_revert_byte_identical_adl0() {
     // Alder Lake (hybrid): the limit field is bits 3:0, PC10 (8) as found.
     apply_and_revert("adl0", 0b1111);
 }
@@ -346,4 +342,91 @@ fn without_the_registers_msr_knobs_are_unsupported_with_the_reason() {
         "kind: c1e\nset: \"on\"\npersistence: runtime\n",
         "kernel lockdown is `integrity`",
     );
+}
+
+/// The model's limit field of 0xE2 on spr1 (pepc: bits 2:0 on Xeons).
+const SPR_LIMIT: u64 = 0b111;
+
+#[test]
+fn package_cstate_limit_writes_and_reads_back_every_cpu_of_the_package() {
+    // 0xE2 is one copy per core (pepc iosname) though the limit is per
+    // package: each CPU's file is written and the log names every CPU.
+    let (tmp, root, _) = msr_copy("spr1", |_| {});
+    let dump = read_regs(&root, &msr_dump("spr1").unwrap());
+    let m = knobs(&[(
+        "pkgc",
+        "kind: package-cstate-limit\nset: PC6\npersistence: runtime\n",
+    )]);
+    let log = tmp.path().join("writes.log");
+    let out = command(&root, m.path(), &["apply", "pkgc"])
+        .env("HOSTKNOB_TEST_WRITE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(ok(&out).contains("wrote and read back"));
+    let cpus: Vec<u32> = dump[&PKG_CST].keys().copied().collect();
+    assert!(cpus.len() > 2, "{cpus:?}");
+    assert_eq!(logged_cpus(&log, PKG_CST), cpus);
+    // PC6 is code 2 on Sapphire Rapids (pepc); the rest of each register is its own.
+    for (cpu, v) in &read_regs(&root, &dump)[&PKG_CST] {
+        assert_eq!(*v, (dump[&PKG_CST][cpu] & !SPR_LIMIT) | 2, "CPU {cpu}");
+    }
+}
+
+#[test]
+fn a_package_whose_copies_differ_before_apply_is_refused_and_nothing_changes() {
+    // CPU 1's copy of the limit reads PC2 (1); its package's others as captured.
+    let (_t, root, dump) = msr_copy("spr1", |d| {
+        let v = d.get_mut(&PKG_CST).unwrap().get_mut(&1).unwrap();
+        *v = (*v & !SPR_LIMIT) | 1;
+    });
+    assert_ne!(
+        dump[&PKG_CST][&0] & SPR_LIMIT,
+        1,
+        "the capture's CPU 0 is not PC2"
+    );
+    let err = refused(
+        &root,
+        "pkgc",
+        "kind: package-cstate-limit\nset: PC6\npersistence: runtime\n",
+        "differ before the write",
+    );
+    assert!(err.contains("on CPU 1"), "{err}");
+    // Audit says so too, without writing.
+    let m = knobs(&[(
+        "pkgc",
+        "kind: package-cstate-limit\nset: PC6\npersistence: runtime\n",
+    )]);
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert!(
+        knob(&report, "pkgc").to_string().contains("differ"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn revert_restores_each_cpus_own_register_byte_identical() {
+    // Each CPU's 0x1FC differs outside the C1E bit (bits 20+ carry its number),
+    // so CPU 0's value written to all would be wrong on every other CPU.
+    let (tmp, root, _) = msr_copy("spr1", |d| {
+        for (cpu, v) in d.get_mut(&C1E).unwrap().iter_mut() {
+            *v = (*v & !(0xff << 20)) | ((*cpu as u64 & 0xff) << 20) | 0b10;
+        }
+    });
+    let dump = read_regs(&root, &msr_dump("spr1").unwrap());
+    let pristine = tree(&root);
+    let m = knobs(&[("c1e-off", "kind: c1e\nset: \"off\"\npersistence: runtime\n")]);
+    ok(&run(&root, m.path(), &["apply", "c1e-off"]));
+    for (cpu, v) in &read_regs(&root, &dump)[&C1E] {
+        assert_eq!(*v, dump[&C1E][cpu] & !0b10, "CPU {cpu} after apply");
+    }
+    let log = tmp.path().join("revert.log");
+    let out = command(&root, m.path(), &["revert", "c1e-off"])
+        .env("HOSTKNOB_TEST_WRITE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(ok(&out).contains("restored and read back"));
+    let cpus: Vec<u32> = dump[&C1E].keys().copied().collect();
+    assert_eq!(logged_cpus(&log, C1E), cpus);
+    assert_eq!(read_regs(&root, &dump), dump);
+    assert_tree(&pristine, &root, "after revert");
 }

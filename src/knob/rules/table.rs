@@ -171,7 +171,7 @@ pub const RULES: &[KindRules] = &[
     },
     KindRules {
         kind: KindName::C1e,
-        scope: "package (MSR 0x1FC bit 1: written once per package, read back on each of its CPUs)",
+        scope: "package (MSR 0x1FC bit 1: written on each CPU of the package, read back on each)",
         depends_on: "the `msr` module loaded (never loaded by hostknob), no kernel lockdown, a model in `src/msr/model.rs`",
         read_back: "the field's bits of the register, read on every CPU of the domain: `1` on, `0` off",
         persists: MSR_PERSISTS,
