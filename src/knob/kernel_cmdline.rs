@@ -234,8 +234,21 @@ impl KernelCmdline {
                 }
             }
             Layout::Grub => {
-                out.push(self.grub_dropin(host));
-                out.push(self.grub_cfg(host));
+                let dropin = self.grub_dropin(host);
+                let mut cfg = self.grub_cfg(host);
+                if cfg.holds && !dropin.holds {
+                    // Left by a drop-in since removed (a revert): the next boot
+                    // still has it, the next update-grub drops it.
+                    cfg.holds = false;
+                    notes.push(format!(
+                        "{GRUB_CFG}:{} still boots with {} but {} is {}: run `update-grub` (or \
+                         `hostknob persist {} --remove`) to regenerate it from the files as they are",
+                        cfg.line, cfg.current, dropin.path, dropin.current, self.id
+                    ));
+                    cfg.current = format!("{} (stale: its drop-in is gone)", cfg.current);
+                }
+                out.push(dropin);
+                out.push(cfg);
                 notes.push(format!(
                     "GRUB boots from {GRUB_CFG}: after apply, regenerate it with `update-grub` \
                      (or `grub-mkconfig -o {GRUB_CFG}`; `hostknob persist {} --install` runs it); \

@@ -375,3 +375,117 @@ fn kernel_cmdline_persist_install_regenerates_grub_only_on_the_live_host() {
         assert_tree(&before, &root, layout);
     }
 }
+
+/// Revert of a GRUB knob removes the drop-in, but grub.cfg (regenerated
+/// after apply) still boots with the parameters: revert says so naming
+/// `update-grub`, audit says drift with grub.cfg stale (not ok, not
+/// "gone at the next boot"), and `persist --remove` is the consent to
+/// regenerate it: refused while the drop-in is there, and under --root.
+#[test]
+fn kernel_cmdline_grub_revert_names_the_stale_grub_cfg_and_persist_remove_regenerates_it() {
+    let (_tmp, root) = boot_tree("debian-grub");
+    let m = knobs(&[("iso", KNOB)]);
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    update_grub(&root);
+    let before = tree(&root);
+    let o = run(&root, m.path(), &["persist", "iso", "--remove"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("hostknob-iso.cfg is still there"),
+        "{}",
+        err(&o)
+    );
+    assert_tree(&before, &root, "persist --remove before revert");
+
+    let o = run(&root, m.path(), &["revert", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains(
+            "warning: iso: /boot/grub/grub.cfg:21 still boots with isolcpus=2-3 nohz_full=2-3"
+        ) && e.contains("`update-grub`")
+            && e.contains("hostknob persist iso --remove"),
+        "{e}"
+    );
+    let (s, k, code) = status(&root, m.path());
+    assert_eq!((s.as_str(), code), ("drift", 2), "{k:#}");
+    let cfg = k["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["paths"][0] == "/boot/grub/grub.cfg")
+        .cloned()
+        .unwrap();
+    assert_eq!(cfg["status"], "drift", "{k:#}");
+    assert!(
+        cfg["current"].as_str().unwrap().contains("stale")
+            && !cfg["detail"].as_str().unwrap().contains("in effect now"),
+        "{k:#}"
+    );
+    assert!(k["notes"].to_string().contains("still boots with"), "{k:#}");
+
+    let before = tree(&root);
+    let o = run(&root, m.path(), &["persist", "iso", "--remove"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("update-grub runs only on the live host"),
+        "{}",
+        err(&o)
+    );
+    assert_tree(&before, &root, "persist --remove under --root");
+    // What update-grub would do: the files as restored boot without the change.
+    update_grub(&root);
+    let o = run(&root, m.path(), &["revert", "iso"]);
+    assert!(!err(&o).contains("still boots with"), "{}", err(&o));
+    let (_, k, _) = status(&root, m.path());
+    assert!(
+        !k["notes"].to_string().contains("still boots with"),
+        "{k:#}"
+    );
+}
+
+/// A kernel installed between apply and revert gets its BLS entry from the
+/// edited /etc/kernel/cmdline; revert restores only the files apply wrote,
+/// and names that entry as still booting with the parameters.
+#[test]
+fn kernel_cmdline_bls_revert_names_entries_made_after_apply() {
+    let (_tmp, root) = boot_tree("fedora-bls");
+    let m = knobs(&[("iso", KNOB)]);
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    // kernel-install add 6.12.1: a new entry with /etc/kernel/cmdline's options.
+    let dir = root.join("boot/loader/entries");
+    let old = "8f3c9a1d2e4b4c6f9a0b1c2d3e4f5a6b-6.11.4-301.fc41.x86_64.conf";
+    let new = "8f3c9a1d2e4b4c6f9a0b1c2d3e4f5a6b-6.12.1-100.fc41.x86_64.conf";
+    let options = read(&root, "etc/kernel/cmdline");
+    let entry: String = read(&root, &format!("boot/loader/entries/{old}"))
+        .lines()
+        .map(|l| {
+            if l.starts_with("options") {
+                format!("options {}\n", options.trim())
+            } else {
+                format!("{}\n", l.replace("6.11.4-301", "6.12.1-100"))
+            }
+        })
+        .collect();
+    std::fs::write(dir.join(new), entry).unwrap();
+    let o = run(&root, m.path(), &["revert", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let e = err(&o);
+    let warned: Vec<&str> = e
+        .lines()
+        .filter(|l| l.contains("still boots with"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{e}");
+    assert!(
+        warned[0].contains(&format!(
+            "/boot/loader/entries/{new} still boots with isolcpus=2-3 nohz_full=2-3"
+        )),
+        "{e}"
+    );
+    assert!(
+        !read(&root, &format!("boot/loader/entries/{old}")).contains("isolcpus"),
+        "the entries apply wrote are restored"
+    );
+}
