@@ -64,7 +64,25 @@ impl Spec for KernelCmdline {
             for (i, text) in texts.iter().enumerate() {
                 let field = format!("set.{list}[{i}]");
                 let p = Param::parse(text.trim()).map_err(|m| FieldError::new(&field, m))?;
-                if let Some((_, first)) = seen.iter().find(|(q, _)| q.same_key(&p.key)) {
+                if let Some(why) = p.order_dependent() {
+                    return Err(FieldError::new(&field, why));
+                }
+                if list == "remove" && p.repeatable() && p.value.is_none() {
+                    return Err(FieldError::new(
+                        &field,
+                        format!(
+                            "{} is given several times on a command line (console=tty0 \
+                             console=ttyS0,115200): remove one word, {}=VALUE, not every one",
+                            p.key, p.key
+                        ),
+                    ));
+                }
+                // A repeatable key may be given with several values, each once.
+                let clash = |q: &Param| match p.repeatable() {
+                    true => q.same_key(&p.key) && (q.value.is_none() || q.value == p.value),
+                    false => q.same_key(&p.key),
+                };
+                if let Some((_, first)) = seen.iter().find(|(q, _)| clash(q)) {
                     return Err(FieldError::new(
                         &field,
                         format!(

@@ -489,3 +489,71 @@ fn kernel_cmdline_bls_revert_names_entries_made_after_apply() {
         "the entries apply wrote are restored"
     );
 }
+
+/// `console=` is taken several times: adding one keeps the others (BLS and
+/// GRUB sourced by the real `sh`); order-dependent hugepage words, and
+/// removing every console at once, are refused at load naming the field.
+#[test]
+fn kernel_cmdline_repeatable_keys_are_appended_and_hugepages_refused() {
+    let add =
+        "kind: kernel-cmdline\npersistence: cmdline\nset:\n  add: [\"console=ttyS0,115200\"]\n";
+    let (_tmp, root) = boot_tree("debian-grub");
+    let text = read(&root, "etc/default/grub").replace(
+        "GRUB_CMDLINE_LINUX=\"\"",
+        "GRUB_CMDLINE_LINUX=\"console=tty0\"",
+    );
+    std::fs::write(root.join("etc/default/grub"), text).unwrap();
+    let m = knobs(&[("iso", add)]);
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    update_grub(&root);
+    let cfg = read(&root, "boot/grub/grub.cfg");
+    let linux = cfg
+        .lines()
+        .find(|l| l.trim_start().starts_with("linux\t"))
+        .unwrap();
+    assert!(
+        linux.contains(" ro console=tty0 console=ttyS0,115200 quiet"),
+        "{linux}"
+    );
+    let (s, k, _) = status(&root, m.path());
+    assert_eq!(s, "pending-reboot", "{k:#}");
+
+    let (_tmp, root) = boot_tree("systemd-boot");
+    let entry = "efi/loader/entries/2f1e6c0d9b8a47e3a5c4d3b2a1f0e9d8-6.1.0-26-amd64.conf";
+    let text = read(&root, entry).replace(" ro ", " ro console=tty0 ");
+    std::fs::write(root.join(entry), text).unwrap();
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let options = read(&root, entry);
+    assert!(
+        options.contains(" ro console=tty0 quiet console=ttyS0,115200\n"),
+        "{options}"
+    );
+
+    for (set, field, says) in [
+        ("add: [\"hugepages=32\"]", "set.add[0]", "read in order"),
+        (
+            "add: [\"nohz_full=2\", \"hugepagesz=1G\"]",
+            "set.add[1]",
+            "read in order",
+        ),
+        (
+            "remove: [\"console\"]",
+            "set.remove[0]",
+            "remove one word, console=VALUE",
+        ),
+    ] {
+        let (_tmp, root) = boot_tree("systemd-boot");
+        let m = knobs(&[(
+            "iso",
+            &format!("kind: kernel-cmdline\npersistence: cmdline\nset:\n  {set}\n"),
+        )]);
+        let before = tree(&root);
+        let o = run(&root, m.path(), &["apply", "iso"]);
+        assert_ne!(o.status.code(), Some(0), "{set}");
+        let e = err(&o);
+        assert!(e.contains(field) && e.contains(says), "{set}: {e}");
+        assert_tree(&before, &root, set);
+    }
+}
