@@ -233,10 +233,15 @@ impl Edit {
         let mut pats: Vec<String> = Vec::new();
         for p in self.add.iter().chain(&self.remove) {
             let whole_key = p.value.is_none() || (self.add.contains(p) && !p.repeatable());
+            // `-` and `_` alike, as the kernel compares names: `[-_]` matches either.
+            let key = p.key.replace(['-', '_'], "[-_]");
             let ps = if whole_key {
-                vec![p.key.clone(), format!("{}=*", p.key)]
+                vec![key.clone(), format!("{key}=*")]
             } else {
-                vec![p.to_string()]
+                match &p.value {
+                    Some(v) => vec![format!("{key}={v}")],
+                    None => vec![key],
+                }
             };
             for x in ps {
                 if !pats.contains(&x) {
@@ -333,7 +338,8 @@ pub fn grub_dropin(id: &str, edit: &Edit) -> String {
     let mut s = format!(
         "# Written by hostknob: kernel-cmdline knob {id} ({edit}).\n\
          # Sourced by grub-mkconfig after /etc/default/grub; `hostknob revert {id}` removes it.\n\
-         # Takes effect once update-grub regenerates /boot/grub/grub.cfg, at the next boot.\n"
+         # Takes effect once update-grub regenerates /boot/grub/grub.cfg, at the next boot.\n\
+         case $- in *f*) _hostknob_f= ;; *) _hostknob_f=1; set -f ;; esac\n"
     );
     for var in ["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"] {
         let tail = if var == "GRUB_CMDLINE_LINUX" && !add.is_empty() {
@@ -347,7 +353,10 @@ pub fn grub_dropin(id: &str, edit: &Edit) -> String {
              {var}=\"$_hostknob{tail}\"\n"
         ));
     }
-    s.push_str("unset _hostknob _hostknob_w\n");
+    // Globbing was off for the loops (a word such as `a*` stays a word); back as found.
+    s.push_str(
+        "if [ -n \"$_hostknob_f\" ]; then set +f; fi\nunset _hostknob _hostknob_w _hostknob_f\n",
+    );
     s
 }
 

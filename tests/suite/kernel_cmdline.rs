@@ -193,7 +193,7 @@ fn kernel_cmdline_on_debian_grub_through_a_drop_in_and_update_grub() {
         "debian-grub",
         &[(
             "etc/default/grub.d/hostknob-iso.cfg",
-            "unset _hostknob _hostknob_w",
+            "unset _hostknob _hostknob_w _hostknob_f",
         )],
     );
 }
@@ -556,4 +556,54 @@ fn kernel_cmdline_repeatable_keys_are_appended_and_hugepages_refused() {
         assert!(e.contains(field) && e.contains(says), "{set}: {e}");
         assert_tree(&before, &root, set);
     }
+}
+
+/// The drop-in's patterns take `-` and `_` alike (as the kernel and the BLS
+/// edit do), and its loops do not glob: sourced by the real `sh` in a
+/// directory where `ftrace_filter=tick*` matches a file, the word stays.
+#[test]
+fn kernel_cmdline_grub_drop_in_matches_both_spellings_and_does_not_glob() {
+    let (_tmp, root) = boot_tree("debian-grub");
+    let text = read(&root, "etc/default/grub")
+        .replace(
+            "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"",
+            "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet nohz_full=2-3 rcu_nocbs=2-3\"",
+        )
+        .replace(
+            "GRUB_CMDLINE_LINUX=\"\"",
+            "GRUB_CMDLINE_LINUX=\"ftrace_filter=tick*\"",
+        );
+    std::fs::write(root.join("etc/default/grub"), text).unwrap();
+    std::fs::write(root.join("ftrace_filter=tick_nohz"), "").unwrap();
+    let m = knobs(&[(
+        "iso",
+        "kind: kernel-cmdline\npersistence: cmdline\nset:\n  add: [\"nohz-full=4-11\"]\n  remove: [\"rcu-nocbs=2-3\"]\n",
+    )]);
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    // The caller's `set -f` is kept: the drop-in turns it back on only if it turned it off.
+    let dropin = read(&root, "etc/default/grub.d/hostknob-iso.cfg");
+    for (before, after) in [("", "f"), ("set -f; ", "f")] {
+        let script = format!(r#"{before}. "$1"; case $- in *f*) echo f ;; *) echo on ;; esac"#);
+        let out = Command::new("sh")
+            .args(["-c", &script, "sh"])
+            .arg(root.join("etc/default/grub.d/hostknob-iso.cfg"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let want = if before.is_empty() { "on" } else { after };
+        assert_eq!(said, want, "{before:?}: {dropin}");
+    }
+    update_grub(&root);
+    let cfg = read(&root, "boot/grub/grub.cfg");
+    let linux = cfg
+        .lines()
+        .find(|l| l.trim_start().starts_with("linux\t"))
+        .unwrap();
+    assert!(
+        linux.ends_with(" ro ftrace_filter=tick* nohz-full=4-11 quiet"),
+        "{linux}\n{dropin}"
+    );
+    let (s, k, _) = status(&root, m.path());
+    assert_eq!(s, "pending-reboot", "{k:#}");
 }
