@@ -254,14 +254,18 @@ impl KernelCmdline {
             Layout::Grub => {
                 let dropin = self.grub_dropin(host);
                 let mut cfg = self.grub_cfg(host);
-                if cfg.holds && !dropin.holds {
+                if cfg.holds
+                    && dropin.text.is_none()
+                    && dropin.blocker.is_none()
+                    && !self.grub_files_hold(host)
+                {
                     // Left by a drop-in since removed (a revert): the next boot
                     // still has it, the next update-grub drops it.
                     cfg.holds = false;
                     notes.push(format!(
-                        "{GRUB_CFG}:{} still boots with {} but {} is {}: run `update-grub` (or \
+                        "{GRUB_CFG}:{} still boots with {} but {} is absent: run `update-grub` (or \
                          `hostknob persist {} --remove`) to regenerate it from the files as they are",
-                        cfg.line, cfg.current, dropin.path, dropin.current, self.id
+                        cfg.line, cfg.current, dropin.path, self.id
                     ));
                     cfg.current = format!("{} (stale: its drop-in is gone)", cfg.current);
                 }
@@ -283,6 +287,21 @@ impl KernelCmdline {
             }
         }
         Ok((out, notes))
+    }
+
+    /// Whether GRUB's own files (without the drop-in) would give the change
+    /// anyway, as far as their text shows: every added word there, no
+    /// removed key.
+    fn grub_files_hold(&self, host: &HostCtx) -> bool {
+        let mut text = host.root.read_string(GRUB_DEFAULT).unwrap_or_default();
+        for n in host.list(GRUB_D) {
+            if n.ends_with(".cfg") {
+                let path = format!("{GRUB_D}/{n}");
+                text += &host.root.read_string(&path).unwrap_or_default();
+            }
+        }
+        self.edit.add.iter().all(|p| text.contains(&p.to_string()))
+            && !self.edit.remove.iter().any(|p| text.contains(&p.to_string()))
     }
 
     fn read_file(&self, host: &HostCtx, path: &str, label: &'static str) -> BootFile {

@@ -443,6 +443,20 @@ fn kernel_cmdline_grub_revert_names_the_stale_grub_cfg_and_persist_remove_regene
         !k["notes"].to_string().contains("still boots with"),
         "{k:#}"
     );
+    // The host's own /etc/default/grub has the words: grub.cfg is not stale.
+    let text = read(&root, "etc/default/grub").replace(
+        "GRUB_CMDLINE_LINUX=\"\"",
+        &format!("GRUB_CMDLINE_LINUX=\"{ADDED}\""),
+    );
+    std::fs::write(root.join("etc/default/grub"), text).unwrap();
+    update_grub(&root);
+    let (_, k, _) = status(&root, m.path());
+    assert!(read(&root, "boot/grub/grub.cfg").contains(ADDED));
+    assert!(
+        !k["notes"].to_string().contains("still boots with"),
+        "{k:#}"
+    );
+    assert!(!k["groups"].to_string().contains("stale"), "{k:#}");
 }
 
 /// A kernel installed between apply and revert gets its BLS entry from the
