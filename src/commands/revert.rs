@@ -61,6 +61,16 @@ fn persisted(
         if !ids.is_empty() && !ids.contains(&knob.id) {
             continue;
         }
+        if knob.kind == crate::knob::KindName::KernelCmdline {
+            // Its own files were restored; what still boots with the change is named.
+            if let Some(k) = outcome.knobs.iter().find(|k| k.id == knob.id) {
+                let restored: Vec<&str> = k.changes.iter().map(|g| g.path.as_str()).collect();
+                for w in crate::persist::cmdline::after_revert(knob, &s.ctx, &restored) {
+                    eprintln!("hostknob: warning: {}: {w}", knob.id);
+                }
+            }
+            continue;
+        }
         let exists = |p: &str| matches!(apply::write::content(s.root(), p), Ok(Some(_)));
         // Found by name only: its header must be this knob's (`hostknob-10-gov.conf`
         // is knob `gov`'s phase file and knob `10-gov`'s old name).

@@ -24,7 +24,49 @@ pub struct Param {
 /// host that does not boot.
 const OWNED_KEYS: [&str; 4] = ["BOOT_IMAGE", "initrd", "root", "rootflags"];
 
+/// Keys the kernel takes several times, each word adding one more
+/// (Documentation/admin-guide/kernel-parameters.txt: `console=` "can be
+/// given multiple times", `memmap=` one region each): `add` appends the exact
+/// word when absent and leaves the key's other words; `remove` names a value.
+const REPEATABLE: [&str; 2] = ["console", "memmap"];
+
+/// Keys whose meaning depends on the words before them (`hugepages=N` sizes
+/// the pool of the last `hugepagesz=` before it): an edit that moves or drops
+/// one word changes another pool, so they are refused.
+const ORDER_DEPENDENT: [&str; 2] = ["hugepagesz", "hugepages"];
+
 impl Param {
+    /// Whether the key is taken several times (see [`REPEATABLE`]).
+    pub fn repeatable(&self) -> bool {
+        REPEATABLE.iter().any(|k| same_name(k, &self.key))
+    }
+
+    /// Why a knob cannot set this key, for an order-dependent one.
+    pub fn order_dependent(&self) -> Option<String> {
+        ORDER_DEPENDENT
+            .iter()
+            .any(|k| same_name(k, &self.key))
+            .then(|| {
+                format!(
+                    "{}: hugepagesz= and hugepages= are read in order (each hugepages= sizes the \
+                     pool of the hugepagesz= before it), so adding or removing one word changes \
+                     another pool: edit the boot configuration by hand, or set the pools at run \
+                     time (/sys/kernel/mm/hugepages/hugepages-SIZEkB/nr_hugepages)",
+                    self.key
+                )
+            })
+    }
+
+    /// Whether an added `self` makes `word` leave the line: any word of its
+    /// key, but only the same word for a repeatable key.
+    fn displaces(&self, word: &str) -> bool {
+        if self.repeatable() {
+            self.is(word)
+        } else {
+            self.same_key(word)
+        }
+    }
+
     /// Checks a parameter's syntax: letters, digits and `_ - .` in the key; no
     /// space, quote or shell character in the value (GRUB's drop-in is shell).
     pub fn parse(text: &str) -> Result<Param, String> {
@@ -121,7 +163,7 @@ fn kernel_part<'w>(words: &'w [&'w str]) -> &'w [&'w str] {
 
 impl Edit {
     fn removes(&self, word: &str) -> bool {
-        self.add.iter().any(|p| p.same_key(word))
+        self.add.iter().any(|p| p.displaces(word))
             || self.remove.iter().any(|r| match r.value {
                 Some(_) => r.is(word),
                 None => r.same_key(word),
@@ -132,6 +174,9 @@ impl Edit {
     pub fn holds(&self, words: &[&str]) -> bool {
         let words = kernel_part(words);
         let added = self.add.iter().all(|p| {
+            if p.repeatable() {
+                return words.iter().any(|w| p.is(w));
+            }
             words
                 .iter()
                 .rev()
@@ -151,12 +196,18 @@ impl Edit {
     /// dropped and the added ones appended (before any `--`).
     pub fn apply(&self, words: &[&str]) -> Vec<String> {
         let kernel = kernel_part(words);
+        // A repeatable key's word already there stays where it is.
+        let kept = |w: &str| self.add.iter().any(|p| p.repeatable() && p.is(w));
         let mut out: Vec<String> = kernel
             .iter()
-            .filter(|w| !self.removes(w))
+            .filter(|w| kept(w) || !self.removes(w))
             .map(|w| w.to_string())
             .collect();
-        out.extend(self.add.iter().map(Param::to_string));
+        for p in &self.add {
+            if !(p.repeatable() && out.iter().any(|w| p.is(w))) {
+                out.push(p.to_string());
+            }
+        }
         out.extend(words[kernel.len()..].iter().map(|w| w.to_string()));
         out
     }
@@ -181,11 +232,16 @@ impl Edit {
     fn shell_patterns(&self) -> String {
         let mut pats: Vec<String> = Vec::new();
         for p in self.add.iter().chain(&self.remove) {
-            let whole_key = p.value.is_none() || self.add.contains(p);
+            let whole_key = p.value.is_none() || (self.add.contains(p) && !p.repeatable());
+            // `-` and `_` alike, as the kernel compares names: `[-_]` matches either.
+            let key = p.key.replace(['-', '_'], "[-_]");
             let ps = if whole_key {
-                vec![p.key.clone(), format!("{}=*", p.key)]
+                vec![key.clone(), format!("{key}=*")]
             } else {
-                vec![p.to_string()]
+                match &p.value {
+                    Some(v) => vec![format!("{key}={v}")],
+                    None => vec![key],
+                }
             };
             for x in ps {
                 if !pats.contains(&x) {
@@ -282,7 +338,8 @@ pub fn grub_dropin(id: &str, edit: &Edit) -> String {
     let mut s = format!(
         "# Written by hostknob: kernel-cmdline knob {id} ({edit}).\n\
          # Sourced by grub-mkconfig after /etc/default/grub; `hostknob revert {id}` removes it.\n\
-         # Takes effect once update-grub regenerates /boot/grub/grub.cfg, at the next boot.\n"
+         # Takes effect once update-grub regenerates /boot/grub/grub.cfg, at the next boot.\n\
+         case $- in *f*) _hostknob_f= ;; *) _hostknob_f=1; set -f ;; esac\n"
     );
     for var in ["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"] {
         let tail = if var == "GRUB_CMDLINE_LINUX" && !add.is_empty() {
@@ -296,7 +353,10 @@ pub fn grub_dropin(id: &str, edit: &Edit) -> String {
              {var}=\"$_hostknob{tail}\"\n"
         ));
     }
-    s.push_str("unset _hostknob _hostknob_w\n");
+    // Globbing was off for the loops (a word such as `a*` stays a word); back as found.
+    s.push_str(
+        "if [ -n \"$_hostknob_f\" ]; then set +f; fi\nunset _hostknob _hostknob_w _hostknob_f\n",
+    );
     s
 }
 
@@ -341,6 +401,34 @@ mod tests {
             ["console=tty0"]
         );
         assert!(edit(&["nohz-full=2"], &[]).holds(&["nohz_full=2"]));
+    }
+
+    #[test]
+    fn a_repeatable_key_gets_the_word_appended_and_keeps_its_others() {
+        let e = edit(&["console=ttyS0,115200"], &[]);
+        assert_eq!(
+            e.apply(&["console=tty0", "quiet"]),
+            ["console=tty0", "quiet", "console=ttyS0,115200"]
+        );
+        assert!(e.holds(&["console=ttyS0,115200", "console=tty0"]));
+        assert!(!e.holds(&["console=tty0"]));
+        assert_eq!(
+            e.apply(&["console=ttyS0,115200", "console=tty0"]),
+            ["console=ttyS0,115200", "console=tty0"]
+        );
+        assert_eq!(e.shell_patterns(), "console=ttyS0,115200");
+        assert!(
+            Param::parse("hugepages=32")
+                .unwrap()
+                .order_dependent()
+                .is_some()
+        );
+        assert!(
+            Param::parse("default_hugepagesz=1G")
+                .unwrap()
+                .order_dependent()
+                .is_none()
+        );
     }
 
     #[test]

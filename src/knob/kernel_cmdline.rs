@@ -64,7 +64,25 @@ impl Spec for KernelCmdline {
             for (i, text) in texts.iter().enumerate() {
                 let field = format!("set.{list}[{i}]");
                 let p = Param::parse(text.trim()).map_err(|m| FieldError::new(&field, m))?;
-                if let Some((_, first)) = seen.iter().find(|(q, _)| q.same_key(&p.key)) {
+                if let Some(why) = p.order_dependent() {
+                    return Err(FieldError::new(&field, why));
+                }
+                if list == "remove" && p.repeatable() && p.value.is_none() {
+                    return Err(FieldError::new(
+                        &field,
+                        format!(
+                            "{} is given several times on a command line (console=tty0 \
+                             console=ttyS0,115200): remove one word, {}=VALUE, not every one",
+                            p.key, p.key
+                        ),
+                    ));
+                }
+                // A repeatable key may be given with several values, each once.
+                let clash = |q: &Param| match p.repeatable() {
+                    true => q.same_key(&p.key) && (q.value.is_none() || q.value == p.value),
+                    false => q.same_key(&p.key),
+                };
+                if let Some((_, first)) = seen.iter().find(|(q, _)| clash(q)) {
                     return Err(FieldError::new(
                         &field,
                         format!(
@@ -234,8 +252,25 @@ impl KernelCmdline {
                 }
             }
             Layout::Grub => {
-                out.push(self.grub_dropin(host));
-                out.push(self.grub_cfg(host));
+                let dropin = self.grub_dropin(host);
+                let mut cfg = self.grub_cfg(host);
+                if cfg.holds
+                    && dropin.text.is_none()
+                    && dropin.blocker.is_none()
+                    && !self.grub_files_hold(host)
+                {
+                    // Left by a drop-in since removed (a revert): the next boot
+                    // still has it, the next update-grub drops it.
+                    cfg.holds = false;
+                    notes.push(format!(
+                        "{GRUB_CFG}:{} still boots with {} but {} is absent: run `update-grub` (or \
+                         `hostknob persist {} --remove`) to regenerate it from the files as they are",
+                        cfg.line, cfg.current, dropin.path, self.id
+                    ));
+                    cfg.current = format!("{} (stale: its drop-in is gone)", cfg.current);
+                }
+                out.push(dropin);
+                out.push(cfg);
                 notes.push(format!(
                     "GRUB boots from {GRUB_CFG}: after apply, regenerate it with `update-grub` \
                      (or `grub-mkconfig -o {GRUB_CFG}`; `hostknob persist {} --install` runs it); \
@@ -252,6 +287,21 @@ impl KernelCmdline {
             }
         }
         Ok((out, notes))
+    }
+
+    /// Whether GRUB's own files (without the drop-in) would give the change
+    /// anyway, as far as their text shows: every added word there, no
+    /// removed key.
+    fn grub_files_hold(&self, host: &HostCtx) -> bool {
+        let mut text = host.root.read_string(GRUB_DEFAULT).unwrap_or_default();
+        for n in host.list(GRUB_D) {
+            if n.ends_with(".cfg") {
+                let path = format!("{GRUB_D}/{n}");
+                text += &host.root.read_string(&path).unwrap_or_default();
+            }
+        }
+        self.edit.add.iter().all(|p| text.contains(&p.to_string()))
+            && !self.edit.remove.iter().any(|p| text.contains(&p.to_string()))
     }
 
     fn read_file(&self, host: &HostCtx, path: &str, label: &'static str) -> BootFile {

@@ -157,3 +157,63 @@ pub(super) fn check(knob: &Knob, host: &HostCtx) -> Result<String, String> {
         ))
     }
 }
+
+/// Warnings after a revert restored `restored` (paths or group patterns) of a
+/// `kernel-cmdline` knob: what still boots with its change. GRUB: grub.cfg,
+/// until `update-grub` runs. BLS: entries apply did not write (a kernel
+/// installed since, its entry made from the edited /etc/kernel/cmdline).
+pub fn after_revert(knob: &Knob, host: &HostCtx, restored: &[&str]) -> Vec<String> {
+    let Ok(survey) = knob.spec.survey(host) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = survey
+        .notes
+        .iter()
+        .filter(|n| n.contains(" still boots with "))
+        .cloned()
+        .collect();
+    let added = knob.spec.cmdline_args().unwrap_or_default();
+    for t in &survey.targets {
+        if t.label.as_deref() != Some("BLS entry") || restored.iter().any(|p| glob(p, &t.path)) {
+            continue;
+        }
+        let words: Vec<&str> = t.current.as_deref().unwrap_or("").split(' ').collect();
+        let kept: Vec<&str> = added
+            .iter()
+            .map(String::as_str)
+            .filter(|a| words.contains(a))
+            .collect();
+        if !kept.is_empty() {
+            out.push(format!(
+                "{} still boots with {}: apply did not write it (a kernel installed since, its \
+                 entry made from the edited /etc/kernel/cmdline), so revert left it; remove them \
+                 from its options line (grubby --update-kernel={} --remove-args=\"{}\", or an editor)",
+                t.path,
+                kept.join(" "),
+                t.path,
+                kept.join(" ")
+            ));
+        }
+    }
+    out
+}
+
+/// Whether `path` is `pat` (a path, or a group's pattern with `*`).
+fn glob(pat: &str, path: &str) -> bool {
+    let mut parts = pat.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = path.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (i, p) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            return rest.ends_with(p);
+        }
+        match rest.find(p) {
+            Some(at) => rest = &rest[at + p.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}

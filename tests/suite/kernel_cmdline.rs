@@ -193,7 +193,7 @@ fn kernel_cmdline_on_debian_grub_through_a_drop_in_and_update_grub() {
         "debian-grub",
         &[(
             "etc/default/grub.d/hostknob-iso.cfg",
-            "unset _hostknob _hostknob_w",
+            "unset _hostknob _hostknob_w _hostknob_f",
         )],
     );
 }
@@ -374,4 +374,250 @@ fn kernel_cmdline_persist_install_regenerates_grub_only_on_the_live_host() {
         assert!(err(&o).contains(says), "{layout}: {}", err(&o));
         assert_tree(&before, &root, layout);
     }
+}
+
+/// Revert of a GRUB knob removes the drop-in, but grub.cfg (regenerated
+/// after apply) still boots with the parameters: revert says so naming
+/// `update-grub`, audit says drift with grub.cfg stale (not ok, not
+/// "gone at the next boot"), and `persist --remove` is the consent to
+/// regenerate it: refused while the drop-in is there, and under --root.
+#[test]
+fn kernel_cmdline_grub_revert_names_the_stale_grub_cfg_and_persist_remove_regenerates_it() {
+    let (_tmp, root) = boot_tree("debian-grub");
+    let m = knobs(&[("iso", KNOB)]);
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    update_grub(&root);
+    let before = tree(&root);
+    let o = run(&root, m.path(), &["persist", "iso", "--remove"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("hostknob-iso.cfg is still there"),
+        "{}",
+        err(&o)
+    );
+    assert_tree(&before, &root, "persist --remove before revert");
+
+    let o = run(&root, m.path(), &["revert", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains(
+            "warning: iso: /boot/grub/grub.cfg:21 still boots with isolcpus=2-3 nohz_full=2-3"
+        ) && e.contains("`update-grub`")
+            && e.contains("hostknob persist iso --remove"),
+        "{e}"
+    );
+    let (s, k, code) = status(&root, m.path());
+    assert_eq!((s.as_str(), code), ("drift", 2), "{k:#}");
+    let cfg = k["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["paths"][0] == "/boot/grub/grub.cfg")
+        .cloned()
+        .unwrap();
+    assert_eq!(cfg["status"], "drift", "{k:#}");
+    assert!(
+        cfg["current"].as_str().unwrap().contains("stale")
+            && !cfg["detail"].as_str().unwrap().contains("in effect now"),
+        "{k:#}"
+    );
+    assert!(k["notes"].to_string().contains("still boots with"), "{k:#}");
+
+    let before = tree(&root);
+    let o = run(&root, m.path(), &["persist", "iso", "--remove"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("update-grub runs only on the live host"),
+        "{}",
+        err(&o)
+    );
+    assert_tree(&before, &root, "persist --remove under --root");
+    // What update-grub would do: the files as restored boot without the change.
+    update_grub(&root);
+    let o = run(&root, m.path(), &["revert", "iso"]);
+    assert!(!err(&o).contains("still boots with"), "{}", err(&o));
+    let (_, k, _) = status(&root, m.path());
+    assert!(
+        !k["notes"].to_string().contains("still boots with"),
+        "{k:#}"
+    );
+    // The host's own /etc/default/grub has the words: grub.cfg is not stale.
+    let text = read(&root, "etc/default/grub").replace(
+        "GRUB_CMDLINE_LINUX=\"\"",
+        &format!("GRUB_CMDLINE_LINUX=\"{ADDED}\""),
+    );
+    std::fs::write(root.join("etc/default/grub"), text).unwrap();
+    update_grub(&root);
+    let (_, k, _) = status(&root, m.path());
+    assert!(read(&root, "boot/grub/grub.cfg").contains(ADDED));
+    assert!(
+        !k["notes"].to_string().contains("still boots with"),
+        "{k:#}"
+    );
+    assert!(!k["groups"].to_string().contains("stale"), "{k:#}");
+}
+
+/// A kernel installed between apply and revert gets its BLS entry from the
+/// edited /etc/kernel/cmdline; revert restores only the files apply wrote,
+/// and names that entry as still booting with the parameters.
+#[test]
+fn kernel_cmdline_bls_revert_names_entries_made_after_apply() {
+    let (_tmp, root) = boot_tree("fedora-bls");
+    let m = knobs(&[("iso", KNOB)]);
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    // kernel-install add 6.12.1: a new entry with /etc/kernel/cmdline's options.
+    let dir = root.join("boot/loader/entries");
+    let old = "8f3c9a1d2e4b4c6f9a0b1c2d3e4f5a6b-6.11.4-301.fc41.x86_64.conf";
+    let new = "8f3c9a1d2e4b4c6f9a0b1c2d3e4f5a6b-6.12.1-100.fc41.x86_64.conf";
+    let options = read(&root, "etc/kernel/cmdline");
+    let entry: String = read(&root, &format!("boot/loader/entries/{old}"))
+        .lines()
+        .map(|l| {
+            if l.starts_with("options") {
+                format!("options {}\n", options.trim())
+            } else {
+                format!("{}\n", l.replace("6.11.4-301", "6.12.1-100"))
+            }
+        })
+        .collect();
+    std::fs::write(dir.join(new), entry).unwrap();
+    let o = run(&root, m.path(), &["revert", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let e = err(&o);
+    let warned: Vec<&str> = e
+        .lines()
+        .filter(|l| l.contains("still boots with"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{e}");
+    assert!(
+        warned[0].contains(&format!(
+            "/boot/loader/entries/{new} still boots with isolcpus=2-3 nohz_full=2-3"
+        )),
+        "{e}"
+    );
+    assert!(
+        !read(&root, &format!("boot/loader/entries/{old}")).contains("isolcpus"),
+        "the entries apply wrote are restored"
+    );
+}
+
+/// `console=` is taken several times: adding one keeps the others (BLS and
+/// GRUB sourced by the real `sh`); order-dependent hugepage words, and
+/// removing every console at once, are refused at load naming the field.
+#[test]
+fn kernel_cmdline_repeatable_keys_are_appended_and_hugepages_refused() {
+    let add =
+        "kind: kernel-cmdline\npersistence: cmdline\nset:\n  add: [\"console=ttyS0,115200\"]\n";
+    let (_tmp, root) = boot_tree("debian-grub");
+    let text = read(&root, "etc/default/grub").replace(
+        "GRUB_CMDLINE_LINUX=\"\"",
+        "GRUB_CMDLINE_LINUX=\"console=tty0\"",
+    );
+    std::fs::write(root.join("etc/default/grub"), text).unwrap();
+    let m = knobs(&[("iso", add)]);
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    update_grub(&root);
+    let cfg = read(&root, "boot/grub/grub.cfg");
+    let linux = cfg
+        .lines()
+        .find(|l| l.trim_start().starts_with("linux\t"))
+        .unwrap();
+    assert!(
+        linux.contains(" ro console=tty0 console=ttyS0,115200 quiet"),
+        "{linux}"
+    );
+    let (s, k, _) = status(&root, m.path());
+    assert_eq!(s, "pending-reboot", "{k:#}");
+
+    let (_tmp, root) = boot_tree("systemd-boot");
+    let entry = "efi/loader/entries/2f1e6c0d9b8a47e3a5c4d3b2a1f0e9d8-6.1.0-26-amd64.conf";
+    let text = read(&root, entry).replace(" ro ", " ro console=tty0 ");
+    std::fs::write(root.join(entry), text).unwrap();
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let options = read(&root, entry);
+    assert!(
+        options.contains(" ro console=tty0 quiet console=ttyS0,115200\n"),
+        "{options}"
+    );
+
+    for (set, field, says) in [
+        ("add: [\"hugepages=32\"]", "set.add[0]", "read in order"),
+        (
+            "add: [\"nohz_full=2\", \"hugepagesz=1G\"]",
+            "set.add[1]",
+            "read in order",
+        ),
+        (
+            "remove: [\"console\"]",
+            "set.remove[0]",
+            "remove one word, console=VALUE",
+        ),
+    ] {
+        let (_tmp, root) = boot_tree("systemd-boot");
+        let m = knobs(&[(
+            "iso",
+            &format!("kind: kernel-cmdline\npersistence: cmdline\nset:\n  {set}\n"),
+        )]);
+        let before = tree(&root);
+        let o = run(&root, m.path(), &["apply", "iso"]);
+        assert_ne!(o.status.code(), Some(0), "{set}");
+        let e = err(&o);
+        assert!(e.contains(field) && e.contains(says), "{set}: {e}");
+        assert_tree(&before, &root, set);
+    }
+}
+
+/// The drop-in's patterns take `-` and `_` alike (as the kernel and the BLS
+/// edit do), and its loops do not glob: sourced by the real `sh` in a
+/// directory where `ftrace_filter=tick*` matches a file, the word stays.
+#[test]
+fn kernel_cmdline_grub_drop_in_matches_both_spellings_and_does_not_glob() {
+    let (_tmp, root) = boot_tree("debian-grub");
+    let text = read(&root, "etc/default/grub")
+        .replace(
+            "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"",
+            "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet nohz_full=2-3 rcu_nocbs=2-3\"",
+        )
+        .replace(
+            "GRUB_CMDLINE_LINUX=\"\"",
+            "GRUB_CMDLINE_LINUX=\"ftrace_filter=tick*\"",
+        );
+    std::fs::write(root.join("etc/default/grub"), text).unwrap();
+    std::fs::write(root.join("ftrace_filter=tick_nohz"), "").unwrap();
+    let m = knobs(&[(
+        "iso",
+        "kind: kernel-cmdline\npersistence: cmdline\nset:\n  add: [\"nohz-full=4-11\"]\n  remove: [\"rcu-nocbs=2-3\"]\n",
+    )]);
+    let o = run(&root, m.path(), &["apply", "iso"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    // The caller's `set -f` is kept: the drop-in turns it back on only if it turned it off.
+    let dropin = read(&root, "etc/default/grub.d/hostknob-iso.cfg");
+    for (before, after) in [("", "f"), ("set -f; ", "f")] {
+        let script = format!(r#"{before}. "$1"; case $- in *f*) echo f ;; *) echo on ;; esac"#);
+        let out = Command::new("sh")
+            .args(["-c", &script, "sh"])
+            .arg(root.join("etc/default/grub.d/hostknob-iso.cfg"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let want = if before.is_empty() { "on" } else { after };
+        assert_eq!(said, want, "{before:?}: {dropin}");
+    }
+    update_grub(&root);
+    let cfg = read(&root, "boot/grub/grub.cfg");
+    let linux = cfg
+        .lines()
+        .find(|l| l.trim_start().starts_with("linux\t"))
+        .unwrap();
+    assert!(
+        linux.ends_with(" ro ftrace_filter=tick* nohz-full=4-11 quiet"),
+        "{linux}\n{dropin}"
+    );
+    let (s, k, _) = status(&root, m.path());
+    assert_eq!(s, "pending-reboot", "{k:#}");
 }
