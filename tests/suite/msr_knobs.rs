@@ -3,7 +3,6 @@
 //! values are decoded here from the raw dump, independently of hostknob:
 //! which bits each knob owns on which model, and which CPUs share a package.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
