@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::bootloader::{self, Edit, Param};
 use super::{
-    Blocked, Blocker, FieldError, HostCtx, KindName, KnobKind, Plan, Spec, Survey, Target, Write,
+    Blocker, FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target,
     WriteMode,
 };
 use crate::schema::Persistence;
@@ -457,34 +457,8 @@ impl KnobKind for KernelCmdline {
     }
 
     /// Writes every file whose content is not yet the knob's, running or not.
-    fn plan(&self, host: &HostCtx) -> Result<Plan, FieldError> {
-        let survey = self.survey(host)?;
-        let mut plan = Plan {
-            notes: survey.notes,
-            ..Plan::default()
-        };
-        for t in survey.targets {
-            if let Some(blocker) = t.blocker {
-                plan.blocked.push(Blocked {
-                    path: t.path,
-                    cpus: None,
-                    blocker,
-                });
-            } else if let Some(after) = t.write
-                && t.restore.as_deref() != Some(after.as_str())
-            {
-                plan.writes.push(Write {
-                    path: t.path,
-                    cpus: None,
-                    label: t.label,
-                    before: t.restore,
-                    expect: after.trim().to_string(),
-                    after,
-                    mode: WriteMode::File,
-                });
-            }
-        }
-        Ok(plan)
+    fn needs_write(&self, target: &Target, after: &str) -> bool {
+        target.restore.as_deref() != Some(after)
     }
 
     fn boot_config(&self, host: &HostCtx) -> Option<Result<String, String>> {

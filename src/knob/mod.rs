@@ -369,8 +369,7 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
                     cpus: t.cpus,
                     blocker,
                 });
-            } else if !t.in_effect
-                && let Some(after) = t.write
+            } else if let Some(after) = t.write.clone().filter(|after| self.needs_write(&t, after))
             {
                 let expect = match t.mode {
                     WriteMode::File => after.trim().to_string(),
@@ -388,6 +387,13 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
             }
         }
         Ok(plan)
+    }
+
+    /// Whether `plan` writes `after` to this target: when the knob is not in
+    /// effect there. A kind whose file configures the next boot writes it
+    /// whenever its content differs, in effect now or not.
+    fn needs_write(&self, target: &Target, _after: &str) -> bool {
+        !target.in_effect
     }
 
     /// What this host cannot do for this knob (empty: it can take it everywhere).
