@@ -8,6 +8,8 @@
 //! CONFIG_GENERIC_IRQ_SHOW_LEVEL architectures), then two spaces and the
 //! actions separated by `, `.
 
+use crate::cpulist::CpuList;
+
 /// One numbered row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IrqRow {
@@ -15,11 +17,15 @@ pub struct IrqRow {
     pub chip: String,
     /// Action names (`virtio2-input.0`, `nvme0q1`); empty when none is registered.
     pub actions: Vec<String>,
+    /// How often it fired on each CPU column (`Interrupts::cpus`).
+    pub counts: Vec<u64>,
 }
 
 /// What `/proc/interrupts` lists.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Interrupts {
+    /// The CPU of each count column (the header's `CPUn`).
+    pub cpus: Vec<u32>,
     pub rows: Vec<IrqRow>,
     /// Named rows (`LOC`, `NMI`, `IPI0`...): per-CPU interrupts, never movable.
     pub per_cpu: Vec<String>,
@@ -28,15 +34,19 @@ pub struct Interrupts {
 /// Parses the file; lines that are neither numbered nor named are skipped.
 pub fn parse(text: &str) -> Interrupts {
     let mut lines = text.lines();
-    let columns = lines
+    let cpus: Vec<u32> = lines
         .next()
         .map(|h| {
             h.split_whitespace()
-                .filter(|w| w.starts_with("CPU"))
-                .count()
+                .filter_map(|w| w.strip_prefix("CPU")?.parse().ok())
+                .collect()
         })
-        .unwrap_or(0);
-    let mut out = Interrupts::default();
+        .unwrap_or_default();
+    let columns = cpus.len();
+    let mut out = Interrupts {
+        cpus,
+        ..Interrupts::default()
+    };
     for line in lines {
         let Some((head, rest)) = line.split_once(':') else {
             continue;
@@ -50,12 +60,14 @@ pub fn parse(text: &str) -> Interrupts {
         };
         // Skip the per-CPU counts, word by word, keeping the remainder's spacing.
         let mut tail = rest;
+        let mut counts = Vec::with_capacity(columns);
         for _ in 0..columns {
             let t = tail.trim_start();
             let end = t.find(char::is_whitespace).unwrap_or(t.len());
-            if t[..end].parse::<u64>().is_err() {
+            let Ok(n) = t[..end].parse::<u64>() else {
                 break;
-            }
+            };
+            counts.push(n);
             tail = &t[end..];
         }
         let tail = tail.trim();
@@ -64,9 +76,27 @@ pub fn parse(text: &str) -> Interrupts {
             irq,
             chip,
             actions: actions(tail),
+            counts,
         });
     }
     out
+}
+
+impl Interrupts {
+    /// How often `row` fired, over every CPU.
+    pub fn total(row: &IrqRow) -> u64 {
+        row.counts.iter().sum()
+    }
+
+    /// The CPUs `row` fired on.
+    pub fn fired_on(&self, row: &IrqRow) -> CpuList {
+        self.cpus
+            .iter()
+            .zip(&row.counts)
+            .filter(|(_, n)| **n > 0)
+            .map(|(c, _)| *c)
+            .collect()
+    }
 }
 
 /// The action names: after the last run of two or more spaces (the kernel

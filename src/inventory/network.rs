@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Reader;
+use super::irq;
 use crate::cpulist::CpuList;
 
 const NET_DIR: &str = "/sys/class/net";
@@ -36,23 +37,16 @@ pub struct Irq {
     pub fired_on: Option<CpuList>,
 }
 
-struct IrqLine {
-    irq: u32,
-    names: Vec<String>,
-    count: u64,
-    fired_on: CpuList,
-}
-
 pub fn read(ctx: &Reader) -> Vec<Interface> {
     let Some(names) = ctx.dir(NET_DIR) else {
         ctx.not_exposed("network interfaces", NET_DIR);
         return Vec::new();
     };
-    let irq_lines = match ctx.text("/proc/interrupts") {
-        Some(t) => parse_interrupts(&t),
+    let table = match ctx.text("/proc/interrupts") {
+        Some(t) => irq::parse(&t),
         None => {
             ctx.not_exposed("interrupts", "/proc/interrupts");
-            Vec::new()
+            irq::Interrupts::default()
         }
     };
     names
@@ -77,21 +71,22 @@ pub fn read(ctx: &Reader) -> Vec<Interface> {
                 .as_deref()
                 .and_then(|p| p.rsplit('/').nth(3))
                 .map(str::to_string);
-            let irqs = irq_lines
+            let irqs = table
+                .rows
                 .iter()
                 .filter(|l| {
-                    l.names
+                    l.actions
                         .iter()
                         .any(|n| belongs(n, &name, device.as_deref(), parent.as_deref()))
                 })
                 .map(|l| Irq {
                     irq: l.irq,
-                    name: l.names.join(","),
+                    name: l.actions.join(","),
                     affinity: ctx.cpulist(&format!("/proc/irq/{}/smp_affinity_list", l.irq)),
                     effective_affinity: ctx
                         .cpulist(&format!("/proc/irq/{}/effective_affinity_list", l.irq)),
-                    count: Some(l.count),
-                    fired_on: Some(l.fired_on.clone()),
+                    count: Some(irq::Interrupts::total(l)),
+                    fired_on: Some(table.fired_on(l)),
                 })
                 .collect();
             Interface {
@@ -128,57 +123,6 @@ fn belongs(action: &str, ifname: &str, device: Option<&str>, parent: Option<&str
         || parent.is_some_and(|p| p.contains(':') && owned_by(p))
 }
 
-/// `/proc/interrupts`: a header of CPU columns, then `N: counts... chip hwirq type names`.
-fn parse_interrupts(text: &str) -> Vec<IrqLine> {
-    let mut lines = text.lines();
-    let Some(header) = lines.next() else {
-        return Vec::new();
-    };
-    let cpus: Vec<u32> = header
-        .split_whitespace()
-        .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
-        .collect();
-    let mut out = Vec::new();
-    for line in lines {
-        let mut words = line.split_whitespace();
-        let Some(irq) = words
-            .next()
-            .and_then(|w| w.strip_suffix(':')?.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let rest: Vec<&str> = words.collect();
-        if rest.len() < cpus.len() {
-            continue;
-        }
-        let counts: Vec<u64> = rest[..cpus.len()]
-            .iter()
-            .map(|c| c.parse().unwrap_or(0))
-            .collect();
-        // After the counts: the chip, `hwirq-trigger`, then the action names ("a, b").
-        let tail = &rest[cpus.len()..];
-        let names: Vec<String> = tail
-            .iter()
-            .skip(2.min(tail.len().saturating_sub(1)))
-            .flat_map(|w| w.split(','))
-            .filter(|w| !w.is_empty())
-            .map(str::to_string)
-            .collect();
-        out.push(IrqLine {
-            irq,
-            names,
-            count: counts.iter().sum(),
-            fired_on: cpus
-                .iter()
-                .zip(&counts)
-                .filter(|(_, n)| **n > 0)
-                .map(|(c, _)| *c)
-                .collect(),
-        });
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,25 +135,31 @@ mod tests {
                     30:          5          0  IR-PCI-MSI 1048576-edge      eth1-TxRx-0\n\
                     31:          5          0  IR-PCI-MSI 1048576-edge      mlx5_comp0@pci:0000:3b:00.0\n\
                     NMI:         0          0   Non-maskable interrupts\n";
-        let lines = parse_interrupts(text);
+        let table = irq::parse(text);
+        let lines = &table.rows;
         assert_eq!(lines.len(), 4);
-        assert_eq!(lines[1].count, 120);
-        assert_eq!(lines[1].fired_on.to_string(), "0-1");
+        assert_eq!(irq::Interrupts::total(&lines[1]), 120);
+        assert_eq!(table.fired_on(&lines[1]).to_string(), "0-1");
         assert!(belongs(
-            &lines[1].names[0],
+            &lines[1].actions[0],
             "eth0",
             Some("virtio2"),
             Some("0000:00:03.0")
         ));
-        assert!(!belongs(&lines[1].names[0], "eth0", Some("virtio21"), None));
+        assert!(!belongs(
+            &lines[1].actions[0],
+            "eth0",
+            Some("virtio21"),
+            None
+        ));
         assert!(belongs(
-            &lines[2].names[0],
+            &lines[2].actions[0],
             "eth1",
             Some("0000:3b:00.1"),
             None
         ));
         assert!(belongs(
-            &lines[3].names[0],
+            &lines[3].actions[0],
             "ens1",
             Some("0000:3b:00.0"),
             None
