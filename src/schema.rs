@@ -31,6 +31,9 @@ pub struct KnobDoc<T, S> {
     pub history: Vec<HistoryEntry>,
     #[serde(default)]
     pub verify: Option<Verify>,
+    /// Host facts that must hold (`manifest::when`), checked after parsing.
+    #[serde(default)]
+    pub when: Option<serde_yaml::Value>,
 }
 
 fn absent<T>() -> Option<T> {

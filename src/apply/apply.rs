@@ -37,6 +37,10 @@ pub struct KnobApply {
     pub notes: Vec<String>,
     /// The manifest's caveats, then what persists the knob (or does not).
     pub caveats: Vec<String>,
+    /// Why nothing is planned: the knob's `when:` fails on this host
+    /// (`when: idle_driver == intel_idle; this host: haltpoll`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_applicable: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -397,6 +401,7 @@ pub(super) fn knob_apply(p: &plan::KnobPlan) -> KnobApply {
         skipped: p.skipped.iter().map(skipped).collect(),
         notes: p.notes.clone(),
         caveats: Vec::new(),
+        not_applicable: p.not_applicable.clone(),
     }
 }
 

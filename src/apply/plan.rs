@@ -15,6 +15,9 @@ pub struct KnobPlan<'m> {
     /// file whose value cannot be read (and so cannot be restored).
     pub refused: Vec<Blocked>,
     pub notes: Vec<String>,
+    /// Its `when:` fails here (`when: idle_driver == intel_idle; this host:
+    /// haltpoll`): nothing is planned for it.
+    pub not_applicable: Option<String>,
 }
 
 /// One write, in the order apply makes it.
@@ -67,8 +70,21 @@ fn plan_in_order<'m>(host: &HostCtx, knobs: &[&'m Knob]) -> Result<Vec<KnobPlan<
     let mut order: Vec<usize> = (0..knobs.len()).collect();
     order.sort_by_key(|&i| rules::kind_phase(knobs[i].kind));
     let mut slots: Vec<Option<KnobPlan<'m>>> = knobs.iter().map(|_| None).collect();
+    let facts = crate::inventory::facts::Facts::new(host.root);
     for i in order {
         let knob = knobs[i];
+        let when = knob.conditions(&facts).map_err(|e| e.to_string())?;
+        if let Some(why) = when.detail() {
+            slots[i] = Some(KnobPlan {
+                knob,
+                writes: Vec::new(),
+                skipped: Vec::new(),
+                refused: Vec::new(),
+                notes: Vec::new(),
+                not_applicable: Some(why),
+            });
+            continue;
+        }
         let p = knob
             .spec
             .plan(host)
@@ -108,6 +124,7 @@ fn plan_in_order<'m>(host: &HostCtx, knobs: &[&'m Knob]) -> Result<Vec<KnobPlan<
             skipped,
             refused,
             notes,
+            not_applicable: None,
         });
     }
     Ok(slots.into_iter().flatten().collect())

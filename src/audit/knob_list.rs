@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::{Evidence, Report, Status};
 use crate::knob::{Current, KindName};
+use crate::manifest::when::ConditionResult;
 use crate::schema::Persistence;
 
 /// One knob as `knobs --format json|yaml` lists it.
@@ -20,6 +21,8 @@ pub struct KnobLine<'r> {
     pub persistence: Persistence,
     /// The latest verify of the knob here, if any.
     pub evidence: Option<&'r Evidence>,
+    /// The knob's `when:` conditions on this host (empty without `when:`).
+    pub conditions: &'r [ConditionResult],
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -44,6 +47,7 @@ pub fn knob_list(r: &Report) -> KnobList<'_> {
                 status: k.status,
                 persistence: k.persistence,
                 evidence: k.evidence.as_ref(),
+                conditions: &k.conditions,
             })
             .collect(),
     }

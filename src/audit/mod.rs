@@ -18,8 +18,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::inventory::facts::Facts;
 use crate::knob::{Current, HostCtx, KindName, Service};
 use crate::manifest::ledger;
+use crate::manifest::when::ConditionResult;
 use crate::manifest::{Knob, Manifest, ManifestError, ManifestErrors};
 use crate::persist;
 use crate::schema::Persistence;
@@ -79,6 +81,8 @@ pub struct KnobReport {
     pub source: String,
     /// The latest `verify` of this knob on this host, from the ledger.
     pub evidence: Option<Evidence>,
+    /// The knob's `when:` conditions on this host, in order (empty without `when:`).
+    pub conditions: Vec<ConditionResult>,
 }
 
 /// Evaluates every knob that targets this host (or only `only`, when given).
@@ -120,8 +124,20 @@ pub fn evaluate(
         .collect();
     let config = HostConfig::read(host, &kinds, &services);
     let boot = host.boot_time();
+    let facts = Facts::new(host.root);
     let mut knobs = Vec::new();
     for knob in chosen {
+        let conditions = match knob.conditions(&facts) {
+            Ok(c) => c,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if let Some(detail) = conditions.detail() {
+            knobs.push(not_here(knob, detail, conditions.results, &ledger));
+            continue;
+        }
         let survey = match knob.spec.survey(host) {
             Ok(s) => s,
             Err(e) => {
@@ -129,7 +145,9 @@ pub fn evaluate(
                 continue;
             }
         };
-        knobs.push(report_knob(knob, survey, host, &config, &ledger, boot));
+        let mut report = report_knob(knob, survey, host, &config, &ledger, boot);
+        report.conditions = conditions.results;
+        knobs.push(report);
     }
     if !errors.is_empty() {
         return Err(ManifestErrors(errors));
@@ -231,6 +249,35 @@ fn report_knob(
         notes: survey.notes,
         source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
         evidence: latest_evidence(&knob.id, ledger),
+        conditions: Vec::new(),
+    }
+}
+
+/// A knob whose `when:` does not hold here: not-applicable, nothing read.
+fn not_here(
+    knob: &Knob,
+    detail: String,
+    conditions: Vec<ConditionResult>,
+    ledger: &[ledger::Entry],
+) -> KnobReport {
+    KnobReport {
+        id: knob.id.clone(),
+        title: knob.title.clone(),
+        kind: knob.kind,
+        target: knob.spec.target_summary(),
+        status: Status::NotApplicable,
+        desired: knob.spec.desired(),
+        current: Vec::new(),
+        groups: Vec::new(),
+        persistence: knob.persistence,
+        persisted_by: None,
+        caveats: knob.caveats.clone(),
+        managers: Vec::new(),
+        detail,
+        notes: Vec::new(),
+        source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
+        evidence: latest_evidence(&knob.id, ledger),
+        conditions,
     }
 }
 

@@ -467,7 +467,7 @@ fn count_dies(ctx: &Reader, online: &CpuList, packages: &BTreeMap<u32, CpuList>)
     Some(dies.len())
 }
 
-fn hybrid(ctx: &Reader) -> Option<Vec<Hybrid>> {
+pub(super) fn hybrid(ctx: &Reader) -> Option<Vec<Hybrid>> {
     // cpu_core, cpu_atom, and on Arrow/Lunar Lake also cpu_lowpower.
     let kinds: Vec<Hybrid> = ctx
         .dir("/sys/devices")?

@@ -28,15 +28,7 @@ pub fn read(ctx: &Reader) -> Host {
         ctx.not_exposed("hostname", "/proc/sys/kernel/hostname");
     }
     let kernel_version = ctx.text("/proc/version");
-    let kernel_release = ctx.text("/proc/sys/kernel/osrelease").or_else(|| {
-        // "Linux version 6.18.8-200.fc43.x86_64 (mockbuild@...) ..."
-        kernel_version
-            .as_deref()?
-            .strip_prefix("Linux version ")?
-            .split_whitespace()
-            .next()
-            .map(str::to_string)
-    });
+    let kernel_release = release(ctx, kernel_version.as_deref());
     if kernel_release.is_none() {
         ctx.not_exposed("kernel release", "/proc/version");
     }
@@ -60,6 +52,26 @@ pub fn read(ctx: &Reader) -> Host {
         uptime_s,
         cmdline,
     }
+}
+
+/// `osrelease`, else the release in `/proc/version` (`version`, when read already).
+pub(super) fn release(ctx: &Reader, version: Option<&str>) -> Option<String> {
+    ctx.text("/proc/sys/kernel/osrelease").or_else(|| {
+        // "Linux version 6.18.8-200.fc43.x86_64 (mockbuild@...) ..."
+        let read;
+        let version = match version {
+            Some(v) => v,
+            None => {
+                read = ctx.text("/proc/version")?;
+                read.as_str()
+            }
+        };
+        version
+            .strip_prefix("Linux version ")?
+            .split_whitespace()
+            .next()
+            .map(str::to_string)
+    })
 }
 
 pub fn rfc3339(unix: u64) -> String {

@@ -63,23 +63,7 @@ pub struct NumaNode {
 }
 
 pub fn read(ctx: &Reader) -> Memory {
-    let meminfo = match ctx.root.read("/proc/meminfo") {
-        Ok(bytes) => match procfs::Meminfo::from_buf_read(bytes.as_slice()) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                ctx.warn(format!("/proc/meminfo: cannot parse: {e}"));
-                None
-            }
-        },
-        Err(e) if crate::root::is_absent(&e) => {
-            ctx.not_exposed("memory", "/proc/meminfo");
-            None
-        }
-        Err(e) => {
-            ctx.warn(format!("/proc/meminfo: {e}"));
-            None
-        }
-    };
+    let meminfo = meminfo(ctx);
     let kib = |v: u64| v / 1024;
     let thp_enabled = ctx
         .text(&format!("{THP_DIR}/enabled"))
@@ -102,6 +86,27 @@ pub fn read(ctx: &Reader) -> Memory {
             .parse::<u64>(&format!("{THP_DIR}/hpage_pmd_size"))
             .map(|b| b / 1024),
         balloon: balloon(ctx),
+    }
+}
+
+/// `/proc/meminfo`, parsed; what went wrong is noted on `ctx`.
+pub(super) fn meminfo(ctx: &Reader) -> Option<procfs::Meminfo> {
+    match ctx.root.read("/proc/meminfo") {
+        Ok(bytes) => match procfs::Meminfo::from_buf_read(bytes.as_slice()) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                ctx.warn(format!("/proc/meminfo: cannot parse: {e}"));
+                None
+            }
+        },
+        Err(e) if crate::root::is_absent(&e) => {
+            ctx.not_exposed("memory", "/proc/meminfo");
+            None
+        }
+        Err(e) => {
+            ctx.warn(format!("/proc/meminfo: {e}"));
+            None
+        }
     }
 }
 

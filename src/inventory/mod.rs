@@ -12,6 +12,7 @@ mod cpu;
 mod cpufreq;
 mod cpuidle;
 mod cpuinfo;
+pub mod facts;
 mod host;
 mod idle_states;
 pub mod irq;

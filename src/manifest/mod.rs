@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod locate;
 mod read;
 pub mod revision;
+pub mod when;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -287,6 +288,8 @@ pub struct Knob {
     pub verify: Option<Verify>,
     pub source: Source,
     pub spec: Box<dyn KnobKind>,
+    /// Host facts that must hold for the knob to apply here (`when:`).
+    pub when: Option<crate::manifest::when::When>,
 }
 
 #[derive(Debug)]

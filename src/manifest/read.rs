@@ -5,12 +5,13 @@
 
 use serde_yaml::{Mapping, Value};
 
+use super::when::When;
 use super::{History, HostSel, Knob, ManifestError, Source, split_yaml_message};
 use crate::knob::{self, BuildError, KindName, KnobKind};
 use crate::schema::{HistoryEntry, KnobDoc, Persistence, Verify};
 
 /// The fields a knob document may have; the first seven are required.
-const FIELDS: [&str; 11] = [
+const FIELDS: [&str; 12] = [
     "id",
     "title",
     "kind",
@@ -22,6 +23,7 @@ const FIELDS: [&str; 11] = [
     "caveats",
     "history",
     "verify",
+    "when",
 ];
 const REQUIRED: usize = 7;
 
@@ -40,6 +42,7 @@ struct Fields {
     why: Option<String>,
     history: Vec<HistoryEntry>,
     verify: Option<Verify>,
+    when: Option<Value>,
 }
 
 /// Reads one knob; every problem found in it is returned, sorted by line.
@@ -57,6 +60,7 @@ pub(super) fn read_knob(source: Source) -> Result<Knob, Vec<ManifestError>> {
                 why: Some(doc.why),
                 history: doc.history,
                 verify: doc.verify,
+                when: doc.when,
             };
             let spec = kind_of(&source, fields.kind.as_deref(), &mut errors).and_then(|kind| {
                 build(&source, kind, &source.text, &mut errors).map(|s| (kind, s))
@@ -207,6 +211,7 @@ fn salvage(source: &Source, map: &Mapping, errors: &mut Vec<ManifestError>) -> (
             _ => field(source, map, "history", errors).unwrap_or_default(),
         },
         verify: field::<Option<Verify>>(source, map, "verify", errors).flatten(),
+        when: map.get("when").cloned(),
     };
     let spec = kind_of(source, fields.kind.as_deref(), errors).and_then(|kind| {
         let mut stand_in = Mapping::new();
@@ -323,6 +328,16 @@ fn check(source: Source, f: Fields, spec: Spec, errors: &mut Vec<ManifestError>)
     {
         errors.push(source.error("verify.note", "empty: say what the probe should show"));
     }
+    let when = match &f.when {
+        None => None,
+        Some(v) => match When::parse("when", v) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                errors.push(source.field_error(e));
+                return None;
+            }
+        },
+    };
     let (kind, spec) = spec?;
     Some(Knob {
         id: f.id?,
@@ -336,5 +351,6 @@ fn check(source: Source, f: Fields, spec: Spec, errors: &mut Vec<ManifestError>)
         verify: f.verify,
         source,
         spec,
+        when,
     })
 }

@@ -73,12 +73,14 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
             // A pm-qos write is left to `hostknob hold` (the note says so):
             // not in effect, only not this command's to make.
             let held = k.notes.iter().any(|n| n.starts_with("not written:"));
-            let why = if !k.skipped.is_empty() {
-                "not applicable here"
+            let why = if let Some(w) = &k.not_applicable {
+                format!("not applicable here ({w})")
+            } else if !k.skipped.is_empty() {
+                "not applicable here".into()
             } else if held {
-                "not in effect, and held only by a running process (see the note)"
+                "not in effect, and held only by a running process (see the note)".into()
             } else {
-                "already in effect"
+                "already in effect".into()
             };
             out += &format!("{}: {why}; nothing to write\n", k.id);
         } else {

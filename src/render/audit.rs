@@ -118,7 +118,32 @@ pub fn audit_table(r: &Report) -> String {
     for k in &r.knobs {
         out.push_str(&notes(k));
     }
-    out + &evidence_lines(r) + &summary(r)
+    out + &conditions_lines(r) + &evidence_lines(r) + &summary(r)
+}
+
+/// Each knob's `when:` conditions as evaluated here, one line per knob.
+fn conditions_lines(r: &Report) -> String {
+    let lines: Vec<String> = r
+        .knobs
+        .iter()
+        .filter(|k| !k.conditions.is_empty())
+        .map(|k| {
+            let each: Vec<String> = k
+                .conditions
+                .iter()
+                .map(|c| {
+                    let word = if c.holds { "matched" } else { "fails" };
+                    format!("{}: {word} (this host: {})", c.condition, c.host)
+                })
+                .collect();
+            format!("  {}: {}", k.id, each.join("; "))
+        })
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("Conditions (when:):\n{}\n\n", lines.join("\n"))
+    }
 }
 
 /// Managers, notes and (for knobs not simply ok) caveats, under the table.
@@ -199,5 +224,5 @@ pub fn knobs_table(r: &Report) -> String {
     }
     let table = super::layout(&b, true, &[(2, VALUE_WIDTH), (4, VALUE_WIDTH)]);
     out.push_str(&format!("{table}\n\n"));
-    out + &evidence_lines(r) + &summary(r)
+    out + &conditions_lines(r) + &evidence_lines(r) + &summary(r)
 }

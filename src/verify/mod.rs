@@ -518,6 +518,14 @@ fn check_verifiable(session: &Session, knob: &Knob) -> Result<()> {
             knob.id
         );
     }
+    let facts = crate::inventory::facts::Facts::new(session.root());
+    if let Some(why) = knob.conditions(&facts)?.detail() {
+        bail!(
+            "{} is not-applicable on {}: {why}",
+            knob.id,
+            session.ctx.name
+        );
+    }
     if let Some(us) = held_request(knob) {
         // Nothing is written: the applied leg holds the request (see `round`).
         if let Some(now) = probe::pmqos::read_aggregate(session.root())

@@ -11,6 +11,7 @@ mod apply_journal;
 mod apply_ledger;
 mod audit_status;
 mod cli;
+mod conditions;
 mod doc;
 mod doc_live_stable;
 mod fleet_cli;

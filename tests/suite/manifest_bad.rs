@@ -472,6 +472,48 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "set.add[1]",
         "'$' is not taken in a value",
     ),
+    (
+        "when-unknown-fact",
+        "thp.yaml",
+        10,
+        "when.cpu_vendor",
+        "unknown fact `cpu_vendor`; known facts: vendor, family, model, microarchitecture",
+    ),
+    (
+        "when-bad-comparison",
+        "thp.yaml",
+        9,
+        "when.kernel[1]",
+        "\"=>5.15\" is not a comparison: write one of ==, !=, <, <=, >, >=",
+    ),
+    (
+        "when-ordered-name",
+        "thp.yaml",
+        10,
+        "when.idle_driver",
+        "idle_driver is a name, compared only with == or !=",
+    ),
+    (
+        "when-memory-without-unit",
+        "thp.yaml",
+        10,
+        "when.memory",
+        "give a size with its unit",
+    ),
+    (
+        "when-unknown-model-name",
+        "thp.yaml",
+        10,
+        "when.model",
+        "\"saphirerapids\" is not a model name hostknob knows; did you mean \"sapphirerapids\"?",
+    ),
+    (
+        "when-not-a-mapping",
+        "thp.yaml",
+        8,
+        "when",
+        "give a mapping of facts to conditions",
+    ),
 ];
 
 fn cases_dir() -> std::path::PathBuf {
