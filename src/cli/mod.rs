@@ -10,8 +10,10 @@ use clap_complete::Shell;
 
 use std::time::Duration;
 
+mod import;
 mod isolate;
 mod probe;
+pub use import::{ImportArgs, ImportCommand, ImportTunedArgs};
 pub use isolate::IsolateArgs;
 pub use probe::*;
 
@@ -218,6 +220,9 @@ hostknob isolate --cpus 8 --out manifest/isolation/\n  hostknob isolate --cpus 4
 hostknob --root /tmp/web-7 --host web-7 isolate --cpus 16 --out /tmp/web-7-isolation"
     )]
     Isolate(IsolateArgs),
+    /// Translate another tool's tuning (a tuned profile) into manifest knobs to review, with what could not be imported and why.
+    #[command(subcommand)]
+    Import(ImportCommand),
     /// Many hosts' audit JSON outputs as one fleet view: drift per knob, hosts grouped where they agree.
     Report(ReportArgs),
     /// Print the JSON Schema of a machine-readable output (list them without NAME).

@@ -13,7 +13,7 @@ mod cpufreq;
 mod cpuidle;
 mod cpuinfo;
 mod host;
-mod idle_states;
+pub(crate) mod idle_states;
 pub mod irq;
 mod memory;
 mod network;
