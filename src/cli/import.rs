@@ -2,28 +2,22 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 
 use super::{HostArg, RootArg};
 
-#[derive(Subcommand, Debug)]
-pub enum ImportCommand {
-    /// A tuned profile, read as tuned reads it, as one knob per setting.
-    #[command(
-        long_about = include_str!("../help/import.txt"),
-        after_help = "Examples:\n  hostknob import tuned --list\n  \
-hostknob import tuned latency-performance --out manifest/tuned/\n  \
-hostknob --root /tmp/spr1 import tuned network-latency --out /tmp/nl\n  \
-hostknob import tuned my-profile --from ./tuned-profiles --out /tmp/mine"
-    )]
-    Tuned(ImportTunedArgs),
+/// The tools whose tuning can be imported.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportTool {
+    /// A tuned profile, read as tuned reads it.
+    Tuned,
 }
 
-/// Kept for the subcommand's shared options.
-pub type ImportArgs = ImportTunedArgs;
-
 #[derive(Args, Debug)]
-pub struct ImportTunedArgs {
+pub struct ImportArgs {
+    /// The tool whose configuration is read: tuned.
+    #[arg(value_enum, value_name = "TOOL")]
+    pub tool: ImportTool,
     /// The tuned profile (a directory name: latency-performance, network-latency, ...).
     #[arg(value_name = "PROFILE", required_unless_present = "list")]
     pub profile: Option<String>,

@@ -1,12 +1,12 @@
 use anyhow::{Result, bail};
 
-use crate::cli::ImportCommand;
+use crate::cli::{ImportArgs, ImportTool};
 use crate::import::tuned;
 use crate::render;
 use crate::root::Root;
 
-pub fn run(cmd: &ImportCommand) -> Result<i32> {
-    let ImportCommand::Tuned(args) = cmd;
+pub fn run(args: &ImportArgs) -> Result<i32> {
+    let ImportTool::Tuned = args.tool;
     let root = Root::open(&args.root.root)?;
     if args.list {
         let found = tuned::list(&root, args.from.as_deref())?;

@@ -42,7 +42,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Hold(args) => hold::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Isolate(args) => isolate::run(args),
-        Command::Import(cmd) => import::run(cmd),
+        Command::Import(args) => import::run(args),
         Command::Report(args) => report::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),

@@ -102,6 +102,8 @@ const KEYWORDS: &[&str] = &[
     "uname_regex",
     "script_pre",
     "script_post",
+    // units/manager.py: the instance order, popped before any plugin sees it.
+    "priority",
 ];
 
 fn truthy(v: &str) -> bool {

@@ -6,7 +6,7 @@ use serde_yaml::Value;
 use super::facts::Facts;
 use super::ini::Opt;
 use super::load::Unit;
-use super::translate::{Fate, KnobOut, Out, map, s, value};
+use super::translate::{Fate, Out, map, s, value};
 use super::vars::{Vars, pack, unpack};
 use crate::cpulist::CpuList;
 
@@ -281,15 +281,14 @@ pub fn bootloader(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
         "tuned joins every cmdline* option of [bootloader] into its tuned_params; here the same words".into(),
     );
     let k = out.knobs.last_mut().expect("just pushed");
-    k.id = format!(
+    k.id = super::translate::short_id(format!(
         "tuned-{}-bootloader-cmdline",
         super::translate::slug(&out.profile)
-    );
+    ));
     let id = k.id.clone();
     k.lines = lines.clone();
     for o in &lines {
         out.fate(o, Fate::Knob(id.clone()));
     }
-    let _: Option<KnobOut> = None;
     Ok(())
 }

@@ -80,14 +80,14 @@ impl Out {
         note: String,
     ) {
         let key = o.key.trim_start_matches("/sys/");
-        let mut id = format!(
+        let mut id = short_id(format!(
             "tuned-{}-{}-{}",
             slug(&self.profile),
             slug(&o.section),
             slug(key)
-        );
+        ));
         if self.knobs.iter().any(|k| k.id == id) {
-            id = format!("{id}-{}", self.knobs.len());
+            id = short_id(format!("{id}-{}", self.knobs.len()));
         }
         self.fate(o, Fate::Knob(id.clone()));
         self.knobs.push(KnobOut {
@@ -129,7 +129,7 @@ pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out>
     }
     let mut vars = Vars::new(facts);
     if let Some(u) = p.units.iter().find(|u| u.name == "variables") {
-        variables(root, u, &mut vars, &mut out)?;
+        variables(root, p, u, &mut vars, &mut out)?;
     }
     for u in p.units.iter().filter(|u| u.name != "variables") {
         unit(u, &vars, facts, &mut out)?;
@@ -137,7 +137,13 @@ pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out>
     Ok(out)
 }
 
-fn variables(root: &Root, u: &Unit, vars: &mut Vars, out: &mut Out) -> anyhow::Result<()> {
+fn variables(
+    root: &Root,
+    _p: &Profile,
+    u: &Unit,
+    vars: &mut Vars,
+    out: &mut Out,
+) -> anyhow::Result<()> {
     for o in u.keywords.iter().chain(&u.options) {
         if o.key == "include" {
             match vars.add_file(root, &o.value) {
@@ -296,4 +302,17 @@ fn devices_cpus(d: &str) -> Option<String> {
         .map(|x| x.trim().strip_prefix("cpu").and_then(|n| n.parse().ok()))
         .collect();
     cpus.map(|c| super::vars::pack(&c))
+}
+
+/// Knob ids are at most 64 characters: a longer one keeps its start and
+/// ends with a hash of the whole (FNV-1a), so it stays unique and stable.
+pub fn short_id(id: String) -> String {
+    if id.len() <= 64 {
+        return id;
+    }
+    let h = id.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
+    let head = id[..55].trim_end_matches('-');
+    format!("{head}-{:08x}", h as u32)
 }

@@ -115,6 +115,9 @@ pub fn accounting(p: &Profile, out: &Out) -> (String, String, Vec<String>, usize
             total += 1;
             let at = format!("{file}:{line}");
             let fate = fate_of(out, file, line).cloned().unwrap_or_else(|| {
+                if key == "summary" || key == "description" {
+                    return Fate::Used("an included profile's description, replaced by the profile's own".into());
+                }
                 Fate::Not("overridden: a later line or profile sets the same option (tuned keeps the last)".into())
             });
             match fate {
