@@ -10,8 +10,10 @@ use clap_complete::Shell;
 
 use std::time::Duration;
 
+mod import;
 mod isolate;
 mod probe;
+pub use import::{ImportArgs, ImportTool};
 pub use isolate::IsolateArgs;
 pub use probe::*;
 
@@ -218,6 +220,15 @@ hostknob isolate --cpus 8 --out manifest/isolation/\n  hostknob isolate --cpus 4
 hostknob --root /tmp/web-7 --host web-7 isolate --cpus 16 --out /tmp/web-7-isolation"
     )]
     Isolate(IsolateArgs),
+    /// Translate another tool's tuning (a tuned profile) into manifest knobs to review, with what could not be imported and why.
+    #[command(
+        long_about = include_str!("../help/import.txt"),
+        after_help = "Examples:\n  hostknob import tuned --list\n  \
+hostknob import tuned latency-performance --out manifest/tuned/\n  \
+hostknob --root /tmp/spr1 import tuned network-latency --out /tmp/nl\n  \
+hostknob import tuned my-profile --from ./tuned-profiles --out /tmp/mine"
+    )]
+    Import(ImportArgs),
     /// Many hosts' audit JSON outputs as one fleet view: drift per knob, hosts grouped where they agree.
     Report(ReportArgs),
     /// Print the JSON Schema of a machine-readable output (list them without NAME).

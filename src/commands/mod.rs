@@ -6,6 +6,7 @@ pub(crate) mod capture;
 pub(crate) mod completions;
 pub(crate) mod doc;
 pub(crate) mod hold;
+pub(crate) mod import;
 pub(crate) mod inventory;
 pub(crate) mod isolate;
 pub(crate) mod knobs;
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Hold(args) => hold::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Isolate(args) => isolate::run(args),
+        Command::Import(args) => import::run(args),
         Command::Report(args) => report::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),

@@ -14,7 +14,7 @@ mod cpuidle;
 mod cpuinfo;
 pub mod facts;
 mod host;
-mod idle_states;
+pub(crate) mod idle_states;
 pub mod irq;
 mod memory;
 mod network;

@@ -25,6 +25,7 @@ mod fleet_schemas;
 mod hostile;
 mod hostile_links;
 mod housekeeping;
+mod import_tuned;
 mod inventory_bad_input;
 mod inventory_corpus;
 mod inventory_gaps;

@@ -1,0 +1,3 @@
+//! `hostknob import`: other tools' tuning as manifest knobs to review.
+
+pub mod tuned;

@@ -1,0 +1,144 @@
+//! tuned's profile files as its `ConfigParser` reads them (tuned/profiles/loader.py
+//! `_load_config_data`: `delimiters=('=')`, `inline_comment_prefixes=('#')`,
+//! `strict=False`, keys case-kept), with the line of every option kept so each
+//! imported knob can cite it.
+
+use anyhow::{Result, bail};
+
+/// One `key = value` line (or a value continued on indented lines).
+#[derive(Clone, Debug)]
+pub struct Opt {
+    /// The file as named under the root (`/usr/lib/tuned/NAME/tuned.conf`).
+    pub file: String,
+    pub line: usize,
+    pub section: String,
+    pub key: String,
+    pub value: String,
+}
+
+impl Opt {
+    pub fn at(&self) -> String {
+        format!("{}:{}", self.file, self.line)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Section {
+    pub name: String,
+    pub options: Vec<Opt>,
+}
+
+/// Python's configparser drops an inline comment only where white space
+/// precedes the `#`.
+fn strip_inline(value: &str) -> &str {
+    let b = value.as_bytes();
+    for i in 1..b.len() {
+        if b[i] == b'#' && b[i - 1].is_ascii_whitespace() {
+            return &value[..i];
+        }
+    }
+    value
+}
+
+/// The sections in file order; a section named twice is merged (later keys
+/// win, as with `strict=False`). Errors name `file:line`.
+pub fn parse(file: &str, text: &str) -> Result<Vec<Section>> {
+    let mut sections: Vec<Section> = Vec::new();
+    let mut current: Option<usize> = None;
+    // The option a continuation line extends: (section, option index, indent).
+    let mut open: Option<(usize, usize, usize)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let trimmed = raw.trim();
+        let indent = raw.len() - raw.trim_start().len();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if trimmed.starts_with('#') || trimmed.starts_with(';') {
+            continue;
+        }
+        if let Some((s, o, base)) = open
+            && indent > base
+        {
+            let opt = &mut sections[s].options[o];
+            let more = strip_inline(trimmed).trim_end();
+            opt.value = format!("{}\n{more}", opt.value).trim().to_string();
+            continue;
+        }
+        open = None;
+        if trimmed.starts_with('[') {
+            let Some(name) = trimmed.strip_prefix('[').and_then(|t| t.split_once(']')) else {
+                bail!("{file}:{n}: malformed section header {trimmed:?} (no closing `]`)");
+            };
+            let name = name.0.to_string();
+            current = Some(match sections.iter().position(|s| s.name == name) {
+                Some(p) => p,
+                None => {
+                    sections.push(Section {
+                        name,
+                        options: Vec::new(),
+                    });
+                    sections.len() - 1
+                }
+            });
+            continue;
+        }
+        let Some(s) = current else {
+            bail!("{file}:{n}: {trimmed:?} before any [section] header");
+        };
+        let Some((key, value)) = trimmed.split_once('=') else {
+            bail!(
+                "{file}:{n}: malformed line {trimmed:?}: expected `option = value` in [{}]",
+                sections[s].name
+            );
+        };
+        let key = key.trim().to_string();
+        if key.is_empty() {
+            bail!("{file}:{n}: malformed line {trimmed:?}: no option name before `=`");
+        }
+        let opt = Opt {
+            file: file.to_string(),
+            line: n,
+            section: sections[s].name.clone(),
+            key,
+            value: strip_inline(value).trim().to_string(),
+        };
+        let opts = &mut sections[s].options;
+        // strict=False: a key given twice keeps its first place, the last value.
+        match opts.iter().position(|o| o.key == opt.key) {
+            Some(p) => {
+                opts[p] = opt;
+                open = Some((s, p, indent));
+            }
+            None => {
+                opts.push(opt);
+                open = Some((s, opts.len() - 1, indent));
+            }
+        }
+    }
+    Ok(sections)
+}
+
+/// Every option line of a file, in order, duplicates included: what the
+/// import accounts for.
+pub fn option_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut in_section = false;
+    for (i, raw) in text.lines().enumerate() {
+        let t = raw.trim();
+        if t.is_empty() || t.starts_with('#') || t.starts_with(';') {
+            continue;
+        }
+        if t.starts_with('[') {
+            in_section = true;
+            continue;
+        }
+        if in_section
+            && !raw.starts_with(char::is_whitespace)
+            && let Some((k, _)) = t.split_once('=')
+        {
+            out.push((i + 1, k.trim().to_string()));
+        }
+    }
+    out
+}

@@ -1,0 +1,302 @@
+//! Finding a profile and its `include=` chain, merged in tuned's order
+//! (tuned/profiles/locator.py, loader.py, merger.py, unit.py; tuned 2.20).
+
+use anyhow::{Result, bail};
+
+use super::ini::{self, Opt, Section};
+use crate::root::Root;
+
+/// Where profiles are looked up, in tuned's `LOAD_DIRECTORIES` order (later
+/// wins: /etc overrides /usr/lib); both layouts, `NAME/tuned.conf` (tuned
+/// 2.x) and `profiles/NAME/tuned.conf` (tuned >= 2.23).
+pub const LOAD_DIRECTORIES: &[&str] = &[
+    "/usr/lib/tuned",
+    "/usr/lib/tuned/profiles",
+    "/etc/tuned",
+    "/etc/tuned/profiles",
+];
+
+/// Where profile files are read from: under `--root`, or `--from DIR` alone.
+pub struct Source<'r> {
+    pub root: &'r Root,
+    /// `--from DIR`, opened as a root of its own; its files are named
+    /// `DIR/NAME/tuned.conf` in messages.
+    pub from: Option<(Root, String)>,
+}
+
+impl Source<'_> {
+    /// Directories searched, highest priority first, as (seam, logical
+    /// directory, display prefix).
+    fn dirs(&self) -> Vec<(&Root, String, String)> {
+        match &self.from {
+            Some((r, shown)) => vec![(r, "/".to_string(), shown.clone())],
+            None => LOAD_DIRECTORIES
+                .iter()
+                .rev()
+                .map(|d| (self.root, d.to_string(), d.to_string()))
+                .collect(),
+        }
+    }
+
+    /// The profile's file: (seam, logical path, shown path), skipping files
+    /// already loaded (tuned's `skip_files`: a profile in /etc may include
+    /// the one of the same name in /usr/lib).
+    pub fn locate(&self, name: &str, skip: &[String]) -> Option<(&Root, String, String)> {
+        for (seam, dir, shown) in self.dirs() {
+            let logical = format!("{}/{name}/tuned.conf", dir.trim_end_matches('/'));
+            let shown = format!("{}/{name}/tuned.conf", shown.trim_end_matches('/'));
+            if skip.contains(&shown) {
+                continue;
+            }
+            if seam.read_trimmed(&logical).ok().flatten().is_some() || seam.exists(&logical) {
+                return Some((seam, logical, shown));
+            }
+        }
+        None
+    }
+
+    /// Every profile found: (name, shown directory), each name once, the one
+    /// tuned would load.
+    pub fn list(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (seam, dir, shown) in self.dirs() {
+            let Ok(mut names) = seam.read_dir(&dir) else {
+                continue;
+            };
+            names.sort();
+            for n in names {
+                let f = format!("{}/{n}/tuned.conf", dir.trim_end_matches('/'));
+                if seam.exists(&f) && !out.iter().any(|(m, _)| *m == n) {
+                    out.push((n.clone(), format!("{}/{n}", shown.trim_end_matches('/'))));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+/// A section of the merged profile (tuned's `Unit`): its keywords taken out
+/// of the options as unit.py does.
+#[derive(Clone, Debug)]
+pub struct Unit {
+    pub name: String,
+    pub ty: String,
+    pub enabled: bool,
+    pub devices: Option<Opt>,
+    pub cpuinfo_regex: Option<Opt>,
+    pub uname_regex: Option<Opt>,
+    /// Keyword lines honoured while merging (`replace`, `drop`, `type`, ...).
+    pub keywords: Vec<Opt>,
+    pub options: Vec<Opt>,
+}
+
+const KEYWORDS: &[&str] = &[
+    "type",
+    "enabled",
+    "replace",
+    "drop",
+    "devices",
+    "devices_udev_regex",
+    "cpuinfo_regex",
+    "uname_regex",
+    "script_pre",
+    "script_post",
+    // units/manager.py: the instance order, popped before any plugin sees it.
+    "priority",
+];
+
+fn truthy(v: &str) -> bool {
+    matches!(v, "True" | "true" | "1")
+}
+
+impl Unit {
+    fn new(s: Section) -> (Unit, bool, Vec<String>) {
+        let mut u = Unit {
+            ty: s.name.clone(),
+            name: s.name,
+            enabled: true,
+            devices: None,
+            cpuinfo_regex: None,
+            uname_regex: None,
+            keywords: Vec::new(),
+            options: Vec::new(),
+        };
+        let (mut replace, mut drop) = (false, Vec::new());
+        for o in s.options {
+            match o.key.as_str() {
+                "type" => u.ty = o.value.clone(),
+                "enabled" => u.enabled = truthy(&o.value),
+                "replace" => replace = truthy(&o.value),
+                "drop" => {
+                    drop = o
+                        .value
+                        .split([',', ';'])
+                        .map(|d| d.trim().to_string())
+                        .filter(|d| !d.is_empty())
+                        .collect()
+                }
+                "devices" => u.devices = Some(o.clone()),
+                "cpuinfo_regex" => u.cpuinfo_regex = Some(o.clone()),
+                "uname_regex" => u.uname_regex = Some(o.clone()),
+                _ => {}
+            }
+            if KEYWORDS.contains(&o.key.as_str()) {
+                u.keywords.push(o);
+            } else {
+                u.options.push(o);
+            }
+        }
+        (u, replace, drop)
+    }
+}
+
+/// The merged profile.
+#[derive(Debug, Default)]
+pub struct Profile {
+    pub name: String,
+    /// The files read, in tuned's merge order (includes first), as shown.
+    pub files: Vec<String>,
+    /// `[main]` options (summary, description; `include` is taken out).
+    pub main: Vec<Opt>,
+    /// The `include=` lines followed.
+    pub includes: Vec<Opt>,
+    pub units: Vec<Unit>,
+    /// Every file's text, for the accounting of its lines.
+    pub texts: Vec<(String, String)>,
+}
+
+/// Loads `name` and its includes; an include that would reload a file still
+/// being loaded is a cycle (tuned skips it silently; an import says so).
+pub fn load(src: &Source, name: &str) -> Result<Profile> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    {
+        bail!("{name:?} is not a tuned profile name (letters, digits, `_`, `.`, `-`)");
+    }
+    let mut parts: Vec<(String, Vec<Section>)> = Vec::new();
+    let mut p = Profile {
+        name: name.to_string(),
+        ..Profile::default()
+    };
+    let mut stack = Vec::new();
+    read_chain(src, name, None, &mut p, &mut parts, &mut stack)?;
+    for (_, sections) in parts {
+        merge(&mut p, sections);
+    }
+    Ok(p)
+}
+
+fn read_chain(
+    src: &Source,
+    name: &str,
+    from: Option<&Opt>,
+    p: &mut Profile,
+    parts: &mut Vec<(String, Vec<Section>)>,
+    stack: &mut Vec<String>,
+) -> Result<()> {
+    let (conditional, name) = match name.strip_prefix('-') {
+        Some(n) => (true, n),
+        None => (false, name),
+    };
+    let Some((seam, logical, shown)) = src.locate(name, &p.files) else {
+        let tail = format!("/{name}/tuned.conf");
+        if let Some(o) = from {
+            if let Some(prev) = stack.iter().find(|f| f.ends_with(&tail)) {
+                bail!(
+                    "{}: include cycle: {} includes {name}, which is being loaded ({prev}); \
+                     tuned skips such an include silently",
+                    o.at(),
+                    o.file
+                );
+            }
+            // Loaded already through another include: tuned loads a file once.
+            if conditional || p.files.iter().any(|f| f.ends_with(&tail)) {
+                return Ok(());
+            }
+            bail!(
+                "{}: included profile {name:?} not found{}",
+                o.at(),
+                src.searched()
+            );
+        }
+        bail!("tuned profile {name:?} not found{}", src.searched());
+    };
+    let text = seam
+        .read_string(&logical)
+        .map_err(|e| anyhow::anyhow!("{shown}: cannot read: {e}"))?;
+    let mut sections = ini::parse(&shown, &text)?;
+    p.files.push(shown.clone());
+    p.texts.push((shown.clone(), text));
+    stack.push(shown.clone());
+    if let Some(main) = sections.iter_mut().find(|s| s.name == "main")
+        && let Some(i) = main.options.iter().position(|o| o.key == "include")
+    {
+        let inc = main.options.remove(i);
+        // Includes are expanded with the variables known so far; tuned's
+        // profiles name includes literally.
+        for n in inc
+            .value
+            .split([',', ';'])
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+        {
+            read_chain(src, n, Some(&inc), p, parts, stack)?;
+        }
+        p.includes.push(inc);
+    }
+    stack.pop();
+    parts.push((shown, sections));
+    Ok(())
+}
+
+impl Source<'_> {
+    fn searched(&self) -> String {
+        let dirs: Vec<String> = self.dirs().into_iter().map(|d| d.2).collect();
+        format!(
+            " (looked for NAME/tuned.conf in {}); `hostknob import tuned --list` lists the profiles found",
+            dirs.join(", ")
+        )
+    }
+}
+
+/// merger.py `_merge_two`: a later profile's options update the earlier;
+/// a unit with `replace=true` replaces it, `drop=` removes named options.
+fn merge(p: &mut Profile, sections: Vec<Section>) {
+    for s in sections {
+        if s.name == "main" {
+            for o in s.options {
+                match p.main.iter().position(|m| m.key == o.key) {
+                    Some(i) => p.main[i] = o,
+                    None => p.main.push(o),
+                }
+            }
+            continue;
+        }
+        let (unit, replace, drop) = Unit::new(s);
+        let Some(i) = p.units.iter().position(|u| u.name == unit.name) else {
+            p.units.push(unit);
+            continue;
+        };
+        if replace {
+            p.units[i] = unit;
+            continue;
+        }
+        let old = &mut p.units[i];
+        old.ty = unit.ty;
+        old.enabled = unit.enabled;
+        old.devices = unit.devices.or(old.devices.take());
+        old.cpuinfo_regex = unit.cpuinfo_regex.or(old.cpuinfo_regex.take());
+        old.uname_regex = unit.uname_regex.or(old.uname_regex.take());
+        old.options.retain(|o| !drop.contains(&o.key));
+        old.keywords.extend(unit.keywords);
+        for o in unit.options {
+            match old.options.iter().position(|m| m.key == o.key) {
+                Some(j) => old.options[j] = o,
+                None => old.options.push(o),
+            }
+        }
+    }
+}

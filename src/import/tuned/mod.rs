@@ -1,0 +1,141 @@
+//! `hostknob import tuned PROFILE`: a tuned profile read as tuned reads it
+//! (`load`: locations, includes, merging; `vars`: variables and functions),
+//! translated onto this project's kinds (`translate`, `cpu`, `sections`) and
+//! written as a manifest directory (`write`). Nothing is run, and the host is
+//! only read.
+
+mod cpu;
+pub mod facts;
+pub mod ini;
+pub mod load;
+mod sections;
+pub mod translate;
+pub mod vars;
+mod write;
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::root::Root;
+pub use load::Source;
+
+/// What an import produced, before anything is written.
+pub struct Import {
+    pub profile: String,
+    pub files: Vec<String>,
+    /// (file name in the output directory, contents), sorted by name.
+    pub outputs: Vec<(String, String)>,
+    /// `file:line: key: reason` for each line not imported.
+    pub not_imported: Vec<String>,
+    pub imported: usize,
+    pub total: usize,
+}
+
+fn mtime_date(root: &Root, shown: &str, from: Option<&Path>) -> String {
+    let path = match from {
+        Some(_) => std::path::PathBuf::from(shown),
+        None => root.host_path(shown),
+    };
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .map(|t| humantime::format_rfc3339_seconds(t).to_string()[..10].to_string())
+        .unwrap_or_else(|_| "1970-01-01".into())
+}
+
+pub fn import(root: &Root, from: Option<&Path>, name: &str, host: &str) -> Result<Import> {
+    let src = source(root, from)?;
+    let p = load::load(&src, name)?;
+    let facts = facts::read(root);
+    let out = translate::translate(root, &p, &facts)?;
+    let summary = p
+        .main
+        .iter()
+        .find(|o| o.key == "summary")
+        .map(|o| o.value.clone())
+        .unwrap_or_else(|| "no summary".into());
+    let top = p.files.last().cloned().unwrap_or_default();
+    let date = mtime_date(root, &top, from);
+    let cx = write::Context {
+        host,
+        date: &date,
+        summary: &summary,
+    };
+    let mut outputs: Vec<(String, String)> = out
+        .knobs
+        .iter()
+        .map(|k| (format!("{}.yaml", k.id), write::knob_file(k, &p, &cx)))
+        .collect();
+    let (imp, not, stderr, imported, total) = write::accounting(&p, &out);
+    outputs.push(("IMPORTED.md".into(), imp));
+    outputs.push(("NOT-IMPORTED.md".into(), not));
+    outputs.sort();
+    Ok(Import {
+        profile: p.name.clone(),
+        files: p.files.clone(),
+        outputs,
+        not_imported: stderr,
+        imported,
+        total,
+    })
+}
+
+pub fn source<'r>(root: &'r Root, from: Option<&Path>) -> Result<Source<'r>> {
+    let from = match from {
+        Some(d) => {
+            let seam = Root::confined(d)
+                .with_context(|| format!("--from {}: cannot open", d.display()))?;
+            Some((seam, d.display().to_string()))
+        }
+        None => None,
+    };
+    Ok(Source { root, from })
+}
+
+/// (name, directory, summary) of every profile found.
+pub fn list(root: &Root, from: Option<&Path>) -> Result<Vec<(String, String, String)>> {
+    let src = source(root, from)?;
+    let mut out = Vec::new();
+    for (name, dir) in src.list() {
+        let summary = src
+            .locate(&name, &[])
+            .and_then(|(seam, logical, _)| seam.read_string(&logical).ok())
+            .and_then(|t| {
+                t.lines().find_map(|l| {
+                    l.trim()
+                        .strip_prefix("summary")
+                        .and_then(|r| r.trim_start().strip_prefix('='))
+                        .map(|s| s.trim().to_string())
+                })
+            })
+            .unwrap_or_default();
+        out.push((name, dir, summary));
+    }
+    Ok(out)
+}
+
+/// Writes the outputs into `dir` (made when missing), each file replaced
+/// whole; an earlier import's knob files there that this one does not write
+/// are named, never removed.
+pub fn write_dir(dir: &Path, imp: &Import) -> Result<Vec<String>> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "--out {}: not a directory; nothing was written",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let seam = Root::confined(dir).with_context(|| format!("{}: cannot open", dir.display()))?;
+    for (name, text) in &imp.outputs {
+        seam.replace_file(&format!("/{name}"), text.as_bytes())
+            .with_context(|| format!("writing {}", dir.join(name).display()))?;
+    }
+    let prefix = format!("tuned-{}-", translate::slug(&imp.profile));
+    let mut stale: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(&prefix) && !imp.outputs.iter().any(|(o, _)| o == n))
+        .collect();
+    stale.sort();
+    Ok(stale)
+}

@@ -1,0 +1,294 @@
+//! tuned's plugins other than `[cpu]` (tuned/plugins/plugin_*.py, tuned 2.20;
+//! `dirty_bytes` with `%` as plugin_vm.py of tuned >= 2.21 reads it).
+
+use serde_yaml::Value;
+
+use super::facts::Facts;
+use super::ini::Opt;
+use super::load::Unit;
+use super::translate::{Fate, Out, map, s, value};
+use super::vars::{Vars, pack, unpack};
+use crate::cpulist::CpuList;
+
+/// Plugins with no hostknob kind, and why.
+fn unsupported(ty: &str) -> String {
+    match ty {
+        "script" => "runs a shell script; hostknob never runs scripts from a manifest".into(),
+        "disk" => "block device tuning (readahead, elevator, APM, spindown) has no hostknob kind".into(),
+        "net" => "network device tuning (ethtool channels, coalescing, offloads) has no hostknob kind".into(),
+        "audio" | "video" | "usb" | "eeepc_she" | "acpi" => format!("the [{ty}] plugin (power saving of that device class) has no hostknob kind"),
+        "selinux" => "SELinux tuning has no hostknob kind".into(),
+        "modules" => "module loading and options from tuned has no hostknob kind (module-param covers loaded modules' parameters only)".into(),
+        "mounts" => "mount options (barriers) have no hostknob kind".into(),
+        "rtentsk" => "holds a timestamping socket open to keep static keys switched; no hostknob kind".into(),
+        "service" => "starting and stopping services is not a knob".into(),
+        "irq" => "per-IRQ affinity by number; hostknob's irq-affinity chooses IRQs by name".into(),
+        t => format!("tuned plugin [{t}] has no hostknob kind"),
+    }
+}
+
+pub fn option(ty: &str, o: &Opt, v: &str, _facts: &Facts, out: &mut Out) -> Result<(), String> {
+    match ty {
+        "sysctl" => {
+            if v.starts_with(['>', '<']) && v.len() > 1 {
+                return Err(format!(
+                    "`{v}`: tuned writes it only when it raises (>) or lowers (<) the current value; \
+                     a knob sets one value: write the knob by hand with the value you want"
+                ));
+            }
+            let key = if o.key.contains('/') {
+                o.key.clone()
+            } else {
+                o.key.clone()
+            };
+            out.knob(
+                o,
+                "sysctl",
+                Some(map(&[("name", s(&key))])),
+                s(v),
+                "sysctl.d",
+                "tuned writes /proc/sys at start".into(),
+            );
+        }
+        "vm" => vm(o, v, out)?,
+        "sysfs" => sysfs(o, v, out)?,
+        "irqbalance" if o.key == "banned_cpus" => {
+            let l = cpus(v)?;
+            out.knob(o, "irqbalance", None, s(&l), "runtime", "tuned writes IRQBALANCE_BANNED_CPULIST into irqbalance's environment file and restarts it".into());
+        }
+        "systemd" if o.key == "cpu_affinity" => {
+            let l = cpus(v)?;
+            out.knob(o, "systemd-cpu-affinity", None, s(&l), "systemd-dropin", "tuned writes CPUAffinity= into /etc/systemd/system.conf; takes effect at the next boot".into());
+        }
+        "scheduler" if o.key == "isolated_cores" => {
+            let iso = unpack(v).map_err(|e| format!("{e:?}"))?;
+            let rest: Vec<u32> = _facts
+                .online
+                .iter()
+                .copied()
+                .filter(|c| !iso.contains(c))
+                .collect();
+            if rest.is_empty() {
+                return Err(format!(
+                    "isolated_cores={v} leaves no online CPU of this host for IRQs"
+                ));
+            }
+            out.knob(
+                o,
+                "irq-affinity",
+                Some(map(&[("all", Value::Bool(true)), ("default", Value::Bool(true))])),
+                s(&pack(&rest)),
+                "boot",
+                format!(
+                    "tuned's scheduler plugin moves every IRQ and default_smp_affinity off the isolated CPUs {}; \
+                     the non-isolated online CPUs here are {}; its moves of processes and threads are not imported",
+                    pack(&iso),
+                    pack(&rest)
+                ),
+            );
+        }
+        "scheduler" => {
+            return Err(format!(
+                "[scheduler] {}: thread and process moves, scheduler runtime tuning and cgroups are not imported (no hostknob kind)",
+                o.key
+            ));
+        }
+        "irqbalance" | "systemd" => return Err(format!("[{ty}] {} has no hostknob kind", o.key)),
+        t => return Err(unsupported(t)),
+    }
+    Ok(())
+}
+
+fn cpus(v: &str) -> Result<String, String> {
+    let l = unpack(v).map_err(|e| match e {
+        super::vars::Fail::Refused(r) | super::vars::Fail::Error(r) => r,
+    })?;
+    if l.is_empty() {
+        return Err(format!("`{v}` is an empty CPU list"));
+    }
+    Ok(pack(&l))
+}
+
+fn vm(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
+    let sysctl = |out: &mut Out, name: &str, val: &str, note: String| {
+        out.knob(
+            o,
+            "sysctl",
+            Some(map(&[("name", s(name))])),
+            s(val),
+            "sysctl.d",
+            note,
+        )
+    };
+    match o.key.as_str() {
+        "transparent_hugepages" | "transparent_hugepage" => out.knob(
+            o,
+            "thp",
+            Some(map(&[("setting", s("enabled"))])),
+            s(v),
+            "tmpfiles",
+            "tuned writes /sys/kernel/mm/transparent_hugepage/enabled (and leaves it when transparent_hugepage= is on the kernel command line)".into(),
+        ),
+        "transparent_hugepage.defrag" => out.knob(
+            o,
+            "thp",
+            Some(map(&[("setting", s("defrag"))])),
+            s(v),
+            "tmpfiles",
+            "tuned writes /sys/kernel/mm/transparent_hugepage/defrag".into(),
+        ),
+        k @ ("dirty_bytes" | "dirty_background_bytes") => {
+            let ratio = if k == "dirty_bytes" { "vm.dirty_ratio" } else { "vm.dirty_background_ratio" };
+            match v.strip_suffix('%') {
+                Some(p) if p.trim().parse::<u8>().is_ok_and(|p| p <= 100) => sysctl(
+                    out,
+                    ratio,
+                    p.trim(),
+                    format!("a percentage: tuned writes it to {ratio} (plugin_vm.py), not vm.{k}"),
+                ),
+                Some(_) => return Err(format!("`{v}` is not a percentage 0-100")),
+                None => sysctl(out, &format!("vm.{k}"), v, format!("tuned writes vm.{k}")),
+            }
+        }
+        k @ ("dirty_ratio" | "dirty_background_ratio") => sysctl(out, &format!("vm.{k}"), v, format!("tuned writes vm.{k}")),
+        k => return Err(format!("[vm] {k} has no hostknob kind")),
+    }
+    Ok(())
+}
+
+/// The unbound workqueues' masks as the workqueue kind (a CPU list); other
+/// files as `sysfs`.
+fn sysfs(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
+    let path = o.key.as_str();
+    if !path.starts_with("/sys/") {
+        return Err(format!("{path} is not under /sys"));
+    }
+    let wq = match path {
+        "/sys/devices/virtual/workqueue/cpumask" => Some(None),
+        "/sys/devices/virtual/workqueue/*/cpumask" => Some(Some("*")),
+        _ => path
+            .strip_prefix("/sys/bus/workqueue/devices/")
+            .or_else(|| path.strip_prefix("/sys/devices/virtual/workqueue/"))
+            .and_then(|r| r.strip_suffix("/cpumask"))
+            .filter(|n| !n.contains('/'))
+            .map(Some),
+    };
+    let Some(wq) = wq else {
+        out.knob(
+            o,
+            "sysfs",
+            Some(map(&[("path", s(path))])),
+            s(v),
+            "tmpfiles",
+            "tuned writes the file (globs expanded)".into(),
+        );
+        return Ok(());
+    };
+    let list = CpuList::parse_mask(v).map_err(|e| format!("`{v}`: {e}"))?;
+    if list.is_empty() {
+        return Err(format!("`{v}` is an empty CPU mask"));
+    }
+    let set = s(&list.to_string());
+    // `*` covers a single workqueue named with the same mask: one knob, both lines.
+    if let Some(k) = out.knobs.iter_mut().find(|k| {
+        k.kind == "workqueue-cpumask" && k.set == set && k.target.is_some() && wq.is_some()
+    }) {
+        let id = k.id.clone();
+        k.lines.push(o.clone());
+        let Some(Value::Mapping(m)) = &mut k.target else {
+            unreachable!()
+        };
+        let key = Value::from("workqueues");
+        if let Some(Value::Sequence(ws)) = m.get_mut(&key) {
+            let w = s(wq.unwrap_or_default());
+            if !ws.contains(&w) && !ws.contains(&s("*")) {
+                ws.push(w);
+            }
+            if ws.contains(&s("*")) {
+                ws.retain(|x| *x == s("*"));
+            }
+        }
+        out.fate(o, Fate::Knob(id));
+        return Ok(());
+    }
+    let target = wq.map(|w| map(&[("workqueues", Value::Sequence(vec![s(w)]))]));
+    out.knob(
+        o,
+        "workqueue-cpumask",
+        target,
+        set,
+        "boot",
+        format!("tuned writes the mask {v}, CPUs {list}"),
+    );
+    Ok(())
+}
+
+/// plugin_bootloader.py `_get_effective_options`: every `cmdline*` option
+/// in order, `-` removing words added before; one kernel-cmdline knob.
+pub fn bootloader(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
+    let mut words: Vec<String> = Vec::new();
+    let mut lines: Vec<Opt> = Vec::new();
+    for o in &u.options {
+        if !o.key.starts_with("cmdline") {
+            let why = match o.key.as_str() {
+                "priority" => "plugin order in tuned; hostknob orders writes by the kernel's rules"
+                    .to_string(),
+                k if k.starts_with("initrd") => {
+                    format!("{k}: tuned builds an extra initrd; hostknob does not")
+                }
+                k => format!("[bootloader] {k} has no hostknob kind"),
+            };
+            out.fate(o, Fate::Not(why));
+            continue;
+        }
+        let v = match value(o, vars)? {
+            Ok(v) => v,
+            Err(r) => {
+                out.fate(o, Fate::Not(r));
+                continue;
+            }
+        };
+        match v.chars().next() {
+            Some('-') => {
+                let gone: Vec<&str> = v[1..].split_whitespace().collect();
+                words.retain(|w| !gone.contains(&w.as_str()));
+            }
+            Some('+') => words.extend(v[1..].split_whitespace().map(String::from)),
+            Some('\\') if matches!(v.chars().nth(1), Some('\\' | '+' | '-')) => {
+                words.extend(v[1..].split_whitespace().map(String::from))
+            }
+            _ => words.extend(v.split_whitespace().map(String::from)),
+        }
+        lines.push(o.clone());
+    }
+    if lines.is_empty() {
+        return Ok(());
+    }
+    // One word per key, the last (the kernel reads the last of most keys).
+    let key = |w: &str| w.split('=').next().unwrap_or(w).replace('_', "-");
+    let mut add: Vec<String> = Vec::new();
+    for w in words {
+        add.retain(|a| key(a) != key(&w));
+        add.push(w);
+    }
+    let first = lines[0].clone();
+    out.knob(
+        &first,
+        "kernel-cmdline",
+        None,
+        map(&[("add", Value::Sequence(add.iter().map(|w| s(w)).collect()))]),
+        "cmdline",
+        "tuned joins every cmdline* option of [bootloader] into its tuned_params; here the same words".into(),
+    );
+    let k = out.knobs.last_mut().expect("just pushed");
+    k.id = super::translate::short_id(format!(
+        "tuned-{}-bootloader-cmdline",
+        super::translate::slug(&out.profile)
+    ));
+    let id = k.id.clone();
+    k.lines = lines.clone();
+    for o in &lines {
+        out.fate(o, Fate::Knob(id.clone()));
+    }
+    Ok(())
+}

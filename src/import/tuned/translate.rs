@@ -1,0 +1,318 @@
+//! The merged profile's settings on the kinds of this project
+//! (docs/knob-kinds.md); every option line ends as a knob, as used (a
+//! variable, an include, a unit keyword) or as not imported with the reason.
+
+use serde_yaml::{Mapping, Value};
+
+use super::facts::Facts;
+use super::ini::Opt;
+use super::load::{Profile, Unit};
+use super::vars::{Fail, Vars};
+use super::{cpu, sections};
+use crate::root::Root;
+
+/// What became of one option line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fate {
+    Knob(String),
+    Used(String),
+    Not(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct KnobOut {
+    pub id: String,
+    pub kind: &'static str,
+    pub target: Option<Value>,
+    pub set: Value,
+    pub persistence: &'static str,
+    /// What tuned does and how it was resolved here.
+    pub note: String,
+    pub lines: Vec<Opt>,
+}
+
+#[derive(Default)]
+pub struct Out {
+    pub profile: String,
+    pub knobs: Vec<KnobOut>,
+    pub fates: Vec<(Opt, Fate)>,
+}
+
+pub fn map(pairs: &[(&str, Value)]) -> Value {
+    let mut m = Mapping::new();
+    for (k, v) in pairs {
+        m.insert(Value::String((*k).into()), v.clone());
+    }
+    Value::Mapping(m)
+}
+
+pub fn s(v: &str) -> Value {
+    Value::String(v.to_string())
+}
+
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+impl Out {
+    pub fn fate(&mut self, o: &Opt, f: Fate) {
+        self.fates
+            .retain(|(p, _)| !(p.file == o.file && p.line == o.line));
+        self.fates.push((o.clone(), f));
+    }
+
+    /// A knob from one option line; its id `tuned-PROFILE-SECTION-KEY`.
+    pub fn knob(
+        &mut self,
+        o: &Opt,
+        kind: &'static str,
+        target: Option<Value>,
+        set: Value,
+        persistence: &'static str,
+        note: String,
+    ) {
+        let key = o.key.trim_start_matches("/sys/");
+        let mut id = short_id(format!(
+            "tuned-{}-{}-{}",
+            slug(&self.profile),
+            slug(&o.section),
+            slug(key)
+        ));
+        if self.knobs.iter().any(|k| k.id == id) {
+            id = short_id(format!("{id}-{}", self.knobs.len()));
+        }
+        self.fate(o, Fate::Knob(id.clone()));
+        self.knobs.push(KnobOut {
+            id,
+            kind,
+            target,
+            set,
+            persistence,
+            note,
+            lines: vec![o.clone()],
+        });
+    }
+}
+
+/// `${...}` of one option; a refusal is the line's reason, an assertion
+/// failure an error naming the line.
+pub fn value(o: &Opt, vars: &Vars) -> anyhow::Result<Result<String, String>> {
+    match vars.expand(&o.value) {
+        Ok(v) => Ok(Ok(v)),
+        Err(Fail::Refused(r)) => Ok(Err(r)),
+        Err(Fail::Error(e)) => anyhow::bail!("{}: [{}] {}: {e}", o.at(), o.section, o.key),
+    }
+}
+
+pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out> {
+    let mut out = Out {
+        profile: p.name.clone(),
+        ..Out::default()
+    };
+    for o in &p.main {
+        let what = match o.key.as_str() {
+            "summary" | "description" => "the profile's description (the knobs' why)".to_string(),
+            k => format!("[main] {k}: read by tuned itself, no setting"),
+        };
+        out.fate(o, Fate::Used(what));
+    }
+    for o in &p.includes {
+        out.fate(o, Fate::Used(format!("include of {} followed", o.value)));
+    }
+    let mut vars = Vars::new(facts);
+    if let Some(u) = p.units.iter().find(|u| u.name == "variables") {
+        variables(root, p, u, &mut vars, &mut out)?;
+    }
+    for u in p.units.iter().filter(|u| u.name != "variables") {
+        unit(u, &vars, facts, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn variables(
+    root: &Root,
+    _p: &Profile,
+    u: &Unit,
+    vars: &mut Vars,
+    out: &mut Out,
+) -> anyhow::Result<()> {
+    for o in u.keywords.iter().chain(&u.options) {
+        if o.key == "include" {
+            match vars.add_file(root, &o.value) {
+                Ok(None) => out.fate(o, Fate::Used(format!("variables read from {}", o.value))),
+                Ok(Some(missing)) => out.fate(
+                    o,
+                    Fate::Not(format!("{missing} (tuned goes on without it)")),
+                ),
+                Err(Fail::Error(e) | Fail::Refused(e)) => anyhow::bail!("{}: {e}", o.at()),
+            }
+            continue;
+        }
+        match vars.add(&o.key, &o.value) {
+            Err(Fail::Error(e) | Fail::Refused(e)) => {
+                let hint = if e.contains("assertion") {
+                    "; give the profile's variables (tuned's own *-variables.conf under /etc/tuned) and import again"
+                } else {
+                    ""
+                };
+                anyhow::bail!("{}: [variables] {}: {e}{hint}", o.at(), o.key)
+            }
+            Ok(()) => match vars.get(&o.key) {
+                Some(Err(Fail::Refused(r))) => {
+                    out.fate(o, Fate::Not(format!("variable not evaluated: {r}")))
+                }
+                Some(Ok(v)) => out.fate(o, Fate::Used(format!("variable, here `{v}`"))),
+                _ => out.fate(o, Fate::Used("variable".into())),
+            },
+        }
+    }
+    Ok(())
+}
+
+/// tuned's units manager: a unit whose `cpuinfo_regex`/`uname_regex` does
+/// not match the host is not used.
+fn unit_applies(u: &Unit, vars: &Vars, facts: &Facts) -> anyhow::Result<Result<(), String>> {
+    for (re, text, what) in [
+        (&u.cpuinfo_regex, &facts.cpuinfo, "/proc/cpuinfo"),
+        (&u.uname_regex, &facts.uname, "uname"),
+    ] {
+        let Some(o) = re else { continue };
+        let pattern = match value(o, vars)? {
+            Ok(p) => p,
+            Err(r) => return Ok(Err(r)),
+        };
+        match regex::Regex::new(&format!("(?m){pattern}")) {
+            Ok(r) if r.is_match(text) => {}
+            Ok(_) => {
+                return Ok(Err(format!(
+                    "unit [{}] applies where {} matches {pattern:?} ({}); this host's does not",
+                    u.name,
+                    what,
+                    o.at()
+                )));
+            }
+            Err(e) => {
+                return Ok(Err(format!(
+                    "{}: {pattern:?} is not a regular expression hostknob reads: {e}",
+                    o.at()
+                )));
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<()> {
+    let refuse_all = |out: &mut Out, why: &str| {
+        for o in &u.options {
+            out.fate(o, Fate::Not(why.to_string()));
+        }
+    };
+    for k in &u.keywords {
+        out.fate(
+            k,
+            Fate::Used(format!("unit keyword `{}` honoured while merging", k.key)),
+        );
+    }
+    if !u.enabled {
+        refuse_all(
+            out,
+            &format!("unit [{}] is disabled (enabled=false)", u.name),
+        );
+        return Ok(());
+    }
+    if let Err(why) = unit_applies(u, vars, facts)? {
+        refuse_all(out, &why);
+        return Ok(());
+    }
+    // devices=: cpu units take a CPU list; other plugins match udev devices,
+    // which a knob cannot express: their settings are not imported.
+    let mut cpus = s("all");
+    if let Some(d) = &u.devices {
+        let dv = match value(d, vars)? {
+            Ok(v) => v,
+            Err(r) => {
+                refuse_all(out, &r);
+                return Ok(());
+            }
+        };
+        if dv.trim() != "*" {
+            match (u.ty.as_str(), devices_cpus(&dv)) {
+                ("cpu", Some(l)) => {
+                    out.fate(d, Fate::Used(format!("devices: CPUs {l}")));
+                    cpus = s(&l);
+                }
+                _ => {
+                    out.fate(
+                        d,
+                        Fate::Not(format!(
+                            "devices={dv}: udev device matching has no hostknob form"
+                        )),
+                    );
+                    refuse_all(
+                        out,
+                        &format!(
+                            "unit [{}] is limited to devices {dv} ({}), which hostknob cannot match",
+                            u.name,
+                            d.at()
+                        ),
+                    );
+                    return Ok(());
+                }
+            }
+        }
+    }
+    if u.ty == "bootloader" {
+        return sections::bootloader(u, vars, out);
+    }
+    for o in &u.options {
+        let v = match value(o, vars)? {
+            Ok(v) => v,
+            Err(r) => {
+                out.fate(o, Fate::Not(r));
+                continue;
+            }
+        };
+        let r = match u.ty.as_str() {
+            "cpu" => cpu::option(o, &v, &cpus, facts, out),
+            ty => sections::option(ty, o, &v, facts, out),
+        };
+        if let Err(why) = r {
+            out.fate(o, Fate::Not(why));
+        }
+    }
+    Ok(())
+}
+
+/// `cpu0,cpu2` or `cpulist:0-3` as a CPU list.
+fn devices_cpus(d: &str) -> Option<String> {
+    if let Some(l) = d.strip_prefix("cpulist:") {
+        return super::vars::unpack(l).ok().map(|c| super::vars::pack(&c));
+    }
+    let cpus: Option<Vec<u32>> = d
+        .split(',')
+        .map(|x| x.trim().strip_prefix("cpu").and_then(|n| n.parse().ok()))
+        .collect();
+    cpus.map(|c| super::vars::pack(&c))
+}
+
+/// Knob ids are at most 64 characters: a longer one keeps its start and
+/// ends with a hash of the whole (FNV-1a), so it stays unique and stable.
+pub fn short_id(id: String) -> String {
+    if id.len() <= 64 {
+        return id;
+    }
+    let h = id.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
+    let head = id[..55].trim_end_matches('-');
+    format!("{head}-{:08x}", h as u32)
+}

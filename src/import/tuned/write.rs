@@ -1,0 +1,140 @@
+//! The manifest directory an import writes: one knob file per setting,
+//! IMPORTED.md and NOT-IMPORTED.md accounting for every option line.
+
+use serde::Serialize;
+use serde_yaml::Value;
+
+use super::ini::option_lines;
+use super::load::Profile;
+use super::translate::{Fate, KnobOut, Out};
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    id: &'a str,
+    title: String,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: &'a Option<Value>,
+    set: &'a Value,
+    hosts: &'static str,
+    persistence: &'static str,
+    caveats: Vec<String>,
+    why: String,
+    history: Vec<History>,
+}
+
+#[derive(Serialize)]
+struct History {
+    date: String,
+    action: &'static str,
+    hosts: &'static str,
+    note: String,
+}
+
+pub struct Context<'a> {
+    pub host: &'a str,
+    /// The profile file's modification date (`YYYY-MM-DD`): the same input
+    /// gives the same output.
+    pub date: &'a str,
+    pub summary: &'a str,
+}
+
+fn cite(o: &super::ini::Opt) -> String {
+    format!(
+        "{} [{}] {} = {} ({})",
+        "tuned",
+        o.section,
+        o.key,
+        o.value,
+        o.at()
+    )
+}
+
+pub fn knob_file(k: &KnobOut, p: &Profile, cx: &Context) -> String {
+    let first = &k.lines[0];
+    let title = format!("tuned {}: [{}] {}", p.name, first.section, first.key);
+    let lines: Vec<String> = k.lines.iter().map(cite).collect();
+    let why = format!(
+        "Imported from the tuned profile {} ({}): {}. {}. Resolved on host {}.",
+        p.name,
+        cx.summary,
+        lines.join("; "),
+        k.note,
+        cx.host
+    );
+    let doc = Doc {
+        id: &k.id,
+        title,
+        kind: k.kind,
+        target: &k.target,
+        set: &k.set,
+        hosts: "*",
+        persistence: k.persistence,
+        caveats: vec![
+            "tuned reapplies its profile at every start: stop tuned (or drop this setting from its profile) before hostknob owns it"
+                .into(),
+        ],
+        why,
+        history: vec![History {
+            date: cx.date.to_string(),
+            action: "noted",
+            hosts: "*",
+            note: format!("imported by `hostknob import tuned {}` on {}", p.name, cx.host),
+        }],
+    };
+    let body = serde_yaml::to_string(&doc).unwrap_or_default();
+    format!(
+        "# Written by `hostknob import tuned {}`; review before applying.\n{body}",
+        p.name
+    )
+}
+
+fn fate_of<'a>(out: &'a Out, file: &str, line: usize) -> Option<&'a Fate> {
+    out.fates
+        .iter()
+        .find(|(o, _)| o.file == file && o.line == line)
+        .map(|(_, f)| f)
+}
+
+/// (IMPORTED.md, NOT-IMPORTED.md, the not-imported lines for stderr,
+/// imported count, total count).
+pub fn accounting(p: &Profile, out: &Out) -> (String, String, Vec<String>, usize, usize) {
+    let mut imp = format!(
+        "# Imported from tuned profile `{}`\n\nEvery option line of the profile and its includes, and what became of it.\n\n\
+         | line | option | became |\n|---|---|---|\n",
+        p.name
+    );
+    let mut not = format!(
+        "# Not imported from tuned profile `{}`\n\nEach option line below has no hostknob form here; the reason says why.\n\n\
+         | line | option | reason |\n|---|---|---|\n",
+        p.name
+    );
+    let (mut stderr, mut n_imp, mut total) = (Vec::new(), 0, 0);
+    for (file, text) in &p.texts {
+        for (line, key) in option_lines(text) {
+            total += 1;
+            let at = format!("{file}:{line}");
+            let fate = fate_of(out, file, line).cloned().unwrap_or_else(|| {
+                if key == "summary" || key == "description" {
+                    return Fate::Used("an included profile's description, replaced by the profile's own".into());
+                }
+                Fate::Not("overridden: a later line or profile sets the same option (tuned keeps the last)".into())
+            });
+            match fate {
+                Fate::Knob(id) => {
+                    n_imp += 1;
+                    imp += &format!("| {at} | `{key}` | knob `{id}` |\n");
+                }
+                Fate::Used(what) => {
+                    n_imp += 1;
+                    imp += &format!("| {at} | `{key}` | {} |\n", what.replace('|', "\\|"));
+                }
+                Fate::Not(why) => {
+                    not += &format!("| {at} | `{key}` | {} |\n", why.replace('|', "\\|"));
+                    stderr.push(format!("{at}: {key}: {why}"));
+                }
+            }
+        }
+    }
+    (imp, not, stderr, n_imp, total)
+}

@@ -1,0 +1,446 @@
+//! `hostknob import tuned` (issue 23 item 3) on Debian's tuned profiles
+//! (/usr/lib/tuned, the `tuned` package), copied into copies of corpus hosts:
+//! each import loads and plans there, every option line is accounted for,
+//! values per kind, and bad input refused with nothing written.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+const PROFILES: &[&str] = &[
+    "latency-performance",
+    "network-latency",
+    "cpu-partitioning",
+    "realtime",
+    "throughput-performance",
+    "hpc-compute",
+];
+
+/// tuned's profiles, or one printed line saying why the test skips.
+fn tuned_dir() -> Option<PathBuf> {
+    let d = PathBuf::from("/usr/lib/tuned");
+    if d.join("latency-performance/tuned.conf").exists() {
+        Some(d)
+    } else {
+        println!(
+            "skipped: /usr/lib/tuned/latency-performance/tuned.conf absent (install Debian's `tuned` package; .ci/run does)"
+        );
+        None
+    }
+}
+
+fn cp(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// A host copy with tuned's profiles, and the variables the partitioning
+/// profiles need given in /etc/tuned (as an operator does).
+fn host_with_tuned(host: &str, isolated: &str) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, root) = copy_host(host);
+    cp(Path::new("/usr/lib/tuned"), &root.join("usr/lib/tuned"));
+    let vars = format!("isolated_cores={isolated}\nisolate_managed_irq=Y\n");
+    write_files(
+        &root,
+        &[
+            ("etc/tuned/cpu-partitioning-variables.conf", vars.as_str()),
+            ("etc/tuned/realtime-variables.conf", vars.as_str()),
+        ],
+    );
+    (tmp, root)
+}
+
+fn import(root: &Path, host: &str, profile: &str, out: &Path) -> std::process::Output {
+    hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "import",
+        "tuned",
+        profile,
+        "--host",
+        host,
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Debian's GRUB files and irqbalance file, as isolate_plan gives them.
+fn give_debian_boot_and_irqbalance(root: &Path) {
+    let src = repo().join("tests/corpus/boot/debian-grub");
+    for part in ["etc", "boot"] {
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(src.join(part))
+            .arg(root)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    write_files(
+        root,
+        &[("etc/default/irqbalance", "#IRQBALANCE_BANNED_CPULIST=\n")],
+    );
+}
+
+/// A capture keeps only the sysctls inventory reads; where it has /proc/sys
+/// at all (the VM), the ones the knobs name are given this machine's
+/// values (read only), as the captured kernel has them too.
+fn give_sysctls(root: &Path, dir: &Path) {
+    if !root.join("proc/sys").is_dir() {
+        return;
+    }
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "yaml") {
+            continue;
+        }
+        let k: serde_yaml::Value = serde_yaml::from_str(&read(&p)).unwrap();
+        if k["kind"] != "sysctl" {
+            continue;
+        }
+        let rel = format!(
+            "proc/sys/{}",
+            k["target"]["name"].as_str().unwrap().replace('.', "/")
+        );
+        if !root.join(&rel).exists()
+            && let Ok(v) = std::fs::read_to_string(Path::new("/").join(&rel))
+        {
+            write_files(root, &[(rel.as_str(), v.as_str())]);
+        }
+    }
+}
+
+/// The option lines of a profile file and its includes, counted here from
+/// the files themselves.
+fn option_lines(files: &[String], root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files {
+        let text = read(&root.join(f.trim_start_matches('/')));
+        let mut in_section = false;
+        for (i, l) in text.lines().enumerate() {
+            let t = l.trim();
+            if t.is_empty() || t.starts_with('#') || t.starts_with(';') {
+                continue;
+            }
+            if t.starts_with('[') {
+                in_section = true;
+            } else if in_section && t.contains('=') {
+                out.push(format!("{f}:{}", i + 1));
+            }
+        }
+    }
+    out
+}
+
+fn includes(root: &Path, profile: &str) -> Vec<String> {
+    let f = format!("/usr/lib/tuned/{profile}/tuned.conf");
+    let text = read(&root.join(f.trim_start_matches('/')));
+    let mut v = vec![f];
+    if let Some(inc) = text.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("include")
+            .map(|r| r.trim_start_matches([' ', '=']).trim().to_string())
+    }) {
+        v.extend(includes(root, &inc));
+    }
+    v
+}
+
+fn plans(host: &str, isolated: &str) {
+    let Some(_) = tuned_dir() else { return };
+    let (_tmp, root) = host_with_tuned(host, isolated);
+    give_debian_boot_and_irqbalance(&root);
+    let outs = tempfile::tempdir().unwrap();
+    for profile in PROFILES {
+        let dir = outs.path().join(profile);
+        let o = import(&root, host, profile, &dir);
+        ok(&o);
+        // Every option line: imported or not imported, with a reason.
+        let imported = read(&dir.join("IMPORTED.md"));
+        let not = read(&dir.join("NOT-IMPORTED.md"));
+        let lines = option_lines(&includes(&root, profile), &root);
+        let mut n_imp = 0;
+        for l in &lines {
+            let cell = format!("| {l} |");
+            let (a, b) = (imported.contains(&cell), not.contains(&cell));
+            assert!(
+                a != b,
+                "{host} {profile}: {l} in IMPORTED {a}, NOT-IMPORTED {b}"
+            );
+            n_imp += a as usize;
+            if b {
+                let row = not.lines().find(|r| r.starts_with(&cell)).unwrap();
+                assert!(
+                    row.split('|').nth(3).is_some_and(|r| r.trim().len() > 10),
+                    "no reason: {row}"
+                );
+                assert!(stderr(&o).contains(l), "{l} not on stderr");
+            }
+        }
+        let pct = 100 * n_imp / lines.len();
+        println!(
+            "{host} {profile}: {n_imp} of {} option lines imported ({pct}%)",
+            lines.len()
+        );
+        match *profile {
+            "latency-performance" | "network-latency" | "realtime" => {
+                assert!(pct >= 90, "{profile}: {pct}%")
+            }
+            // [script], ps_blacklist, initrd_* and the ${f:exec} variable feeding them.
+            "cpu-partitioning" => assert!(pct >= 85, "{profile}: {pct}%"),
+            _ => {}
+        }
+        give_sysctls(&root, &dir);
+        // Loads and plans on the host.
+        let state = format!("/{STATE_DIR}");
+        let o = run(
+            &root,
+            &dir,
+            &[
+                "--host",
+                host,
+                "--state-dir",
+                &state,
+                "apply",
+                "--all",
+                "--dry-run",
+            ],
+        );
+        let text = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(
+            o.status.success(),
+            "{host} {profile}: dry run failed:\n{text}"
+        );
+        // Twice: the same bytes.
+        let again = outs.path().join(format!("{profile}-again"));
+        ok(&import(&root, host, profile, &again));
+        let names = |d: &Path| {
+            let mut v: Vec<_> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&dir), names(&again));
+        for n in names(&dir) {
+            assert_eq!(
+                read(&dir.join(&n)),
+                read(&again.join(&n)),
+                "{n:?} differs between two runs"
+            );
+        }
+    }
+}
+
+#[test]
+fn import_tuned_profiles_load_and_plan_on_spr1() {
+    plans("spr1", "4-11");
+}
+
+#[test]
+fn import_tuned_profiles_load_and_plan_on_genoa0() {
+    plans("genoa0", "4-11");
+}
+
+#[test]
+fn import_tuned_profiles_load_and_plan_on_the_vm() {
+    plans("fc-haltpoll-2cpu", "1");
+}
+
+fn knob(dir: &Path, id: &str) -> serde_yaml::Value {
+    serde_yaml::from_str(&read(&dir.join(format!("{id}.yaml")))).unwrap()
+}
+
+/// force_latency=cstate.id_no_zero:1|3 lands on cpu0's state1 when its
+/// exit latency is not 0, else state3: read independently from the tree.
+fn force_latency_on(host: &str) {
+    let Some(_) = tuned_dir() else { return };
+    let (_tmp, root) = host_with_tuned(host, "4-11");
+    let dir = tempfile::tempdir().unwrap();
+    ok(&import(&root, host, "latency-performance", dir.path()));
+    let st = |i: u32, a: &str| {
+        read(&root.join(format!("sys/devices/system/cpu/cpu0/cpuidle/state{i}/{a}")))
+            .trim()
+            .to_string()
+    };
+    let idx = if st(1, "latency") != "0" { 1 } else { 3 };
+    let (name, lat) = (st(idx, "name"), st(idx, "latency"));
+    let k = knob(dir.path(), "tuned-latency-performance-cpu-force-latency");
+    assert_eq!(k["kind"], "pm-qos");
+    assert_eq!(k["set"].as_u64().unwrap().to_string(), lat);
+    let why = k["why"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("state{idx} on this host's cpu0: {name} ")),
+        "{host}: {why}"
+    );
+}
+
+#[test]
+fn import_tuned_force_latency_names_the_state_on_spr1() {
+    force_latency_on("spr1");
+}
+
+#[test]
+fn import_tuned_force_latency_names_the_state_on_genoa0() {
+    force_latency_on("genoa0");
+}
+
+#[test]
+fn import_tuned_values_per_kind() {
+    let Some(_) = tuned_dir() else { return };
+    let (_tmp, root) = host_with_tuned("spr1", "4-11");
+    let dir = tempfile::tempdir().unwrap();
+    ok(&import(&root, "spr1", "network-latency", dir.path()));
+    let g = knob(dir.path(), "tuned-network-latency-cpu-governor");
+    assert_eq!(
+        (g["kind"].as_str(), g["set"].as_str()),
+        (Some("cpufreq-governor"), Some("performance"))
+    );
+    let t = knob(dir.path(), "tuned-network-latency-vm-transparent-hugepages");
+    assert_eq!(t["kind"], "thp");
+    assert_eq!(t["target"]["setting"], "enabled");
+    assert_eq!(t["set"], "never");
+    let s = knob(dir.path(), "tuned-network-latency-sysctl-vm-swappiness");
+    assert_eq!(
+        (
+            s["kind"].as_str(),
+            s["target"]["name"].as_str(),
+            s["set"].as_str()
+        ),
+        (Some("sysctl"), Some("vm.swappiness"), Some("10"))
+    );
+    assert!(
+        s["why"]
+            .as_str()
+            .unwrap()
+            .contains("latency-performance/tuned.conf:34")
+    );
+    let c = knob(dir.path(), "tuned-network-latency-bootloader-cmdline");
+    assert_eq!(c["set"]["add"][0], "skew_tick=1");
+    // cpu-partitioning: the isolated CPUs from the variables file.
+    let cp_dir = tempfile::tempdir().unwrap();
+    ok(&import(&root, "spr1", "cpu-partitioning", cp_dir.path()));
+    let i = knob(
+        cp_dir.path(),
+        "tuned-cpu-partitioning-irqbalance-banned-cpus",
+    );
+    assert_eq!(i["set"], "4-11");
+    let w = knob(
+        cp_dir.path(),
+        "tuned-cpu-partitioning-sysfs-devices-virtual-workqueue-cpumask",
+    );
+    assert_eq!(w["kind"], "workqueue-cpumask");
+    let online = read(&root.join("sys/devices/system/cpu/online"))
+        .trim()
+        .to_string();
+    assert!(online.starts_with("0-"), "{online}");
+    assert!(
+        w["set"].as_str().unwrap().starts_with("0-3,12-"),
+        "{:?}",
+        w["set"]
+    );
+}
+
+#[test]
+fn import_tuned_dirty_bytes_percent_is_the_ratio_tuned_writes() {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    let from = tempfile::tempdir().unwrap();
+    write_files(
+        from.path(),
+        &[(
+            "vmtest/tuned.conf",
+            "[main]\nsummary=test\n[vm]\ndirty_bytes=10%\ndirty_background_bytes=1048576\n",
+        )],
+    );
+    let out = tempfile::tempdir().unwrap();
+    ok(&hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "import",
+        "tuned",
+        "vmtest",
+        "--from",
+        from.path().to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]));
+    let k = knob(out.path(), "tuned-vmtest-vm-dirty-bytes");
+    assert_eq!(
+        (k["target"]["name"].as_str(), k["set"].as_str()),
+        (Some("vm.dirty_ratio"), Some("10"))
+    );
+    let b = knob(out.path(), "tuned-vmtest-vm-dirty-background-bytes");
+    assert_eq!(
+        (b["target"]["name"].as_str(), b["set"].as_str()),
+        (Some("vm.dirty_background_bytes"), Some("1048576"))
+    );
+}
+
+fn refused(files: &[(&str, &str)], profile: &str, wants: &[&str]) {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    let from = tempfile::tempdir().unwrap();
+    write_files(from.path(), files);
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("m");
+    let o = hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "import",
+        "tuned",
+        profile,
+        "--from",
+        from.path().to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    for w in wants {
+        assert!(e.contains(w), "{w:?} not in: {e}");
+    }
+    assert!(!dir.exists(), "something was written");
+}
+
+#[test]
+fn import_tuned_bad_input_is_refused_naming_the_line() {
+    refused(
+        &[("a/tuned.conf", "[main]\nsummary=x\n")],
+        "missing",
+        &["\"missing\" not found"],
+    );
+    refused(
+        &[
+            ("a/tuned.conf", "[main]\ninclude=b\n"),
+            ("b/tuned.conf", "[main]\n\ninclude=a\n"),
+        ],
+        "a",
+        &["b/tuned.conf:3", "include cycle"],
+    );
+    refused(
+        &[(
+            "a/tuned.conf",
+            "[main]\nsummary=x\n[sysctl]\nvm.swappiness 10\n",
+        )],
+        "a",
+        &["a/tuned.conf:4", "malformed line"],
+    );
+    refused(
+        &[(
+            "a/tuned.conf",
+            "[variables]\nx=${f:assertion:x is set:1:2}\n",
+        )],
+        "a",
+        &["a/tuned.conf:2", "assertion 'x is set' failed"],
+    );
+}
