@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{Evidence, Report, Status};
+use super::{Evidence, EvidenceStatus, Report, Status};
 use crate::knob::{Current, KindName};
 use crate::schema::Persistence;
 
@@ -20,6 +20,9 @@ pub struct KnobLine<'r> {
     pub persistence: Persistence,
     /// The latest verify of the knob here, if any.
     pub evidence: Option<&'r Evidence>,
+    /// As audit's: current, evidence-stale, facts-not-recorded, unverified-here.
+    pub evidence_status: Option<EvidenceStatus>,
+    pub evidence_detail: Option<&'r str>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -44,6 +47,8 @@ pub fn knob_list(r: &Report) -> KnobList<'_> {
                 status: k.status,
                 persistence: k.persistence,
                 evidence: k.evidence.as_ref(),
+                evidence_status: k.evidence_status,
+                evidence_detail: k.evidence_detail.as_deref(),
             })
             .collect(),
     }

@@ -11,7 +11,7 @@ mod collect;
 mod cpu;
 mod cpufreq;
 mod cpuidle;
-mod cpuinfo;
+pub(crate) mod cpuinfo;
 mod host;
 mod idle_states;
 pub mod irq;

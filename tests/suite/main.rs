@@ -13,6 +13,7 @@ mod audit_status;
 mod cli;
 mod doc;
 mod doc_live_stable;
+mod evidence;
 mod fleet_cli;
 mod fleet_health;
 mod fleet_k8s;
