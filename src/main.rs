@@ -194,7 +194,7 @@ mod tests {
             "inventory --manifest m",
             "doc --format json",
             "audit --format",
-            "audit --state-dir /s",
+            "audit --wait",
             "probe wakeup",
             "--version",
             "help inventory",

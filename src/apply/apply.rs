@@ -123,7 +123,7 @@ pub fn apply(
     }
     let planned = plan::plan(&s.ctx, knobs).map_err(ApplyError::Refused)?;
     validate::values(&planned).map_err(ApplyError::Refused)?;
-    let ledger_path = ledger::path_for(&s.manifest_dir, &s.ctx.name);
+    let ledger_path = s.ledger().local_path();
     let permitted = validate::permissions(
         root,
         planned
@@ -134,7 +134,7 @@ pub fn apply(
     )
     .and_then(|_| match opts.record && !planned.steps.is_empty() {
         true => validate::ledger_writable(&ledger_path).and_then(|_| {
-            ledger::check(&s.manifest_dir, &s.ctx.name).map_err(|e| {
+            s.ledger().check().map_err(|e| {
                 format!("{e}: apply records its change there; move the file aside first")
             })
         }),

@@ -66,7 +66,7 @@ pub fn install_or_remove(
             artifact.content, knob.id
         )));
     };
-    let ledger_path = ledger::path_for(&s.manifest_dir, &s.ctx.name);
+    let ledger_path = s.ledger().local_path();
     validate::permissions(root, [(path, true)], false)
         .and_then(|_| validate::ledger_writable(&ledger_path))
         .map_err(ApplyError::Refused)?;

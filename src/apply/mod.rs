@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 use crate::journal::{self, Journal, Lock, LockError};
 use crate::knob::HostCtx;
-use crate::manifest::ledger;
+use crate::manifest::{ledger, ledger_home};
 use crate::root::Root;
 
 #[cfg(feature = "test-hooks")]
@@ -50,7 +50,7 @@ pub use hooks::{DELAY_VAR, GATE_VAR, LOG_VAR};
 pub struct Session<'r> {
     /// The host's files and facts, as the knobs read them.
     pub ctx: HostCtx<'r>,
-    /// Where the ledger is (`<manifest>/ledger/<host>.yaml`).
+    /// The manifest (knobs; collected ledgers in `ledger/`, read only).
     pub manifest_dir: PathBuf,
     /// The state directory (lock and journal), a logical path under the root.
     pub state_dir: String,
@@ -79,11 +79,22 @@ impl<'r> Session<'r> {
         self.ctx.root.host_path(&self.state_dir)
     }
 
-    /// Appends an event to this host's ledger.
+    /// This host's ledgers: its own in the state directory, the collected one.
+    pub fn ledger(&self) -> ledger_home::Home<'r> {
+        ledger_home::Home::new(
+            self.root(),
+            &self.ctx.name,
+            &self.manifest_dir,
+            &self.state_dir,
+        )
+    }
+
+    /// Appends an event to this host's ledger (in the state directory).
     pub fn record(&self, entry: &ledger::Entry) -> Result<(), ApplyError> {
         let mut entry = entry.clone();
         entry.identity = ledger::Identity::of(self.root());
-        ledger::append(&self.manifest_dir, &entry)
+        self.ledger()
+            .append(&entry)
             .map(drop)
             .map_err(|e| ApplyError::Unrecorded(format!("the ledger could not be written: {e:#}")))
     }

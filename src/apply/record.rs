@@ -38,6 +38,8 @@ pub(super) fn ledger_entry_for(
 ) -> ledger::Entry {
     ledger::Entry {
         timestamp: ledger::now_rfc3339(),
+        // Given by the writer (`ledger_home::Home::append`).
+        id: None,
         host: host.to_string(),
         knob: knob.to_string(),
         action,
@@ -47,6 +49,7 @@ pub(super) fn ledger_entry_for(
         hostknob: env!("CARGO_PKG_VERSION").to_string(),
         note: None,
         evidence: None,
+        facts: None,
         // Filled in by `Session::record`, the one writer.
         identity: ledger::Identity::default(),
     }

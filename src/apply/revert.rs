@@ -142,7 +142,7 @@ fn revert_forced(
     .map_err(ApplyError::Refused)?;
 
     if opts.record && !chosen.is_empty() {
-        ledger::check(&s.manifest_dir, &s.ctx.name).map_err(|e| {
+        s.ledger().check().map_err(|e| {
             ApplyError::Refused(format!(
                 "{e}: revert records what it restores there; move the file aside and revert again"
             ))
@@ -245,13 +245,11 @@ fn record_reverts(
     outcome: &mut RevertOutcome,
 ) -> Result<(), ApplyError> {
     let user = who();
-    let history = ledger::read_for(
-        &s.manifest_dir,
-        &s.ctx.name,
-        &ledger::Identity::of(s.root()),
-    )
-    .map(|(ours, _)| ours)
-    .unwrap_or_default();
+    let history = s
+        .ledger()
+        .read_for(&ledger::Identity::of(s.root()))
+        .map(|(ours, _)| ours)
+        .unwrap_or_default();
     for k in &outcome.knobs {
         let persistence = persistence_for(manifest, &history, &k.id);
         let entry = ledger_entry_for(
@@ -264,11 +262,7 @@ fn record_reverts(
         );
         s.record(&entry)?;
     }
-    outcome.ledger = Some(
-        ledger::path_for(&s.manifest_dir, &s.ctx.name)
-            .display()
-            .to_string(),
-    );
+    outcome.ledger = Some(s.ledger().local_path().display().to_string());
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{Evidence, Report, Status};
+use super::{Evidence, EvidenceStatus, Report, Status};
 use crate::knob::{Current, KindName};
 use crate::manifest::when::ConditionResult;
 use crate::schema::Persistence;
@@ -23,6 +23,9 @@ pub struct KnobLine<'r> {
     pub evidence: Option<&'r Evidence>,
     /// The knob's `when:` conditions on this host (empty without `when:`).
     pub conditions: &'r [ConditionResult],
+    /// As audit's: current, evidence-stale, facts-not-recorded, unverified-here.
+    pub evidence_status: Option<EvidenceStatus>,
+    pub evidence_detail: Option<&'r str>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -48,6 +51,8 @@ pub fn knob_list(r: &Report) -> KnobList<'_> {
                 persistence: k.persistence,
                 evidence: k.evidence.as_ref(),
                 conditions: &k.conditions,
+                evidence_status: k.evidence_status,
+                evidence_detail: k.evidence_detail.as_deref(),
             })
             .collect(),
     }

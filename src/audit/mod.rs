@@ -7,6 +7,7 @@
 //! instead of a bare `drift`.
 
 mod competing;
+mod evidence;
 mod history;
 mod knob_list;
 mod managers;
@@ -20,13 +21,14 @@ use serde::Serialize;
 
 use crate::inventory::facts::Facts;
 use crate::knob::{Current, HostCtx, KindName, Service};
-use crate::manifest::ledger;
 use crate::manifest::when::ConditionResult;
 use crate::manifest::{Knob, Manifest, ManifestError, ManifestErrors};
+use crate::manifest::{ledger, ledger_home};
 use crate::persist;
 use crate::schema::Persistence;
 
 pub use competing::Competing;
+pub use evidence::EvidenceStatus;
 pub use history::Evidence;
 use history::{last_applied, latest_evidence, tell_the_story};
 pub use managers::{HostConfig, Manager};
@@ -83,6 +85,13 @@ pub struct KnobReport {
     pub evidence: Option<Evidence>,
     /// The knob's `when:` conditions on this host, in order (empty without `when:`).
     pub conditions: Vec<ConditionResult>,
+    /// Whether that evidence still describes this host (a field beside the
+    /// status: it never changes audit's exit code); `None` when the knob has
+    /// no verified entry here and is not in effect.
+    pub evidence_status: Option<EvidenceStatus>,
+    /// What changed (`evidence-stale: kernel 6.1.0 -> 6.18.44`), or why
+    /// there is no evidence for this hardware class.
+    pub evidence_detail: Option<String>,
 }
 
 /// Evaluates every knob that targets this host (or only `only`, when given).
@@ -91,6 +100,7 @@ pub fn evaluate(
     host: &HostCtx,
     host_source: &str,
     only: &[String],
+    state_dir: &str,
 ) -> Result<Report, ManifestErrors> {
     let mut errors: Vec<ManifestError> = Vec::new();
     for id in only {
@@ -114,9 +124,13 @@ pub fn evaluate(
         .filter(|k| only.is_empty() || only.contains(&k.id))
         .collect();
     let other_hosts = manifest.knobs.len() - manifest.for_host(&host.name).count();
-    let (ledger, other_machines) =
-        ledger::read_for(&manifest.dir, &host.name, &ledger::Identity::of(host.root))
-            .map_err(|e| ManifestErrors(vec![e]))?;
+    let home = ledger_home::Home::new(host.root, &host.name, &manifest.dir, state_dir);
+    let (ledger, other_machines) = home
+        .read_for(&ledger::Identity::of(host.root))
+        .map_err(|e| ManifestErrors(vec![e]))?;
+    let facts_now = crate::manifest::facts::Facts::of(host.root);
+    let mut seen: Option<Vec<ledger::Entry>> = None;
+    let mut everywhere = || seen.get_or_insert_with(|| home.read_everywhere()).clone();
     let kinds: BTreeSet<KindName> = chosen.iter().map(|k| k.kind).collect();
     let services: BTreeSet<Service> = chosen
         .iter()
@@ -145,9 +159,13 @@ pub fn evaluate(
                 continue;
             }
         };
-        let mut report = report_knob(knob, survey, host, &config, &ledger, boot);
-        report.conditions = conditions.results;
-        knobs.push(report);
+        let mut k = report_knob(knob, survey, host, &config, &ledger, boot);
+        k.conditions = conditions.results;
+        if let Some(j) = evidence::judge(&k.id, k.status, &ledger, &facts_now, &mut everywhere) {
+            k.evidence_status = Some(j.status);
+            k.evidence_detail = Some(j.detail);
+        }
+        knobs.push(k);
     }
     if !errors.is_empty() {
         return Err(ManifestErrors(errors));
@@ -250,6 +268,8 @@ fn report_knob(
         source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
         evidence: latest_evidence(&knob.id, ledger),
         conditions: Vec::new(),
+        evidence_status: None,
+        evidence_detail: None,
     }
 }
 
@@ -278,6 +298,8 @@ fn not_here(
         source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
         evidence: latest_evidence(&knob.id, ledger),
         conditions,
+        evidence_status: None,
+        evidence_detail: None,
     }
 }
 
@@ -348,7 +370,8 @@ pub fn run(
     host: &HostCtx,
     host_source: &str,
     only: &[String],
+    state_dir: &str,
 ) -> Result<Report, ManifestErrors> {
     let manifest = crate::manifest::load(manifest_dir)?;
-    evaluate(&manifest, host, host_source, only)
+    evaluate(&manifest, host, host_source, only, state_dir)
 }

@@ -63,6 +63,8 @@ pub struct KnobsArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
+    pub state: StateArg,
+    #[command(flatten)]
     pub format: FormatArg,
 }
 
@@ -124,7 +126,7 @@ pub struct TargetArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct StateArg {
-    /// Where apply keeps its journal, lock and state, resolved under --root.
+    /// Where hostknob keeps its journal, lock and this host's ledger (ledger.yaml), resolved under --root.
     #[arg(long, value_name = "DIR", default_value = "/var/lib/hostknob")]
     pub state_dir: PathBuf,
 }
@@ -332,6 +334,8 @@ pub struct DocArgs {
     pub check: bool,
     #[command(flatten)]
     pub target: TargetArgs,
+    #[command(flatten)]
+    pub state: StateArg,
 }
 
 #[derive(Args, Debug)]
@@ -344,6 +348,8 @@ pub struct AuditArgs {
     pub textfile: Option<PathBuf>,
     #[command(flatten)]
     pub target: TargetArgs,
+    #[command(flatten)]
+    pub state: StateArg,
     /// Output format: table for people; yaml and json are stable for machines;
     /// prometheus is the text exposition format.
     #[arg(long, value_enum, default_value = "table")]

@@ -28,7 +28,13 @@ pub fn run(args: &AuditArgs) -> Result<i32> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64())
     };
-    let report = match audit::run(&dir, &ctx, &host.source, &args.knobs) {
+    let report = match audit::run(
+        &dir,
+        &ctx,
+        &host.source,
+        &args.knobs,
+        &crate::journal::state_dir(&args.state.state_dir),
+    ) {
         Ok(r) => r,
         Err(e) => {
             // The textfile says the audit failed instead of keeping the last green one.

@@ -18,7 +18,12 @@ pub fn run(args: &DocArgs) -> Result<i32> {
     let host = crate::manifest::host::resolve(&root, g.host.host.as_deref());
     let manifest_dir = super::manifest_dir(g, &root);
     let ctx = crate::knob::HostCtx::new(&root, host.name.clone());
-    let knobs = doc::knobs::sections(&manifest_dir, &ctx, &host.source)?;
+    let knobs = doc::knobs::sections(
+        &manifest_dir,
+        &ctx,
+        &host.source,
+        &crate::journal::state_dir(&args.state.state_dir),
+    )?;
     let (host, host_source) = (host.name, host.source);
     let generated_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     // Tree-derived text (a model name, a value) never carries a control

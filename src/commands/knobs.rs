@@ -13,7 +13,13 @@ pub fn run(args: &KnobsArgs) -> Result<i32> {
     let host = manifest::host::resolve(&root, g.host.host.as_deref());
     let dir = super::manifest_dir(g, &root);
     let ctx = HostCtx::new(&root, host.name.clone());
-    let report = audit::run(&dir, &ctx, &host.source, &args.knobs)?;
+    let report = audit::run(
+        &dir,
+        &ctx,
+        &host.source,
+        &args.knobs,
+        &crate::journal::state_dir(&args.state.state_dir),
+    )?;
     let list = crate::audit::knob_list(&report);
     match render::machine(args.format.format.into(), &list)? {
         Some(text) => print!("{text}"),

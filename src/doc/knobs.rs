@@ -10,10 +10,17 @@ use super::KnobSections;
 use crate::audit::{self, Status};
 use crate::knob::HostCtx;
 use crate::manifest::ledger::{self, Action};
+use crate::manifest::ledger_home;
 use crate::render::markdown::{code, table};
 use crate::schema::{HistoryAction, Persistence};
 
-pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Result<KnobSections> {
+/// `state_dir` (logical, under the host's root) holds the host's own ledger.
+pub fn sections(
+    manifest_dir: &Path,
+    host: &HostCtx,
+    host_source: &str,
+    state_dir: &str,
+) -> Result<KnobSections> {
     if !manifest_dir.is_dir() {
         let text = format!(
             "No knob manifest at {}: knobs in effect are listed when one is given (`--manifest DIR`).\n",
@@ -25,8 +32,9 @@ pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Resul
         });
     }
     let manifest = crate::manifest::load(manifest_dir)?;
-    let report = audit::evaluate(&manifest, host, host_source, &[])?;
-    let (events, _) = ledger::read_for(manifest_dir, &host.name, &ledger::Identity::of(host.root))?;
+    let report = audit::evaluate(&manifest, host, host_source, &[], state_dir)?;
+    let home = ledger_home::Home::new(host.root, &host.name, manifest_dir, state_dir);
+    let (events, _) = home.read_for(&ledger::Identity::of(host.root))?;
 
     let mut knobs = String::new();
     if report.knobs.is_empty() {
@@ -139,10 +147,10 @@ pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Resul
             evidence,
             "No verify evidence is recorded for {} in {}.",
             code(&host.name),
-            code(
-                &ledger::path_for(manifest_dir, &host.name)
-                    .display()
-                    .to_string()
+            format!(
+                "{} or {}",
+                code(&home.local_path().display().to_string()),
+                code(&home.collected_path().display().to_string())
             )
         );
     } else {
@@ -159,6 +167,20 @@ pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Resul
                 })
                 .collect::<Vec<_>>(),
         );
+    }
+    // Evidence that no longer describes this host, or none for its hardware.
+    let mut aged: Vec<_> = report
+        .knobs
+        .iter()
+        .filter(|k| k.evidence_status != Some(audit::EvidenceStatus::Current))
+        .filter_map(|k| Some((k, k.evidence_detail.as_deref()?)))
+        .collect();
+    aged.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+    if !aged.is_empty() {
+        evidence += "\nEvidence to renew:\n\n";
+        for (k, detail) in aged {
+            let _ = writeln!(evidence, "- {}: {detail}", code(&k.id));
+        }
     }
     Ok(KnobSections { knobs, evidence })
 }

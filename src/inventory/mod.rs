@@ -11,7 +11,7 @@ mod collect;
 mod cpu;
 mod cpufreq;
 mod cpuidle;
-mod cpuinfo;
+pub(crate) mod cpuinfo;
 pub mod facts;
 mod host;
 pub(crate) mod idle_states;

@@ -1,7 +1,9 @@
-//! The ledger: what hostknob did, one file per host
-//! (`<manifest>/ledger/<host>.yaml`) so hosts sharing a manifest repository
-//! never conflict. Append-only: each event is one YAML list item added at the
-//! end; nothing is ever rewritten.
+//! The ledger: what hostknob did. A host writes its own in its state
+//! directory (`/var/lib/hostknob/ledger.yaml`, see `ledger_home`); the
+//! collected copies live in the manifest repository, one file per host
+//! (`<manifest>/ledger/<host>.yaml`), and readers merge both. Append-only:
+//! each event is one YAML list item added at the end; nothing is ever
+//! rewritten.
 //!
 //! ```yaml
 //! - timestamp: 2026-07-10T09:14:03Z
@@ -22,7 +24,7 @@
 //! every entry also says which machine it is about: its machine-id and boot id
 //! and whether the root was the live host or a capture (with the capture's
 //! path). Readers keep only the entries of the machine they look at
-//! (`read_for`); entries written before these fields existed carry none and
+//! (`ours`); entries written before these fields existed carry none and
 //! are kept.
 
 use std::io::Write as _;
@@ -70,6 +72,10 @@ pub struct Change {
 pub struct Entry {
     /// RFC 3339, UTC (`2026-07-10T09:14:03Z`).
     pub timestamp: String,
+    /// Unique and stable: set by the writer, kept by collection, so merged
+    /// copies are de-duplicated by it (entries written before it: by content).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     pub host: String,
     pub knob: String,
     pub action: Action,
@@ -85,6 +91,11 @@ pub struct Entry {
     /// `verify`'s figures (probe, settings, rounds, medians, ratios, verdict).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<serde_json::Value>,
+    /// For `verified`: the host facts the result depends on (kernel,
+    /// microcode, CPU, idle and cpufreq drivers, probe), so audit can say
+    /// when the evidence is stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<super::facts::Facts>,
     /// Which machine: set by the one writer (`Session::record`).
     #[serde(flatten)]
     pub identity: Identity,
@@ -173,21 +184,16 @@ impl Identity {
     }
 }
 
-/// The entries of one host name that are about the machine `here`, and how
-/// many others were left out (another machine, or a capture).
-pub fn read_for(
-    manifest_dir: &Path,
-    host: &str,
-    here: &Identity,
-) -> Result<(Vec<Entry>, usize), ManifestError> {
-    let all = read(manifest_dir, host)?;
+/// The entries about the machine `here`, and how many others were left
+/// out (another machine, or a capture).
+pub fn ours(all: Vec<Entry>, here: &Identity) -> (Vec<Entry>, usize) {
     let n = all.len();
     let ours: Vec<Entry> = all
         .into_iter()
         .filter(|e| e.identity.same_machine(here))
         .collect();
     let others = n - ours.len();
-    Ok((ours, others))
+    (ours, others)
 }
 
 impl Entry {
@@ -217,22 +223,24 @@ struct Text {
     torn_at: Option<usize>,
 }
 
-/// Reads the ledger through the manifest directory's seam (bounded, regular
-/// files only); `None` when there is none.
-fn load(manifest_dir: &Path, host: &str) -> Result<Option<Text>, ManifestError> {
-    let path = path_for(manifest_dir, host);
+/// One ledger file: the root it is opened through (the host's, or the
+/// manifest directory confined), its path there, and its path in messages.
+pub(crate) struct Place<'a> {
+    pub root: &'a Root,
+    pub logical: String,
+    pub path: PathBuf,
+}
+
+/// Reads a ledger through its seam (bounded, regular files only); `None`
+/// when there is none.
+fn load(place: &Place) -> Result<Option<Text>, ManifestError> {
     let err = |line: Option<usize>, field: Option<String>, message: String| ManifestError {
-        file: path.clone(),
+        file: place.path.clone(),
         line,
         field,
         message,
     };
-    let root = match crate::root::Root::confined(manifest_dir) {
-        Ok(r) => r,
-        Err(e) if crate::root::is_absent(&e) => return Ok(None),
-        Err(e) => return Err(err(None, None, format!("cannot open its directory: {e}"))),
-    };
-    let bytes = match root.read_capped(&logical(host), LEDGER_CAP) {
+    let bytes = match place.root.read_capped(&place.logical, LEDGER_CAP) {
         Ok(b) => b,
         Err(e) if crate::root::is_absent(&e) => return Ok(None),
         Err(e) => return Err(err(None, None, format!("cannot read: {e}"))),
@@ -247,6 +255,21 @@ fn load(manifest_dir: &Path, host: &str) -> Result<Option<Text>, ManifestError> 
     })?;
     let torn_at = torn_at(&text);
     Ok(Some(Text { text, torn_at }))
+}
+
+/// The manifest directory confined, for its collected ledgers; `None` when
+/// there is no such directory.
+fn manifest_root(manifest_dir: &Path) -> Result<Option<Root>, ManifestError> {
+    match Root::confined(manifest_dir) {
+        Ok(r) => Ok(Some(r)),
+        Err(e) if crate::root::is_absent(&e) => Ok(None),
+        Err(e) => Err(ManifestError {
+            file: manifest_dir.to_path_buf(),
+            line: None,
+            field: None,
+            message: format!("cannot open its directory: {e}"),
+        }),
+    }
 }
 
 /// Where a torn last item begins, if the last item is torn: a crash or a
@@ -293,23 +316,22 @@ fn torn_at(text: &str) -> Option<usize> {
     torn.then_some(at)
 }
 
-/// Reads the ledger the way the next append will (bounded, a regular file,
+/// Reads a ledger the way the next append will (bounded, a regular file,
 /// UTF-8), without writing: apply and revert call it before their first
 /// write to the host, so a ledger that cannot take the record stops them
 /// while nothing is changed. A torn last item is fine: the append repairs it.
-pub fn check(manifest_dir: &Path, host: &str) -> Result<(), ManifestError> {
-    let path = path_for(manifest_dir, host);
-    if let Some(dir) = path.parent()
-        && std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir())
-    {
-        return Err(ManifestError {
-            file: dir.to_path_buf(),
+pub(crate) fn check_at(place: &Place) -> Result<(), ManifestError> {
+    load(place)?;
+    // Opened as the append will (no hard link, writable), without writing.
+    match open_append(place.root, &place.logical, false) {
+        Err(e) if !crate::root::is_absent(&e) => Err(ManifestError {
+            file: place.path.clone(),
             line: None,
             field: None,
-            message: "not a directory: the ledger directory must be one".into(),
-        });
+            message: format!("cannot append: {e}"),
+        }),
+        _ => Ok(()),
     }
-    load(manifest_dir, host).map(drop)
 }
 
 fn torn_message(path: &Path, bytes: usize) -> String {
@@ -321,28 +343,38 @@ fn torn_message(path: &Path, bytes: usize) -> String {
     )
 }
 
-/// The host's events in file order; no file means no events. A torn last
-/// item is left out (and said on stderr).
+/// The collected events of one host name, from the manifest repository
+/// (`ledger/<host>.yaml`), in file order; no file means no events.
 pub fn read(manifest_dir: &Path, host: &str) -> Result<Vec<Entry>, ManifestError> {
-    let path = path_for(manifest_dir, host);
+    if crate::name::check(host).is_err() {
+        return Ok(Vec::new());
+    }
+    let Some(root) = manifest_root(manifest_dir)? else {
+        return Ok(Vec::new());
+    };
+    read_at(&Place {
+        root: &root,
+        logical: logical(host),
+        path: path_for(manifest_dir, host),
+    })
+}
+
+/// A ledger's events in file order; no file means no events. A torn last
+/// item is left out (and said on stderr).
+pub(crate) fn read_at(place: &Place) -> Result<Vec<Entry>, ManifestError> {
+    let path = &place.path;
     let err = |line: Option<usize>, field: Option<String>, message: String| ManifestError {
         file: path.clone(),
         line,
         field,
         message,
     };
-    if crate::name::check(host).is_err() {
-        return Ok(Vec::new());
-    }
-    let Some(Text { text, torn_at }) = load(manifest_dir, host)? else {
+    let Some(Text { text, torn_at }) = load(place)? else {
         return Ok(Vec::new());
     };
     let text = match torn_at {
         Some(at) => {
-            eprintln!(
-                "hostknob: warning: {}",
-                torn_message(&path, text.len() - at)
-            );
+            eprintln!("hostknob: warning: {}", torn_message(path, text.len() - at));
             text[..at].to_string()
         }
         None => text,
@@ -367,12 +399,9 @@ pub fn read(manifest_dir: &Path, host: &str) -> Result<Vec<Entry>, ManifestError
     Ok(entries)
 }
 
-/// Opens a ledger file for appending through the seam: no link, no FIFO.
-fn open_append(
-    root: &crate::root::Root,
-    logical: &str,
-    create: bool,
-) -> std::io::Result<std::fs::File> {
+/// Opens a ledger file for appending through the seam: no link (symbolic
+/// or hard), no FIFO.
+fn open_append(root: &Root, logical: &str, create: bool) -> std::io::Result<std::fs::File> {
     let flags = libc::O_WRONLY
         | libc::O_APPEND
         | libc::O_NOFOLLOW
@@ -388,35 +417,34 @@ fn open_append(
     Ok(f)
 }
 
-/// Appends one event (creating the ledger directory and file when needed) and
-/// syncs it to disk before returning. A torn last item is first kept in
-/// `<host>.yaml.torn` and cut off (said on stderr); an append that fails is
-/// cut back off, so the ledger always ends in a complete item.
-pub fn append(manifest_dir: &Path, entry: &Entry) -> anyhow::Result<PathBuf> {
+/// Appends one event (creating the ledger's directory and file when needed)
+/// and syncs it to disk before returning. A torn last item is first kept in
+/// `<file>.torn` and cut off (said on stderr); an append that fails is cut
+/// back off, so the ledger always ends in a complete item.
+pub(crate) fn append_at(place: &Place, entry: &Entry) -> anyhow::Result<()> {
     use anyhow::Context;
-    crate::name::check(&entry.host)
-        .map_err(|m| anyhow::anyhow!("cannot name a ledger file: {m}"))?;
-    let path = path_for(manifest_dir, &entry.host);
-    let root = crate::root::Root::confined(manifest_dir)
-        .with_context(|| format!("{}: cannot open", manifest_dir.display()))?;
-    let file = logical(&entry.host);
+    let (root, file, path) = (place.root, place.logical.as_str(), &place.path);
     let mut created = Vec::new();
-    root.make_dirs(&file, &mut created)
-        .with_context(|| format!("creating {}", path.parent().unwrap().display()))?;
-    let existing = load(manifest_dir, &entry.host).map_err(|e| anyhow::anyhow!("{e}"))?;
+    root.make_dirs(file, &mut created).with_context(|| {
+        format!(
+            "creating {}",
+            path.parent().unwrap_or(Path::new("/")).display()
+        )
+    })?;
+    let existing = load(place).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut text = String::new();
     if let Some(t) = &existing {
         if let Some(at) = t.torn_at {
-            let mut kept = open_append(&root, &format!("{file}.torn"), true)
+            let mut kept = open_append(root, &format!("{file}.torn"), true)
                 .with_context(|| format!("{}.torn: cannot open", path.display()))?;
             kept.write_all(&t.text.as_bytes()[at..])?;
             kept.sync_all()?;
-            let f = open_append(&root, &file, false)?;
+            let f = open_append(root, file, false)?;
             f.set_len(at as u64)?;
             f.sync_all()?;
             eprintln!(
                 "hostknob: warning: {}",
-                torn_message(&path, t.text.len() - at)
+                torn_message(path, t.text.len() - at)
                     .replace("the next apply, revert or persist keeps", "kept")
             );
         } else if !t.text.is_empty() && !t.text.ends_with('\n') {
@@ -426,7 +454,7 @@ pub fn append(manifest_dir: &Path, entry: &Entry) -> anyhow::Result<PathBuf> {
     }
     text.push_str(&serde_yaml::to_string(&vec![entry])?);
     let mut f =
-        open_append(&root, &file, true).with_context(|| format!("opening {}", path.display()))?;
+        open_append(root, file, true).with_context(|| format!("opening {}", path.display()))?;
     let len_before = f.metadata()?.len();
     let written = crate::root::append(&mut f, text.as_bytes(), "ledger").and_then(|_| f.sync_all());
     if let Err(e) = written {
@@ -440,7 +468,7 @@ pub fn append(manifest_dir: &Path, entry: &Entry) -> anyhow::Result<PathBuf> {
             }
         )));
     }
-    Ok(path)
+    Ok(())
 }
 
 /// Now, as the ledger writes it.
@@ -455,6 +483,7 @@ mod tests {
     fn entry(ts: &str, action: Action) -> Entry {
         Entry {
             timestamp: ts.into(),
+            id: None,
             host: "rpc-ap-1".into(),
             knob: "k".into(),
             action,
@@ -469,8 +498,30 @@ mod tests {
             hostknob: env!("CARGO_PKG_VERSION").into(),
             note: None,
             evidence: None,
+            facts: None,
             identity: Identity::default(),
         }
+    }
+
+    /// Appends to the collected ledger in `dir` (as a collection would).
+    fn append(dir: &Path, e: &Entry) -> anyhow::Result<()> {
+        let root = Root::confined(dir)?;
+        append_at(
+            &Place {
+                root: &root,
+                logical: logical(&e.host),
+                path: path_for(dir, &e.host),
+            },
+            e,
+        )
+    }
+
+    fn read_for(
+        dir: &Path,
+        host: &str,
+        here: &Identity,
+    ) -> Result<(Vec<Entry>, usize), ManifestError> {
+        Ok(ours(read(dir, host)?, here))
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! `ledger/` inside the directory is the tool's own record (see `ledger`), not knobs.
 
 mod depth;
+pub mod facts;
 pub mod host;
 pub mod ledger;
+pub mod ledger_home;
 pub mod locate;
 mod read;
 pub mod revision;

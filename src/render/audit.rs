@@ -166,15 +166,22 @@ fn notes(k: &KnobReport) -> String {
     format!("{} ({}):\n{}\n\n", k.id, k.source, lines.join("\n"))
 }
 
-/// `regressed (2026-11-30)`, or `-` when never verified here.
+/// `regressed (2026-11-30)`, `... stale`, `unverified here`, or `-` when
+/// never verified here.
 fn evidence_cell(k: &crate::audit::KnobReport) -> String {
-    match &k.evidence {
+    use crate::audit::EvidenceStatus as E;
+    let cell = match &k.evidence {
         Some(e) => format!(
             "{} ({})",
             e.verdict.as_deref().unwrap_or("recorded").replace('-', " "),
             e.timestamp.split('T').next().unwrap_or(&e.timestamp)
         ),
+        None if k.evidence_status == Some(E::UnverifiedHere) => return "unverified here".into(),
         None => "-".into(),
+    };
+    match k.evidence_status {
+        Some(E::EvidenceStale) => format!("{cell}, stale"),
+        _ => cell,
     }
 }
 
@@ -192,11 +199,25 @@ fn evidence_lines(r: &Report) -> String {
             ))
         })
         .collect();
-    if lines.is_empty() {
+    let mut out = if lines.is_empty() {
         String::new()
     } else {
         format!("Latest verify evidence:\n{}\n\n", lines.join("\n"))
+    };
+    // Evidence that no longer describes this host, or none for its hardware.
+    let aged: Vec<String> = r
+        .knobs
+        .iter()
+        .filter(|k| k.evidence_status != Some(crate::audit::EvidenceStatus::Current))
+        .filter_map(|k| Some(format!("  {}: {}", k.id, k.evidence_detail.as_deref()?)))
+        .collect();
+    if !aged.is_empty() {
+        out += &format!(
+            "Evidence to renew (does not change the exit code):\n{}\n\n",
+            aged.join("\n")
+        );
     }
+    out
 }
 
 pub fn knobs_table(r: &Report) -> String {

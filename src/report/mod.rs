@@ -102,6 +102,12 @@ pub struct FleetKnob {
     pub persisted_by: BTreeMap<String, String>,
     /// Each host's latest verify of the knob, newest first.
     pub evidence: Vec<HostEvidence>,
+    /// Hosts whose evidence no longer describes them, with what changed
+    /// (`kernel 6.1.0 -> 6.18.44`).
+    pub evidence_stale: BTreeMap<String, String>,
+    /// Hosts where the knob is in effect with no verified entry for their
+    /// hardware class.
+    pub unverified_here: Vec<String>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -316,6 +322,8 @@ fn fleet_knob(id: &str, hosts: &BTreeMap<String, HostIn>) -> FleetKnob {
         unpersisted: Vec::new(),
         persisted_by: BTreeMap::new(),
         evidence: Vec::new(),
+        evidence_stale: BTreeMap::new(),
+        unverified_here: Vec::new(),
     };
     for (name, h) in hosts {
         let Some((kin, st)) = h
@@ -355,6 +363,15 @@ fn fleet_knob(id: &str, hosts: &BTreeMap<String, HostIn>) -> FleetKnob {
         }
         if let Some(by) = &kin.persisted_by {
             k.persisted_by.insert(name.clone(), by.clone());
+        }
+        match kin.evidence_status.as_deref() {
+            Some("evidence-stale") => {
+                let d = kin.evidence_detail.as_deref().unwrap_or("");
+                let d = d.strip_prefix("evidence-stale: ").unwrap_or(d);
+                k.evidence_stale.insert(name.clone(), d.to_string());
+            }
+            Some("unverified-here") => k.unverified_here.push(name.clone()),
+            _ => {}
         }
         if let Some(e) = &kin.evidence {
             k.evidence.push(HostEvidence {

@@ -36,6 +36,11 @@ pub(super) struct KnobIn {
     pub current: Vec<CurrentIn>,
     pub persisted_by: Option<String>,
     pub evidence: Option<EvidenceIn>,
+    /// Audits before evidence expired have neither.
+    #[serde(default)]
+    pub evidence_status: Option<String>,
+    #[serde(default)]
+    pub evidence_detail: Option<String>,
 }
 
 #[derive(Deserialize)]

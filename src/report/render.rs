@@ -84,6 +84,18 @@ fn sections(r: &FleetReport) -> Vec<(String, Vec<&'static str>, Vec<Vec<String>>
             ])
         })
         .collect();
+    let aged_rows = r
+        .knobs
+        .iter()
+        .filter(|k| !k.evidence_stale.is_empty() || !k.unverified_here.is_empty())
+        .map(|k| {
+            vec![
+                k.id.clone(),
+                stale_text(&k.evidence_stale),
+                or_none(&k.unverified_here),
+            ]
+        })
+        .collect();
     let set_rows = |sets: &[super::HostSet]| -> Vec<Vec<String>> {
         sets.iter()
             .map(|s| vec![s.value.clone(), s.count.to_string(), s.compressed.clone()])
@@ -111,6 +123,11 @@ fn sections(r: &FleetReport) -> Vec<(String, Vec<&'static str>, Vec<Vec<String>>
             evidence_rows,
         ),
         (
+            "Evidence stale or missing (does not fail the audit)".into(),
+            vec!["knob", "evidence stale", "unverified here"],
+            aged_rows,
+        ),
+        (
             "Manifest revisions audited against".into(),
             vec!["revision", "count", "hosts"],
             set_rows(&r.manifest_revisions),
@@ -121,6 +138,21 @@ fn sections(r: &FleetReport) -> Vec<(String, Vec<&'static str>, Vec<Vec<String>>
             set_rows(&r.competing_managers),
         ),
     ]
+}
+
+/// `kernel 6.1.0 -> 6.18.44: web-[1-3]`, hosts grouped by what changed.
+fn stale_text(stale: &BTreeMap<String, String>) -> String {
+    if stale.is_empty() {
+        return "-".into();
+    }
+    let mut by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (host, what) in stale {
+        by.entry(what.as_str()).or_default().push(host.clone());
+    }
+    by.iter()
+        .map(|(what, hosts)| format!("{what}: {}", super::compress(hosts)))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn or_none(hosts: &[String]) -> String {
@@ -172,7 +204,7 @@ fn headline(r: &FleetReport) -> String {
 pub fn table(r: &FleetReport) -> String {
     let mut out = headline(r) + "\n\n";
     for (title, header, rows) in sections(r) {
-        if rows.is_empty() && title.starts_with("Competing") {
+        if rows.is_empty() && (title.starts_with("Competing") || title.starts_with("Evidence")) {
             continue;
         }
         out.push_str(&crate::render::grid(&title, &header, rows));

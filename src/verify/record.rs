@@ -90,12 +90,13 @@ pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
         "idle": r.idle,
         "expectations": r.expectations,
     }));
+    entry.facts = Some(crate::manifest::facts::Facts {
+        probe: Some(r.probe.to_string()),
+        probe_options: serde_json::to_value(&r.settings).ok(),
+        ..crate::manifest::facts::Facts::of(session.root())
+    });
     session.record(&entry).map_err(|e| anyhow::anyhow!("{e}"))?;
-    r.ledger = Some(
-        ledger::path_for(&session.manifest_dir, &session.ctx.name)
-            .display()
-            .to_string(),
-    );
+    r.ledger = Some(session.ledger().local_path().display().to_string());
     Ok(())
 }
 

@@ -162,7 +162,7 @@ fn the_plan_is_a_diff_grouped_over_cpus_and_a_dry_run_changes_nothing() {
         before,
         "a dry run writes nothing, not even a lock"
     );
-    assert!(!m.path().join("ledger").exists());
+    assert!(nothing_recorded(&host, m.path()));
 }
 
 #[test]
@@ -189,7 +189,7 @@ fn the_ledger_records_grouped_changes_and_audit_tells_a_reboot_undid_them() {
         Some(name) => format!("uid {uid} ({name})"),
         None => format!("uid {uid}"),
     };
-    let ledger = m.path().join("ledger/vm.yaml");
+    let ledger = ledger_file(&root);
     let text = std::fs::read_to_string(&ledger).unwrap();
     let entries: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
     let e = &entries[0];
@@ -329,7 +329,7 @@ fn knobs_already_in_effect_or_absent_here_write_nothing() {
     );
     assert!(text.contains("no idle state named C6 here"), "{text}");
     assert!(
-        !m.path().join("ledger").exists(),
+        nothing_recorded(&root, m.path()),
         "nothing done, nothing recorded"
     );
     assert!(journal(&root).is_empty());

@@ -89,7 +89,7 @@ fn a_target_failing_in_the_middle_of_an_apply_is_rolled_back_at_every_position()
             journal(&root).is_empty(),
             "{k}: a rolled-back apply leaves nothing to revert"
         );
-        assert!(!m.path().join("ledger").exists(), "{k}: nothing recorded");
+        assert!(nothing_recorded(&root, m.path()), "{k}: nothing recorded");
     }
 }
 
@@ -175,7 +175,7 @@ fn bad_input_is_one_line_exit_1_and_nothing_changed() {
         assert_tree(&before, &root, &format!("{args:?}"));
     }
     assert!(journal(&root).is_empty());
-    assert!(!m.path().join("ledger").exists());
+    assert!(nothing_recorded(&root, m.path()));
 }
 
 /// As root the test runs the binary as `nobody` (on a copy it can traverse);
@@ -241,7 +241,7 @@ fn without_root_apply_refuses_before_writing_anything() {
     }
     assert_tree(&before, &root, "as a user");
     assert!(journal(&root).is_empty());
-    assert!(!m.path().join("ledger").exists());
+    assert!(nothing_recorded(&root, m.path()));
 }
 
 /// /sys mounted read-only (in a private mount namespace: the host's mounts

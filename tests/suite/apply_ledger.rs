@@ -11,8 +11,10 @@ const THP: (&str, &str) = (
     "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: never\n",
 );
 
-fn ledger(m: &Path) -> PathBuf {
-    m.join("ledger/vm.yaml")
+fn torn(root: &Path) -> String {
+    let mut p = ledger_file(root).into_os_string();
+    p.push(".torn");
+    std::fs::read_to_string(PathBuf::from(p)).unwrap()
 }
 
 fn items(text: &str) -> usize {
@@ -23,7 +25,7 @@ fn items(text: &str) -> usize {
 fn two_items(root: &Path, m: &Path) -> String {
     ok(&run(root, m, &["apply", "thp"]));
     ok(&run(root, m, &["revert", "--all"]));
-    let text = std::fs::read_to_string(ledger(m)).unwrap();
+    let text = ledger_text(root);
     assert_eq!(items(&text), 2, "{text}");
     text
 }
@@ -32,20 +34,17 @@ fn two_items(root: &Path, m: &Path) -> String {
 fn a_ledger_torn_one_byte_into_its_first_item_is_set_aside() {
     let (_t, root) = vm();
     let m = knobs(&[THP]);
-    std::fs::create_dir_all(m.path().join("ledger")).unwrap();
-    std::fs::write(ledger(m.path()), "-").unwrap();
+    std::fs::create_dir_all(root.join(STATE_DIR)).unwrap();
+    std::fs::write(ledger_file(&root), "-").unwrap();
     let o = run(&root, m.path(), &["audit"]);
     assert_ne!(o.status.code(), Some(1), "audit reads past it: {}", err(&o));
     ok(&run(&root, m.path(), &["apply", "thp"]));
-    let text = std::fs::read_to_string(ledger(m.path())).unwrap();
+    let text = ledger_text(&root);
     assert!(
         text.starts_with("- timestamp:") && items(&text) == 1,
         "{text}"
     );
-    assert_eq!(
-        std::fs::read_to_string(m.path().join("ledger/vm.yaml.torn")).unwrap(),
-        "-"
-    );
+    assert_eq!(torn(&root), "-");
     ok(&run(&root, m.path(), &["revert", "--all"]));
 }
 
@@ -54,14 +53,11 @@ fn a_ledger_torn_one_byte_into_a_later_item_keeps_the_items_before() {
     let (_t, root) = vm();
     let m = knobs(&[THP]);
     let whole = two_items(&root, m.path());
-    std::fs::write(ledger(m.path()), format!("{whole}-")).unwrap();
+    std::fs::write(ledger_file(&root), format!("{whole}-")).unwrap();
     ok(&run(&root, m.path(), &["apply", "thp"]));
-    let text = std::fs::read_to_string(ledger(m.path())).unwrap();
+    let text = ledger_text(&root);
     assert!(text.starts_with(&whole) && items(&text) == 3, "{text}");
-    assert_eq!(
-        std::fs::read_to_string(m.path().join("ledger/vm.yaml.torn")).unwrap(),
-        "-"
-    );
+    assert_eq!(torn(&root), "-");
 }
 
 #[test]
@@ -71,17 +67,14 @@ fn a_tear_just_before_root_is_not_a_legacy_item() {
     let whole = two_items(&root, m.path());
     let cut = whole.rfind("  root:").unwrap();
     let second = whole[..cut].rfind("\n- ").unwrap() + 1;
-    std::fs::write(ledger(m.path()), &whole[..cut]).unwrap();
+    std::fs::write(ledger_file(&root), &whole[..cut]).unwrap();
     ok(&run(&root, m.path(), &["apply", "thp"]));
-    let text = std::fs::read_to_string(ledger(m.path())).unwrap();
+    let text = ledger_text(&root);
     assert!(
         text.starts_with(&whole[..second]) && items(&text) == 2,
         "{text}"
     );
-    assert_eq!(
-        std::fs::read_to_string(m.path().join("ledger/vm.yaml.torn")).unwrap(),
-        whole[second..cut]
-    );
+    assert_eq!(torn(&root), whole[second..cut]);
     assert_eq!(
         text.matches("root: capture").count(),
         2,
@@ -99,54 +92,62 @@ fn mkfifo(p: &Path) {
 #[test]
 fn ledger_problems_are_found_before_the_first_write() {
     let m = knobs(&[THP]);
-    let dir = m.path().join("ledger");
-    let file = ledger(m.path());
-    let cases: [(&str, &dyn Fn()); 4] = [
-        ("a directory", &|| std::fs::create_dir_all(&file).unwrap()),
-        ("not UTF-8", &|| {
-            std::fs::write(&file, b"- timestamp: \xff\xfe\n").unwrap()
+    let cases: [(&str, &dyn Fn(&Path)); 5] = [
+        ("a directory", &|f| std::fs::create_dir_all(f).unwrap()),
+        ("not UTF-8", &|f| {
+            std::fs::write(f, b"- timestamp: \xff\xfe\n").unwrap()
         }),
-        ("over the cap", &|| {
-            std::fs::File::create(&file)
-                .unwrap()
-                .set_len(65 << 20)
-                .unwrap()
+        ("over the cap", &|f| {
+            std::fs::File::create(f).unwrap().set_len(65 << 20).unwrap()
         }),
-        ("a FIFO", &|| mkfifo(&file)),
+        ("a FIFO", &|f| mkfifo(f)),
+        ("read-only", &|f| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(f, "").unwrap();
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o444)).unwrap();
+        }),
     ];
     for (what, make) in cases {
+        if what == "read-only" && unsafe { libc::geteuid() } == 0 {
+            continue; // root writes a read-only file anyway
+        }
         let (_t, root) = vm();
+        let file = ledger_file(&root);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         let before = tree(&root);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        make();
+        make(&file);
         let o = run(&root, m.path(), &["apply", "thp"]);
         assert_eq!(o.status.code(), Some(1), "{what}: {}", err(&o));
         assert!(
-            err(&o).contains("vm.yaml") && err(&o).contains("nothing was changed"),
+            err(&o).contains("ledger.yaml") && err(&o).contains("nothing was changed"),
             "{what}: {}",
             err(&o)
         );
         assert_tree(&before, &root, what);
-        assert!(!root.join(STATE_DIR).exists(), "{what}: no state");
+        assert!(journal(&root).is_empty(), "{what}: no journal");
+        assert!(
+            !root.join(STATE_DIR).join("lock").exists(),
+            "{what}: no lock"
+        );
     }
     // Revert too: the journal keeps the host's values until the ledger is fixed.
     let (_t, root) = vm();
+    let file = ledger_file(&root);
     let before = tree(&root);
-    let _ = std::fs::remove_dir_all(&dir);
     ok(&run(&root, m.path(), &["apply", "thp"]));
     let applied = tree(&root);
-    std::fs::remove_file(&file).unwrap();
+    std::fs::rename(&file, root.join("kept.yaml")).unwrap();
     mkfifo(&file);
     let o = run(&root, m.path(), &["revert", "--all"]);
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
     assert!(
-        err(&o).contains("vm.yaml") && err(&o).contains("move the file aside"),
+        err(&o).contains("ledger.yaml") && err(&o).contains("move the file aside"),
         "{}",
         err(&o)
     );
-    assert_tree(&applied, &root, "revert refused before writing");
     std::fs::remove_file(&file).unwrap();
+    std::fs::rename(root.join("kept.yaml"), &file).unwrap();
+    assert_tree(&applied, &root, "revert refused before writing");
     ok(&run(&root, m.path(), &["revert", "--all"]));
     assert_tree(&before, &root, "reverted once the ledger is fixed");
 }

@@ -166,6 +166,7 @@ const TIMER_MIGRATION: &str = "id: no-timer-migration\ntitle: Keep timers on the
 fn ledger_entry(timestamp: &str, action: Action) -> Entry {
     Entry {
         timestamp: timestamp.into(),
+        id: None,
         host: "vm".into(),
         knob: "no-timer-migration".into(),
         action,
@@ -180,6 +181,7 @@ fn ledger_entry(timestamp: &str, action: Action) -> Entry {
         hostknob: "0.1.0".into(),
         note: None,
         evidence: None,
+        facts: None,
         identity: Default::default(),
     }
 }
@@ -195,11 +197,10 @@ fn lost_on_reboot_when_the_ledger_says_applied_before_this_boot() {
         "1"
     );
     let m = manifest(&[("k.yaml", TIMER_MIGRATION)]);
-    ledger::append(
+    append_collected(
         m.path(),
-        &ledger_entry("2026-07-10T09:14:03Z", Action::Applied),
-    )
-    .unwrap();
+        &[ledger_entry("2026-07-10T09:14:03Z", Action::Applied)],
+    );
     let (r, code) = audit_json(&host, m.path(), None);
     let k = knob(&r, "no-timer-migration");
     assert_eq!(
@@ -221,11 +222,10 @@ fn lost_on_reboot_when_the_ledger_says_applied_before_this_boot() {
 fn drift_when_the_ledger_says_applied_after_this_boot() {
     let host = corpus_host("fc-haltpoll-2cpu");
     let m = manifest(&[("k.yaml", TIMER_MIGRATION)]);
-    ledger::append(
+    append_collected(
         m.path(),
-        &ledger_entry("2026-11-30T10:00:00Z", Action::Applied),
-    )
-    .unwrap();
+        &[ledger_entry("2026-11-30T10:00:00Z", Action::Applied)],
+    );
     let (r, code) = audit_json(&host, m.path(), None);
     let k = knob(&r, "no-timer-migration");
     assert_eq!((k["status"].as_str(), code), (Some("drift"), 2));
@@ -242,16 +242,14 @@ fn drift_when_the_ledger_says_applied_after_this_boot() {
 fn a_revert_after_the_apply_leaves_plain_drift() {
     let host = corpus_host("fc-haltpoll-2cpu");
     let m = manifest(&[("k.yaml", TIMER_MIGRATION)]);
-    ledger::append(
+    append_collected(
         m.path(),
-        &ledger_entry("2026-07-10T09:14:03Z", Action::Applied),
-    )
-    .unwrap();
-    ledger::append(
+        &[ledger_entry("2026-07-10T09:14:03Z", Action::Applied)],
+    );
+    append_collected(
         m.path(),
-        &ledger_entry("2026-07-11T09:00:00Z", Action::Reverted),
-    )
-    .unwrap();
+        &[ledger_entry("2026-07-11T09:00:00Z", Action::Reverted)],
+    );
     let (r, _) = audit_json(&host, m.path(), None);
     let k = knob(&r, "no-timer-migration");
     assert_eq!(k["status"], "drift");
@@ -571,15 +569,17 @@ fn a_capture_applied_under_root_does_not_make_the_live_host_drift() {
     let (_t, root) = vm();
     let m = knobs(&VM_KNOBS);
     ok(&run(&root, m.path(), &["--host", "vm", "apply", "--all"]));
-    let text = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
+    let text = ledger_text(&root);
     let canon = std::fs::canonicalize(&root).unwrap();
     assert!(text.contains("root: capture"), "{text}");
     assert!(
         text.contains(&format!("capture: {}", canon.display())),
         "{text}"
     );
-    let entries = ledger::read(m.path(), "vm").unwrap();
+    let entries: Vec<ledger::Entry> = serde_yaml::from_str(&text).unwrap();
     assert_eq!(entries.len(), 5);
+    // Collected into the manifest repository, as collect-ledgers.yml does.
+    append_collected(m.path(), &entries);
 
     let live = hostknob(&[
         "--host",

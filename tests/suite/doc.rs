@@ -274,7 +274,7 @@ fn knobs_section_shows_status_persistence_and_the_latest_evidence() {
     .unwrap();
     std::fs::create_dir(m.path().join("ledger")).unwrap();
     std::fs::write(
-        m.path().join("ledger/spr1.yaml"),
+        collected_ledger(m.path(), "spr1"),
         "- timestamp: 2026-11-01T10:00:00Z\n  host: spr1\n  knob: keep-c6\n  action: verified\n  persistence: runtime\n  \
          hostknob: 0.1.0\n  note: old\n- timestamp: 2026-11-02T10:00:00Z\n  host: spr1\n  knob: keep-c6\n  action: verified\n  \
          persistence: runtime\n  hostknob: 0.1.0\n  note: no detectable effect at this noise\n",

@@ -327,7 +327,7 @@ fn a_bad_host_name_is_refused_before_anything_is_written() {
         assert_eq!(e.trim().lines().count(), 1, "{bad:?}: {e}");
         assert_tree(&before, &root, bad);
         assert!(!state(&root).exists(), "{bad:?}: no state directory");
-        assert!(!m.path().join("ledger").exists(), "{bad:?}: no ledger");
+        assert!(nothing_recorded(&root, m.path()), "{bad:?}: no ledger");
     }
     let (_t, root) = vm();
     std::fs::write(root.join("proc/sys/kernel/hostname"), "web 7\n").unwrap();
@@ -455,8 +455,7 @@ fn a_torn_ledger_is_repaired_and_audit_reads_it() {
     let m = knobs(&VM_KNOBS);
     let (_t, root) = vm();
     ok(&hk(&root, m.path(), &["apply", "thp"]));
-    let host = "vm";
-    let ledger = m.path().join(format!("ledger/{host}.yaml"));
+    let ledger = ledger_file(&root);
     let whole = std::fs::read_to_string(&ledger).unwrap();
     std::fs::write(
         &ledger,
@@ -479,7 +478,7 @@ fn a_torn_ledger_is_repaired_and_audit_reads_it() {
         "{after}"
     );
     assert!(
-        std::fs::read_to_string(m.path().join(format!("ledger/{host}.yaml.torn")))
+        std::fs::read_to_string(ledger.with_extension("yaml.torn"))
             .unwrap()
             .ends_with("- path: ")
     );
@@ -548,9 +547,14 @@ fn fifos_anywhere_hang_nothing() {
     // revert works without a loadable manifest.
     ok(&hk(&root, m.path(), &["revert", "--all"]));
     std::fs::remove_file(m.path().join("z.yaml")).unwrap();
-    mkfifo(&m.path().join("ledger/vm.yaml"));
-    exit1(&hk(&root, m.path(), &["audit"]), &["not a regular file"]);
-    std::fs::remove_file(m.path().join("ledger/vm.yaml")).unwrap();
+    // The collected ledger and the host's own: both read, neither waited on.
+    for ledger in [collected_ledger(m.path(), "vm"), ledger_file(&root)] {
+        mkfifo(&ledger);
+        exit1(&hk(&root, m.path(), &["audit"]), &["not a regular file"]);
+        exit1(&hk(&root, m.path(), &["knobs"]), &["not a regular file"]);
+        std::fs::remove_file(&ledger).unwrap();
+    }
+    std::fs::remove_dir_all(root.join(STATE_DIR)).unwrap();
     // A target that is a FIFO: refused before the lock.
     let thp = root.join("sys/kernel/mm/transparent_hugepage/enabled");
     std::fs::remove_file(&thp).unwrap();

@@ -40,6 +40,7 @@ fn a_hard_link_as_lock_journal_ledger_or_knob_file_is_refused() {
     for (what, path, text) in [
         ("lock", format!("{STATE_DIR}/lock"), "precious\n"),
         ("journal", format!("{STATE_DIR}/journal.jsonl"), ""),
+        ("ledger", format!("{STATE_DIR}/ledger.yaml"), ""),
         (
             "knob file",
             THP_FILE.to_string(),
@@ -58,19 +59,18 @@ fn a_hard_link_as_lock_journal_ledger_or_knob_file_is_refused() {
         assert_eq!(std::fs::read_to_string(&v).unwrap(), text, "{what}");
         assert_tree(&before, &root, what);
     }
-    // The ledger, linked to another file of the manifest directory: never
-    // appended to through the link.
+    // A collected ledger in the manifest linked to another file there:
+    // only read, never appended to.
     let (_t, root) = vm();
     let m = knobs(&[THP]);
     let v = m.path().join("victim");
-    std::fs::write(&v, "precious\n").unwrap();
+    std::fs::write(&v, "").unwrap();
     std::fs::create_dir_all(m.path().join("ledger")).unwrap();
-    std::fs::hard_link(&v, m.path().join("ledger/vm.yaml")).unwrap();
-    let o = hk(&root, m.path(), &["apply", "thp"]);
-    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
-    assert!(err(&o).contains("hard links"), "{}", err(&o));
-    assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious\n");
-    let _ = hk(&root, m.path(), &["revert", "--all"]);
+    std::fs::hard_link(&v, collected_ledger(m.path(), "vm")).unwrap();
+    ok(&hk(&root, m.path(), &["apply", "thp"]));
+    assert_eq!(std::fs::read_to_string(&v).unwrap(), "");
+    assert!(ledger_text(&root).contains("action: applied"));
+    ok(&hk(&root, m.path(), &["revert", "--all"]));
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod cli;
 mod conditions;
 mod doc;
 mod doc_live_stable;
+mod evidence;
 mod fleet_cli;
 mod fleet_health;
 mod fleet_k8s;

@@ -122,7 +122,7 @@ fn install_is_recorded_once_audit_names_a_file_that_disagrees_and_remove_deletes
     ok(&run(&root, m.path(), &["persist", "idle", "--install"]));
     let again = ok(&run(&root, m.path(), &["persist", "idle", "--install"]));
     assert!(again.contains("idle: unchanged"), "{again}");
-    let ledger = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
+    let ledger = ledger_text(&root);
     assert_eq!(ledger.matches("action: persisted").count(), 1, "{ledger}");
     let (r, code) = audit_json(&root, m.path(), None);
     assert_eq!((knob(&r, "idle")["status"].as_str(), code), (Some("ok"), 0));
@@ -148,7 +148,7 @@ fn install_is_recorded_once_audit_names_a_file_that_disagrees_and_remove_deletes
         "{text}"
     );
     assert!(!root.join("etc/tmpfiles.d/hostknob-20-idle.conf").exists());
-    let ledger = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
+    let ledger = ledger_text(&root);
     assert!(ledger.contains("action: unpersisted"), "{ledger}");
 }
 

@@ -158,7 +158,7 @@ fn tmpfiles_files_are_named_by_phase_so_the_boot_writes_the_governor_before_epp(
         tmpfiles_dir(&root),
         ["hostknob-10-z-gov.conf", "hostknob-30-a-epp.conf"]
     );
-    let ledger = std::fs::read_to_string(m.path().join("ledger/adl0.yaml")).unwrap();
+    let ledger = ledger_text(&root);
     assert!(
         ledger.contains("/etc/tmpfiles.d/hostknob-a-epp.conf"),
         "{ledger}"

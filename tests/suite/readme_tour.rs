@@ -121,7 +121,7 @@ fn the_readme_tour_runs_as_written_on_the_capture_it_names() {
             && l.ends_with("(C2, 128 files)")),
         "{stdout}"
     );
-    // Nothing written into the clone: the ledger went to the tour's manifest copy.
+    // Nothing written into the clone: the ledger went to the copy's state directory.
     assert_tree(&before, &repo().join("manifest"), "the clone's manifest/");
     assert_tree(&hosts_before, &repo().join("hosts"), "the clone's hosts/");
 }

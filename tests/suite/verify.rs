@@ -117,7 +117,7 @@ fn a_verify_reports_a_verdict_records_evidence_and_restores_the_tree() {
     let w: serde_json::Value = serde_json::from_str(&out(&again)).unwrap();
     assert_eq!(w["order"], v["order"], "the seed repeats the leg order");
 
-    let ledger = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
+    let ledger = ledger_text(&root);
     let entries: Vec<serde_yaml::Value> = serde_yaml::from_str(&ledger).unwrap();
     assert_eq!(
         entries.len(),
@@ -246,7 +246,7 @@ fn a_probe_error_in_the_applied_leg_restores_the_tree() {
     assert_tree(&before, &root, "after a probe error");
     assert!(journal(&root).is_empty());
     assert!(
-        !m.path().join("ledger/vm.yaml").exists(),
+        nothing_recorded(&root, m.path()),
         "nothing recorded for a failed run"
     );
 }
@@ -379,7 +379,7 @@ fn sigint_stops_the_run_and_restores_the_tree() {
     assert_tree(&before, &root, "after SIGINT");
     assert!(journal(&root).is_empty());
     assert!(
-        !m.path().join("ledger/vm.yaml").exists(),
+        nothing_recorded(&root, m.path()),
         "an interrupted run records no evidence"
     );
 }
@@ -454,7 +454,7 @@ fn a_contradicted_expectation_exits_2_and_is_recorded_as_not_met() {
     assert_eq!(ex[2]["text"], "p99 lower by at least 5 µs");
     assert_eq!(ex[2]["expect"]["metric"], "p99");
     assert_eq!(v["note"], "deeper sleep costs");
-    let ledger = std::fs::read_to_string(m.path().join("ledger/vm.yaml")).unwrap();
+    let ledger = ledger_text(&root);
     assert!(ledger.contains("NOT met"), "{ledger}");
     assert!(ledger.contains("action: verified"), "{ledger}");
 }

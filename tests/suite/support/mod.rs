@@ -6,6 +6,7 @@
 
 pub mod apply;
 pub mod corpus;
+pub mod ledger;
 pub mod manifest;
 pub mod msr;
 pub mod probe;
@@ -14,6 +15,7 @@ pub mod tree;
 
 pub use apply::*;
 pub use corpus::*;
+pub use ledger::*;
 pub use manifest::*;
 pub use msr::*;
 pub use probe::*;

@@ -1,0 +1,161 @@
+//! The host facts a `verified` ledger entry depends on: a later audit
+//! compares them with the host as it is now (evidence that expires), and
+//! finds verified entries of the same hardware class on other hosts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::root::Root;
+
+/// What a verify result depends on, as read when it ran. Every field may be
+/// absent (a tree without the file); absent facts are never called changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Facts {
+    /// `/proc/sys/kernel/osrelease`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// `/proc/cpuinfo`'s `microcode` (CPU 0's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microcode: Option<String>,
+    /// `vendor_id` (`GenuineIntel`), or the ARM implementer code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    /// `family/model` in decimal (`6/143`), or the ARM part code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// `model name`, for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model_name: Option<String>,
+    /// `/sys/devices/system/cpu/cpuidle/current_driver`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_driver: Option<String>,
+    /// `current_governor` (or `current_governor_ro`) beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_governor: Option<String>,
+    /// CPU 0's `cpufreq/scaling_driver`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpufreq_driver: Option<String>,
+    /// The hostknob that measured (recorded, not compared: a new hostknob
+    /// does not change what a knob does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostknob: Option<String>,
+    /// The probe and its options (recorded, not compared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_options: Option<serde_json::Value>,
+}
+
+/// The compared facts: (name in messages, value).
+type Named<'a> = [(&'static str, &'a Option<String>); 7];
+
+impl Facts {
+    /// The host's facts now (`probe` and its options are the caller's).
+    pub fn of(root: &Root) -> Facts {
+        let read = |p: &str| {
+            root.read_string(p)
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty() && t.len() <= 256)
+        };
+        let cpuinfo = read("/proc/cpuinfo")
+            .map(|t| crate::inventory::cpuinfo::parse_all(&t))
+            .unwrap_or_default();
+        let first = cpuinfo
+            .entries
+            .first()
+            .map(|e| e.or_common(&cpuinfo.machine.common))
+            .unwrap_or_else(|| cpuinfo.machine.common.clone());
+        let cpu_model = match (first.family, first.model) {
+            (Some(f), Some(m)) => Some(format!("{f}/{m}")),
+            _ => first.arm_part.clone(),
+        };
+        Facts {
+            kernel: read("/proc/sys/kernel/osrelease"),
+            microcode: first.microcode.clone(),
+            vendor: first.vendor_id.clone().or(first.arm_implementer.clone()),
+            cpu_model,
+            cpu_model_name: first.model_name.clone(),
+            idle_driver: read("/sys/devices/system/cpu/cpuidle/current_driver"),
+            idle_governor: read("/sys/devices/system/cpu/cpuidle/current_governor")
+                .or_else(|| read("/sys/devices/system/cpu/cpuidle/current_governor_ro")),
+            cpufreq_driver: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver"),
+            hostknob: Some(env!("CARGO_PKG_VERSION").to_string()),
+            probe: None,
+            probe_options: None,
+        }
+    }
+
+    fn compared(&self) -> Named<'_> {
+        [
+            ("kernel", &self.kernel),
+            ("microcode", &self.microcode),
+            ("CPU vendor", &self.vendor),
+            ("CPU model", &self.cpu_model),
+            ("idle driver", &self.idle_driver),
+            ("idle governor", &self.idle_governor),
+            ("cpufreq driver", &self.cpufreq_driver),
+        ]
+    }
+
+    /// What changed from `self` (then) to `now`, in words
+    /// (`kernel 6.1.0 -> 6.18.44`); a fact either side lacks is not a change.
+    pub fn changes(&self, now: &Facts) -> Vec<String> {
+        self.compared()
+            .iter()
+            .zip(now.compared())
+            .filter_map(|((name, then), (_, now))| match (then, now) {
+                (Some(a), Some(b)) if a != b => Some(format!("{name} {a} -> {b}")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The hardware class (vendor, model, idle driver), when all are known.
+    pub fn class(&self) -> Option<(&str, &str, &str)> {
+        Some((
+            self.vendor.as_deref()?,
+            self.cpu_model.as_deref()?,
+            self.idle_driver.as_deref()?,
+        ))
+    }
+
+    /// The class in words: `GenuineIntel 6/143 (Intel(R) Xeon(R) ...), intel_idle`.
+    pub fn describe_class(&self) -> String {
+        let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+        format!(
+            "{} {}{}, idle driver {}",
+            or(&self.vendor),
+            or(&self.cpu_model),
+            self.cpu_model_name
+                .as_ref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default(),
+            self.idle_driver.as_deref().unwrap_or("none")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_name_what_differs_and_skip_what_is_unknown() {
+        let then = Facts {
+            kernel: Some("6.1.0".into()),
+            microcode: Some("0x2b000590".into()),
+            idle_driver: Some("intel_idle".into()),
+            ..Facts::default()
+        };
+        let now = Facts {
+            kernel: Some("6.18.44".into()),
+            microcode: None,
+            idle_driver: Some("intel_idle".into()),
+            hostknob: Some("9.9.9".into()),
+            ..Facts::default()
+        };
+        assert_eq!(then.changes(&now), vec!["kernel 6.1.0 -> 6.18.44"]);
+        assert!(then.changes(&then).is_empty());
+        assert_eq!(then.class(), None);
+    }
+}
