@@ -327,6 +327,38 @@ mod tests {
     }
 
     #[test]
+    fn microarchitectures_by_vendor() {
+        let id = |vendor: &str, family, model, cores: &[&str]| Identity {
+            vendor_id: Some(vendor.into()),
+            family: Some(family),
+            model: Some(model),
+            core_names: cores.iter().map(|c| c.to_string()).collect(),
+            ..Identity::default()
+        };
+        let u = |i: Identity| microarchitecture(&i);
+        // The corpus's AMD hosts: rome0, milan0, genoa0, turin0.
+        assert_eq!(u(id("AuthenticAMD", 23, 49, &[])).as_deref(), Some("zen2"));
+        assert_eq!(u(id("AuthenticAMD", 25, 1, &[])).as_deref(), Some("zen3"));
+        assert_eq!(u(id("AuthenticAMD", 25, 17, &[])).as_deref(), Some("zen4"));
+        assert_eq!(u(id("AuthenticAMD", 26, 2, &[])).as_deref(), Some("zen5"));
+        assert_eq!(u(id("AuthenticAMD", 23, 1, &[])).as_deref(), Some("zen"));
+        assert_eq!(u(id("AuthenticAMD", 21, 1, &[])), None);
+        assert_eq!(
+            u(id("GenuineIntel", 6, 0x8f, &[])).as_deref(),
+            Some("sapphirerapids")
+        );
+        assert_eq!(
+            u(id("GenuineIntel", 6, 0x9a, &[])).as_deref(),
+            Some("alderlake")
+        );
+        assert_eq!(u(id("GenuineIntel", 6, 0x01, &[])), None);
+        assert_eq!(
+            u(id("ARM", 0, 0, &["Neoverse-N1"])).as_deref(),
+            Some("neoverse-n1")
+        );
+    }
+
+    #[test]
     fn model_names_lose_their_variant() {
         assert_eq!(model_base("SAPPHIRERAPIDS_X"), "SAPPHIRERAPIDS");
         assert_eq!(model_base("ATOM_CRESTMONT_X"), "ATOM_CRESTMONT");
