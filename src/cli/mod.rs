@@ -388,11 +388,26 @@ pub enum Mechanism {
     Pipe,
 }
 
+/// `5%` or `5` as 0.05.
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let t = text.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(p) if (0.0..100.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "{text:?}: give a percentage from 0 to 100, e.g. 5%"
+        )),
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
     /// The knob id (see `hostknob knobs`).
     #[arg(value_name = "KNOB")]
     pub knob: String,
+    /// More knobs: verify them as a bundle (legs as found, all together, and
+    /// all but each one), each knob's share of the effect with its interval.
+    #[arg(value_name = "KNOB")]
+    pub more: Vec<String>,
     /// Rounds before the first look (at least 5); each runs both legs, in a seeded order.
     #[arg(long, default_value_t = 6, value_name = "R")]
     pub rounds: usize,
@@ -417,6 +432,17 @@ pub struct VerifyArgs {
     /// Measure on a --sleeper-cpu (--server-cpu, --cpu) outside the knob's target CPUs.
     #[arg(long)]
     pub force: bool,
+    /// Sweep the knob over these values (each a leg in every round, with as
+    /// found): each value's ratio to as found and the knee. Ordered kinds only:
+    /// pm-qos-resume-latency (`0,5,20,100,n/a`), pm-qos, cpufreq-min, cpufreq-epp, numeric sysctl.
+    #[arg(long, value_delimiter = ',', value_name = "V1,V2,...")]
+    pub sweep: Vec<String>,
+    /// The knee is the least aggressive improved value whose ratio is within this of the best's.
+    #[arg(long, default_value = "5%", value_parser = parse_percent, value_name = "PCT")]
+    pub knee_tolerance: f64,
+    /// Draw a sweep's curve (each value's ratio with its interval) to FILE.svg.
+    #[arg(long, value_name = "FILE.svg", requires = "sweep")]
+    pub svg: Option<PathBuf>,
     /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
     #[arg(last = true, value_name = "PROBE OPTIONS")]
     pub probe_args: Vec<String>,

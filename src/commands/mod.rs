@@ -16,6 +16,7 @@ pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod schema;
 pub(crate) mod verify;
+mod verify_multi;
 
 use anyhow::Result;
 

@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod locate;
 mod read;
 pub mod revision;
+pub mod variant;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
