@@ -68,6 +68,9 @@ pub fn run(
     }
     let mut ids = vec![args.knob.clone()];
     ids.extend(args.more.iter().cloned());
+    if let Some(i) = (1..ids.len()).find(|&i| ids[..i].contains(&ids[i])) {
+        bail!("{} is given twice: a bundle's knobs are distinct", ids[i]);
+    }
     let knobs = crate::apply::select(manifest, host, &ids, false)?;
     let mut r = bundle::run(session, &knobs, opts, &mut progress)?;
     interrupted(&r.interrupted, r.rounds, r.restored);

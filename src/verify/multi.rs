@@ -113,7 +113,19 @@ impl Switch<'_, '_> {
     }
 
     fn revert(&mut self, ids: &[String]) -> Result<()> {
-        let o = apply::revert_with(self.session, None, ids, &LEG).map_err(|e| anyhow!("{e}"))?;
+        // A leg whose value the host already had wrote nothing: nothing to revert.
+        let journaled = self.session.journal().entries()?;
+        let written: Vec<String> = ids
+            .iter()
+            .filter(|id| journaled.iter().any(|e| &e.knob == *id))
+            .cloned()
+            .collect();
+        if written.is_empty() {
+            self.applied.retain(|a| !ids.contains(&a.0));
+            return Ok(());
+        }
+        let o =
+            apply::revert_with(self.session, None, &written, &LEG).map_err(|e| anyhow!("{e}"))?;
         if let Some(l) = o.left_alone.first() {
             bail!(
                 "{} was changed by someone else during the run ({} reads {:?}): left alone; `hostknob revert {} --force` restores it",

@@ -180,8 +180,15 @@ pub fn variants(knob: &Knob, values: &[String], as_found: Option<&str>) -> Resul
         let a = aggressiveness(knob.kind, v, as_found).map_err(|m| bad(v, m))?;
         let k = variant::with_set(knob, v.trim()).map_err(|m| bad(v, m))?;
         if let Some((_, same)) = out.iter().find(|(b, _)| *b == a) {
+            let why = match knob.kind {
+                KindName::Sysctl => format!(
+                    "a sysctl's values rank by their distance from the as-found {}: sweep one side of it",
+                    as_found.unwrap_or("value")
+                ),
+                _ => "give values that differ".into(),
+            };
             bail!(
-                "--sweep {v}: ranks the same as {}; give values that differ",
+                "--sweep {v}: ranks the same as {}; {why}",
                 same.spec.desired()
             );
         }
