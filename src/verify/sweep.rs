@@ -381,7 +381,7 @@ mod tests {
         // Least to most aggressive: 100, 20, 5, n/a.
         let pts = [
             p("100", 0.97, N),
-            p("20", 0.62, I),
+            p("20", 0.61, I),
             p("5", 0.60, I),
             p("n/a", 0.59, I),
         ];
