@@ -207,7 +207,9 @@ sudo hostknob apply cpuidle-no-deep-state\n  sudo hostknob apply --all --wait"
         long_about = include_str!("../help/verify.txt"),
         after_help = "Examples:\n  hostknob verify cpuidle-no-deep-state\n  \
 hostknob verify haltpoll-idle-off --rounds 6 --max-rounds 12 --settle 1s --plot /tmp/v.svg -- --samples 100 --gap-us 500..5000\n  \
-hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order"
+hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order\n  \
+hostknob verify resume-latency-cpu1 --sweep 0,5,20,100,n/a --svg /tmp/knee.svg\n  \
+hostknob verify cpuidle-no-deep-state thp-madvise       # a bundle: each knob's share"
     )]
     Verify(VerifyArgs),
     /// Plan which CPUs to isolate from this host's topology, as manifest knobs to review and apply.

@@ -109,6 +109,10 @@ pub fn run(
 ) -> Result<BundleReport> {
     let rule = super::rule_for(opts)?;
     let legs = legs(knobs)?;
+    // A knob already in effect has no share to measure: refused as `verify KNOB` refuses it.
+    for k in knobs {
+        super::check_verifiable(session, k)?;
+    }
     // The knob the probe is placed by: the first with CPUs in its target.
     let place_on = knobs
         .iter()

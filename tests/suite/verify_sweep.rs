@@ -231,9 +231,21 @@ fn an_idle_knob_sweep_that_could_not_idle_states_no_knee() {
 #[test]
 fn bad_sweeps_and_bundles_are_refused_before_anything_is_written() {
     let (_t, root) = vm();
-    let m = knobs(&[RESUME, SWAP, THP]);
+    let m = knobs(&[
+        RESUME,
+        SWAP,
+        THP,
+        (
+            "in-effect",
+            "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: madvise\nverify: {probe: wakeup, note: x}\n",
+        ),
+    ]);
     let before = tree(&root);
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 13] = [
+        (
+            &["swappiness", "in-effect"],
+            "in-effect is already in effect",
+        ),
         (
             &["swappiness", "--sweep", "30,90"],
             "ranks the same as 30; a sysctl's values rank by their distance from the as-found 60",
