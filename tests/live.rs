@@ -17,6 +17,8 @@ use support::*;
 
 #[path = "live/irq.rs"]
 mod irq;
+#[path = "live/sweep.rs"]
+mod sweep;
 
 /// Puts the value read before the test back when dropped, if it changed.
 struct Restore {

@@ -211,7 +211,9 @@ sudo hostknob apply cpuidle-no-deep-state\n  sudo hostknob apply --all --wait"
         long_about = include_str!("../help/verify.txt"),
         after_help = "Examples:\n  hostknob verify cpuidle-no-deep-state\n  \
 hostknob verify haltpoll-idle-off --rounds 6 --max-rounds 12 --settle 1s --plot /tmp/v.svg -- --samples 100 --gap-us 500..5000\n  \
-hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order"
+hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order\n  \
+hostknob verify resume-latency-cpu1 --sweep 0,5,20,100,n/a --svg /tmp/knee.svg\n  \
+hostknob verify cpuidle-no-deep-state thp-madvise       # a bundle: each knob's share"
     )]
     Verify(VerifyArgs),
     /// Plan which CPUs to isolate from this host's topology, as manifest knobs to review and apply.
@@ -405,11 +407,26 @@ pub enum Mechanism {
     Pipe,
 }
 
+/// `5%` or `5` as 0.05.
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let t = text.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(p) if (0.0..100.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "{text:?}: give a percentage from 0 to 100, e.g. 5%"
+        )),
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
     /// The knob id (see `hostknob knobs`).
     #[arg(value_name = "KNOB")]
     pub knob: String,
+    /// More knobs: verify them as a bundle (legs as found, all together, and
+    /// all but each one), each knob's share of the effect with its interval.
+    #[arg(value_name = "KNOB")]
+    pub more: Vec<String>,
     /// Rounds before the first look (at least 5); each runs both legs, in a seeded order.
     #[arg(long, default_value_t = 6, value_name = "R")]
     pub rounds: usize,
@@ -434,6 +451,17 @@ pub struct VerifyArgs {
     /// Measure on a --sleeper-cpu (--server-cpu, --cpu) outside the knob's target CPUs.
     #[arg(long)]
     pub force: bool,
+    /// Sweep the knob over these values (each a leg in every round, with as
+    /// found): each value's ratio to as found and the knee. Ordered kinds only:
+    /// pm-qos-resume-latency (`0,5,20,100,n/a`), pm-qos, cpufreq-min, cpufreq-epp, numeric sysctl.
+    #[arg(long, value_delimiter = ',', value_name = "V1,V2,...")]
+    pub sweep: Vec<String>,
+    /// The knee is the least aggressive improved value whose ratio is within this of the best's.
+    #[arg(long, default_value = "5%", value_parser = parse_percent, value_name = "PCT")]
+    pub knee_tolerance: f64,
+    /// Draw a sweep's curve (each value's ratio with its interval) to FILE.svg.
+    #[arg(long, value_name = "FILE.svg", requires = "sweep")]
+    pub svg: Option<PathBuf>,
     /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
     #[arg(last = true, value_name = "PROBE OPTIONS")]
     pub probe_args: Vec<String>,

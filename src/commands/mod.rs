@@ -17,6 +17,7 @@ pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod schema;
 pub(crate) mod verify;
+mod verify_multi;
 
 use anyhow::Result;
 

@@ -56,6 +56,8 @@ contracts! {
     "probe-rss" => crate::probe::rss::PidResult,
     "probe-rss-self" => crate::probe::rss::SelfBurstResult,
     "verify" => crate::verify::Report,
+    "verify-sweep" => crate::verify::sweep::SweepReport,
+    "verify-bundle" => crate::verify::bundle::BundleReport,
     "report" => crate::report::FleetReport,
     "isolate" => crate::isolate::IsolatePlan,
     "report-compare" => crate::report::FleetChange,

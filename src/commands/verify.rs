@@ -65,6 +65,9 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
         wait: args.wait,
         force: args.force,
     };
+    if !args.sweep.is_empty() || !args.more.is_empty() {
+        return super::verify_multi::run(args, &manifest, &t.host, &session, knob, &opts);
+    }
     // Progress per leg only for a person watching: not into a file or a pipe.
     let show = !g.quiet.quiet && std::io::stderr().is_terminal();
     let mut report = verify::run(&session, knob, &opts, &mut |line| {

@@ -12,6 +12,7 @@ pub mod ledger_home;
 pub mod locate;
 mod read;
 pub mod revision;
+pub mod variant;
 pub mod when;
 
 use std::fmt;

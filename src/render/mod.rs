@@ -8,6 +8,7 @@ pub mod markdown;
 pub mod probe;
 pub mod prometheus;
 pub mod svg;
+pub mod sweep;
 pub mod verify;
 
 use anyhow::Result;

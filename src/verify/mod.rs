@@ -9,16 +9,22 @@
 //! probes and the loop check) all end with the knob reverted and read back.
 
 pub mod blind;
+pub mod bundle;
 pub mod expect;
 pub mod honoured;
 mod legs;
+mod multi;
 pub mod order;
 pub mod paired;
 pub mod placement;
 mod record;
+mod record_multi;
 pub mod rule;
+pub mod sweep;
 
+pub use multi::{Plan, Shuffle};
 pub use record::{record, summary};
+pub use record_multi::{record_bundle, record_sweep, sweep_summary};
 
 use std::time::Duration;
 

@@ -185,6 +185,45 @@ fn every_json_output_validates_against_its_schema() {
     );
     let e = &with_evidence["knobs"][0]["evidence"];
     assert!(e["ratio"].as_f64().unwrap() > 0.0, "evidence: {e}");
+    let multi = knobs(&[
+        (
+            "swappiness",
+            "persistence: runtime\nkind: sysctl\ntarget: {name: vm.swappiness}\nset: 10\nverify: {probe: wakeup, note: x}\n",
+        ),
+        (
+            "thp-defrag",
+            "persistence: runtime\nkind: thp\ntarget: {setting: defrag}\nset: never\nverify: {probe: wakeup, note: x}\n",
+        ),
+    ]);
+    let fast = [
+        "--rounds",
+        "5",
+        "--max-rounds",
+        "5",
+        "--settle",
+        "10ms",
+        "--",
+        "--samples",
+        "20",
+        "--gap-us",
+        "200..600",
+    ];
+    for (name, head) in [
+        (
+            "verify-sweep",
+            &["--host", "vm", "verify", "swappiness", "--sweep", "10,30"][..],
+        ),
+        (
+            "verify-bundle",
+            &["--host", "vm", "verify", "swappiness", "thp-defrag"][..],
+        ),
+    ] {
+        check(
+            name,
+            &hk(&vroot, multi.path(), &[head, &fast[..]].concat()),
+            &mut seen,
+        );
+    }
 
     // capture of a corpus tree.
     let cap = tempfile::tempdir().unwrap();

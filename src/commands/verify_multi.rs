@@ -1,0 +1,116 @@
+//! `verify KNOB --sweep ...` and `verify K1 K2 ...`: the arguments checked
+//! before anything is written, the plan said, the report printed.
+
+use std::io::IsTerminal;
+
+use anyhow::{Result, bail};
+
+use crate::apply::Session;
+use crate::cli::VerifyArgs;
+use crate::manifest::{Knob, Manifest};
+use crate::render;
+use crate::verify::{self, bundle, sweep};
+
+pub fn run(
+    args: &VerifyArgs,
+    manifest: &Manifest,
+    host: &str,
+    session: &Session,
+    knob: &Knob,
+    opts: &verify::Options,
+) -> Result<i32> {
+    let quiet = args.change.quiet.quiet;
+    if args.plot.is_some() {
+        bail!(
+            "--plot draws two legs' distributions: for a sweep use --svg (the curve); a bundle has no plot"
+        );
+    }
+    let show = !quiet && std::io::stderr().is_terminal();
+    let mut first = true;
+    // The plan (legs, estimated time) is said whatever the terminal; the
+    // per-leg progress only to a person watching.
+    let mut progress = |line: &str| {
+        if std::mem::take(&mut first) {
+            if !quiet {
+                eprintln!("hostknob: {line}");
+            }
+        } else if show {
+            eprintln!("hostknob: {line}");
+        }
+    };
+    let format = args.change.format.format.into();
+    if !args.sweep.is_empty() {
+        if !args.more.is_empty() {
+            bail!(
+                "--sweep takes one knob (got {}): a bundle's knobs keep their manifest values",
+                1 + args.more.len()
+            );
+        }
+        let so = sweep::SweepOptions {
+            values: args.sweep.clone(),
+            tolerance: args.knee_tolerance,
+        };
+        let mut r = sweep::run(session, knob, opts, &so, &mut progress)?;
+        interrupted(&r.interrupted, r.rounds, r.restored);
+        if r.interrupted.is_none() {
+            verify::record_sweep(session, knob, &mut r)?;
+        }
+        if let Some(path) = &args.svg {
+            let svg = render::sweep::curve(&r)?;
+            std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        }
+        match render::machine(format, &r)? {
+            Some(text) => print!("{text}"),
+            None => print!("{}", render::wrap_prose(&render::sweep::sweep_table(&r))),
+        }
+        let any = r.points.iter().map(|p| p.verdict);
+        return Ok(code(r.restored, r.interrupted.is_some(), any));
+    }
+    let mut ids = vec![args.knob.clone()];
+    ids.extend(args.more.iter().cloned());
+    if let Some(i) = (1..ids.len()).find(|&i| ids[..i].contains(&ids[i])) {
+        bail!("{} is given twice: a bundle's knobs are distinct", ids[i]);
+    }
+    let knobs = crate::apply::select(manifest, host, &ids, false)?;
+    let mut r = bundle::run(session, &knobs, opts, &mut progress)?;
+    interrupted(&r.interrupted, r.rounds, r.restored);
+    if r.interrupted.is_none() {
+        verify::record_bundle(session, &knobs, &mut r)?;
+    }
+    match render::machine(format, &r)? {
+        Some(text) => print!("{text}"),
+        None => print!("{}", render::wrap_prose(&render::sweep::bundle_table(&r))),
+    }
+    let all = std::iter::once(r.together.verdict).chain(r.shares.iter().map(|s| s.verdict));
+    Ok(code(r.restored, r.interrupted.is_some(), all))
+}
+
+fn interrupted(sig: &Option<String>, rounds: usize, restored: bool) {
+    if let Some(sig) = sig {
+        eprintln!(
+            "hostknob: verify: interrupted by {sig} after {rounds} complete rounds; {}; the report is PARTIAL and nothing is recorded",
+            if restored {
+                "the knobs were reverted and read back"
+            } else {
+                "the host was NOT restored (see above): run `hostknob revert` for it"
+            }
+        );
+    }
+}
+
+/// As `verify`'s: 1 not restored, 128 + signal, 3 when any comparison is inconclusive, else 0.
+fn code(
+    restored: bool,
+    interrupted: bool,
+    mut verdicts: impl Iterator<Item = verify::paired::Verdict>,
+) -> i32 {
+    if !restored {
+        1
+    } else if interrupted {
+        128 + crate::probe::interrupt::signal().unwrap_or(libc::SIGINT)
+    } else if verdicts.any(|v| v == verify::paired::Verdict::Inconclusive) {
+        3
+    } else {
+        0
+    }
+}
