@@ -16,7 +16,9 @@ pub mod order;
 pub mod paired;
 pub mod placement;
 mod record;
+pub mod residency;
 pub mod rule;
+pub mod split;
 
 pub use record::{record, summary};
 
@@ -113,6 +115,10 @@ pub struct Report {
     /// Idle-state entries and residency on the watched CPUs, summed over the
     /// rounds: as found, applied.
     pub idle: [Vec<honoured::StateCount>; 2],
+    /// Hardware C-state residency per leg, or why the host exposes none.
+    pub hardware: residency::Hardware,
+    /// The wakeup probe's samples split per leg: the wake, the wait for the CPU.
+    pub wake_split: Option<split::WakeSplit>,
     /// The manifest's `verify.note`.
     pub note: Option<String>,
     pub expectations: Vec<ExpectationCheck>,
@@ -251,6 +257,7 @@ fn run_locked(
     let metric = primary_metric(knob);
     let mut legs = Legs::new(session, knob, opts);
     legs.watched = honoured::watched(placement.sleeper, placement.target_cpus.as_ref());
+    legs.hw = residency::Watch::open(session.root(), &legs.watched);
     let mut analysis = None;
     'looks: for at in rule.looks() {
         while legs.rounds.len() < at {
@@ -357,6 +364,8 @@ fn run_locked(
         placement,
         honoured,
         idle: std::mem::take(&mut legs.idle),
+        hardware: legs.hw.report(knob),
+        wake_split: legs.split.report(),
         samples: [flat(0), flat(1)],
         analysis,
         note: knob.verify.as_ref().and_then(|v| v.note.clone()),
