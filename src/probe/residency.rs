@@ -263,8 +263,14 @@ fn package_cpus(root: &Root, cpus: &[u32]) -> BTreeSet<u32> {
     // processor -> physical id, from /proc/cpuinfo.
     let mut info = std::collections::BTreeMap::new();
     let mut processor = None;
-    for line in root.read_string("/proc/cpuinfo").unwrap_or_default().lines() {
-        let Some((k, v)) = line.split_once(':') else { continue };
+    for line in root
+        .read_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+    {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         match k.trim() {
             "processor" => processor = v.trim().parse::<u32>().ok(),
             "physical id" => {
