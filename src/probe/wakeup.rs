@@ -223,8 +223,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
             let r = (|| {
                 pin_current_thread(sleeper_cpu)?;
                 let mut lat = Vec::with_capacity(n);
-                let sched = super::wake_split::RunDelay::open();
-                let mut delays = Vec::with_capacity(n);
+                let (sched, mut delays) = (super::wake_split::RunDelay::open(), Vec::new());
                 ready.store(1, Ordering::Release);
                 futex_wake(&ready);
                 for i in 0..n {
@@ -307,11 +306,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
 
     let (overhead, per_gap) = waker;
     let raw = zip_samples(&latencies, &delays, per_gap);
-    let split = super::wake_split::Split::of(
-        &latencies,
-        &raw.iter().map(|s| s.run_delay_ns).collect::<Vec<_>>(),
-        delay_why,
-    );
+    let split = super::wake_split::Split::of(&latencies, &delays, delay_why);
     let idle_states = state_deltas(
         states,
         (&usage_before, &usage_after),
@@ -319,11 +314,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         raw.len().max(1),
     );
     let by_deepest_state = by_deepest_state(&raw, &idle_states);
-    let warnings = if states.is_empty() {
-        Vec::new()
-    } else {
-        busy_warning(&raw, sleeper_cpu).into_iter().collect()
-    };
+    let warnings = busy_warning(&raw, sleeper_cpu, states.is_empty()).into_iter().collect();
     let interrupted = (raw.len() < n).then(super::interrupted_by).flatten();
     Ok(WakeupResult {
         probe: super::Probe::Wakeup.as_str().into(),
@@ -402,8 +393,12 @@ fn state_deltas(
         .collect()
 }
 
-/// A warning when over a tenth of the gaps counted no cpuidle entry.
-fn busy_warning(raw: &[Sample], sleeper_cpu: u32) -> Option<String> {
+/// A warning when over a tenth of the gaps counted no cpuidle entry (none
+/// when the CPU has no idle states to count).
+fn busy_warning(raw: &[Sample], sleeper_cpu: u32, no_states: bool) -> Option<String> {
+    if no_states {
+        return None;
+    }
     let n = raw.len();
     let busy = raw
         .iter()
