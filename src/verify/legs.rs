@@ -182,6 +182,7 @@ impl<'a, 's> Legs<'a, 's> {
         progress: &mut dyn FnMut(&str),
     ) -> Result<()> {
         let round = self.rounds.len();
+        self.hw.open_once(self.guard.session.root(), &self.watched);
         let legs = if self.order_rng.applied_first() {
             [Leg::Applied, Leg::Baseline]
         } else {

@@ -257,7 +257,6 @@ fn run_locked(
     let metric = primary_metric(knob);
     let mut legs = Legs::new(session, knob, opts);
     legs.watched = honoured::watched(placement.sleeper, placement.target_cpus.as_ref());
-    legs.hw = residency::Watch::open(session.root(), &legs.watched);
     let mut analysis = None;
     'looks: for at in rule.looks() {
         while legs.rounds.len() < at {

@@ -44,20 +44,23 @@ pub struct LegCount {
 pub struct Watch<'r> {
     res: Result<Residency<'r>, String>,
     legs: [Vec<Count>; 2],
+    opened: bool,
 }
 
 impl<'r> Watch<'r> {
     pub fn none() -> Watch<'r> {
         Watch {
-            res: Err("not read".into()),
+            res: Err("hardware residency not read: no leg ran".into()),
             legs: [Vec::new(), Vec::new()],
+            opened: false,
         }
     }
 
-    pub fn open(root: &'r Root, cpus: &[u32]) -> Watch<'r> {
-        Watch {
-            res: Residency::open(root, cpus),
-            legs: [Vec::new(), Vec::new()],
+    /// Opens the counters of `cpus` once, before the first leg.
+    pub fn open_once(&mut self, root: &'r Root, cpus: &[u32]) {
+        if !self.opened {
+            self.res = Residency::open(root, cpus);
+            self.opened = true;
         }
     }
 
