@@ -123,30 +123,22 @@ pub struct Sample {
 
 impl WakeupResult {
     pub fn raw_header(&self) -> Vec<String> {
-        let mut h = vec![
-            "sample".into(),
-            "gap_ns".into(),
-            "latency_ns".into(),
-            "run_delay_ns".into(),
-        ];
+        let mut h = vec!["sample".into(), "gap_ns".into(), "latency_ns".into()];
         h.extend(
             self.idle_states
                 .iter()
                 .map(|s| format!("entries_{}", s.name.replace([' ', ','], "_"))),
         );
+        h.push("run_delay_ns".into());
         h
     }
 
     pub fn raw_rows(&self) -> impl Iterator<Item = Vec<String>> + '_ {
         self.raw.iter().enumerate().map(|(i, s)| {
-            // An unreadable run delay is an empty field, never a 0.
-            let mut r = vec![
-                i.to_string(),
-                s.gap_ns.to_string(),
-                s.latency_ns.to_string(),
-                s.run_delay_ns.map(|d| d.to_string()).unwrap_or_default(),
-            ];
+            let mut r = vec![i.to_string(), s.gap_ns.to_string(), s.latency_ns.to_string()];
             r.extend(s.entries.iter().map(u64::to_string));
+            // An unreadable run delay is an empty field, never a 0.
+            r.push(s.run_delay_ns.map(|d| d.to_string()).unwrap_or_default());
             r
         })
     }
