@@ -13,6 +13,8 @@ pub use super::LatencyProbe;
 pub struct LatencyRun {
     pub samples_ns: Vec<u64>,
     pub settings: serde_json::Value,
+    /// Per sample (the wakeup probe's): the wake and the wait for the CPU, ns.
+    pub split: Option<(Vec<u64>, Vec<u64>)>,
     pub warnings: Vec<String>,
     /// Requests sent and lost (UDP rpc): verify compares the legs' losses.
     pub lost: Option<(u64, u64)>,

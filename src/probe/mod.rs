@@ -8,6 +8,8 @@ mod idle_counters;
 pub mod interrupt;
 pub mod latency;
 pub mod pmqos;
+pub mod residency;
+pub mod wake_split;
 
 /// The probe registry. A probe is one module here plus one line below: its
 /// module, its name in [`Probe`] and on the command line (`hostknob probe

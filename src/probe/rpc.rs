@@ -613,6 +613,7 @@ impl super::latency::IntoLatencyRun for RpcResult {
     fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
         super::refuse_partial(&self.interrupted)?;
         Ok(super::latency::LatencyRun {
+            split: None,
             samples_ns: self.raw.iter().map(|&(_, rtt)| rtt).collect(),
             settings: serde_json::to_value(&self.settings)?,
             warnings: Vec::new(),

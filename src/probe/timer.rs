@@ -201,6 +201,7 @@ impl super::latency::IntoLatencyRun for TimerResult {
     fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
         super::refuse_partial(&self.interrupted)?;
         Ok(super::latency::LatencyRun {
+            split: None,
             samples_ns: self.raw,
             settings: serde_json::to_value(&self.settings)?,
             warnings: Vec::new(),

@@ -8,6 +8,13 @@
 //! which idle states the CPU entered while it waited (including the one its
 //! wake ended).
 //!
+//! Each sample is split in two from the sleeper's own
+//! `/proc/thread-self/schedstat` (its run delay, read before it blocks and
+//! as soon as it runs): the time it waited on its CPU's run queue after the
+//! wake queued it, and the rest, from the wake request until it was queued
+//! (the IPI, the idle exit, the enqueue). A knob can help the one and hurt
+//! the other.
+//!
 //! The sleeper blocks on a futex by default: it is the kernel's shortest
 //! block/wake path (what mutexes, condition variables and thread parking use),
 //! so the least of each sample is the probe and the most is the wakeup itself.
@@ -51,6 +58,9 @@ pub struct WakeupResult {
     /// Samples grouped by the deepest idle state the sleeper's CPU entered
     /// during that sample's gap (`none`: its cpuidle counters recorded no entry).
     pub by_deepest_state: Vec<StateLatency>,
+    /// Each sample split into the wake (request to queued on the CPU) and
+    /// the wait for the CPU (queued to running).
+    pub split: super::wake_split::Split,
     /// Wall time of the run, ms.
     pub duration_ms: u64,
     /// What makes the result less than it seems (e.g. a sleeper CPU that was busy).
@@ -105,6 +115,8 @@ pub struct StateLatency {
 pub struct Sample {
     pub gap_ns: u64,
     pub latency_ns: u64,
+    /// The sleeper's run delay over this sample (schedstat), when readable.
+    pub run_delay_ns: Option<u64>,
     /// Entries per idle state (in `idle_states` order) during this sample's gap.
     pub entries: Vec<u64>,
 }
@@ -117,17 +129,23 @@ impl WakeupResult {
                 .iter()
                 .map(|s| format!("entries_{}", s.name.replace([' ', ','], "_"))),
         );
+        h.push("run_delay_ns".into());
         h
     }
 
-    pub fn raw_rows(&self) -> impl Iterator<Item = Vec<u64>> + '_ {
+    pub fn raw_rows(&self) -> impl Iterator<Item = Vec<String>> + '_ {
         self.raw.iter().enumerate().map(|(i, s)| {
-            let mut r = vec![i as u64, s.gap_ns, s.latency_ns];
-            r.extend(&s.entries);
+            let mut r = vec![i.to_string(), s.gap_ns.to_string(), s.latency_ns.to_string()];
+            r.extend(s.entries.iter().map(u64::to_string));
+            // An unreadable run delay is an empty field, never a 0.
+            r.push(s.run_delay_ns.map(|d| d.to_string()).unwrap_or_default());
             r
         })
     }
 }
+
+/// Each sample's run delay, or why none could be read.
+type RunDelays = (Vec<Option<u64>>, Option<String>);
 
 /// A sample's gap (ns) and the idle-state entries counted over it.
 type GapEntries = (u64, Vec<u64>);
@@ -192,18 +210,21 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
     let ticker = crate::progress::Ticker::start("wakeup", Some(n as u64), move || {
         let _ = pin_current_thread(waker_cpu);
     });
-    let (latencies, waker) = std::thread::scope(|s| {
-        let sleeper = s.spawn(|| -> Result<Vec<u64>> {
+    let ((latencies, (delays, delay_why)), waker) = std::thread::scope(|s| {
+        let sleeper = s.spawn(|| -> Result<(Vec<u64>, RunDelays)> {
             let r = (|| {
                 pin_current_thread(sleeper_cpu)?;
                 let mut lat = Vec::with_capacity(n);
+                let (sched, mut delays) = (super::wake_split::RunDelay::open(), Vec::new());
                 ready.store(1, Ordering::Release);
                 futex_wake(&ready);
                 for i in 0..n {
+                    let d0 = sched.as_ref().ok().and_then(|s| s.read());
                     channel
                         .wait()
                         .context("the sleeper's blocking call failed")?;
                     let t1 = now_ns();
+                    let d1 = sched.as_ref().ok().and_then(|s| s.read());
                     if failed.load(Ordering::Acquire) {
                         if super::cancelled() {
                             // Ctrl-C: the waker stopped between samples.
@@ -212,10 +233,11 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
                         bail!("stopped");
                     }
                     lat.push(t1.saturating_sub(t0.load(Ordering::Acquire)));
+                    delays.push(d0.zip(d1).map(|(a, b)| b.saturating_sub(a)));
                     done.store(i as u32 + 1, Ordering::Release);
                     futex_wake(&done);
                 }
-                Ok(lat)
+                Ok((lat, (delays, sched.err())))
             })();
             if r.is_err() {
                 failed.store(true, Ordering::Release);
@@ -275,7 +297,8 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
     drop(hold);
 
     let (overhead, per_gap) = waker;
-    let raw = zip_samples(&latencies, per_gap);
+    let raw = zip_samples(&latencies, &delays, per_gap);
+    let split = super::wake_split::Split::of(&latencies, &delays, delay_why);
     let idle_states = state_deltas(
         states,
         (&usage_before, &usage_after),
@@ -283,11 +306,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         raw.len().max(1),
     );
     let by_deepest_state = by_deepest_state(&raw, &idle_states);
-    let warnings = if states.is_empty() {
-        Vec::new()
-    } else {
-        busy_warning(&raw, sleeper_cpu).into_iter().collect()
-    };
+    let warnings = busy_warning(&raw, sleeper_cpu, states.is_empty()).into_iter().collect();
     let interrupted = (raw.len() < n).then(super::interrupted_by).flatten();
     Ok(WakeupResult {
         probe: super::Probe::Wakeup.as_str().into(),
@@ -305,6 +324,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<WakeupResult> {
         overhead,
         idle_states,
         by_deepest_state,
+        split,
         duration_ms,
         warnings,
         partial: interrupted.is_some(),
@@ -325,13 +345,15 @@ fn both<L, W>(l: Result<L>, w: Result<W>) -> Result<(L, W)> {
 }
 
 /// Each sample with its gap and the idle-state entries counted over it.
-fn zip_samples(latencies: &[u64], per_gap: Vec<GapEntries>) -> Vec<Sample> {
+fn zip_samples(latencies: &[u64], delays: &[Option<u64>], per_gap: Vec<GapEntries>) -> Vec<Sample> {
     latencies
         .iter()
+        .zip(delays)
         .zip(per_gap)
-        .map(|(&latency_ns, (gap_ns, entries))| Sample {
+        .map(|((&latency_ns, &run_delay_ns), (gap_ns, entries))| Sample {
             gap_ns,
             latency_ns,
+            run_delay_ns,
             entries,
         })
         .collect()
@@ -363,8 +385,12 @@ fn state_deltas(
         .collect()
 }
 
-/// A warning when over a tenth of the gaps counted no cpuidle entry.
-fn busy_warning(raw: &[Sample], sleeper_cpu: u32) -> Option<String> {
+/// A warning when over a tenth of the gaps counted no cpuidle entry (none
+/// when the CPU has no idle states to count).
+fn busy_warning(raw: &[Sample], sleeper_cpu: u32, no_states: bool) -> Option<String> {
+    if no_states {
+        return None;
+    }
     let n = raw.len();
     let busy = raw
         .iter()
@@ -418,6 +444,7 @@ impl super::latency::IntoLatencyRun for WakeupResult {
         Ok(super::latency::LatencyRun {
             samples_ns: self.raw.iter().map(|s| s.latency_ns).collect(),
             settings: serde_json::to_value(&self.settings)?,
+            split: super::wake_split::parts(self.raw.iter().map(|s| (s.latency_ns, s.run_delay_ns))),
             warnings: self.warnings,
             lost: None,
         })
@@ -465,6 +492,7 @@ mod tests {
         let s = |lat, e: [u64; 2]| Sample {
             gap_ns: 0,
             latency_ns: lat,
+            run_delay_ns: None,
             entries: e.to_vec(),
         };
         let raw = [s(50, [1, 1]), s(5, [3, 0]), s(60, [0, 2]), s(1, [0, 0])];

@@ -117,6 +117,30 @@ fn host_rows(host: &HostFacts) -> Vec<(String, String)> {
     ]
 }
 
+/// Each sample's wake and wait for the CPU, or why there is no split.
+fn split(sp: &crate::probe::wake_split::Split) -> String {
+    let (Some(w), Some(d)) = (&sp.wake, &sp.run_delay) else {
+        return format!(
+            "wake vs run delay: not split ({})\n\n",
+            sp.reason.as_deref().unwrap_or("no run delay")
+        );
+    };
+    let row = |name: &str, s: &crate::stats::Summary| {
+        vec![
+            name.to_string(),
+            us(s.min_ns),
+            us(s.p50_ns),
+            us(s.p99_ns),
+            us(s.max_ns),
+        ]
+    };
+    grid(
+        "Each sample in two (µs): the wake, then the wait for the CPU (schedstat run delay)",
+        &["part", "min", "p50", "p99", "max"],
+        vec![row("wake", w), row("run delay", d)],
+    )
+}
+
 pub fn wakeup(r: &WakeupResult) -> String {
     let s = &r.settings;
     let mut rows = vec![
@@ -146,6 +170,7 @@ pub fn wakeup(r: &WakeupResult) -> String {
     );
     out += &facts("Wakeup probe", &rows);
     out += &distribution("Wakeup latency (µs)", &r.latency);
+    out += &split(&r.split);
     let states = r
         .idle_states
         .iter()

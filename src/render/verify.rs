@@ -106,11 +106,92 @@ pub fn table(r: &Report) -> String {
             .collect(),
     );
     out += &idle_table(r);
+    out += &hardware_table(r);
+    out += &split_table(r);
     out += &facts("Verdict", &verdict_rows(r));
     for w in &r.warnings {
         out += &format!("warning: {w}\n");
     }
     out.trim_end().to_string() + "\n"
+}
+
+/// The wakeup probe's wake and wait for the CPU, per leg.
+fn split_table(r: &Report) -> String {
+    let Some(s) = &r.wake_split else {
+        return String::new();
+    };
+    let rows = [("as found", &s.legs[0]), ("applied", &s.legs[1])]
+        .into_iter()
+        .filter_map(|(name, p)| {
+            let p = p.as_ref()?;
+            Some(vec![
+                name.to_string(),
+                us(p.wake.p50_ns),
+                us(p.wake.p99_ns),
+                us(p.run_delay.p50_ns),
+                us(p.run_delay.p99_ns),
+            ])
+        })
+        .collect();
+    grid(
+        "Wake vs wait for the CPU (pooled over the rounds; run delay from schedstat)",
+        &[
+            "leg",
+            "wake p50",
+            "wake p99",
+            "run delay p50",
+            "run delay p99",
+        ],
+        rows,
+    )
+}
+
+/// Each leg's hardware residency, or why the host exposes none.
+fn hardware_table(r: &Report) -> String {
+    let hw = &r.hardware;
+    let note = hw
+        .note
+        .as_ref()
+        .map(|n| format!("note: {n}\n"))
+        .unwrap_or_default();
+    let Some(source) = hw.source else {
+        return format!(
+            "{}\n{note}\n",
+            hw.reason
+                .as_deref()
+                .unwrap_or("hardware residency not exposed")
+        );
+    };
+    let pct = |c: Option<&crate::verify::residency::LegCount>| {
+        c.map_or("-".into(), |c| format!("{:.2}%", c.percent))
+    };
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut seen = Vec::new();
+    for a in hw.legs[0].iter().chain(&hw.legs[1]) {
+        let key = (a.count.scope, a.count.cpu, &a.count.state);
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let find = |k: usize| {
+            hw.legs[k]
+                .iter()
+                .find(|c| (c.count.scope, c.count.cpu, &c.count.state) == key)
+        };
+        rows.push(vec![
+            a.count.scope.as_str().into(),
+            a.count.cpu.to_string(),
+            a.count.state.clone(),
+            pct(find(0)),
+            pct(find(1)),
+            a.count.counter.clone(),
+        ]);
+    }
+    grid(
+        &format!("Hardware residency ({source}; % of the TSC, summed over the rounds)"),
+        &["scope", "CPU", "state", "as found", "applied", "counter"],
+        rows,
+    ) + &note
 }
 
 /// Each leg's idle-state entries and residency on the watched CPUs.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::{Leg, Losses, Options, held_request, honoured, order::LegOrder};
+use super::{Leg, Losses, Options, held_request, honoured, order::LegOrder, residency, split};
 use crate::apply::{self, ApplyError, ApplyOptions, Session};
 use crate::manifest::Knob;
 use crate::probe::{self, latency};
@@ -106,6 +106,10 @@ pub(super) struct Legs<'a, 's> {
     pub(super) watched: Vec<u32>,
     pub(super) idle: [Vec<honoured::StateCount>; 2],
     pub(super) findings: Vec<String>,
+    /// Hardware residency counters of the watched CPUs, per leg.
+    pub(super) hw: residency::Watch<'a>,
+    /// The wakeup probe's wake and run-delay parts, per leg.
+    pub(super) split: split::Pool,
     /// A signal stopped the run; the rounds so far are complete.
     pub(super) interrupted: bool,
     /// The rpc probe's losses, when it reports them.
@@ -130,6 +134,8 @@ impl<'a, 's> Legs<'a, 's> {
             watched: Vec::new(),
             idle: [Vec::new(), Vec::new()],
             findings: Vec::new(),
+            hw: residency::Watch::none(),
+            split: split::Pool::default(),
             interrupted: false,
             losses: None,
         }
@@ -137,10 +143,16 @@ impl<'a, 's> Legs<'a, 's> {
 
     /// After an applied leg: the kernel's counters and the knob's files
     /// against what the knob asked.
-    fn check_applied(&mut self, round: usize, delta: &[honoured::StateCount]) {
+    fn check_applied(
+        &mut self,
+        round: usize,
+        delta: &[honoured::StateCount],
+        hw: &[crate::probe::residency::Count],
+    ) {
         let session = self.guard.session;
         let held = held_request(self.knob).map(u64::from);
         let mut found = honoured::findings(session.root(), delta, held);
+        found.extend(residency::findings(self.knob, hw, delta));
         if let Ok(survey) = self.knob.spec.survey(&session.ctx) {
             for t in survey
                 .targets
@@ -170,6 +182,7 @@ impl<'a, 's> Legs<'a, 's> {
         progress: &mut dyn FnMut(&str),
     ) -> Result<()> {
         let round = self.rounds.len();
+        self.hw.open_once(self.guard.session.root(), &self.watched);
         let legs = if self.order_rng.applied_first() {
             [Leg::Applied, Leg::Baseline]
         } else {
@@ -177,7 +190,7 @@ impl<'a, 's> Legs<'a, 's> {
         };
         self.order.push(legs);
         let mut got: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
-        for leg in legs {
+        for (k, leg) in legs.into_iter().enumerate() {
             if probe::cancelled() {
                 self.interrupted = true;
                 return Ok(());
@@ -204,6 +217,7 @@ impl<'a, 's> Legs<'a, 's> {
                 return Ok(());
             }
             let counters = honoured::read(root, &self.watched);
+            let hw = self.hw.read();
             let run = match latency::run(root, &self.opts.probe) {
                 Ok(r) => r,
                 Err(_) if probe::cancelled() => {
@@ -230,6 +244,7 @@ impl<'a, 's> Legs<'a, 's> {
                 l.sent[k] += sent;
                 l.lost[k] += lost;
             }
+            self.split.add(leg == Leg::Applied, run.split);
             if self.settings.is_null() {
                 self.settings = run.settings;
             }
@@ -244,10 +259,12 @@ impl<'a, 's> Legs<'a, 's> {
                 p50 as f64 / 1e3,
                 run.samples_ns.len()
             ));
+            residency::leg_gate(round * 2 + k, leg == Leg::Applied);
             let d = honoured::delta(&counters, &honoured::read(root, &self.watched));
             honoured::accumulate(&mut self.idle[(leg == Leg::Applied) as usize], &d);
+            let hw = self.hw.end(leg == Leg::Applied, &hw);
             if leg == Leg::Applied {
-                self.check_applied(round, &d);
+                self.check_applied(round, &d, &hw);
             }
             got[(leg == Leg::Applied) as usize] = run.samples_ns;
         }

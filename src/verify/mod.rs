@@ -19,7 +19,9 @@ pub mod paired;
 pub mod placement;
 mod record;
 mod record_multi;
+pub mod residency;
 pub mod rule;
+pub mod split;
 pub mod sweep;
 
 pub use multi::{Plan, Shuffle};
@@ -119,6 +121,10 @@ pub struct Report {
     /// Idle-state entries and residency on the watched CPUs, summed over the
     /// rounds: as found, applied.
     pub idle: [Vec<honoured::StateCount>; 2],
+    /// Hardware C-state residency per leg, or why the host exposes none.
+    pub hardware: residency::Hardware,
+    /// The wakeup probe's samples split per leg: the wake, the wait for the CPU.
+    pub wake_split: Option<split::WakeSplit>,
     /// The manifest's `verify.note`.
     pub note: Option<String>,
     pub expectations: Vec<ExpectationCheck>,
@@ -363,6 +369,8 @@ fn run_locked(
         placement,
         honoured,
         idle: std::mem::take(&mut legs.idle),
+        hardware: legs.hw.report(knob),
+        wake_split: legs.split.report(),
         samples: [flat(0), flat(1)],
         analysis,
         note: knob.verify.as_ref().and_then(|v| v.note.clone()),
