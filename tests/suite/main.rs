@@ -55,3 +55,4 @@ mod probe_rss;
 mod readme_tour;
 mod tables_width;
 mod verify;
+mod verify_command;
