@@ -108,6 +108,18 @@ pub fn place(c: &CommandProbe, p: &Placement, allowed: &CpuList) -> Result<Place
     })
 }
 
+/// The command's placement, for a command probe.
+pub fn placed(
+    root: &crate::root::Root,
+    c: Option<&CommandProbe>,
+    p: &Placement,
+) -> Result<Option<Placed>> {
+    match c {
+        Some(c) => Ok(Some(place(c, p, &crate::probe::Cpus::read(root)?.allowed)?)),
+        None => Ok(None),
+    }
+}
+
 /// One leg: `samples` runs, each a value in the unit and its sample.
 pub fn run_leg(c: &CommandProbe, cpus: &CpuList) -> Result<(LatencyRun, Vec<f64>)> {
     let mut values = Vec::with_capacity(c.samples);

@@ -245,14 +245,7 @@ fn run_locked(
         command: opts.command.clone(),
         ..*opts
     };
-    let placed = match &opts.command {
-        Some(c) => Some(command::place(
-            c,
-            &placement,
-            &probe::Cpus::read(session.root())?.allowed,
-        )?),
-        None => None,
-    };
+    let placed = command::placed(session.root(), opts.command.as_deref(), &placement)?;
     let before = snapshot(session, knob)?;
     catch_signals()?;
     progress(&format!(
@@ -334,32 +327,14 @@ fn run_locked(
     let mut expectations = check_expectations(knob, &legs.rounds, rule, overrule);
     let blind = opts.command.is_none()
         && blind::account(knob, &opts.probe, &mut expectations, &mut warnings);
-    let findings = std::mem::take(&mut legs.findings);
-    let honoured = Honoured {
-        status: match (findings.is_empty(), overrule) {
-            (false, _) => "not-honoured",
-            // Nothing entered, nothing to check: not a "yes".
-            (true, Some(Decision::NotExercised)) => "not-checked",
-            (true, _) => "honoured",
-        },
-        cause: (!findings.is_empty())
-            .then(|| honoured::likely_cause(session.root()))
-            .flatten(),
-        findings,
-        cpus: legs.watched.clone(),
-    };
-    if honoured.status == "not-honoured" {
-        warnings.push(format!(
-            "{} is not honoured by the kernel: {}{}",
-            knob.id,
-            honoured.findings[0],
-            honoured
-                .cause
-                .as_ref()
-                .map(|c| format!("; likely cause: {c}"))
-                .unwrap_or_default()
-        ));
-    }
+    let honoured = honoured::conclude(
+        session.root(),
+        &knob.id,
+        std::mem::take(&mut legs.findings),
+        legs.watched.clone(),
+        overrule,
+        &mut warnings,
+    );
     let flat = |k: usize| -> Vec<u64> {
         legs.rounds
             .iter()
