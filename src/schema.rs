@@ -7,6 +7,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
+pub mod command;
 pub mod expect;
 
 /// One knob. `T` and `S` are the kind's own `target` and `set` types: the
@@ -128,7 +129,8 @@ pub enum HistoryAction {
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Verify {
-    pub probe: Probe,
+    /// A built-in probe's name, or a command (`schema::command`).
+    pub probe: command::ProbeSpec,
     /// What the probe should show, checked by `verify` (one or a list).
     #[serde(default)]
     pub expect: expect::Expectations,

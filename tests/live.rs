@@ -222,6 +222,100 @@ fn live_verify_of_resume_latency_na_on_the_sleeper_reports_improved() {
     assert!(journal_of(state.path()).is_empty());
 }
 
+/// Issue 24 item 1: a command probe, `sockperf ping-pong` over loopback with
+/// its server pinned to the knob's CPU 1 (the client on CPU 0, paced so CPU 1
+/// idles between messages), verifies resume latency `n/a` there: a verdict,
+/// a ledger entry, and the limit as found.
+#[test]
+#[ignore = "live: root and HOSTKNOB_LIVE=1"]
+fn live_command_probe_sockperf_verifies_resume_latency_na_on_cpu1() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(why) = live_target() {
+        eprintln!("live test skipped: {why}");
+        return;
+    }
+    if std::process::Command::new("sockperf")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("live test skipped: no sockperf");
+        return;
+    }
+    let file = resume_file();
+    let original = std::fs::read_to_string(&file).unwrap();
+    let _guard = Restore {
+        path: file.clone(),
+        original: original.clone(),
+    };
+    let port = 20000 + std::process::id() % 20000;
+    let script = format!(
+        "taskset -c 1 sockperf server -i 127.0.0.1 -p {port} >/dev/null 2>&1 & s=$!; sleep 0.3; \
+         taskset -c 0 sockperf ping-pong -i 127.0.0.1 -p {port} -t 1 --mps=1000 --full-rtt; r=$?; kill $s; exit $r"
+    );
+    let body = format!(
+        "persistence: runtime\nkind: pm-qos-resume-latency\ntarget: {{cpus: \"1\"}}\nset: n/a\n\
+         verify:\n  probe:\n    command: [{script:?}]\n    shell: true\n    cpus: \"0-1\"\n    \
+         metric: {{regex: 'percentile 50.000 =\\s+([0-9.]+)'}}\n    unit: µs\n    timeout: 20s\n"
+    );
+    let m = knobs(&[("resume-na-cpu1", &body)]);
+    let state = tempfile::tempdir().unwrap();
+    let o = run(
+        Path::new("/"),
+        m.path(),
+        &[
+            "--state-dir",
+            state.path().to_str().unwrap(),
+            "--host",
+            "live",
+            "--format",
+            "json",
+            "verify",
+            "resume-na-cpu1",
+            "--rounds",
+            "6",
+            "--settle",
+            "200ms",
+        ],
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    eprintln!(
+        "live command verify: {} (as found {} µs, applied {} µs); {}",
+        v["verdict_words"],
+        v["command"]["geomean"][0],
+        v["command"]["geomean"][1],
+        v["energy"]["words"]
+    );
+    assert_eq!(v["restored"], true);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap().trim(),
+        original.trim()
+    );
+    assert!(journal_of(state.path()).is_empty());
+    assert_eq!(v["probe"], "command");
+    assert_eq!(v["command"]["cpus"], "0-1", "{v}");
+    assert!(
+        [
+            "improved",
+            "regressed",
+            "no-detectable-effect",
+            "inconclusive"
+        ]
+        .contains(&v["verdict"].as_str().unwrap()),
+        "{v}"
+    );
+    assert_eq!(
+        v["energy"]["exposed"], false,
+        "this VM exposes no RAPL: {v}"
+    );
+    let ledger = std::fs::read_to_string(m.path().join("ledger/live.yaml")).unwrap();
+    assert!(
+        ledger.contains("action: verified") && ledger.contains("command probe"),
+        "{ledger}"
+    );
+}
+
 #[test]
 #[ignore = "live: root and HOSTKNOB_LIVE=1"]
 fn live_apply_disables_haltpoll_idle_on_cpu1_and_revert_restores_it() {

@@ -24,9 +24,25 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
     let manifest = manifest::load(&t.manifest_dir)?;
     let knob =
         crate::apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
+    let command = match (&args.probe, &knob.verify) {
+        (None, Some(v)) => match &v.probe {
+            crate::schema::command::ProbeSpec::Command(c) => Some(c.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if command.is_some() && !args.probe_args.is_empty() {
+        bail!(
+            "{}: verify.probe is a command: options after `--` are for a built-in probe (give the command's own in the manifest, or pass --probe NAME)",
+            knob.id
+        );
+    }
     let name = match (&args.probe, &knob.verify) {
         (Some(p), _) => p.clone(),
-        (None, Some(v)) => v.probe.as_str().to_string(),
+        // The command runs instead; the wakeup probe's placement only picks
+        // the CPU whose idle counters are watched.
+        (None, Some(_)) if command.is_some() => "wakeup".to_string(),
+        (None, Some(v)) => v.probe.name().to_string(),
         (None, None) => bail!(
             "{}:{}: verify: knob {} declares no probe; add `verify: {{probe: wakeup, expect: ...}}` or pass --probe",
             knob.source.file.display(),
@@ -60,10 +76,14 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
         max_rounds: args.max_rounds,
         settle: args.settle,
         seed,
-        probe_name: name,
+        probe_name: match command {
+            Some(_) => "command".to_string(),
+            None => name,
+        },
         probe: crate::commands::probe::latency_probe(&probe)?,
         wait: args.wait,
         force: args.force,
+        command,
     };
     if !args.sweep.is_empty() || !args.more.is_empty() {
         return super::verify_multi::run(args, &manifest, &t.host, &session, knob, &opts);

@@ -338,6 +338,15 @@ fn check(source: Source, f: Fields, spec: Spec, errors: &mut Vec<ManifestError>)
             }
         },
     };
+    if let Some(crate::schema::Verify {
+        probe: crate::schema::command::ProbeSpec::Command(c),
+        ..
+    }) = &f.verify
+    {
+        for (field, m) in c.check() {
+            errors.push(source.error(&field, m));
+        }
+    }
     let (kind, spec) = spec?;
     Some(Knob {
         id: f.id?,

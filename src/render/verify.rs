@@ -1,10 +1,51 @@
 //! verify's report as tables for a person.
 
 use super::{facts, grid};
-use crate::verify::Report;
+use crate::verify::{Report, command};
 
 fn us(ns: u64) -> String {
     format!("{:.1} µs", ns as f64 / 1e3)
+}
+
+/// A sample statistic in the probe's unit: µs, or the command's own.
+fn unit(r: &Report, ns: f64) -> String {
+    match &r.command {
+        Some(c) => format!("{:.4} {}", command::value_of(c, ns), c.unit),
+        None => format!("{:.1} µs", ns / 1e3),
+    }
+}
+
+/// Where the probe ran, in words.
+fn placement(r: &Report) -> (String, String) {
+    let p = &r.placement;
+    let target = p
+        .target_cpus
+        .as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| "none".into());
+    match &r.command {
+        Some(c) => (
+            "placement".into(),
+            format!(
+                "the command on CPUs {} ({}); idle counters read on CPU {} (target CPUs {target})",
+                c.cpus, c.why, p.sleeper
+            ),
+        ),
+        None => (
+            "placement".into(),
+            format!(
+                "sleeper CPU {}{}, waker CPU {} (target CPUs {target}; {})",
+                p.sleeper,
+                if p.sleeper_isolated {
+                    " (isolated)"
+                } else {
+                    ""
+                },
+                p.waker,
+                p.why
+            ),
+        ),
+    }
 }
 
 pub fn table(r: &Report) -> String {
@@ -24,25 +65,7 @@ pub fn table(r: &Report) -> String {
                     r.settle_ms
                 ),
             ),
-            (
-                "placement".into(),
-                format!(
-                    "sleeper CPU {}{}, waker CPU {} (target CPUs {}; {})",
-                    r.placement.sleeper,
-                    if r.placement.sleeper_isolated {
-                        " (isolated)"
-                    } else {
-                        ""
-                    },
-                    r.placement.waker,
-                    r.placement
-                        .target_cpus
-                        .as_ref()
-                        .map(|c| c.to_string())
-                        .unwrap_or_else(|| "none".into()),
-                    r.placement.why
-                ),
-            ),
+            placement(r),
             (
                 "leg order".into(),
                 r.order
@@ -57,15 +80,28 @@ pub fn table(r: &Report) -> String {
         vec![
             name.to_string(),
             l.samples.to_string(),
-            us(l.p50_ns),
-            us(l.p95_ns),
-            us(l.p99_ns),
-            us(l.max_ns),
+            unit(r, l.p50_ns as f64),
+            unit(r, l.p95_ns as f64),
+            unit(r, l.p99_ns as f64),
+            unit(r, l.max_ns as f64),
             format!("{:.1}%", l.cv * 100.0),
         ]
     };
+    let title = match &r.command {
+        Some(c) if c.better == crate::schema::command::Better::Higher => format!(
+            "Each leg: the median across rounds of each round's p50, p95, p99, max of `{}` ({}; higher is better, so p95-max are the lowest runs)",
+            c.argv.join(" "),
+            c.metric
+        ),
+        Some(c) => format!(
+            "Each leg: the median across rounds of each round's p50, p95, p99, max of `{}` ({}; lower is better)",
+            c.argv.join(" "),
+            c.metric
+        ),
+        None => "Each leg: the median across rounds of each round's p50, p95, p99, max".into(),
+    };
     out += &grid(
-        "Each leg: the median across rounds of each round's p50, p95, p99, max",
+        &title,
         &[
             "leg",
             "samples",
@@ -78,7 +114,7 @@ pub fn table(r: &Report) -> String {
         vec![row("as found", &a.baseline), row("applied", &a.applied)],
     );
     let m = a.metric.as_str();
-    let usf = |ns: f64| format!("{:.1} µs", ns / 1e3);
+    let usf = |ns: f64| unit(r, ns);
     out += &grid(
         &format!("{m} per round (the ratio is applied / as found)"),
         &[
@@ -322,6 +358,7 @@ fn verdict_rows(r: &Report) -> Vec<(String, String)> {
             ),
         ));
     }
+    rows.push(("energy".into(), r.energy.words.clone()));
     rows.push((
         "host restored".into(),
         if r.restored {

@@ -147,6 +147,41 @@ pub fn findings(root: &Root, leg: &[StateCount], held_us: Option<u64>) -> Vec<St
 }
 
 /// The likely cause of a disabled state being entered, when it is known.
+/// The honoured status from the applied legs' findings, with a warning
+/// when the kernel did not do what the knob asked.
+pub(super) fn conclude(
+    root: &Root,
+    id: &str,
+    findings: Vec<String>,
+    cpus: Vec<u32>,
+    overrule: Option<super::Decision>,
+    warnings: &mut Vec<String>,
+) -> super::Honoured {
+    let honoured = super::Honoured {
+        status: match (findings.is_empty(), overrule) {
+            (false, _) => "not-honoured",
+            // Nothing entered, nothing to check: not a "yes".
+            (true, Some(super::Decision::NotExercised)) => "not-checked",
+            (true, _) => "honoured",
+        },
+        cause: (!findings.is_empty()).then(|| likely_cause(root)).flatten(),
+        findings,
+        cpus,
+    };
+    if honoured.status == "not-honoured" {
+        warnings.push(format!(
+            "{id} is not honoured by the kernel: {}{}",
+            honoured.findings[0],
+            honoured
+                .cause
+                .as_ref()
+                .map(|c| format!("; likely cause: {c}"))
+                .unwrap_or_default()
+        ));
+    }
+    honoured
+}
+
 pub fn likely_cause(root: &Root) -> Option<String> {
     let gov = ["current_governor", "current_governor_ro"]
         .iter()

@@ -114,6 +114,9 @@ pub(super) struct Legs<'a, 's> {
     pub(super) interrupted: bool,
     /// The rpc probe's losses, when it reports them.
     pub(super) losses: Option<Losses>,
+    /// The command probe's placement and values.
+    pub(super) command: Option<super::command::Placed>,
+    pub(super) energy: super::energy::Legs,
 }
 
 impl<'a, 's> Legs<'a, 's> {
@@ -138,6 +141,8 @@ impl<'a, 's> Legs<'a, 's> {
             split: split::Pool::default(),
             interrupted: false,
             losses: None,
+            command: None,
+            energy: super::energy::Legs::new(session.root()),
         }
     }
 
@@ -172,6 +177,25 @@ impl<'a, 's> Legs<'a, 's> {
                 .into_iter()
                 .map(|f| format!("round {}: {f}", round + 1)),
         );
+    }
+
+    /// One leg's probe run (the command's values kept per round), its
+    /// package energy read around it.
+    fn run_probe(&mut self, root: &crate::root::Root, leg: Leg) -> Result<latency::LatencyRun> {
+        let k = (leg == Leg::Applied) as usize;
+        let at = self.energy.start(root);
+        let run = match (&self.opts.command, &mut self.command) {
+            (Some(c), Some(p)) => {
+                let (run, values) = super::command::run_leg(c, &p.cpus)?;
+                p.values[k].push(values);
+                Ok(run)
+            }
+            _ => latency::run(root, &self.opts.probe),
+        };
+        if run.is_ok() {
+            self.energy.end(root, k, at);
+        }
+        run
     }
 
     /// Runs one more round, both legs in the seeded order.
@@ -218,7 +242,7 @@ impl<'a, 's> Legs<'a, 's> {
             }
             let counters = honoured::read(root, &self.watched);
             let hw = self.hw.read();
-            let run = match latency::run(root, &self.opts.probe) {
+            let run = match self.run_probe(root, leg) {
                 Ok(r) => r,
                 Err(_) if probe::cancelled() => {
                     self.interrupted = true;

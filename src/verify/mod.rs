@@ -10,6 +10,8 @@
 
 pub mod blind;
 pub mod bundle;
+pub mod command;
+pub mod energy;
 pub mod expect;
 pub mod honoured;
 mod legs;
@@ -68,6 +70,9 @@ pub struct Options {
     pub wait: bool,
     /// Allow a --sleeper-cpu (--server-cpu, --cpu) outside the knob's target.
     pub force: bool,
+    /// The manifest's command probe: run instead of `probe`, which then only
+    /// places the CPU whose idle counters are watched.
+    pub command: Option<Box<crate::schema::command::CommandProbe>>,
 }
 
 /// What the kernel did against what the knob asked, over the applied legs.
@@ -135,6 +140,10 @@ pub struct Report {
     pub interrupted: Option<String>,
     /// The rpc probe's lost requests (UDP), per leg: as found, applied.
     pub losses: Option<Losses>,
+    /// The command probe: where it ran, its unit, which way is better, its values.
+    pub command: Option<command::Placed>,
+    /// Package energy and power per leg, or "energy not exposed".
+    pub energy: energy::Energy,
     pub warnings: Vec<String>,
     pub ledger: Option<String>,
     #[serde(skip)]
@@ -245,16 +254,23 @@ fn run_locked(
     let opts = &Options {
         probe,
         probe_name: opts.probe_name.clone(),
+        command: opts.command.clone(),
         ..*opts
     };
+    let placed = command::placed(session.root(), opts.command.as_deref(), &placement)?;
     let before = snapshot(session, knob)?;
     catch_signals()?;
     progress(&format!(
-        "verifying {} with the {} probe on CPU {} (from CPU {}): {} rounds first, up to {}, seed {}, settle {} ms",
+        "verifying {} with the {} probe {}: {} rounds first, up to {}, seed {}, settle {} ms",
         knob.id,
         opts.probe_name,
-        placement.sleeper,
-        placement.waker,
+        match &placed {
+            Some(p) => format!("on CPUs {} ({})", p.cpus, p.why),
+            None => format!(
+                "on CPU {} (from CPU {})",
+                placement.sleeper, placement.waker
+            ),
+        },
         rule.rounds,
         rule.max_rounds,
         opts.seed,
@@ -262,6 +278,7 @@ fn run_locked(
     ));
     let metric = primary_metric(knob);
     let mut legs = Legs::new(session, knob, opts);
+    legs.command = placed;
     legs.watched = honoured::watched(placement.sleeper, placement.target_cpus.as_ref());
     let mut analysis = None;
     'looks: for at in rule.looks() {
@@ -320,33 +337,16 @@ fn run_locked(
         analysis.partial = interrupted.is_some();
     }
     let mut expectations = check_expectations(knob, &legs.rounds, rule, overrule);
-    let blind = blind::account(knob, &opts.probe, &mut expectations, &mut warnings);
-    let findings = std::mem::take(&mut legs.findings);
-    let honoured = Honoured {
-        status: match (findings.is_empty(), overrule) {
-            (false, _) => "not-honoured",
-            // Nothing entered, nothing to check: not a "yes".
-            (true, Some(Decision::NotExercised)) => "not-checked",
-            (true, _) => "honoured",
-        },
-        cause: (!findings.is_empty())
-            .then(|| honoured::likely_cause(session.root()))
-            .flatten(),
-        findings,
-        cpus: legs.watched.clone(),
-    };
-    if honoured.status == "not-honoured" {
-        warnings.push(format!(
-            "{} is not honoured by the kernel: {}{}",
-            knob.id,
-            honoured.findings[0],
-            honoured
-                .cause
-                .as_ref()
-                .map(|c| format!("; likely cause: {c}"))
-                .unwrap_or_default()
-        ));
-    }
+    let blind = opts.command.is_none()
+        && blind::account(knob, &opts.probe, &mut expectations, &mut warnings);
+    let honoured = honoured::conclude(
+        session.root(),
+        &knob.id,
+        std::mem::take(&mut legs.findings),
+        legs.watched.clone(),
+        overrule,
+        &mut warnings,
+    );
     let flat = |k: usize| -> Vec<u64> {
         legs.rounds
             .iter()
@@ -354,6 +354,10 @@ fn run_locked(
             .copied()
             .collect()
     };
+    let energy = legs
+        .energy
+        .report(command::metric_us(legs.command.as_ref(), &analysis));
+    let placed = legs.command.take().map(|p| command::finish(p, &analysis));
     Ok(Report {
         host: session.ctx.name.clone(),
         knob: knob.id.clone(),
@@ -378,6 +382,8 @@ fn run_locked(
         restored,
         interrupted,
         losses,
+        energy,
+        command: placed,
         warnings,
         ledger: None,
     })

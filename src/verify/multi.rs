@@ -268,10 +268,18 @@ fn run_locked(
     for k in variants.iter().flat_map(|v| v.knobs.iter()) {
         check_variant(session, k).with_context(|| format!("leg {}", k.spec.desired()))?;
     }
+    if opts.command.is_some() {
+        anyhow::bail!(
+            "{}: its verify.probe is a command; sweeps and bundles run the built-in \
+             probes only (give --probe wakeup, rpc or timer)",
+            place_on.id
+        );
+    }
     let (probe, placement) = super::place_probe(session, place_on, opts)?;
     let opts = &Options {
         probe,
         probe_name: opts.probe_name.clone(),
+        command: None,
         ..*opts
     };
     let knobs = distinct(variants);

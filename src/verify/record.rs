@@ -10,15 +10,30 @@ use crate::manifest::{Knob, ledger};
 pub fn summary(r: &Report) -> String {
     let a = &r.analysis;
     // The legs' geometric means over the rounds: their ratio is the one the verdict tests.
-    let mut s = format!(
-        "{} probe, seed {}: {} (geometric mean over rounds) {:.1} -> {:.1} µs: {}",
-        r.probe,
-        r.seed,
-        a.metric.as_str(),
-        a.baseline_geomean_ns / 1e3,
-        a.applied_geomean_ns / 1e3,
-        r.verdict_words
-    );
+    let mut s = match &r.command {
+        Some(c) => format!(
+            "command probe `{}`, seed {}: {} of {} ({} is better; geometric mean over rounds) {:.4} -> {:.4} {}: {}",
+            c.argv.join(" "),
+            r.seed,
+            a.metric.as_str(),
+            c.metric,
+            c.better.as_str(),
+            c.geomean[0],
+            c.geomean[1],
+            c.unit,
+            r.verdict_words
+        ),
+        None => format!(
+            "{} probe, seed {}: {} (geometric mean over rounds) {:.1} -> {:.1} µs: {}",
+            r.probe,
+            r.seed,
+            a.metric.as_str(),
+            a.baseline_geomean_ns / 1e3,
+            a.applied_geomean_ns / 1e3,
+            r.verdict_words
+        ),
+    };
+    s += &format!("; {}", r.energy.words);
     if !r.restored {
         s = format!("NOT RESTORED: the knob's files did not read as found after the run; {s}");
     }
@@ -89,6 +104,8 @@ pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
         "honoured": r.honoured,
         "idle": r.idle,
         "expectations": r.expectations,
+        "command": r.command,
+        "energy": r.energy,
     }));
     entry.facts = Some(crate::manifest::facts::Facts {
         probe: Some(r.probe.to_string()),

@@ -59,5 +59,6 @@ mod probe_wake_split;
 mod readme_tour;
 mod tables_width;
 mod verify;
-mod verify_sweep;
+mod verify_command;
 mod verify_residency;
+mod verify_sweep;

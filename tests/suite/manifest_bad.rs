@@ -242,6 +242,27 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "verify.probe",
         "unknown variant `magic`",
     ),
+    (
+        "verify-command-regex-two-groups",
+        "thp.yaml",
+        14,
+        "verify.probe.metric.regex",
+        "has 2 groups: it needs exactly one",
+    ),
+    (
+        "verify-command-json-path",
+        "thp.yaml",
+        14,
+        "verify.probe.metric.json",
+        "\"latency..p99\" is not a dotted path",
+    ),
+    (
+        "verify-command-no-metric",
+        "thp.yaml",
+        14,
+        "verify.probe.metric",
+        "say where the number is",
+    ),
     ("bad-id", "thp.yaml", 1, "id", "is not a knob id"),
     (
         "verify-expect-prose",

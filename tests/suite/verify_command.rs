@@ -1,0 +1,416 @@
+//! verify with a command probe (issue 24 item 1) and energy per leg (item 4),
+//! on copies of the VM capture: a fake benchmark (a shell script the test
+//! writes) reads the knob's file in the copy and prints a metric, so the
+//! effect is known; the script's runs are real processes, timed out and
+//! killed for real. Energy counters are files added to a copy, advanced per
+//! leg by the test-only `HOSTKNOB_TEST_ENERGY_UJ`.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+const THP: &str = "sys/kernel/mm/transparent_hugepage/enabled";
+
+/// The THP knob with `probe` as its verify.probe (YAML flow mapping).
+fn knob(probe: &str) -> tempfile::TempDir {
+    let body = format!(
+        "persistence: runtime\nkind: thp\ntarget: {{setting: enabled}}\nset: never\nverify:\n  probe: {probe}\n"
+    );
+    knobs(&[("thp-never", &body)])
+}
+
+/// Writes an executable script into `dir`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// A benchmark printing `{"lat": {"p50_us": V}}`: V is 100 µs with uniform
+/// noise of ±`noise_pct` %, times `worse` while the copy's THP reads as found.
+fn fake(dir: &Path, root: &Path, worse: f64, noise_pct: u32) -> PathBuf {
+    script(
+        dir,
+        "bench.sh",
+        &format!(
+            "r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')\n\
+             f=1\n\
+             grep -q '\\[madvise\\]' {thp} && f={worse}\n\
+             awk -v r=$r -v f=$f -v n={noise_pct} 'BEGIN {{ printf \"{{\\\"lat\\\": {{\\\"p50_us\\\": %.3f}}}}\\n\", 100 * f * (1 + n / 100 * (2 * r / 65535 - 1)) }}'\n",
+            thp = root.join(THP).display()
+        ),
+    )
+}
+
+fn verify(root: &Path, m: &Path, seed: u64, rounds: &str) -> (i32, serde_json::Value, String) {
+    let seed = seed.to_string();
+    let o = run(
+        root,
+        m,
+        &[
+            "--host",
+            "vm",
+            "--format",
+            "json",
+            "verify",
+            "thp-never",
+            "--settle",
+            "1ms",
+            "--rounds",
+            rounds,
+            "--seed",
+            &seed,
+        ],
+    );
+    let v = serde_json::from_str(&out(&o)).unwrap_or(serde_json::Value::Null);
+    (o.status.code().unwrap_or(-1), v, err(&o))
+}
+
+fn probe_yaml(cmd: &Path, extra: &str) -> String {
+    format!(
+        "{{command: [{}], metric: {{json: .lat.p50_us}}, unit: µs, samples: 3{extra}}}",
+        cmd.display()
+    )
+}
+
+#[test]
+fn a_command_with_a_30_percent_effect_is_found_in_every_seed_and_the_tree_restored() {
+    let (t, root) = vm();
+    let bench = fake(t.path(), &root, 1.3, 5);
+    let m = knob(&probe_yaml(&bench, ""));
+    let before = tree(&root);
+    for seed in 0..20 {
+        let (code, v, e) = verify(&root, m.path(), seed, "5");
+        assert_eq!(code, 0, "seed {seed}: {e}\n{v}");
+        assert_eq!(v["verdict"], "improved", "seed {seed}: {v}");
+        assert!(v["analysis"]["ratio"].as_f64().unwrap() < 0.85, "{v}");
+        assert_eq!(v["probe"], "command");
+        let c = &v["command"];
+        assert_eq!(c["unit"], "µs");
+        assert_eq!(c["better"], "lower");
+        // No target CPUs (THP): every allowed CPU, and the report says so.
+        assert!(c["why"].as_str().unwrap().contains("no target CPUs"), "{c}");
+        let g = c["geomean"].as_array().unwrap();
+        let (b, a) = (g[0].as_f64().unwrap(), g[1].as_f64().unwrap());
+        assert!(
+            (118.0..142.0).contains(&b) && (92.0..108.0).contains(&a),
+            "{c}"
+        );
+        assert_eq!(c["values"][0][0].as_array().unwrap().len(), 3, "{c}");
+        assert_tree(&before, &root, &format!("after seed {seed}"));
+    }
+    let ledger = ledger_entries(m.path());
+    assert_eq!(ledger.len(), 20);
+    let ev = &ledger[0]["evidence"];
+    assert_eq!(ev["probe"], "command");
+    assert_eq!(ev["command"]["unit"], "µs");
+    assert!(
+        ledger[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("lower is better"),
+        "{:?}",
+        ledger[0]
+    );
+}
+
+#[test]
+fn an_aa_command_is_called_no_effect_in_19_of_20_seeds() {
+    let (t, root) = vm();
+    let bench = fake(t.path(), &root, 1.0, 2);
+    let m = knob(&probe_yaml(&bench, ""));
+    let mut quiet = 0;
+    let mut seen = Vec::new();
+    for seed in 0..20 {
+        let (code, v, e) = verify(&root, m.path(), seed, "6");
+        assert!(matches!(code, 0 | 3), "seed {seed}: {e}");
+        seen.push(v["verdict"].clone());
+        quiet += (v["verdict"] == "no-detectable-effect") as usize;
+    }
+    assert!(quiet >= 19, "{quiet}/20: {seen:?}");
+}
+
+#[test]
+fn higher_is_better_is_compared_the_right_way_round() {
+    let (t, root) = vm();
+    // ops/s, 30 % higher when applied: the applied leg is better.
+    let bench = script(
+        t.path(),
+        "ops.sh",
+        &format!(
+            "grep -q '\\[madvise\\]' {} && echo 'rate: 1000 ops/s' || echo 'rate: 1300 ops/s'\n",
+            root.join(THP).display()
+        ),
+    );
+    let m = knob(&format!(
+        "{{command: [{}], metric: {{regex: 'rate: ([0-9.]+)'}}, unit: ops/s, better: higher}}",
+        bench.display()
+    ));
+    let (code, v, e) = verify(&root, m.path(), 1, "5");
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(v["verdict"], "improved", "{v}");
+    assert_eq!(v["command"]["better"], "higher");
+    let g = &v["command"]["geomean"];
+    assert!((g[0].as_f64().unwrap() - 1000.0).abs() < 0.5, "{g}");
+    assert!((g[1].as_f64().unwrap() - 1300.0).abs() < 0.5, "{g}");
+    // A person reads the values in the unit.
+    let o = run(
+        &root,
+        m.path(),
+        &[
+            "--host",
+            "vm",
+            "verify",
+            "thp-never",
+            "--settle",
+            "1ms",
+            "--rounds",
+            "5",
+            "--seed",
+            "1",
+        ],
+    );
+    let table = out(&o);
+    assert!(
+        table.contains("1300.0000 ops/s") && table.contains("higher is better"),
+        "{table}"
+    );
+    assert!(table.contains("energy not exposed"), "{table}");
+}
+
+#[test]
+fn the_metric_from_a_file_and_a_shell_command() {
+    let (t, root) = vm();
+    let file = t.path().join("result.json");
+    let m = knob(&format!(
+        "{{command: [\"echo '{{\\\"p99\\\": 42}}' > {}\"], shell: true, metric: {{file: {}, json: p99}}, unit: ms}}",
+        file.display(),
+        file.display()
+    ));
+    let (code, v, e) = verify(&root, m.path(), 3, "5");
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(v["verdict"], "no-detectable-effect", "{v}");
+    assert!(
+        (v["command"]["geomean"][0].as_f64().unwrap() - 42.0).abs() < 1e-9,
+        "{v}"
+    );
+    assert_eq!(v["command"]["values"][1][0][0], 42.0, "{v}");
+    assert_eq!(v["command"]["shell"], true);
+}
+
+/// Each way a command fails ends the run at once with the knob reverted, the
+/// command's stderr in the message, and nothing recorded.
+#[test]
+fn a_failing_a_hanging_and_a_silent_command_end_the_run_with_the_host_restored() {
+    let (t, root) = vm();
+    let pidfile = t.path().join("child.pid");
+    let fail = script(
+        t.path(),
+        "fail.sh",
+        "echo 'setup ok' >&2\necho 'cannot reach the service' >&2\nexit 4\n",
+    );
+    let hang = script(
+        t.path(),
+        "hang.sh",
+        &format!(
+            "sleep 60 &\necho $! > {}\necho 'warming up' >&2\nwait\n",
+            pidfile.display()
+        ),
+    );
+    let silent = script(
+        t.path(),
+        "silent.sh",
+        "echo 'no json here'\necho 'printed nothing useful' >&2\n",
+    );
+    let before = tree(&root);
+    for (cmd, extra, want) in [
+        (
+            &fail,
+            "",
+            vec!["failed (exit status: 4)", "cannot reach the service"],
+        ),
+        (
+            &hang,
+            ", timeout: 300ms",
+            vec!["did not finish within 300ms", "warming up"],
+        ),
+        (
+            &silent,
+            "",
+            vec![
+                "printed no metric",
+                "not one JSON document",
+                "printed nothing useful",
+            ],
+        ),
+    ] {
+        let m = knob(&probe_yaml(cmd, extra));
+        let (code, _, e) = verify(&root, m.path(), 5, "5");
+        assert_eq!(code, 1, "{e}");
+        for w in want {
+            assert!(e.contains(w), "{w:?} missing: {e}");
+        }
+        assert_tree(&before, &root, &format!("after {}", cmd.display()));
+        assert!(journal(&root).is_empty(), "{e}");
+        assert!(ledger_entries(m.path()).is_empty(), "nothing recorded: {e}");
+    }
+    // The timeout killed the command's whole process group.
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        // Killed: gone, or a zombie its new parent has not reaped yet.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(s) => s
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z'),
+        }
+    });
+    assert!(gone, "the timed-out command's child {pid} still runs");
+}
+
+#[test]
+fn the_command_runs_on_the_cpus_the_manifest_gives() {
+    let (t, root) = vm();
+    let bench = script(
+        t.path(),
+        "cpus.sh",
+        "grep Cpus_allowed_list /proc/self/status >&2\necho '{\"v\": 1}'\n",
+    );
+    let m = knob(&format!(
+        "{{command: [{}], metric: {{json: v}}, unit: µs, cpus: \"0\"}}",
+        bench.display()
+    ));
+    let (code, v, e) = verify(&root, m.path(), 1, "5");
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(v["command"]["cpus"], "0", "{v}");
+    assert_eq!(v["command"]["why"], "the manifest's `cpus`", "{v}");
+    // Affinity checked from inside: the script fails the metric if not pinned.
+    let pinned = script(
+        t.path(),
+        "pinned.sh",
+        "grep -q 'Cpus_allowed_list:\t0$' /proc/self/status && echo '{\"v\": 1}'\n",
+    );
+    let m = knob(&format!(
+        "{{command: [{}], metric: {{json: v}}, unit: µs, cpus: \"0\"}}",
+        pinned.display()
+    ));
+    let (code, _, e) = verify(&root, m.path(), 1, "5");
+    assert_eq!(code, 0, "{e}");
+}
+
+/// Package counters added to a copy: energy per leg, across the counter's
+/// wrap, with the sub-zone and `psys` left out.
+#[test]
+fn energy_per_leg_from_rapl_counters_across_a_wrap() {
+    let (t, root) = vm();
+    let max: u64 = 262_143_328_850;
+    let pc = "sys/class/powercap";
+    write_files(
+        &root,
+        &[
+            (&format!("{pc}/intel-rapl:0/name"), "package-0\n"),
+            (
+                &format!("{pc}/intel-rapl:0/energy_uj"),
+                &format!("{}\n", max - 1000),
+            ),
+            (
+                &format!("{pc}/intel-rapl:0/max_energy_range_uj"),
+                &format!("{max}\n"),
+            ),
+            (&format!("{pc}/intel-rapl:0:0/name"), "core\n"),
+            (&format!("{pc}/intel-rapl:0:0/energy_uj"), "5\n"),
+            (
+                &format!("{pc}/intel-rapl:0:0/max_energy_range_uj"),
+                &format!("{max}\n"),
+            ),
+            (&format!("{pc}/intel-rapl:1/name"), "psys\n"),
+            (&format!("{pc}/intel-rapl:1/energy_uj"), "5\n"),
+            (
+                &format!("{pc}/intel-rapl:1/max_energy_range_uj"),
+                &format!("{max}\n"),
+            ),
+        ],
+    );
+    let bench = fake(t.path(), &root, 1.3, 2);
+    let m = knob(&probe_yaml(&bench, ""));
+    let o = command(
+        &root,
+        m.path(),
+        &[
+            "--host",
+            "vm",
+            "--format",
+            "json",
+            "verify",
+            "thp-never",
+            "--settle",
+            "1ms",
+            "--rounds",
+            "5",
+            "--max-rounds",
+            "5",
+            "--seed",
+            "2",
+        ],
+    )
+    .env("HOSTKNOB_TEST_ENERGY_UJ", "1000000,3000000")
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    let e = &v["energy"];
+    assert_eq!(e["exposed"], true, "{e}");
+    assert_eq!(
+        e["zones"],
+        serde_json::json!(["/sys/class/powercap/intel-rapl:0"]),
+        "{e}"
+    );
+    // 5 legs each: 1 J as found, 3 J applied; the first leg wrapped.
+    let j = e["joules"].as_array().unwrap();
+    assert!((j[0].as_f64().unwrap() - 5.0).abs() < 1e-9, "{e}");
+    assert!((j[1].as_f64().unwrap() - 15.0).abs() < 1e-9, "{e}");
+    for k in 0..2 {
+        let w = e["watts"][k].as_f64().unwrap();
+        let want = j[k].as_f64().unwrap() / e["seconds"][k].as_f64().unwrap();
+        assert!(w > 0.0 && (w - want).abs() < 1e-6 * want, "{e}");
+    }
+    let words = e["words"].as_str().unwrap();
+    assert!(
+        words.contains("W as found") && words.contains("W applied"),
+        "{words}"
+    );
+    let ledger = ledger_entries(m.path());
+    assert_eq!(ledger[0]["evidence"]["energy"]["exposed"], true);
+    // Without counters (the VM as captured): said, never zero.
+    let (u, root2) = vm();
+    let m2 = knob(&probe_yaml(&fake(u.path(), &root2, 1.3, 2), ""));
+    let (code, v, e) = verify(&root2, m2.path(), 2, "5");
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(v["energy"]["exposed"], false);
+    assert!(v["energy"]["watts"].is_null() && v["energy"]["joules"].is_null());
+    assert!(
+        v["energy"]["words"]
+            .as_str()
+            .unwrap()
+            .starts_with("energy not exposed")
+    );
+    drop(t);
+}
+
+/// The ledger's entries, read in one place (the ledger moves: issue 23).
+fn ledger_entries(manifest: &Path) -> Vec<serde_yaml::Value> {
+    match std::fs::read_to_string(manifest.join("ledger/vm.yaml")) {
+        Ok(t) => serde_yaml::from_str(&t).unwrap(),
+        Err(_) => Vec::new(),
+    }
+}
