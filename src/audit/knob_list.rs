@@ -20,6 +20,8 @@ pub struct KnobLine<'r> {
     pub persistence: Persistence,
     /// The latest verify of the knob here, if any.
     pub evidence: Option<&'r Evidence>,
+    /// Where `set`/`target` came from when overridden (as in `audit`).
+    pub overrides: &'r [crate::manifest::overrides::Overridden],
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -44,6 +46,7 @@ pub fn knob_list(r: &Report) -> KnobList<'_> {
                 status: k.status,
                 persistence: k.persistence,
                 evidence: k.evidence.as_ref(),
+                overrides: &k.overrides,
             })
             .collect(),
     }

@@ -2,15 +2,18 @@ use anyhow::Result;
 
 use crate::apply::{self, ApplyOptions};
 use crate::cli::ApplyArgs;
-use crate::manifest;
 use crate::render;
 
 pub fn run(args: &ApplyArgs) -> Result<i32> {
     let g = &args.change;
     let t = super::OpenHost::open(&g.target)?;
-    let manifest = manifest::load(&t.manifest_dir)?;
+    let manifest = t.manifest(&g.target)?;
     let session = t.session(&g.state);
-    let knobs = apply::select(&manifest, &t.host, &args.choice.knobs, args.choice.all)?;
+    let ids = &args.choice.knobs;
+    super::in_profile(&manifest, ids)?;
+    // `--profile NAME` alone: every knob of the profile for this host.
+    let all = args.choice.all || (manifest.profile.is_some() && ids.is_empty());
+    let knobs = apply::select(&manifest, &t.host, ids, all)?;
     let opts = ApplyOptions {
         dry_run: args.dry_run,
         wait: args.choice.wait,

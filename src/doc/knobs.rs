@@ -13,7 +13,13 @@ use crate::manifest::ledger::{self, Action};
 use crate::render::markdown::{code, table};
 use crate::schema::{HistoryAction, Persistence};
 
-pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Result<KnobSections> {
+/// `load` reads the manifest at `manifest_dir` with the profiles and overrides for this host.
+pub fn sections(
+    manifest_dir: &Path,
+    load: impl FnOnce() -> Result<crate::manifest::Manifest, crate::manifest::ManifestErrors>,
+    host: &HostCtx,
+    host_source: &str,
+) -> Result<KnobSections> {
     if !manifest_dir.is_dir() {
         let text = format!(
             "No knob manifest at {}: knobs in effect are listed when one is given (`--manifest DIR`).\n",
@@ -24,7 +30,7 @@ pub fn sections(manifest_dir: &Path, host: &HostCtx, host_source: &str) -> Resul
             evidence: "No ledger: no evidence is recorded.\n".into(),
         });
     }
-    let manifest = crate::manifest::load(manifest_dir)?;
+    let manifest = load()?;
     let report = audit::evaluate(&manifest, host, host_source, &[])?;
     let (events, _) = ledger::read_for(manifest_dir, &host.name, &ledger::Identity::of(host.root))?;
 

@@ -336,5 +336,6 @@ fn check(source: Source, f: Fields, spec: Spec, errors: &mut Vec<ManifestError>)
         verify: f.verify,
         source,
         spec,
+        overrides: Vec::new(),
     })
 }

@@ -52,6 +52,7 @@ mod probe_idle_cpu;
 mod probe_interrupt;
 mod probe_latency;
 mod probe_rss;
+mod profiles;
 mod readme_tour;
 mod tables_width;
 mod verify;
