@@ -19,7 +19,7 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         wait: args.choice.wait,
         ..ApplyOptions::default()
     };
-    let outcome = apply::apply(&session, &knobs, &opts)?;
+    let outcome = apply::apply(&session, &knobs, &opts).map_err(|e| name_override(e, &knobs))?;
     match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!(
@@ -28,4 +28,20 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         ),
     }
     Ok(0)
+}
+
+/// A refusal about an overridden knob says where its value came from.
+fn name_override(e: apply::ApplyError, knobs: &[&crate::manifest::Knob]) -> anyhow::Error {
+    let text = e.to_string();
+    let Some(k) = knobs
+        .iter()
+        .find(|k| !k.overrides.is_empty() && text.starts_with(&format!("{}: ", k.id)))
+    else {
+        return e.into();
+    };
+    let from: Vec<String> = k.overrides.iter().map(|o| o.describe()).collect();
+    let tail = ": nothing was changed";
+    let head = text.strip_suffix(tail).unwrap_or(&text);
+    let tail = if head.len() < text.len() { tail } else { "" };
+    anyhow::anyhow!("{head} ({} overridden: {}){tail}", k.id, from.join("; "))
 }

@@ -166,7 +166,7 @@ fn apply_profile_dry_run_plans_the_overridden_value_and_changes_nothing() {
     let m = manifest(&[
         (
             "resume.yaml",
-            "id: resume\ntitle: r\nwhy: w\nhosts: \"*\"\npersistence: sysctl.d\n\
+            "id: resume\ntitle: r\nwhy: w\nhosts: \"*\"\npersistence: runtime\n\
              kind: pm-qos-resume-latency\ntarget: {cpus: 8-15}\nset: 20\n",
         ),
         (
@@ -257,7 +257,7 @@ fn two_profiles_for_one_host_setting_a_knob_differently_name_both_files() {
         ),
         (
             "p2.yaml",
-            "why: two\nhosts: [fc-haltpoll-*]\nknobs: [swappiness]\noverrides:\n  swappiness: {set: 30}\n",
+            "why: two\nhosts: [vm]\nknobs: [swappiness]\noverrides:\n  swappiness: {set: 30}\n",
         ),
     ]);
     let o = apply::run(&root, m.path(), &["audit"]);
@@ -296,7 +296,7 @@ fn a_bad_value_in_a_local_override_names_its_file_and_line_and_changes_nothing()
         &root,
         &[(
             "etc/hostknob/overrides/10-site.yaml",
-            "swappiness: {set: 30}\nthp:\n  set: sometimes\n",
+            "swappiness: {set: 30}\nthp:\n  set: \"[never]\"\n",
         )],
     );
     let before = tree(&root);
@@ -307,9 +307,27 @@ fn a_bad_value_in_a_local_override_names_its_file_and_line_and_changes_nothing()
         e.contains(&format!("{}:3: thp.set:", file.display())),
         "{e}"
     );
-    assert!(e.contains("sometimes"), "{e}");
+    assert!(e.contains("without brackets"), "{e}");
     assert!(e.contains("override of thp knob thp"), "{e}");
     assert_tree(&before, &root, "after a refused override");
+    // A value only the host refuses: apply's refusal names the override too.
+    write_files(
+        &root,
+        &[(
+            "etc/hostknob/overrides/10-site.yaml",
+            "swappiness: {set: 30}\nthp:\n  set: sometimes\n",
+        )],
+    );
+    let before = tree(&root);
+    let e = refused(
+        &apply::run(&root, m.path(), &["apply", "--all"]),
+        &["sometimes is not a choice here"],
+    );
+    assert!(
+        e.contains(&format!("(thp overridden: set from {}:2)", file.display())),
+        "{e}"
+    );
+    assert_tree(&before, &root, "after a refused apply");
     // An unknown knob id: did you mean; an unknown field: named.
     let site = "etc/hostknob/overrides/10-site.yaml";
     write_files(&root, &[(site, "swapiness: {set: 30}\n")]);
@@ -317,7 +335,10 @@ fn a_bad_value_in_a_local_override_names_its_file_and_line_and_changes_nothing()
     assert!(e.contains("10-site.yaml:1: swapiness: override of an unknown knob \"swapiness\"; did you mean \"swappiness\"?"), "{e}");
     write_files(
         &root,
-        &[(site, "swappiness: {set: 30}\nthp: {set: never, hosts: \"*\"}\n")],
+        &[(
+            site,
+            "swappiness: {set: 30}\nthp: {set: never, hosts: \"*\"}\n",
+        )],
     );
     let e = err(&apply::run(&root, m.path(), &["audit"]));
     assert!(
@@ -366,8 +387,8 @@ fn bad_profiles_are_load_errors_naming_file_line_and_field() {
             ],
         ),
         (
-            "why: x\nknobs: [thp]\noverrides:\n  thp:\n    set: sometimes\n",
-            &["p.yaml:5: overrides.thp.set:", "sometimes"],
+            "why: x\nknobs: [thp]\noverrides:\n  thp:\n    set: \"[never]\"\n",
+            &["p.yaml:5: overrides.thp.set:", "without brackets"],
         ),
     ];
     for (text, needles) in cases {
