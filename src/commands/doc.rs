@@ -18,7 +18,8 @@ pub fn run(args: &DocArgs) -> Result<i32> {
     let host = crate::manifest::host::resolve(&root, g.host.host.as_deref());
     let manifest_dir = super::manifest_dir(g, &root);
     let ctx = crate::knob::HostCtx::new(&root, host.name.clone());
-    let load = || super::load_manifest(g, &root, &manifest_dir, &host.name);
+    let load: doc::knobs::Load =
+        Box::new(|| super::load_manifest(g, &root, &manifest_dir, &host.name));
     let knobs = doc::knobs::sections(&manifest_dir, load, &ctx, &host.source)?;
     let (host, host_source) = (host.name, host.source);
     let generated_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();

@@ -13,13 +13,12 @@ use crate::manifest::ledger::{self, Action};
 use crate::render::markdown::{code, table};
 use crate::schema::{HistoryAction, Persistence};
 
-/// `load` reads the manifest at `manifest_dir` with the profiles and overrides for this host.
-pub fn sections(
-    manifest_dir: &Path,
-    load: impl FnOnce() -> Result<crate::manifest::Manifest, crate::manifest::ManifestErrors>,
-    host: &HostCtx,
-    host_source: &str,
-) -> Result<KnobSections> {
+/// Reads the manifest with the profiles and overrides for this host.
+pub type Load<'a> =
+    Box<dyn FnOnce() -> Result<crate::manifest::Manifest, crate::manifest::ManifestErrors> + 'a>;
+
+pub fn sections(dir: &Path, load: Load, host: &HostCtx, src: &str) -> Result<KnobSections> {
+    let (manifest_dir, host_source) = (dir, src);
     if !manifest_dir.is_dir() {
         let text = format!(
             "No knob manifest at {}: knobs in effect are listed when one is given (`--manifest DIR`).\n",

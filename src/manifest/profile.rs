@@ -61,6 +61,25 @@ impl Profile {
     }
 }
 
+/// The profile files of the manifest directory, sorted (for its revision).
+pub(super) fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir.join(PROFILES_DIR))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.is_file()
+                        && p.file_name()
+                            .is_some_and(|n| super::is_yaml_name(&n.to_string_lossy()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
 /// Reads `profiles/*.yaml` of the manifest directory (none when it is absent).
 pub(super) fn read_all(dir: &Path, errors: &mut Vec<ManifestError>) -> Vec<Profile> {
     let pdir = dir.join(PROFILES_DIR);

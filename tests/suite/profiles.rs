@@ -447,3 +447,23 @@ fn profile_on_every_command_and_the_profile_list() {
     let table = ok(&apply::run(&root, m.path(), &["knobs", "--profiles"]));
     assert!(table.contains("overrides swappiness: set from"), "{table}");
 }
+
+#[test]
+fn a_profile_is_part_of_the_manifest_revision() {
+    let m = with_profiles(&[("rpc.yaml", "why: r\nknobs: [thp]\n")]);
+    let root = corpus_host("fc-haltpoll-2cpu");
+    let (a, _) = audit_with(&root, m.path(), &[]);
+    assert!(
+        a["manifest_revision"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    std::fs::write(
+        m.path().join("profiles/rpc.yaml"),
+        "why: r2\nknobs: [thp]\n",
+    )
+    .unwrap();
+    let (b, _) = audit_with(&root, m.path(), &[]);
+    assert_ne!(a["manifest_revision"], b["manifest_revision"]);
+}
