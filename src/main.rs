@@ -20,6 +20,7 @@ const HOISTED: &[(&str, &str, bool, bool)] = &[
     ("--format", "format", true, false),
     ("--host", "host", true, true),
     ("--manifest", "manifest", true, true),
+    ("--overrides", "overrides", true, true),
     ("--state-dir", "state-dir", true, true),
     ("--quiet", "quiet", false, true),
     ("-q", "quiet", false, true),

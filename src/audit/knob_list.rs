@@ -26,6 +26,8 @@ pub struct KnobLine<'r> {
     /// As audit's: current, evidence-stale, facts-not-recorded, unverified-here.
     pub evidence_status: Option<EvidenceStatus>,
     pub evidence_detail: Option<&'r str>,
+    /// Where `set`/`target` came from when overridden (as in `audit`).
+    pub overrides: &'r [crate::manifest::overrides::Overridden],
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -53,6 +55,7 @@ pub fn knob_list(r: &Report) -> KnobList<'_> {
                 conditions: &k.conditions,
                 evidence_status: k.evidence_status,
                 evidence_detail: k.evidence_detail.as_deref(),
+                overrides: &k.overrides,
             })
             .collect(),
     }

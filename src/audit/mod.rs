@@ -15,12 +15,12 @@ mod status;
 pub use knob_list::{KnobList, knob_list};
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use serde::Serialize;
 
 use crate::inventory::facts::Facts;
 use crate::knob::{Current, HostCtx, KindName, Service};
+use crate::manifest::overrides::Overridden;
 use crate::manifest::when::ConditionResult;
 use crate::manifest::{Knob, Manifest, ManifestError, ManifestErrors};
 use crate::manifest::{ledger, ledger_home};
@@ -51,6 +51,10 @@ pub struct Report {
     pub hostknob_version: String,
     /// Tuning managers on this host whatever the knobs (per knob: `managers`).
     pub competing_managers: Vec<Competing>,
+    /// The profile chosen with `--profile` (only its knobs are listed).
+    pub profile: Option<String>,
+    /// The profiles in effect on this host: those whose `hosts` name it, and the chosen one.
+    pub profiles: Vec<String>,
     pub knobs: Vec<KnobReport>,
     /// Knobs per status.
     pub summary: BTreeMap<Status, usize>,
@@ -92,6 +96,9 @@ pub struct KnobReport {
     /// What changed (`evidence-stale: kernel 6.1.0 -> 6.18.44`), or why
     /// there is no evidence for this hardware class.
     pub evidence_detail: Option<String>,
+    /// Where `set`/`target` came from when a profile or a local override file
+    /// changed them (lowest precedence first); empty: from `source`.
+    pub overrides: Vec<Overridden>,
 }
 
 /// Evaluates every knob that targets this host (or only `only`, when given).
@@ -187,6 +194,16 @@ pub fn evaluate(
         ),
         hostknob_version: env!("CARGO_PKG_VERSION").to_string(),
         competing_managers: competing::detect(host),
+        profile: manifest.profile.clone(),
+        profiles: manifest
+            .profiles
+            .iter()
+            .filter(|p| {
+                manifest.profile.as_deref() == Some(p.name.as_str())
+                    || p.hosts.as_ref().is_some_and(|h| h.matches(&host.name))
+            })
+            .map(|p| p.name.clone())
+            .collect(),
         knobs,
         summary,
         other_hosts,
@@ -268,6 +285,7 @@ fn report_knob(
         source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
         evidence: latest_evidence(&knob.id, ledger),
         conditions: Vec::new(),
+        overrides: knob.overrides.clone(),
         evidence_status: None,
         evidence_detail: None,
     }
@@ -300,6 +318,7 @@ fn not_here(
         conditions,
         evidence_status: None,
         evidence_detail: None,
+        overrides: knob.overrides.clone(),
     }
 }
 
@@ -361,17 +380,4 @@ impl Report {
             0
         }
     }
-}
-
-/// Loads the manifest and evaluates it on the host: the shared first half of
-/// `knobs` and `audit`.
-pub fn run(
-    manifest_dir: &Path,
-    host: &HostCtx,
-    host_source: &str,
-    only: &[String],
-    state_dir: &str,
-) -> Result<Report, ManifestErrors> {
-    let manifest = crate::manifest::load(manifest_dir)?;
-    evaluate(&manifest, host, host_source, only, state_dir)
 }

@@ -60,6 +60,9 @@ pub struct KnobsArgs {
     /// Only these knob ids (default: every knob for this host).
     #[arg(value_name = "KNOB")]
     pub knobs: Vec<String>,
+    /// List the manifest's profiles instead: knobs, includes, hosts, overrides, whether each applies here.
+    #[arg(long, conflicts_with = "knobs")]
+    pub profiles: bool,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
@@ -122,6 +125,12 @@ pub struct TargetArgs {
     /// The knob manifest directory [default: /etc/hostknob/manifest under --root].
     #[arg(long, value_name = "DIR", env = "HOSTKNOB_MANIFEST")]
     pub manifest: Option<PathBuf>,
+    /// Local overrides of knobs' set/target, *.yaml files [default: /etc/hostknob/overrides under --root].
+    #[arg(long, value_name = "DIR", env = "HOSTKNOB_OVERRIDES")]
+    pub overrides: Option<PathBuf>,
+    /// Only the knobs of this profile (profiles/NAME.yaml in the manifest, with its includes), its overrides applied.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]

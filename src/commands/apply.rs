@@ -2,21 +2,24 @@ use anyhow::Result;
 
 use crate::apply::{self, ApplyOptions};
 use crate::cli::ApplyArgs;
-use crate::manifest;
 use crate::render;
 
 pub fn run(args: &ApplyArgs) -> Result<i32> {
     let g = &args.change;
     let t = super::OpenHost::open(&g.target)?;
-    let manifest = manifest::load(&t.manifest_dir)?;
+    let manifest = t.manifest(&g.target)?;
     let session = t.session(&g.state);
-    let knobs = apply::select(&manifest, &t.host, &args.choice.knobs, args.choice.all)?;
+    let ids = &args.choice.knobs;
+    super::in_profile(&manifest, ids)?;
+    // `--profile NAME` alone: every knob of the profile for this host.
+    let all = args.choice.all || (manifest.profile.is_some() && ids.is_empty());
+    let knobs = apply::select(&manifest, &t.host, ids, all)?;
     let opts = ApplyOptions {
         dry_run: args.dry_run,
         wait: args.choice.wait,
         ..ApplyOptions::default()
     };
-    let outcome = apply::apply(&session, &knobs, &opts)?;
+    let outcome = apply::apply(&session, &knobs, &opts).map_err(|e| name_override(e, &knobs))?;
     match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!(
@@ -25,4 +28,20 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         ),
     }
     Ok(0)
+}
+
+/// A refusal about an overridden knob says where its value came from.
+fn name_override(e: apply::ApplyError, knobs: &[&crate::manifest::Knob]) -> anyhow::Error {
+    let text = e.to_string();
+    let Some(k) = knobs
+        .iter()
+        .find(|k| !k.overrides.is_empty() && text.starts_with(&format!("{}: ", k.id)))
+    else {
+        return e.into();
+    };
+    let from: Vec<String> = k.overrides.iter().map(|o| o.describe()).collect();
+    let tail = ": nothing was changed";
+    let head = text.strip_suffix(tail).unwrap_or(&text);
+    let tail = if head.len() < text.len() { tail } else { "" };
+    anyhow::anyhow!("{head} ({} overridden: {}){tail}", k.id, from.join("; "))
 }

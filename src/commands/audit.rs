@@ -28,13 +28,19 @@ pub fn run(args: &AuditArgs) -> Result<i32> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64())
     };
-    let report = match audit::run(
-        &dir,
-        &ctx,
-        &host.source,
-        &args.knobs,
-        &crate::journal::state_dir(&args.state.state_dir),
-    ) {
+    let loaded = super::load_manifest(g, &root, &dir, &host.name)
+        .map_err(anyhow::Error::from)
+        .and_then(|m| {
+            super::in_profile(&m, &args.knobs)?;
+            Ok(audit::evaluate(
+                &m,
+                &ctx,
+                &host.source,
+                &args.knobs,
+                &crate::journal::state_dir(&args.state.state_dir),
+            )?)
+        });
+    let report = match loaded {
         Ok(r) => r,
         Err(e) => {
             // The textfile says the audit failed instead of keeping the last green one.
@@ -48,7 +54,7 @@ pub fn run(args: &AuditArgs) -> Result<i32> {
                     eprintln!("hostknob: {w:#}");
                 }
             }
-            return Err(e.into());
+            return Err(e);
         }
     };
     if render::Format::from(args.format) == render::Format::Prometheus || args.textfile.is_some() {

@@ -18,8 +18,11 @@ pub fn run(args: &DocArgs) -> Result<i32> {
     let host = crate::manifest::host::resolve(&root, g.host.host.as_deref());
     let manifest_dir = super::manifest_dir(g, &root);
     let ctx = crate::knob::HostCtx::new(&root, host.name.clone());
+    let load: doc::knobs::Load =
+        Box::new(|| super::load_manifest(g, &root, &manifest_dir, &host.name));
     let knobs = doc::knobs::sections(
         &manifest_dir,
+        load,
         &ctx,
         &host.source,
         &crate::journal::state_dir(&args.state.state_dir),

@@ -8,7 +8,6 @@ use nix::sys::signal::{SigSet, Signal};
 use crate::apply;
 use crate::cli::HoldArgs;
 use crate::knob::KindName;
-use crate::manifest;
 use crate::probe::pmqos;
 
 pub fn run(args: &HoldArgs) -> Result<i32> {
@@ -28,7 +27,8 @@ pub fn run(args: &HoldArgs) -> Result<i32> {
     }
     drop(root);
     let t = super::OpenHost::open(&args.target)?;
-    let manifest = manifest::load(&t.manifest_dir)?;
+    let manifest = t.manifest(&args.target)?;
+    super::in_profile(&manifest, std::slice::from_ref(&args.knob))?;
     let knob = apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
     if knob.kind != KindName::PmQos {
         bail!(

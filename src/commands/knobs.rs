@@ -13,8 +13,21 @@ pub fn run(args: &KnobsArgs) -> Result<i32> {
     let host = manifest::host::resolve(&root, g.host.host.as_deref());
     let dir = super::manifest_dir(g, &root);
     let ctx = HostCtx::new(&root, host.name.clone());
-    let report = audit::run(
-        &dir,
+    let manifest = super::load_manifest(g, &root, &dir, &host.name)?;
+    if args.profiles {
+        let list = manifest::profile_list::list(&manifest, &host.name);
+        match render::machine(args.format.format.into(), &list)? {
+            Some(text) => print!("{text}"),
+            None => print!(
+                "{}",
+                render::wrap_prose(&render::audit::profiles_table(&list))
+            ),
+        }
+        return Ok(0);
+    }
+    super::in_profile(&manifest, &args.knobs)?;
+    let report = audit::evaluate(
+        &manifest,
         &ctx,
         &host.source,
         &args.knobs,

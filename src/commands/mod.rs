@@ -85,6 +85,41 @@ pub fn manifest_dir(t: &TargetArgs, root: &Root) -> std::path::PathBuf {
     }
 }
 
+/// The manifest under `dir` with the profiles that apply to `host` (and
+/// `--profile`, keeping only its knobs) and the local overrides applied.
+pub fn load_manifest(
+    t: &TargetArgs,
+    root: &Root,
+    dir: &std::path::Path,
+    host: &str,
+) -> Result<manifest::Manifest, manifest::ManifestErrors> {
+    let mut m = manifest::load(dir)?;
+    let (odir, named) = match &t.overrides {
+        Some(d) => (d.clone(), true),
+        None => (root.host_path(manifest::overrides::LOCAL_DIR), false),
+    };
+    let local = manifest::overrides::read_local(&odir, named)?;
+    m.resolve(host, t.profile.as_deref(), &local)?;
+    Ok(m)
+}
+
+/// With `--profile`, every id named must be one of the profile's knobs.
+pub fn in_profile(m: &manifest::Manifest, ids: &[String]) -> Result<()> {
+    let Some(p) = &m.profile else {
+        return Ok(());
+    };
+    for id in ids {
+        if m.get(id).is_none() {
+            let members: Vec<&str> = m.knobs.iter().map(|k| k.id.as_str()).collect();
+            anyhow::bail!(
+                "knob {id:?} is not in profile {p} (its knobs: {}): nothing was changed",
+                members.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The root, host name and manifest directory of a command that changes the
 /// host; the caller builds the [`Session`] from them.
 pub struct OpenHost {
@@ -105,6 +140,16 @@ impl OpenHost {
             host,
             manifest_dir,
         })
+    }
+
+    /// The manifest, resolved for this host (see [`load_manifest`]).
+    pub fn manifest(&self, t: &TargetArgs) -> Result<manifest::Manifest> {
+        Ok(load_manifest(
+            t,
+            &self.root,
+            &self.manifest_dir,
+            &self.host,
+        )?)
     }
 
     pub fn session<'r>(&'r self, state: &StateArg) -> Session<'r> {

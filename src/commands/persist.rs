@@ -2,14 +2,14 @@ use anyhow::{Result, anyhow};
 
 use crate::apply;
 use crate::cli::PersistArgs;
-use crate::manifest;
 use crate::persist;
 use crate::render;
 
 pub fn run(args: &PersistArgs) -> Result<i32> {
     let g = &args.change;
     let t = super::OpenHost::open(&g.target)?;
-    let manifest = manifest::load(&t.manifest_dir)?;
+    let manifest = t.manifest(&g.target)?;
+    super::in_profile(&manifest, std::slice::from_ref(&args.knob))?;
     let session = t.session(&g.state);
     let knob = apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
     let artifact = persist::artifact(knob, &session.ctx, &manifest)

@@ -8,14 +8,22 @@ use crate::render;
 pub fn run(args: &RevertArgs) -> Result<i32> {
     let g = &args.change;
     let c = &args.choice;
-    if c.knobs.is_empty() && !c.all {
-        bail!("name the knobs to revert, or pass --all: nothing was changed");
+    let profile = g.target.profile.is_some();
+    if c.knobs.is_empty() && !c.all && !profile {
+        bail!("name the knobs to revert, or pass --all or --profile NAME: nothing was changed");
+    }
+    if c.all && profile {
+        bail!(
+            "--all reverts everything the journal holds; --profile NAME only that profile's knobs: give one"
+        );
     }
     let t = super::OpenHost::open(&g.target)?;
     // The journal, not the manifest, says what to restore: a manifest that no
-    // longer loads must not keep a host from being put back.
-    let manifest = match manifest::load(&t.manifest_dir) {
+    // longer loads must not keep a host from being put back (a profile's
+    // knobs are known only from it, though).
+    let manifest = match t.manifest(&g.target) {
         Ok(m) => Some(m),
+        Err(e) if profile => return Err(e),
         Err(e) => {
             eprintln!(
                 "hostknob: warning: the manifest does not load ({e}); reverting from the journal alone"
@@ -24,7 +32,21 @@ pub fn run(args: &RevertArgs) -> Result<i32> {
         }
     };
     let session = t.session(&g.state);
-    let outcome = apply::revert(&session, manifest.as_ref(), &c.knobs, c.wait, args.force)?;
+    let mut ids = c.knobs.clone();
+    if let Some(m) = manifest.as_ref().filter(|m| m.profile.is_some()) {
+        super::in_profile(m, &ids)?;
+        if ids.is_empty() {
+            ids = m.for_host(&t.host).map(|k| k.id.clone()).collect();
+            if ids.is_empty() {
+                bail!(
+                    "profile {} has no knob for host {}: nothing was changed",
+                    m.profile.as_deref().unwrap_or_default(),
+                    t.host
+                );
+            }
+        }
+    }
+    let outcome = apply::revert(&session, manifest.as_ref(), &ids, c.wait, args.force)?;
     match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!(
@@ -39,7 +61,7 @@ pub fn run(args: &RevertArgs) -> Result<i32> {
         eprintln!("hostknob: {line}");
     }
     if let Some(m) = &manifest {
-        persisted(&session, m, &outcome, &c.knobs, args.persisted, c.wait)?;
+        persisted(&session, m, &outcome, &ids, args.persisted, c.wait)?;
     }
     Ok(if outcome.left_alone.is_empty() { 0 } else { 1 })
 }

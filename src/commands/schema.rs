@@ -44,6 +44,7 @@ contracts! {
     "inventory" [embedded] => crate::inventory::Inventory,
     "capture" => crate::capture::CaptureReport,
     "knobs" => crate::audit::KnobList<'_>,
+    "profiles" => crate::manifest::profile_list::ProfileList,
     "audit" => crate::audit::Report,
     "apply" => crate::apply::ApplyOutcome,
     "revert" => crate::apply::RevertOutcome,

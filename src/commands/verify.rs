@@ -4,7 +4,6 @@ use anyhow::{Result, bail};
 use clap::Parser;
 
 use crate::cli::{ProbeCommand, VerifyArgs};
-use crate::manifest;
 use crate::render;
 use crate::schema::Probe;
 use crate::verify::{self, Leg};
@@ -21,7 +20,8 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
     let g = &args.change;
     crate::probe::require_live(&crate::root::Root::open(&g.target.root.root)?, "verify")?;
     let t = crate::commands::OpenHost::open(&g.target)?;
-    let manifest = manifest::load(&t.manifest_dir)?;
+    let manifest = t.manifest(&g.target)?;
+    super::in_profile(&manifest, std::slice::from_ref(&args.knob))?;
     let knob =
         crate::apply::select(&manifest, &t.host, std::slice::from_ref(&args.knob), false)?[0];
     let command = match (&args.probe, &knob.verify) {

@@ -14,13 +14,19 @@ use crate::manifest::ledger_home;
 use crate::render::markdown::{code, table};
 use crate::schema::{HistoryAction, Persistence};
 
+/// Reads the manifest with the profiles and overrides for this host.
+pub type Load<'a> =
+    Box<dyn FnOnce() -> Result<crate::manifest::Manifest, crate::manifest::ManifestErrors> + 'a>;
+
 /// `state_dir` (logical, under the host's root) holds the host's own ledger.
 pub fn sections(
-    manifest_dir: &Path,
+    dir: &Path,
+    load: Load,
     host: &HostCtx,
-    host_source: &str,
+    src: &str,
     state_dir: &str,
 ) -> Result<KnobSections> {
+    let (manifest_dir, host_source) = (dir, src);
     if !manifest_dir.is_dir() {
         let text = format!(
             "No knob manifest at {}: knobs in effect are listed when one is given (`--manifest DIR`).\n",
@@ -31,7 +37,7 @@ pub fn sections(
             evidence: "No ledger: no evidence is recorded.\n".into(),
         });
     }
-    let manifest = crate::manifest::load(manifest_dir)?;
+    let manifest = load()?;
     let report = audit::evaluate(&manifest, host, host_source, &[], state_dir)?;
     let home = ledger_home::Home::new(host.root, &host.name, manifest_dir, state_dir);
     let (events, _) = home.read_for(&ledger::Identity::of(host.root))?;

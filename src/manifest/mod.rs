@@ -2,7 +2,8 @@
 //! (`---` between them), read strictly. Every error names the file, the line
 //! and the field: `manifest/cpuidle.yaml:7: target.cpus: "0-x" is not a CPU list`.
 //!
-//! `ledger/` inside the directory is the tool's own record (see `ledger`), not knobs.
+//! `ledger/` inside the directory is the tool's own record (see `ledger`), not knobs;
+//! `profiles/` holds profiles (see `profile`), not knobs.
 
 mod depth;
 pub mod facts;
@@ -10,6 +11,9 @@ pub mod host;
 pub mod ledger;
 pub mod ledger_home;
 pub mod locate;
+pub mod overrides;
+pub mod profile;
+pub mod profile_list;
 mod read;
 pub mod revision;
 pub mod variant;
@@ -293,17 +297,33 @@ pub struct Knob {
     pub spec: Box<dyn KnobKind>,
     /// Host facts that must hold for the knob to apply here (`when:`).
     pub when: Option<crate::manifest::when::When>,
+    /// Where `set`/`target` came from when a profile or a local file overrode them.
+    pub overrides: Vec<overrides::Overridden>,
 }
 
 #[derive(Debug)]
 pub struct Manifest {
     pub dir: PathBuf,
     pub knobs: Vec<Knob>,
+    pub profiles: Vec<profile::Profile>,
+    /// The profile chosen with `--profile`: `knobs` holds only its knobs.
+    pub profile: Option<String>,
 }
 
 impl Manifest {
     pub fn for_host<'m>(&'m self, host: &'m str) -> impl Iterator<Item = &'m Knob> + 'm {
         self.knobs.iter().filter(move |k| k.hosts.matches(host))
+    }
+
+    /// Applies the profiles that apply to `host` (and `chosen`, keeping only
+    /// its knobs) and the local overrides `local`.
+    pub fn resolve(
+        &mut self,
+        host: &str,
+        chosen: Option<&str>,
+        local: &[overrides::Entry],
+    ) -> Result<(), ManifestErrors> {
+        profile::resolve(self, host, chosen, local)
     }
 
     pub fn get(&self, id: &str) -> Option<&Knob> {
@@ -401,7 +421,7 @@ fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
                 .map_err(|e| fail(&path, format!("cannot read: {e}")))?;
             let is_dir = ty.is_dir() || (ty.is_symlink() && path.is_dir());
             if is_dir {
-                if !(d == dir && name == ledger::LEDGER_DIR) {
+                if !(d == dir && (name == ledger::LEDGER_DIR || name == profile::PROFILES_DIR)) {
                     stack.push((path, depth + 1));
                 }
             } else if is_yaml_name(&name) {
@@ -603,10 +623,16 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
             }
         }
     }
+    let profiles = profile::read_all(dir, &mut errors);
+    if errors.is_empty() {
+        profile::check_all(&profiles, &knobs, &mut errors);
+    }
     if errors.is_empty() {
         Ok(Manifest {
             dir: dir.to_path_buf(),
             knobs,
+            profiles,
+            profile: None,
         })
     } else {
         Err(ManifestErrors(errors))

@@ -361,5 +361,6 @@ fn check(source: Source, f: Fields, spec: Spec, errors: &mut Vec<ManifestError>)
         source,
         spec,
         when,
+        overrides: Vec::new(),
     })
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// `git:COMMIT` when DIR holds `.git` (a directory, or a worktree's
 /// `gitdir:` file) whose `HEAD` resolves to a commit; otherwise
-/// `sha256:HASH` over each knob file's path under DIR, length and bytes, in
+/// `sha256:HASH` over each knob and profile file's path under DIR, length and bytes, in
 /// path order. `None` when there is no knob file or one cannot be read.
 pub fn of(dir: &Path) -> Option<String> {
     if let Some(commit) = git_head(dir) {
@@ -17,6 +17,8 @@ pub fn of(dir: &Path) -> Option<String> {
     if files.is_empty() {
         return None;
     }
+    // Profiles are reviewed as knobs are: they are part of the revision.
+    files.extend(super::profile::files(dir));
     files.sort();
     let mut data = Vec::new();
     for f in &files {

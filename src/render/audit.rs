@@ -26,13 +26,26 @@ pub fn describe_current(current: &[Current]) -> String {
 }
 
 fn header(r: &Report) -> String {
+    let profiles = match (&r.profile, r.profiles.as_slice()) {
+        (Some(p), _) => format!(", profile {p}"),
+        (None, []) => String::new(),
+        (None, ps) => format!(", profiles {}", ps.join(", ")),
+    };
     format!(
-        "host {} (from {}), booted {}, manifest {}\n\n",
+        "host {} (from {}), booted {}, manifest {}{profiles}\n\n",
         r.host,
         r.host_source,
         r.boot_time.as_deref().unwrap_or("at an unknown time"),
         r.manifest
     )
+}
+
+/// `  override: set from FILE:LINE (profile P)`, one line per overriding file.
+fn override_lines(k: &KnobReport) -> Vec<String> {
+    k.overrides
+        .iter()
+        .map(|o| format!("  override: {}", o.describe()))
+        .collect()
 }
 
 fn summary(r: &Report) -> String {
@@ -148,7 +161,7 @@ fn conditions_lines(r: &Report) -> String {
 
 /// Managers, notes and (for knobs not simply ok) caveats, under the table.
 fn notes(k: &KnobReport) -> String {
-    let mut lines = Vec::new();
+    let mut lines = override_lines(k);
     for m in &k.managers {
         lines.push(format!("  may be overridden by {}: {}", m.name, m.evidence));
     }
@@ -245,5 +258,50 @@ pub fn knobs_table(r: &Report) -> String {
     }
     let table = super::layout(&b, true, &[(2, VALUE_WIDTH), (4, VALUE_WIDTH)]);
     out.push_str(&format!("{table}\n\n"));
+    for k in r.knobs.iter().filter(|k| !k.overrides.is_empty()) {
+        out.push_str(&format!(
+            "{} ({}):\n{}\n\n",
+            k.id,
+            k.source,
+            override_lines(k).join("\n")
+        ));
+    }
     out + &conditions_lines(r) + &evidence_lines(r) + &summary(r)
+}
+
+/// `knobs --profiles` for people.
+pub fn profiles_table(l: &crate::manifest::profile_list::ProfileList) -> String {
+    let mut out = format!("host {}, manifest {}\n\n", l.host, l.manifest);
+    if l.profiles.is_empty() {
+        return out + "no profiles (profiles/NAME.yaml in the manifest)\n";
+    }
+    let mut b: Vec<Vec<String>> = vec![
+        ["profile", "hosts", "here", "include", "knobs", "why"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for p in &l.profiles {
+        b.push(vec![
+            p.name.clone(),
+            p.hosts.clone().unwrap_or_else(|| "-".into()),
+            if p.applies_here { "applies" } else { "-" }.into(),
+            if p.include.is_empty() {
+                "-".into()
+            } else {
+                p.include.join(", ")
+            },
+            p.knobs.join(", "),
+            p.why.clone(),
+        ]);
+    }
+    let table = super::layout(&b, true, &[(4, VALUE_WIDTH), (5, DETAIL_WIDTH)]);
+    out.push_str(&format!("{table}\n\n"));
+    for p in l.profiles.iter().filter(|p| !p.overrides.is_empty()) {
+        out.push_str(&format!("{} ({}):\n", p.name, p.file));
+        for (k, o) in p.overridden_knobs.iter().zip(&p.overrides) {
+            out.push_str(&format!("  overrides {k}: {}\n", o.describe()));
+        }
+        out.push('\n');
+    }
+    out + "(--profile NAME chooses one: its knobs, its overrides applied)\n"
 }

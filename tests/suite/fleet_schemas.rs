@@ -338,6 +338,28 @@ fn every_json_output_validates_against_its_schema() {
     );
     assert_eq!(isolate["knobs"].as_array().unwrap().len(), 5);
 
+    // Profiles and overrides (tests/suite/profiles.rs): the list, and audit's `overrides`.
+    let m = manifest(&[
+        (
+            "k.yaml",
+            "id: swappiness\ntitle: s\nwhy: w\nhosts: \"*\"\npersistence: runtime\n\
+             kind: sysctl\ntarget: {name: vm.swappiness}\nset: 10\n",
+        ),
+        (
+            "profiles/p.yaml",
+            "why: p\nhosts: \"*\"\nknobs: [swappiness]\noverrides:\n  swappiness: {set: 30}\n",
+        ),
+    ]);
+    let vm = corpus_host("fc-haltpoll-2cpu");
+    let list = check(
+        "profiles",
+        &hk(&vm, m.path(), &["knobs", "--profiles"]),
+        &mut seen,
+    );
+    assert_eq!(list["profiles"][0]["applies_here"], true);
+    let a = check("audit", &hk(&vm, m.path(), &["audit"]), &mut seen);
+    assert_eq!(a["knobs"][0]["overrides"][0]["profile"], "p");
+
     let all: BTreeSet<String> = schema_names().into_iter().collect();
     assert_eq!(seen, all, "outputs not produced by this test");
 }

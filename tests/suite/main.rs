@@ -56,6 +56,7 @@ mod probe_interrupt;
 mod probe_latency;
 mod probe_rss;
 mod probe_wake_split;
+mod profiles;
 mod readme_tour;
 mod tables_width;
 mod verify;

@@ -9,6 +9,27 @@ use crate::support::*;
 /// (case directory, file, line, field, part of the message)
 const CASES: &[(&str, &str, usize, &str, &str)] = &[
     (
+        "profile-include-cycle",
+        "profiles/a.yaml",
+        2,
+        "include[0]",
+        "include cycle a -> b -> a: a includes b at",
+    ),
+    (
+        "profile-conflict",
+        "profiles/p2.yaml",
+        5,
+        "overrides.thp-madvise.set",
+        "conflict: knob thp-madvise set is set differently by profile p1 at",
+    ),
+    (
+        "profile-override-bad-value",
+        "profiles/p.yaml",
+        5,
+        "overrides.thp-madvise.set",
+        "without brackets (override of thp knob thp-madvise, defined at",
+    ),
+    (
         "yaml-syntax-unclosed-list",
         "thp.yaml",
         7,
