@@ -149,7 +149,7 @@ pub fn sections(
             code(&host.name),
             format!(
                 "{} or {}",
-                code(&home.local_path().display().to_string()),
+                code(&home.local_logical()),
                 code(&home.collected_path().display().to_string())
             )
         );
