@@ -270,6 +270,7 @@ mod tests {
     fn appends_go_to_the_state_directory_and_reads_merge_both() {
         let host = tempfile::tempdir().unwrap();
         let manifest = tempfile::tempdir().unwrap();
+        std::fs::create_dir(host.path().join("proc")).unwrap();
         let root = Root::open(host.path()).unwrap();
         let home = Home::new(&root, "h", manifest.path(), "/var/lib/hostknob");
         let collected = entry("2026-07-01T00:00:00Z", None);
