@@ -141,6 +141,31 @@ pub fn sections(
         );
     }
 
+    let evidence = evidence_section(&report, &home, &host.name);
+    Ok(KnobSections { knobs, evidence })
+}
+
+/// Evidence that no longer describes this host, or none for its hardware.
+fn to_renew(report: &audit::Report) -> String {
+    let mut evidence = String::new();
+    let mut aged: Vec<_> = report
+        .knobs
+        .iter()
+        .filter(|k| k.evidence_status != Some(audit::EvidenceStatus::Current))
+        .filter_map(|k| Some((k, k.evidence_detail.as_deref()?)))
+        .collect();
+    aged.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+    if !aged.is_empty() {
+        evidence += "\nEvidence to renew:\n\n";
+        for (k, detail) in aged {
+            let _ = writeln!(evidence, "- {}: {detail}", code(&k.id));
+        }
+    }
+    evidence
+}
+
+/// The evidence section: the latest verify per knob, then what to renew.
+fn evidence_section(report: &audit::Report, home: &ledger_home::Home, host: &str) -> String {
     let mut evidence = String::new();
     let mut verified: Vec<_> = report
         .knobs
@@ -152,10 +177,10 @@ pub fn sections(
         let _ = writeln!(
             evidence,
             "No verify evidence is recorded for {} in {}.",
-            code(&host.name),
+            code(host),
             format!(
                 "{} or {}",
-                code(&home.local_path().display().to_string()),
+                code(&home.local_logical()),
                 code(&home.collected_path().display().to_string())
             )
         );
@@ -174,19 +199,6 @@ pub fn sections(
                 .collect::<Vec<_>>(),
         );
     }
-    // Evidence that no longer describes this host, or none for its hardware.
-    let mut aged: Vec<_> = report
-        .knobs
-        .iter()
-        .filter(|k| k.evidence_status != Some(audit::EvidenceStatus::Current))
-        .filter_map(|k| Some((k, k.evidence_detail.as_deref()?)))
-        .collect();
-    aged.sort_by(|a, b| a.0.id.cmp(&b.0.id));
-    if !aged.is_empty() {
-        evidence += "\nEvidence to renew:\n\n";
-        for (k, detail) in aged {
-            let _ = writeln!(evidence, "- {}: {detail}", code(&k.id));
-        }
-    }
-    Ok(KnobSections { knobs, evidence })
+    evidence += &to_renew(&report);
+    evidence
 }

@@ -57,7 +57,8 @@ impl Facts {
                 .map(|t| t.trim().to_string())
                 .filter(|t| !t.is_empty() && t.len() <= 256)
         };
-        let cpuinfo = read("/proc/cpuinfo")
+        let cpuinfo = root
+            .read_string("/proc/cpuinfo")
             .map(|t| crate::inventory::cpuinfo::parse_all(&t))
             .unwrap_or_default();
         let first = cpuinfo

@@ -62,6 +62,12 @@ impl<'r> Home<'r> {
         self.local().path
     }
 
+    /// Where new entries go as the host names it (`/var/lib/hostknob/ledger.yaml`),
+    /// the same under any `--root`: for documents.
+    pub fn local_logical(&self) -> String {
+        self.logical(STATE_FILE)
+    }
+
     /// The collected copy in the manifest repository.
     pub fn collected_path(&self) -> PathBuf {
         ledger::path_for(&self.manifest_dir, &self.host)
@@ -70,6 +76,25 @@ impl<'r> Home<'r> {
     /// Reads the local ledger as the next append will, writing nothing: a
     /// ledger that cannot take the record stops a change before it starts.
     pub fn check(&self) -> Result<(), ManifestError> {
+        // A state directory behind a link that leads nowhere in the root
+        // (`var -> /var` in a capture): said as such, not as ELOOP.
+        let mut dir = String::new();
+        for part in self.state_dir.split('/').filter(|p| !p.is_empty()) {
+            dir = format!("{dir}/{part}");
+            if let Ok(to) = self.root.read_link(&dir)
+                && !self.root.is_dir(&dir)
+            {
+                return Err(ManifestError {
+                    file: self.local_path(),
+                    line: None,
+                    field: None,
+                    message: format!(
+                        "{dir} is a symbolic link to {} that leads nowhere inside the root",
+                        to.display()
+                    ),
+                });
+            }
+        }
         ledger::check_at(&self.local())
     }
 
@@ -245,6 +270,7 @@ mod tests {
     fn appends_go_to_the_state_directory_and_reads_merge_both() {
         let host = tempfile::tempdir().unwrap();
         let manifest = tempfile::tempdir().unwrap();
+        std::fs::create_dir(host.path().join("proc")).unwrap();
         let root = Root::open(host.path()).unwrap();
         let home = Home::new(&root, "h", manifest.path(), "/var/lib/hostknob");
         let collected = entry("2026-07-01T00:00:00Z", None);

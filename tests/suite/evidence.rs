@@ -13,6 +13,12 @@ const THP_OK: (&str, &str) = (
     "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: madvise\n",
 );
 
+/// A knob that changes the capture.
+const THP_NEVER: (&str, &str) = (
+    "thp-never",
+    "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: never\n",
+);
+
 /// The host's ledger, as these tests read it (the lead may repoint it).
 fn host_ledger(root: &Path) -> String {
     ledger_text(root)
@@ -105,12 +111,12 @@ fn apply_verify_revert_never_write_the_reviewed_manifest() {
 #[test]
 fn a_ledger_in_the_manifest_is_still_read_and_the_move_said_once() {
     let (_t, root) = vm();
-    let m = knobs(&[THP_OK]);
+    let m = knobs(&[THP_OK, THP_NEVER]);
     let old = verified("vm", "thp", "2026-07-10T09:14:03Z", &[]);
     collected(m.path(), "vm", &old);
     let k = knob_json(&root, m.path());
     assert_eq!(k["evidence"]["timestamp"], "2026-07-10T09:14:03Z", "{k:#}");
-    let o = run(&root, m.path(), &["--host", "vm", "apply", "thp"]);
+    let o = run(&root, m.path(), &["--host", "vm", "apply", "thp-never"]);
     ok(&o);
     let once = "the ledger now lives in the state directory";
     assert!(err(&o).contains(once), "{}", err(&o));
@@ -132,7 +138,7 @@ fn a_ledger_in_the_manifest_is_still_read_and_the_move_said_once() {
         m.path(),
         &["--host", "vm", "--format", "json", "audit"],
     );
-    let v = json_of(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["other_machine_entries"], 0, "{v}");
     let k = knob(&v, "thp");
     assert_eq!(k["evidence"]["timestamp"], "2026-07-10T09:14:03Z", "{k:#}");
@@ -151,7 +157,7 @@ fn evidence_from_another_kernel_is_stale_naming_the_change() {
         &verified("vm", "thp", "2026-07-10T09:14:03Z", &["kernel: 6.1.0"]),
     );
     let k = knob_json(&root, m.path());
-    assert_eq!(k["status"], "ok", "{k:#}");
+    assert_eq!(k["status"], "unpersisted", "{k:#}");
     assert_eq!(k["evidence_status"], "evidence-stale", "{k:#}");
     assert_eq!(
         k["evidence_detail"],
@@ -242,7 +248,7 @@ fn a_knob_in_effect_without_evidence_for_its_class_is_unverified_here() {
     let (_t, root) = vm();
     let m = knobs(&[THP_OK]);
     let k = knob_json(&root, m.path());
-    assert_eq!(k["status"], "ok");
+    assert_eq!(k["status"], "unpersisted", "in effect, runtime only");
     assert_eq!(k["evidence_status"], "unverified-here", "{k:#}");
     let d = k["evidence_detail"].as_str().unwrap();
     assert!(
