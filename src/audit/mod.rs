@@ -195,15 +195,7 @@ pub fn evaluate(
         hostknob_version: env!("CARGO_PKG_VERSION").to_string(),
         competing_managers: competing::detect(host),
         profile: manifest.profile.clone(),
-        profiles: manifest
-            .profiles
-            .iter()
-            .filter(|p| {
-                manifest.profile.as_deref() == Some(p.name.as_str())
-                    || p.hosts.as_ref().is_some_and(|h| h.matches(&host.name))
-            })
-            .map(|p| p.name.clone())
-            .collect(),
+        profiles: manifest.applied.clone(),
         knobs,
         summary,
         other_hosts,

@@ -99,7 +99,8 @@ pub fn load_manifest(
         None => (root.host_path(manifest::overrides::LOCAL_DIR), false),
     };
     let local = manifest::overrides::read_local(&odir, named)?;
-    m.resolve(host, t.profile.as_deref(), &local)?;
+    let facts = crate::inventory::facts::Facts::new(root);
+    m.resolve(host, t.profile.as_deref(), &local, &facts)?;
     Ok(m)
 }
 

@@ -308,6 +308,9 @@ pub struct Manifest {
     pub profiles: Vec<profile::Profile>,
     /// The profile chosen with `--profile`: `knobs` holds only its knobs.
     pub profile: Option<String>,
+    /// The profiles in effect on the host `resolve` was given (by `hosts`
+    /// and `when`, or chosen), in file order.
+    pub applied: Vec<String>,
 }
 
 impl Manifest {
@@ -322,8 +325,9 @@ impl Manifest {
         host: &str,
         chosen: Option<&str>,
         local: &[overrides::Entry],
+        facts: &crate::inventory::facts::Facts,
     ) -> Result<(), ManifestErrors> {
-        profile::resolve(self, host, chosen, local)
+        profile::resolve(self, host, chosen, local, facts)
     }
 
     pub fn get(&self, id: &str) -> Option<&Knob> {
@@ -633,6 +637,7 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
             knobs,
             profiles,
             profile: None,
+            applied: Vec::new(),
         })
     } else {
         Err(ManifestErrors(errors))

@@ -16,7 +16,9 @@ use serde::Deserialize;
 use serde_yaml::{Mapping, Value};
 
 use super::overrides::{self, Entry};
+use super::when::When;
 use super::{HostSel, Knob, Manifest, ManifestError, ManifestErrors, Source, did_you_mean};
+use crate::inventory::facts::Facts;
 
 /// The directory of profiles inside a manifest directory.
 pub const PROFILES_DIR: &str = "profiles";
@@ -47,8 +49,8 @@ pub struct Profile {
     pub knobs: Vec<String>,
     /// Where it applies by itself; `None`: only when chosen (`--profile`) or included.
     pub hosts: Option<HostSel>,
-    // evaluated with manifest::when at the merge
-    pub when: Option<Value>,
+    /// Host facts that must hold for it to apply (`when:`, as a knob's).
+    pub when: Option<When>,
     pub overrides: Vec<Entry>,
     pub source: Source,
 }
@@ -194,6 +196,11 @@ fn read_one(file: &Path, errors: &mut Vec<ManifestError>) -> Option<Profile> {
             .map_err(|e| errors.push(source.field_error(e)))
             .ok()
     });
+    let when = doc.when.as_ref().and_then(|w| {
+        When::parse("when", w)
+            .map_err(|e| errors.push(source.field_error(e)))
+            .ok()
+    });
     let overrides = doc
         .overrides
         .as_ref()
@@ -206,7 +213,7 @@ fn read_one(file: &Path, errors: &mut Vec<ManifestError>) -> Option<Profile> {
         include: doc.include,
         knobs: doc.knobs,
         hosts,
-        when: doc.when,
+        when,
         overrides,
         source,
     })
@@ -424,9 +431,10 @@ pub(super) fn resolve(
     host: &str,
     chosen: Option<&str>,
     local: &[Entry],
+    facts: &Facts,
 ) -> Result<(), ManifestErrors> {
     let profiles = std::mem::take(&mut m.profiles);
-    let result = resolve_with(m, &profiles, host, chosen, local);
+    let result = resolve_with(m, &profiles, host, chosen, local, facts);
     m.profiles = profiles;
     result.map_err(ManifestErrors)
 }
@@ -437,6 +445,7 @@ fn resolve_with(
     host: &str,
     chosen: Option<&str>,
     local: &[Entry],
+    facts: &Facts,
 ) -> Result<(), Vec<ManifestError>> {
     let one = |message: String| {
         vec![ManifestError {
@@ -446,9 +455,20 @@ fn resolve_with(
             message,
         }]
     };
+    // A profile's `when:` decides like its `hosts:`; a fact that cannot be
+    // read (a malformed labels file) is an error at its `when:`.
+    let mut unreadable = Vec::new();
+    let mut holds = |p: &Profile| -> Result<(), String> {
+        let Some(w) = &p.when else { return Ok(()) };
+        let out = w.evaluate(facts);
+        if let Some(e) = &out.error {
+            unreadable.push(p.source.error("when", format!("cannot be checked: {e}")));
+        }
+        out.detail().map_or(Ok(()), Err)
+    };
     let mut applying: Vec<&Profile> = profiles
         .iter()
-        .filter(|p| p.hosts.as_ref().is_some_and(|h| h.matches(host)))
+        .filter(|p| p.hosts.as_ref().is_some_and(|h| h.matches(host)) && holds(p).is_ok())
         .collect();
     if let Some(name) = chosen {
         let Some(p) = profiles.iter().find(|p| p.name == name) else {
@@ -466,9 +486,18 @@ fn resolve_with(
                 format!("profile {name} does not apply to host {host} (hosts: {h})"),
             )]);
         }
+        if let Err(detail) = holds(p) {
+            return Err(vec![p.source.error(
+                "when",
+                format!("profile {name} does not apply to host {host} ({detail})"),
+            )]);
+        }
         if !applying.iter().any(|q| q.name == name) {
             applying.push(p);
         }
+    }
+    if !unreadable.is_empty() {
+        return Err(unreadable);
     }
     let closures: Vec<(&Profile, Closure)> = applying
         .iter()
@@ -557,6 +586,11 @@ fn resolve_with(
     if !errors.is_empty() {
         return Err(errors);
     }
+    m.applied = profiles
+        .iter()
+        .filter(|p| applying.iter().any(|q| q.name == p.name))
+        .map(|p| p.name.clone())
+        .collect();
     if let Some(name) = chosen {
         let members = closure(profiles, name).knobs;
         m.knobs.retain(|k| members.contains(&k.id));

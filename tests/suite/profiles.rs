@@ -467,3 +467,39 @@ fn a_profile_is_part_of_the_manifest_revision() {
     let (b, _) = audit_with(&root, m.path(), &[]);
     assert_ne!(a["manifest_revision"], b["manifest_revision"]);
 }
+
+#[test]
+fn a_profiles_when_decides_where_it_applies_like_its_hosts() {
+    let root = corpus_host("fc-haltpoll-2cpu");
+    let intel = "why: bare metal\nhosts: \"*\"\nwhen: {idle_driver: intel_idle}\nknobs: [swappiness]\n\
+overrides:\n  swappiness: {set: 40}\n";
+    let vm = "why: guests\nhosts: \"*\"\nwhen: {idle_driver: haltpoll}\nknobs: [swappiness]\n\
+overrides:\n  swappiness: {set: 50}\n";
+    // The VM runs haltpoll: the intel_idle profile does not apply by itself, the haltpoll one does.
+    let m = with_profiles(&[("metal.yaml", intel), ("guest.yaml", vm)]);
+    let (r, _) = audit_with(&root, m.path(), &[]);
+    assert_eq!(knob(&r, "swappiness")["desired"], "50", "{r:#}");
+    assert_eq!(r["profiles"], serde_json::json!(["guest"]), "{r:#}");
+    // Chosen by name, a profile whose `when:` fails is refused with the failing condition.
+    let o = apply::run(&root, m.path(), &["audit", "--profile", "metal"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("metal.yaml")
+            && e.contains("does not apply")
+            && e.contains("when: idle_driver == intel_idle; this host: haltpoll"),
+        "{e}"
+    );
+    // An unknown fact in a profile's `when:` is a load error at its file and field.
+    let bad = with_profiles(&[(
+        "x.yaml",
+        "why: x\nwhen: {idle_drivr: haltpoll}\nknobs: [thp]\n",
+    )]);
+    let o = apply::run(&root, bad.path(), &["audit"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("x.yaml") && err(&o).contains("idle_drivr"),
+        "{}",
+        err(&o)
+    );
+}
