@@ -38,13 +38,15 @@ pub fn run(args: &ImportArgs) -> Result<i32> {
     let knobs = imp
         .outputs
         .iter()
-        .filter(|(n, _)| n.ends_with(".yaml"))
+        .filter(|(n, _)| n.ends_with(".yaml") && !n.starts_with("profiles/"))
         .count();
     println!(
-        "imported tuned profile {} ({}) into {}: {knobs} knob(s); {} of {} option lines imported or used, {} not imported (NOT-IMPORTED.md)",
+        "imported tuned profile {} ({}) into {}: {knobs} knob(s) and profile {} (apply --profile {}); {} of {} option lines imported or used, {} not imported (NOT-IMPORTED.md)",
         imp.profile,
         imp.files.join(", "),
         out.display(),
+        tuned::translate::slug(&imp.profile),
+        tuned::translate::slug(&imp.profile),
         imp.imported,
         imp.total,
         imp.total - imp.imported

@@ -439,22 +439,15 @@ pub(super) fn resolve(
     result.map_err(ManifestErrors)
 }
 
-fn resolve_with(
-    m: &mut Manifest,
-    profiles: &[Profile],
+/// The profiles that apply to `host`: those whose `hosts` and `when` hold,
+/// and `chosen`, which must exist and hold.
+fn applying<'p>(
+    dir: &Path,
+    profiles: &'p [Profile],
     host: &str,
     chosen: Option<&str>,
-    local: &[Entry],
     facts: &Facts,
-) -> Result<(), Vec<ManifestError>> {
-    let one = |message: String| {
-        vec![ManifestError {
-            file: m.dir.join(PROFILES_DIR),
-            line: None,
-            field: None,
-            message,
-        }]
-    };
+) -> Result<Vec<&'p Profile>, Vec<ManifestError>> {
     // A profile's `when:` decides like its `hosts:`; a fact that cannot be
     // read (a malformed labels file) is an error at its `when:`.
     let mut unreadable = Vec::new();
@@ -472,11 +465,16 @@ fn resolve_with(
         .collect();
     if let Some(name) = chosen {
         let Some(p) = profiles.iter().find(|p| p.name == name) else {
-            return Err(one(format!(
-                "no profile {name:?}{}; profiles: {}",
-                did_you_mean(name, profiles.iter().map(|p| p.name.as_str())),
-                known(profiles)
-            )));
+            return Err(vec![ManifestError {
+                file: dir.join(PROFILES_DIR),
+                line: None,
+                field: None,
+                message: format!(
+                    "no profile {name:?}{}; profiles: {}",
+                    did_you_mean(name, profiles.iter().map(|p| p.name.as_str())),
+                    known(profiles)
+                ),
+            }]);
         };
         if let Some(h) = &p.hosts
             && !h.matches(host)
@@ -499,6 +497,18 @@ fn resolve_with(
     if !unreadable.is_empty() {
         return Err(unreadable);
     }
+    Ok(applying)
+}
+
+fn resolve_with(
+    m: &mut Manifest,
+    profiles: &[Profile],
+    host: &str,
+    chosen: Option<&str>,
+    local: &[Entry],
+    facts: &Facts,
+) -> Result<(), Vec<ManifestError>> {
+    let applying = applying(&m.dir, profiles, host, chosen, facts)?;
     let closures: Vec<(&Profile, Closure)> = applying
         .iter()
         .map(|p| (*p, closure(profiles, &p.name)))

@@ -221,14 +221,57 @@ fn plans(host: &str, isolated: &str) {
             o.status.success(),
             "{host} {profile}: dry run failed:\n{text}"
         );
+        // The imported knobs are one profile, applied by its name.
+        let slug = profile.replace('_', "-");
+        let listed = read(&dir.join("profiles").join(format!("{slug}.yaml")));
+        let ids: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| {
+                let n = e.unwrap().file_name().into_string().unwrap();
+                n.strip_suffix(".yaml").map(str::to_string)
+            })
+            .collect();
+        assert!(!ids.is_empty());
+        for id in &ids {
+            assert!(
+                listed.contains(&format!("- {id}\n")),
+                "{slug}.yaml lacks {id}:\n{listed}"
+            );
+        }
+        let o = run(
+            &root,
+            &dir,
+            &[
+                "--host",
+                host,
+                "--state-dir",
+                &state,
+                "apply",
+                "--profile",
+                &slug,
+                "--dry-run",
+            ],
+        );
+        assert!(
+            o.status.success(),
+            "{host} {profile}: apply --profile {slug} --dry-run failed:\n{}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(stdout(&o).contains(&ids[0]), "{}", stdout(&o));
         // Twice: the same bytes.
         let again = outs.path().join(format!("{profile}-again"));
         ok(&import(&root, host, profile, &again));
         let names = |d: &Path| {
-            let mut v: Vec<_> = std::fs::read_dir(d)
-                .unwrap()
-                .map(|e| e.unwrap().file_name())
-                .collect();
+            let mut v: Vec<PathBuf> = Vec::new();
+            for sub in ["", "profiles"] {
+                for e in std::fs::read_dir(d.join(sub)).unwrap() {
+                    let e = e.unwrap();
+                    if e.file_type().unwrap().is_file() {
+                        v.push(Path::new(sub).join(e.file_name()));
+                    }
+                }
+            }
             v.sort();
             v
         };

@@ -66,6 +66,10 @@ pub fn import(root: &Root, from: Option<&Path>, name: &str, host: &str) -> Resul
         .iter()
         .map(|k| (format!("{}.yaml", k.id), write::knob_file(k, &p, &cx)))
         .collect();
+    outputs.push((
+        format!("profiles/{}.yaml", translate::slug(&p.name)),
+        write::profile_file(&out.knobs, &p, &cx),
+    ));
     let (imp, not, stderr, imported, total) = write::accounting(&p, &out);
     outputs.push(("IMPORTED.md".into(), imp));
     outputs.push(("NOT-IMPORTED.md".into(), not));
@@ -124,7 +128,9 @@ pub fn write_dir(dir: &Path, imp: &Import) -> Result<Vec<String>> {
             dir.display()
         );
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let profiles = dir.join("profiles");
+    std::fs::create_dir_all(&profiles)
+        .with_context(|| format!("creating {}", profiles.display()))?;
     let seam = Root::confined(dir).with_context(|| format!("{}: cannot open", dir.display()))?;
     for (name, text) in &imp.outputs {
         seam.replace_file(&format!("/{name}"), text.as_bytes())

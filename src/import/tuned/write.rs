@@ -89,6 +89,32 @@ pub fn knob_file(k: &KnobOut, p: &Profile, cx: &Context) -> String {
     )
 }
 
+#[derive(Serialize)]
+struct ProfileDoc<'a> {
+    why: String,
+    knobs: Vec<&'a str>,
+}
+
+/// `profiles/<profile>.yaml`: the imported knobs as one profile, for
+/// `apply --profile NAME`.
+pub fn profile_file(knobs: &[KnobOut], p: &Profile, cx: &Context) -> String {
+    let doc = ProfileDoc {
+        why: format!(
+            "The tuned profile {} ({}), imported from {} on host {}.",
+            p.name,
+            cx.summary,
+            p.files.join(", "),
+            cx.host
+        ),
+        knobs: knobs.iter().map(|k| k.id.as_str()).collect(),
+    };
+    let body = serde_yaml::to_string(&doc).unwrap_or_default();
+    format!(
+        "# Written by `hostknob import tuned {}`; review before applying.\n{body}",
+        p.name
+    )
+}
+
 fn fate_of<'a>(out: &'a Out, file: &str, line: usize) -> Option<&'a Fate> {
     out.fates
         .iter()
