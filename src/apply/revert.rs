@@ -34,6 +34,10 @@ pub struct RevertOutcome {
     pub stale: Vec<Stale>,
     pub journal: String,
     pub ledger: Option<String>,
+    /// Why the ledger could not record this revert (a full or read-only
+    /// state directory). The files are restored all the same: putting the
+    /// host back matters more than its history.
+    pub unrecorded: Option<String>,
 }
 
 /// A journaled file revert did not write over.
@@ -216,9 +220,13 @@ fn revert_forced(
         knobs,
         journal: journal.path().display().to_string(),
         ledger: None,
+        unrecorded: None,
     };
-    if opts.record && !outcome.knobs.is_empty() {
-        record_reverts(s, manifest, &mut outcome)?;
+    if opts.record
+        && !outcome.knobs.is_empty()
+        && let Err(e) = record_reverts(s, manifest, &mut outcome)
+    {
+        outcome.unrecorded = Some(e.to_string());
     }
     if let Some(torn) = &loaded.torn
         && failed.is_empty()

@@ -54,6 +54,12 @@ pub fn run(args: &RevertArgs) -> Result<i32> {
             render::wrap_prose(&render::apply::revert_table(&outcome))
         ),
     }
+    if let Some(why) = &outcome.unrecorded {
+        eprintln!(
+            "hostknob: warning: restored, but not recorded in the ledger: {why}; the journal no \
+             longer holds these changes"
+        );
+    }
     for line in stale_lines(&outcome)
         .into_iter()
         .chain(left_alone_lines(&outcome))

@@ -80,7 +80,12 @@ fn revert_leaves_a_governor_changed_by_hand_alone_on_spr1_and_force_restores_it(
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert!(left.is_empty(), "a full revert leaves no state: {left:?}");
+    // The ledger is history and stays; the journal and its lock are gone.
+    assert_eq!(
+        left,
+        ["ledger.yaml"],
+        "a full revert leaves only the ledger: {left:?}"
+    );
 }
 
 /// Item 4: entries from another boot are stale: dropped and said, not
@@ -278,7 +283,7 @@ fn revert_works_when_the_state_directory_is_full() {
          {bin} --root {root} --manifest {m} apply thp swappiness >/dev/null && echo applied; \
          cat /dev/zero > {sd}/filler 2>/dev/null || true; \
          {bin} --root {root} --manifest {m} revert --all && echo reverted; \
-         ls -A {sd}; exit 0",
+         ls -A {sd}; echo --; cat {sd}/ledger.yaml; exit 0",
         sd = state(&root).display(),
         bin = bin(),
         root = root.display(),
@@ -298,8 +303,24 @@ fn revert_works_when_the_state_directory_is_full() {
         out(&o),
         err(&o)
     );
-    // Only the filler is left: no journal, no lock.
-    assert!(out(&o).trim_end().ends_with("filler"), "{}", out(&o));
+    // The filler and the ledger (written by apply) are left: no journal, no lock.
+    let stdout = out(&o);
+    let left: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| *l != "reverted")
+        .skip(1)
+        .take_while(|l| *l != "--")
+        .collect();
+    assert_eq!(left, ["filler", "ledger.yaml"], "{stdout}");
+    // The revert's ledger entry fit in the ledger's last page, or the
+    // revert said it could not record it.
+    let ledger = stdout.split("\n--\n").nth(1).unwrap_or_default();
+    assert!(
+        ledger.contains("action: reverted")
+            || err(&o).contains("restored, but not recorded in the ledger"),
+        "{stdout}\n{}",
+        err(&o)
+    );
     assert_tree(&before, &root, "reverted on a full state directory");
 }
 

@@ -102,13 +102,23 @@ fn each_subcommand_lists_only_the_options_it_uses() {
         &["--root", "--host", "--format", "--quiet"],
         &["--manifest", "--state-dir"],
     );
+    // doc, audit and knobs read the ledger in the state directory.
     lists(
         &["doc"],
-        &["--root", "--host", "--manifest"],
-        &["--format", "--state-dir", "--quiet"],
+        &["--root", "--host", "--manifest", "--state-dir"],
+        &["--format", "--quiet"],
     );
-    lists(&["audit"], &all[..4], &all[4..]);
-    lists(&["knobs"], &all[..4], &all[4..]);
+    lists(&["audit"], &all[..5], &all[5..]);
+    lists(&["knobs"], &all[..5], &all[5..]);
+    // Every command that takes knob ids takes a profile and local overrides.
+    for cmd in [
+        "doc", "audit", "knobs", "apply", "revert", "persist", "verify", "hold",
+    ] {
+        lists(&[cmd], &["--profile", "--overrides"], &[]);
+    }
+    for cmd in ["inventory", "capture", "isolate", "report"] {
+        lists(&[cmd], &[], &["--profile", "--overrides"]);
+    }
     lists(&["apply"], &all, &[]);
     lists(&["revert"], &all, &[]);
     lists(&["persist"], &all, &[]);

@@ -491,7 +491,22 @@ fn a_torn_ledger_is_repaired_and_audit_reads_it() {
     );
     exit1(&o, &["ledger", "cut back"]);
     assert_eq!(std::fs::read_to_string(&ledger).unwrap(), after);
-    ok(&hk(&root, m.path(), &["revert", "--all"]));
+    // A full disk during a revert's ledger append: the files are restored
+    // all the same (the host matters more than its history), and it says so.
+    ok(&hk(&root, m.path(), &["apply", "thp"]));
+    let recorded = std::fs::read_to_string(&ledger).unwrap();
+    let o = guarded(
+        command(&root, m.path(), &["revert", "--all"])
+            .env(hostknob::apply::APPEND_LIMIT_VAR, "ledger:40"),
+    );
+    ok(&o);
+    assert!(
+        err(&o).contains("restored, but not recorded in the ledger"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&ledger).unwrap(), recorded);
+    assert!(journal_paths(&root).is_empty(), "nothing left journaled");
 }
 
 // 7. No lock without a write; persist --remove removes what --install made.

@@ -101,7 +101,7 @@ fn a_command_with_a_30_percent_effect_is_found_in_every_seed_and_the_tree_restor
         assert_eq!(c["values"][0][0].as_array().unwrap().len(), 3, "{c}");
         assert_tree(&before, &root, &format!("after seed {seed}"));
     }
-    let ledger = ledger_entries(m.path());
+    let ledger = ledger_entries(&root);
     assert_eq!(ledger.len(), 20);
     let ev = &ledger[0]["evidence"];
     assert_eq!(ev["probe"], "command");
@@ -254,7 +254,7 @@ fn a_failing_a_hanging_and_a_silent_command_end_the_run_with_the_host_restored()
         }
         assert_tree(&before, &root, &format!("after {}", cmd.display()));
         assert!(journal(&root).is_empty(), "{e}");
-        assert!(ledger_entries(m.path()).is_empty(), "nothing recorded: {e}");
+        assert!(ledger_entries(&root).is_empty(), "nothing recorded: {e}");
     }
     // The timeout killed the command's whole process group.
     let pid: i32 = std::fs::read_to_string(&pidfile)
@@ -389,7 +389,7 @@ fn energy_per_leg_from_rapl_counters_across_a_wrap() {
         words.contains("W as found") && words.contains("W applied"),
         "{words}"
     );
-    let ledger = ledger_entries(m.path());
+    let ledger = ledger_entries(&root);
     assert_eq!(ledger[0]["evidence"]["energy"]["exposed"], true);
     // Without counters (the VM as captured): said, never zero.
     let (u, root2) = vm();
@@ -407,9 +407,9 @@ fn energy_per_leg_from_rapl_counters_across_a_wrap() {
     drop(t);
 }
 
-/// The ledger's entries, read in one place (the ledger moves: issue 23).
-fn ledger_entries(manifest: &Path) -> Vec<serde_yaml::Value> {
-    match std::fs::read_to_string(manifest.join("ledger/vm.yaml")) {
+/// The ledger's entries, in the host's state directory.
+fn ledger_entries(root: &std::path::Path) -> Vec<serde_yaml::Value> {
+    match std::fs::read_to_string(crate::support::ledger::ledger_file(root)) {
         Ok(t) => serde_yaml::from_str(&t).unwrap(),
         Err(_) => Vec::new(),
     }

@@ -38,9 +38,9 @@ fn args<'a>(knobs: &[&'a str], extra: &[&'a str], probe: &[&'a str]) -> Vec<&'a 
     v
 }
 
-/// The ledger's entries (one place to repoint when the ledger moves).
-fn ledger_entries(manifest: &std::path::Path) -> Vec<serde_yaml::Value> {
-    match std::fs::read_to_string(manifest.join("ledger/vm.yaml")) {
+/// The ledger's entries, in the host's state directory.
+fn ledger_entries(root: &std::path::Path) -> Vec<serde_yaml::Value> {
+    match std::fs::read_to_string(crate::support::ledger::ledger_file(root)) {
         Ok(t) => serde_yaml::from_str(&t).unwrap(),
         Err(_) => Vec::new(),
     }
@@ -153,7 +153,7 @@ fn a_sweep_runs_every_value_every_round_shuffled_and_restores_the_tree() {
     );
     assert_eq!(json(&again)["order"], v["order"]);
     // One verified entry per run, with every value's ratio.
-    let entries = ledger_entries(m.path());
+    let entries = ledger_entries(&root);
     assert_eq!(entries.len(), 2, "{entries:?}");
     assert_eq!(entries[0]["action"], "verified");
     assert_eq!(
@@ -285,7 +285,7 @@ fn bad_sweeps_and_bundles_are_refused_before_anything_is_written() {
         assert_tree(&before, &root, &format!("{a:?}"));
         assert!(journal(&root).is_empty(), "{a:?}");
     }
-    assert!(ledger_entries(m.path()).is_empty());
+    assert!(ledger_entries(&root).is_empty());
 }
 
 #[test]
@@ -342,7 +342,7 @@ fn a_bundle_runs_all_leave_one_out_legs_and_names_its_shares() {
         let no_share = s["verdict"] == "no-detectable-effect" || s["verdict"] == "regressed";
         assert_eq!(named, no_share, "{v}");
     }
-    let entries = ledger_entries(m.path());
+    let entries = ledger_entries(&root);
     assert_eq!(entries.len(), 2, "one entry per knob: {entries:?}");
     assert_eq!(entries[1]["knob"], "thp-defrag");
     assert!(entries[1]["evidence"]["share"]["interval"].is_sequence());
@@ -370,7 +370,7 @@ fn a_probe_error_mid_sweep_restores_the_tree() {
     );
     assert_tree(&before, &root, "after a probe error");
     assert!(journal(&root).is_empty());
-    assert!(ledger_entries(m.path()).is_empty());
+    assert!(ledger_entries(&root).is_empty());
 }
 
 #[test]
@@ -415,5 +415,5 @@ fn sigint_stops_a_sweep_and_restores_the_tree() {
     );
     assert_tree(&before, &root, "after SIGINT");
     assert!(journal(&root).is_empty());
-    assert!(ledger_entries(m.path()).is_empty());
+    assert!(ledger_entries(&root).is_empty());
 }
