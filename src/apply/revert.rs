@@ -222,11 +222,8 @@ fn revert_forced(
         ledger: None,
         unrecorded: None,
     };
-    if opts.record
-        && !outcome.knobs.is_empty()
-        && let Err(e) = record_reverts(s, manifest, &mut outcome)
-    {
-        outcome.unrecorded = Some(e.to_string());
+    if opts.record && !outcome.knobs.is_empty() {
+        record_reverts(s, manifest, &mut outcome);
     }
     if let Some(torn) = &loaded.torn
         && failed.is_empty()
@@ -246,8 +243,15 @@ fn revert_forced(
     Ok(outcome)
 }
 
-/// One `reverted` ledger entry per knob restored.
-fn record_reverts(
+/// One `reverted` ledger entry per knob restored; a ledger that cannot be
+/// written is said in `unrecorded`, as the files are restored all the same.
+fn record_reverts(s: &Session, manifest: Option<&Manifest>, outcome: &mut RevertOutcome) {
+    if let Err(e) = try_record_reverts(s, manifest, outcome) {
+        outcome.unrecorded = Some(e.to_string());
+    }
+}
+
+fn try_record_reverts(
     s: &Session,
     manifest: Option<&Manifest>,
     outcome: &mut RevertOutcome,

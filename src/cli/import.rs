@@ -21,7 +21,7 @@ pub struct ImportArgs {
     /// The tuned profile (a directory name: latency-performance, network-latency, ...).
     #[arg(value_name = "PROFILE", required_unless_present = "list")]
     pub profile: Option<String>,
-    /// Write the knob files, IMPORTED.md and NOT-IMPORTED.md into DIR (made when missing).
+    /// Write the knob files, profiles/PROFILE.yaml, IMPORTED.md and NOT-IMPORTED.md into DIR (made when missing).
     #[arg(long, value_name = "DIR", required_unless_present = "list")]
     pub out: Option<PathBuf>,
     /// Read profiles from DIR (DIR/NAME/tuned.conf) instead of /usr/lib/tuned and /etc/tuned under --root.
