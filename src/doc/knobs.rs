@@ -176,13 +176,10 @@ fn evidence_section(report: &audit::Report, home: &ledger_home::Home, host: &str
     if verified.is_empty() {
         let _ = writeln!(
             evidence,
-            "No verify evidence is recorded for {} in {}.",
+            "No verify evidence is recorded for {} in {} or {}.",
             code(host),
-            format!(
-                "{} or {}",
-                code(&home.local_logical()),
-                code(&home.collected_path().display().to_string())
-            )
+            code(&home.local_logical()),
+            code(&home.collected_path().display().to_string())
         );
     } else {
         evidence += &table(
@@ -199,6 +196,6 @@ fn evidence_section(report: &audit::Report, home: &ledger_home::Home, host: &str
                 .collect::<Vec<_>>(),
         );
     }
-    evidence += &to_renew(&report);
+    evidence += &to_renew(report);
     evidence
 }

@@ -7,7 +7,6 @@ use std::sync::OnceLock;
 
 use super::cpuinfo::{self, CpuInfo};
 use super::{CPU_DIR, Reader, arch, cpu, host, memory, numbered};
-use crate::cpulist::CpuList;
 use crate::root::Root;
 
 /// Where host labels live under the root: one `key=value` per line.
@@ -65,7 +64,7 @@ impl<'r> Facts<'r> {
                     .first()
                     .map(|e| e.or_common(&info.machine.common))
                     .unwrap_or_else(|| info.machine.common.clone());
-                let online = cpu::online_ahead(&self.reader).unwrap_or_else(CpuList::default);
+                let online = cpu::online_ahead(&self.reader).unwrap_or_default();
                 let id = arch::identify(&info, &online);
                 let core_names = match &id.core_types {
                     Some(types) => types.iter().map(|t| t.model.clone()).collect(),

@@ -252,7 +252,10 @@ fn distinct<'k>(variants: &[Variant<'k>]) -> Vec<&'k Knob> {
     out
 }
 
-fn snapshot_all(session: &Session, knobs: &[&Knob]) -> Result<Vec<Vec<(String, Option<String>)>>> {
+/// Each knob's files and what they held (`None`: absent).
+type Snapshot = Vec<(String, Option<String>)>;
+
+fn snapshot_all(session: &Session, knobs: &[&Knob]) -> Result<Vec<Snapshot>> {
     knobs.iter().map(|k| super::snapshot(session, k)).collect()
 }
 

@@ -36,11 +36,7 @@ pub fn option(ty: &str, o: &Opt, v: &str, _facts: &Facts, out: &mut Out) -> Resu
                      a knob sets one value: write the knob by hand with the value you want"
                 ));
             }
-            let key = if o.key.contains('/') {
-                o.key.clone()
-            } else {
-                o.key.clone()
-            };
+            let key = o.key.clone();
             out.knob(
                 o,
                 "sysctl",
