@@ -63,23 +63,6 @@ pub fn describe_write_error(path: &str, e: &io::Error) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::describe_write_error;
-
-    #[test]
-    fn irq_write_errors_name_the_kernels_reason() {
-        let enospc = std::io::Error::from_raw_os_error(libc::ENOSPC);
-        let m = describe_write_error("/proc/irq/40/smp_affinity_list", &enospc);
-        assert!(
-            m.contains("no free interrupt vector") && !m.contains("No space left on device"),
-            "{m}"
-        );
-        let m = describe_write_error("/sys/x", &enospc);
-        assert!(m.contains("No space left on device"), "{m}");
-    }
-}
-
 /// Puts `what` in place at `path`, then runs `read_back`, which says whether
 /// the file now holds what was meant (`Err` says what it holds instead).
 pub fn put(
@@ -256,5 +239,22 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
         WriteMode::Hold => Err(fail(format!(
             "{path}: a held request ends with its process; nothing to restore"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_write_error;
+
+    #[test]
+    fn irq_write_errors_name_the_kernels_reason() {
+        let enospc = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let m = describe_write_error("/proc/irq/40/smp_affinity_list", &enospc);
+        assert!(
+            m.contains("no free interrupt vector") && !m.contains("No space left on device"),
+            "{m}"
+        );
+        let m = describe_write_error("/sys/x", &enospc);
+        assert!(m.contains("No space left on device"), "{m}");
     }
 }

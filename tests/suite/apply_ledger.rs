@@ -92,7 +92,8 @@ fn mkfifo(p: &Path) {
 #[test]
 fn ledger_problems_are_found_before_the_first_write() {
     let m = knobs(&[THP]);
-    let cases: [(&str, &dyn Fn(&Path)); 5] = [
+    type Spoil<'a> = &'a dyn Fn(&Path);
+    let cases: [(&str, Spoil); 5] = [
         ("a directory", &|f| std::fs::create_dir_all(f).unwrap()),
         ("not UTF-8", &|f| {
             std::fs::write(f, b"- timestamp: \xff\xfe\n").unwrap()
