@@ -77,6 +77,11 @@ impl ActiveTuned {
         let profile = host
             .text("/etc/tuned/active_profile")
             .filter(|p| !p.is_empty());
+        // detect_services names the profile too; it has its own field here.
+        let evidence = match evidence.split_once("; profile ") {
+            Some((e, _)) => e.to_string(),
+            None => evidence,
+        };
         let mut out = ActiveTuned {
             state: TunedState {
                 profile: profile.clone(),
