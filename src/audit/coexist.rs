@@ -90,11 +90,11 @@ impl ActiveTuned {
             },
             settings: Vec::new(),
         };
-        if let Some(p) = profile {
-            if let Err(e) = out.load(host, &p) {
-                out.state.unreadable = Some(format!("{e:#}"));
-                out.settings.clear();
-            }
+        if let Some(p) = profile
+            && let Err(e) = out.load(host, &p)
+        {
+            out.state.unreadable = Some(format!("{e:#}"));
+            out.settings.clear();
         }
         Some(out)
     }
