@@ -270,3 +270,29 @@ fn tuned_saptune_note_setting_the_same_file_is_reported_read_only() {
     ok(&run(&root, m.path(), &["apply", "swappiness"]));
     assert_eq!(read(&root, "proc/sys/vm/swappiness"), "30");
 }
+
+#[test]
+fn tuned_profile_that_cannot_be_read_is_named_and_nothing_is_compared() {
+    let Some(_) = tuned_conf() else { return };
+    let (_tmp, root) = host(true);
+    write_files(&root, &[("etc/tuned/active_profile", "no-such-profile\n")]);
+    let m = swappiness(30);
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_eq!(report["tuned"]["profile"], "no-such-profile");
+    let why = report["tuned"]["unreadable"]
+        .as_str()
+        .expect("unreadable said");
+    assert!(
+        why.contains("tuned profile \"no-such-profile\" not found"),
+        "{why}"
+    );
+    assert!(knob(&report, "swappiness")["tuned"].is_null());
+    let table = out(&run(&root, m.path(), &["audit"]));
+    assert!(
+        table.contains("its profile could not be read, so no knob is compared with it"),
+        "{table}"
+    );
+    // Nothing known to fight: apply goes ahead.
+    ok(&run(&root, m.path(), &["apply", "swappiness"]));
+    assert_eq!(read(&root, "proc/sys/vm/swappiness"), "30");
+}
