@@ -53,6 +53,10 @@ pub struct ApplyOutcome {
     /// Why apply would refuse (dry runs only: apply itself fails instead).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Settings of tuned's active profile this apply overrides with `--force`
+    /// (tuned undoes them on its next reapply).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub forced: Vec<String>,
     pub journal: Option<String>,
     pub ledger: Option<String>,
 }
@@ -123,6 +127,14 @@ pub fn apply(
     }
     let planned = plan::plan(&s.ctx, knobs).map_err(ApplyError::Refused)?;
     validate::values(&planned).map_err(ApplyError::Refused)?;
+    let fights = super::others::tuned_fights(&s.ctx, &planned);
+    const UNDO: &str = "tuned would undo this on its next reapply; stop tuned, change its profile, or pass --force";
+    if !fights.is_empty() && !opts.force && !opts.dry_run {
+        return Err(ApplyError::Refused(format!(
+            "{}; {UNDO}",
+            fights.join("; ")
+        )));
+    }
     let ledger_path = s.ledger().local_path();
     let permitted = validate::permissions(
         root,
@@ -146,9 +158,18 @@ pub fn apply(
         knobs: planned.knobs.iter().map(knob_apply).collect(),
         written: 0,
         warnings: Vec::new(),
+        forced: Vec::new(),
         journal: None,
         ledger: None,
     };
+    match opts.force {
+        true => outcome.forced = fights,
+        false => outcome.warnings.extend(
+            fights
+                .into_iter()
+                .map(|f| format!("apply would refuse: {f}; {UNDO}")),
+        ),
+    }
     if opts.dry_run {
         if let Err(m) = permitted {
             outcome.warnings.push(format!("apply would refuse: {m}"));

@@ -29,7 +29,7 @@ pub(crate) mod validate;
 pub(crate) mod write;
 
 pub use apply::{ApplyOutcome, KnobApply, Skipped, apply, caveats, select};
-pub use others::others_on_files;
+pub use others::{others_on_files, tuned_fights};
 pub use record::{ledger_entry, who};
 pub use revert::{KnobRevert, LeftAlone, RevertOutcome, Stale, revert, revert_with};
 
@@ -126,6 +126,9 @@ pub struct ApplyOptions {
     /// The caller already holds the state directory's lock (verify holds it
     /// across all its legs).
     pub lock_held: bool,
+    /// Apply knobs that tuned's active profile sets differently (said in
+    /// `forced`); without it they are refused before the first write.
+    pub force: bool,
 }
 
 impl Default for ApplyOptions {
@@ -135,6 +138,7 @@ impl Default for ApplyOptions {
             wait: false,
             record: true,
             lock_held: false,
+            force: false,
         }
     }
 }

@@ -87,3 +87,41 @@ pub fn others_on_files(
         ids.join(" ")
     ))
 }
+
+/// For each knob with writes planned whose files tuned's active profile sets
+/// differently: what tuned sets and where (empty: no fight).
+pub fn tuned_fights(host: &crate::knob::HostCtx, planned: &super::plan::Planned) -> Vec<String> {
+    let knobs: Vec<&super::plan::KnobPlan> = planned
+        .knobs
+        .iter()
+        .filter(|p| !p.writes.is_empty())
+        .collect();
+    if knobs.is_empty() {
+        return Vec::new();
+    }
+    let Some(tuned) = crate::audit::coexist::ActiveTuned::read(host) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in knobs {
+        let Ok(survey) = p.knob.spec.survey(host) else {
+            continue;
+        };
+        let written: Vec<crate::knob::Target> = survey
+            .targets
+            .into_iter()
+            .filter(|t| p.writes.iter().any(|w| w.path == t.path))
+            .collect();
+        if let Some(t) = tuned.setting(p.knob, &written).filter(|t| !t.agrees) {
+            out.push(format!(
+                "{}: {} ({} on {}; this knob sets {})",
+                p.knob.id,
+                t.cite(),
+                t.sets,
+                t.path,
+                p.knob.spec.desired()
+            ));
+        }
+    }
+    out
+}

@@ -6,11 +6,13 @@
 //! after T, and the value is no longer the desired one, the report says so
 //! instead of a bare `drift`.
 
+pub(crate) mod coexist;
 mod competing;
 mod evidence;
 mod history;
 mod knob_list;
 mod managers;
+mod saptune;
 mod status;
 pub use knob_list::{KnobList, knob_list};
 
@@ -27,11 +29,13 @@ use crate::manifest::{ledger, ledger_home};
 use crate::persist;
 use crate::schema::Persistence;
 
+pub use coexist::{TunedSetting, TunedState};
 pub use competing::Competing;
 pub use evidence::EvidenceStatus;
 pub use history::Evidence;
 use history::{last_applied, latest_evidence, tell_the_story};
 pub use managers::{HostConfig, Manager};
+pub use saptune::SaptuneSetting;
 use status::{Judged, groups, judge};
 pub use status::{Status, StatusGroup};
 
@@ -51,6 +55,10 @@ pub struct Report {
     pub hostknob_version: String,
     /// Tuning managers on this host whatever the knobs (per knob: `managers`).
     pub competing_managers: Vec<Competing>,
+    /// tuned, when it runs or is enabled here: its active profile (per knob: `tuned`).
+    pub tuned: Option<TunedState>,
+    /// saptune's active notes, when saptune is installed (per knob: `saptune`).
+    pub saptune_notes: Vec<String>,
     /// The profile chosen with `--profile` (only its knobs are listed).
     pub profile: Option<String>,
     /// The profiles in effect on this host: those whose `hosts` name it, and the chosen one.
@@ -82,6 +90,11 @@ pub struct KnobReport {
     pub caveats: Vec<String>,
     /// Other things on this host that may set the same files.
     pub managers: Vec<Manager>,
+    /// tuned's active profile's setting of this knob's files, when it sets
+    /// any: agreeing, or fighting (apply refuses it without `--force`).
+    pub tuned: Option<TunedSetting>,
+    /// Lines of saptune's active notes that set this knob's files (read only).
+    pub saptune: Vec<SaptuneSetting>,
     pub detail: String,
     pub notes: Vec<String>,
     pub source: String,
@@ -146,6 +159,8 @@ pub fn evaluate(
     let config = HostConfig::read(host, &kinds, &services);
     let boot = host.boot_time();
     let facts = Facts::new(host.root);
+    let tuned = coexist::ActiveTuned::read(host);
+    let notes = saptune::Notes::read(host);
     let mut knobs = Vec::new();
     for knob in chosen {
         let conditions = match knob.conditions(&facts) {
@@ -166,8 +181,14 @@ pub fn evaluate(
                 continue;
             }
         };
+        let by_tuned = tuned
+            .as_ref()
+            .and_then(|t| t.setting(knob, &survey.targets));
+        let by_notes = notes.settings(knob, &survey.targets);
         let mut k = report_knob(knob, survey, host, &config, &ledger, boot);
         k.conditions = conditions.results;
+        k.tuned = by_tuned;
+        k.saptune = by_notes;
         if let Some(j) = evidence::judge(&k.id, k.status, &ledger, &facts_now, &mut everywhere) {
             k.evidence_status = Some(j.status);
             k.evidence_detail = Some(j.detail);
@@ -194,6 +215,8 @@ pub fn evaluate(
         ),
         hostknob_version: env!("CARGO_PKG_VERSION").to_string(),
         competing_managers: competing::detect(host),
+        tuned: tuned.map(|t| t.state),
+        saptune_notes: notes.active,
         profile: manifest.profile.clone(),
         profiles: manifest.applied.clone(),
         knobs,
@@ -272,6 +295,8 @@ fn report_knob(
         persisted_by: persist.ok().filter(|s| !s.is_empty()),
         caveats: knob.caveats.clone(),
         managers: managers::managers(knob, &targets, config),
+        tuned: None,
+        saptune: Vec::new(),
         detail,
         notes: survey.notes,
         source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
@@ -303,6 +328,8 @@ fn not_here(
         persisted_by: None,
         caveats: knob.caveats.clone(),
         managers: Vec::new(),
+        tuned: None,
+        saptune: Vec::new(),
         detail,
         notes: Vec::new(),
         source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),

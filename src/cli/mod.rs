@@ -273,6 +273,10 @@ pub struct ApplyArgs {
     /// Show the plan and check it; write nothing, take no lock.
     #[arg(long)]
     pub dry_run: bool,
+    /// Apply knobs that tuned's active profile sets differently (without it
+    /// they are refused: tuned would undo them on its next reapply).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub change: ChangeArgs,
 }

@@ -17,6 +17,7 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
     let opts = ApplyOptions {
         dry_run: args.dry_run,
         wait: args.choice.wait,
+        force: args.force,
         ..ApplyOptions::default()
     };
     let outcome = apply::apply(&session, &knobs, &opts).map_err(|e| name_override(e, &knobs))?;

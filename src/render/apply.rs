@@ -116,6 +116,9 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
             out += &format!("recorded in: {l}\n");
         }
     }
+    for f in &o.forced {
+        out += &format!("--force: overriding tuned: {f}; tuned undoes it on its next reapply\n");
+    }
     let with_caveats: Vec<_> = o.knobs.iter().filter(|k| !k.changes.is_empty()).collect();
     if !with_caveats.is_empty() {
         out += "\ncaveats:\n";

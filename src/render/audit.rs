@@ -68,6 +68,7 @@ fn summary(r: &Report) -> String {
         });
     }
     line.push('\n');
+    line.push_str(&beside(r));
     if r.other_machine_entries > 0 {
         line.push_str(&format!(
             "{} ledger entries under the name {} are from another machine or a capture: not this host's history, left out\n",
@@ -159,9 +160,59 @@ fn conditions_lines(r: &Report) -> String {
     }
 }
 
+/// `tuned is active (profile X)` and saptune's active notes, for the summary.
+fn beside(r: &Report) -> String {
+    let mut out = String::new();
+    if let Some(t) = &r.tuned {
+        let profile = match &t.profile {
+            Some(p) => format!("profile {p}"),
+            None => "no /etc/tuned/active_profile".into(),
+        };
+        out.push_str(&format!("tuned is active ({profile}; {})\n", t.evidence));
+        if let Some(why) = &t.unreadable {
+            out.push_str(&format!(
+                "  its profile could not be read, so no knob is compared with it: {why}\n"
+            ));
+        }
+    }
+    if !r.saptune_notes.is_empty() {
+        out.push_str(&format!(
+            "saptune notes active: {} (read only)\n",
+            r.saptune_notes.join(", ")
+        ));
+    }
+    out
+}
+
+/// tuned's and saptune's settings of a knob's files, one line each.
+fn beside_lines(k: &KnobReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(t) = &k.tuned {
+        lines.push(match t.agrees {
+            true => format!("  tuned agrees: {} ({} there)", t.cite(), t.sets),
+            false => format!(
+                "  tuned fights this knob: {} ({} on {}, this knob {}); apply refuses without --force",
+                t.cite(),
+                t.sets,
+                t.path,
+                k.desired
+            ),
+        });
+    }
+    for s in &k.saptune {
+        let word = if s.agrees { "agrees" } else { "differs" };
+        lines.push(format!(
+            "  saptune note {} {word}: [{}] {} = {} at {}:{} (sets {})",
+            s.note, s.section, s.key, s.value, s.file, s.line, s.path
+        ));
+    }
+    lines
+}
+
 /// Managers, notes and (for knobs not simply ok) caveats, under the table.
 fn notes(k: &KnobReport) -> String {
     let mut lines = override_lines(k);
+    lines.extend(beside_lines(k));
     for m in &k.managers {
         lines.push(format!("  may be overridden by {}: {}", m.name, m.evidence));
     }

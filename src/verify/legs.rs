@@ -25,6 +25,8 @@ impl Guard<'_, '_> {
         wait: false,
         record: false,
         lock_held: true,
+        // A leg goes back to as found; tuned's profile is audit's and apply's concern.
+        force: true,
     };
 
     pub(super) fn set(&mut self, leg: Leg, knob: &Knob) -> Result<()> {

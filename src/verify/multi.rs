@@ -78,6 +78,8 @@ const LEG: ApplyOptions = ApplyOptions {
     wait: false,
     record: false,
     lock_held: true,
+    // A leg goes back to as found; tuned's profile is audit's and apply's concern.
+    force: true,
 };
 
 impl Switch<'_, '_> {

@@ -59,6 +59,7 @@ mod probe_wake_split;
 mod profiles;
 mod readme_tour;
 mod tables_width;
+mod tuned_coexist;
 mod verify;
 mod verify_command;
 mod verify_residency;

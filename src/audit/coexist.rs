@@ -1,0 +1,191 @@
+//! tuned beside hostknob: what tuned's active profile sets, file by file, so
+//! that audit can say per knob whether tuned agrees or fights, and apply can
+//! refuse to fight it. The profile is read and translated in memory by
+//! `import::tuned` (the same reading `hostknob import tuned` does), each
+//! translated setting surveyed as a knob of its kind: its files and values
+//! are the kind's own, compared in the kind's words.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::import::tuned::{facts, ini::Opt, load, translate};
+use crate::knob::{HostCtx, KindName, Service, Target};
+use crate::manifest::Knob;
+
+/// tuned as found running or enabled (as `competing_managers` decides).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct TunedState {
+    /// `/etc/tuned/active_profile` (several names: tuned merges them in order).
+    pub profile: Option<String>,
+    /// What shows it active: a running process, an enabled unit.
+    pub evidence: String,
+    /// Why the profile's settings could not be read (then no knob is compared).
+    pub unreadable: Option<String>,
+}
+
+/// The active tuned profile's setting of a knob's file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct TunedSetting {
+    pub profile: String,
+    /// The profile file and line of the option.
+    pub file: String,
+    pub line: usize,
+    pub section: String,
+    pub key: String,
+    /// The option's value as the profile writes it.
+    pub value: String,
+    /// The file both set (the first where they differ, when they do).
+    pub path: String,
+    /// tuned's value for that file, in the knob's words.
+    pub sets: String,
+    /// Whether tuned sets what the knob sets there.
+    pub agrees: bool,
+}
+
+impl TunedSetting {
+    /// `sets vm.swappiness=10 at FILE:LINE`.
+    pub fn cite(&self) -> String {
+        format!(
+            "tuned profile {} sets {}={} at {}:{}",
+            self.profile, self.key, self.value, self.file, self.line
+        )
+    }
+}
+
+/// One translated setting of the active profile: its option line and the
+/// files it sets with their values (the kind's `desired` and `write`).
+struct Setting {
+    profile: String,
+    opt: Opt,
+    targets: Vec<Target>,
+}
+
+/// tuned, when active, and its profile's settings.
+pub struct ActiveTuned {
+    pub state: TunedState,
+    settings: Vec<Setting>,
+}
+
+impl ActiveTuned {
+    /// `None` when tuned is neither running nor enabled.
+    pub fn read(host: &HostCtx) -> Option<ActiveTuned> {
+        let wanted: BTreeSet<Service> = [Service::Tuned].into_iter().collect();
+        let (_, evidence) = super::managers::detect_services(host, &wanted)
+            .into_iter()
+            .next()?;
+        let profile = host
+            .text("/etc/tuned/active_profile")
+            .filter(|p| !p.is_empty());
+        // detect_services names the profile too; it has its own field here.
+        let evidence = match evidence.split_once("; profile ") {
+            Some((e, _)) => e.to_string(),
+            None => evidence,
+        };
+        let mut out = ActiveTuned {
+            state: TunedState {
+                profile: profile.clone(),
+                evidence,
+                unreadable: None,
+            },
+            settings: Vec::new(),
+        };
+        if let Some(p) = profile
+            && let Err(e) = out.load(host, &p)
+        {
+            out.state.unreadable = Some(format!("{e:#}"));
+            out.settings.clear();
+        }
+        Some(out)
+    }
+
+    fn load(&mut self, host: &HostCtx, names: &str) -> anyhow::Result<()> {
+        let src = crate::import::tuned::source(host.root, None)?;
+        let facts = facts::read(host.root);
+        for name in names.split_whitespace() {
+            let p = load::load(&src, name)?;
+            let out = translate::translate(host.root, &p, &facts)?;
+            for k in out.knobs {
+                if let Some(s) = setting(host, name, k) {
+                    self.settings.push(s);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The profile's setting of this knob's files, when it sets any: the
+    /// one that fights it, else the one that agrees. With several profiles
+    /// active, a later one's setting of a file wins (tuned merges them so).
+    pub fn setting(&self, knob: &Knob, targets: &[Target]) -> Option<TunedSetting> {
+        let mut agreeing = None;
+        for t in targets.iter().filter(|t| t.blocker.is_none()) {
+            let Some((s, theirs)) = self.settings.iter().rev().find_map(|s| {
+                let theirs = s
+                    .targets
+                    .iter()
+                    .find(|x| x.path == t.path && x.label == t.label)?;
+                Some((s, theirs))
+            }) else {
+                continue;
+            };
+            let agrees = same(knob, &t.desired, theirs);
+            let found = TunedSetting {
+                profile: s.profile.clone(),
+                file: s.opt.file.clone(),
+                line: s.opt.line,
+                section: s.opt.section.clone(),
+                key: s.opt.key.clone(),
+                value: s.opt.value.clone(),
+                path: t.path.clone(),
+                sets: theirs.desired.clone(),
+                agrees,
+            };
+            if !agrees {
+                return Some(found);
+            }
+            agreeing.get_or_insert(found);
+        }
+        agreeing
+    }
+}
+
+/// A translated setting surveyed as a knob of its kind; `None` when its kind
+/// does not build or survey here (then it sets no file hostknob knows).
+fn setting(host: &HostCtx, profile: &str, k: translate::KnobOut) -> Option<Setting> {
+    let kind = KindName::parse(k.kind)?;
+    let mut doc = serde_yaml::Mapping::new();
+    let mut put = |key: &str, v: serde_yaml::Value| {
+        doc.insert(serde_yaml::Value::String(key.into()), v);
+    };
+    put("id", translate::s(&k.id));
+    put("title", translate::s(&k.id));
+    put("kind", translate::s(k.kind));
+    if let Some(t) = k.target {
+        put("target", t);
+    }
+    put("set", k.set);
+    put("hosts", translate::s("*"));
+    put("persistence", translate::s(k.persistence));
+    put("why", translate::s("tuned"));
+    let text = serde_yaml::to_string(&serde_yaml::Value::Mapping(doc)).ok()?;
+    let spec = crate::knob::build(kind, &text).ok()?;
+    let targets = spec.survey(host).ok()?.targets;
+    Some(Setting {
+        profile: profile.to_string(),
+        opt: k.lines.first()?.clone(),
+        targets,
+    })
+}
+
+/// Whether tuned's value for a file is the knob's `desired`, in the knob's
+/// words: as surveyed, or tuned's written text read as the knob reads it.
+fn same(knob: &Knob, desired: &str, theirs: &Target) -> bool {
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let want = words(desired);
+    words(&theirs.desired) == want
+        || theirs
+            .write
+            .as_deref()
+            .is_some_and(|w| words(&knob.spec.normalize(w)) == want)
+}
