@@ -105,20 +105,22 @@ fn cpu_id(ctx: &Reader) -> Option<Id> {
 
 /// The platform facts of the `online` CPUs.
 pub fn read(ctx: &Reader, online: &CpuList) -> Platform {
+    let id = cpu_id(ctx);
+    let vendor = id.as_ref().and_then(|i| i.vendor.as_deref());
     Platform {
-        uncore: super::uncore::read(ctx),
-        ..read_msrs(ctx, online)
+        uncore: super::uncore::read(ctx, vendor),
+        ..read_msrs(ctx, online, id.as_ref())
     }
 }
 
-fn read_msrs(ctx: &Reader, online: &CpuList) -> Platform {
+fn read_msrs(ctx: &Reader, online: &CpuList, id: Option<&Id>) -> Platform {
     let none = |model: Option<&Model>, why: String| Platform {
         model: model.map(|m| m.name.to_string()),
         unavailable: Some(why),
         facts: Vec::new(),
         uncore: Uncore::default(),
     };
-    let Some(id) = cpu_id(ctx) else {
+    let Some(id) = id else {
         return none(None, "/proc/cpuinfo is unreadable".into());
     };
     match id.vendor.as_deref() {

@@ -26,6 +26,12 @@ pub fn legacy_ids(name: &str) -> Option<(u32, u32)> {
     Some((p.parse().ok()?, d.parse().ok()?))
 }
 
+/// `uncore07`: a TPMI power domain's directory.
+fn is_tpmi(name: &str) -> bool {
+    name.strip_prefix("uncore")
+        .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+}
+
 /// The uncore domains of this host, the TPMI ones where there are any: with
 /// TPMI the `package_XX_die_YY` directories are root domains that stand for
 /// every domain of their package.
@@ -37,10 +43,7 @@ pub fn domains(
     names.sort();
     let tpmi: Vec<Domain> = names
         .iter()
-        .filter(|n| {
-            n.strip_prefix("uncore")
-                .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
-        })
+        .filter(|n| is_tpmi(n))
         .filter_map(|n| {
             let dir = format!("{UNCORE_DIR}/{n}");
             let id = |f: &str| text(&format!("{dir}/{f}"))?.trim().parse::<u32>().ok();
@@ -77,11 +80,15 @@ pub struct Uncore {
     /// `tpmi` (per power domain, `uncoreNN/`) or `msr` (`package_XX_die_YY/`);
     /// `null` when `unavailable`.
     pub layout: Option<String>,
+    /// `null`, never `[]`, when `unavailable`.
+    #[serde(with = "super::absent", default)]
+    #[schemars(with = "Option<Vec<UncoreDomain>>")]
     pub domains: Vec<UncoreDomain>,
 }
 
 /// One die's (or TPMI power domain's) uncore limits, in kHz; a `null` is a
-/// file this kernel or capture does not have.
+/// file this kernel or capture does not have, or one that did not parse (a
+/// warning names it).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct UncoreDomain {
     pub package: u32,
@@ -100,16 +107,37 @@ pub struct UncoreDomain {
     pub command: String,
 }
 
-pub fn read(ctx: &Reader) -> Uncore {
-    let list = |d: &str| ctx.root.read_dir(d).unwrap_or_default();
-    let text = |p: &str| ctx.root.read_string(p).ok().map(|s| s.trim().to_string());
+/// The limits of every domain; `vendor` (`/proc/cpuinfo`'s `vendor_id`) only
+/// words the reason when there are none.
+pub fn read(ctx: &Reader, vendor: Option<&str>) -> Uncore {
+    let names = ctx.dir(UNCORE_DIR);
+    // `domains` lists only UNCORE_DIR: the listing read once here.
+    let list = |_: &str| names.clone().unwrap_or_default();
+    let text = |p: &str| ctx.text(p);
     let found = domains(&list, &text);
+    // A TPMI directory whose ids do not parse is left out: say which.
+    let kept = |dir: &str| found.iter().any(|d| d.dir == dir);
+    for n in names.iter().flatten().filter(|n| is_tpmi(n)) {
+        let dir = format!("{UNCORE_DIR}/{n}");
+        if !kept(&dir) {
+            ctx.warn(format!(
+                "{dir}: left out, its package_id or domain_id is missing or not a number"
+            ));
+        }
+    }
     if found.is_empty() {
-        return Uncore {
-            unavailable: Some(format!(
+        let why = match (&names, vendor) {
+            (None, Some(v)) if v != "GenuineIntel" => {
+                format!("no {UNCORE_DIR} (an Intel driver; this CPU is {v})")
+            }
+            (None, _) => format!(
                 "no {UNCORE_DIR} (the intel-uncore-frequency driver is not loaded, the CPU \
                  has no such control, or a VM)"
-            )),
+            ),
+            (Some(_), _) => format!("{UNCORE_DIR} has no package_XX_die_YY or uncoreNN directory"),
+        };
+        return Uncore {
+            unavailable: Some(why),
             layout: None,
             domains: Vec::new(),
         };
@@ -118,7 +146,7 @@ pub fn read(ctx: &Reader) -> Uncore {
     let domains = found
         .into_iter()
         .map(|d| {
-            let khz = |f: &str| text(&format!("{}/{f}", d.dir))?.parse::<u64>().ok();
+            let khz = |f: &str| ctx.parse::<u64>(&format!("{}/{f}", d.dir));
             UncoreDomain {
                 package: d.package,
                 die: d.die,
@@ -127,7 +155,7 @@ pub fn read(ctx: &Reader) -> Uncore {
                 initial_min_khz: khz("initial_min_freq_khz"),
                 initial_max_khz: khz("initial_max_freq_khz"),
                 current_khz: khz("current_freq_khz"),
-                command: format!("cat {0}/min_freq_khz {0}/max_freq_khz", d.dir),
+                command: format!("cat {}/{{min,max}}_freq_khz", d.dir),
                 dir: d.dir,
             }
         })
@@ -147,5 +175,6 @@ mod tests {
     fn legacy_names() {
         assert_eq!(legacy_ids("package_01_die_00"), Some((1, 0)));
         assert_eq!(legacy_ids("uncore00"), None);
+        assert!(is_tpmi("uncore09") && !is_tpmi("uncore") && !is_tpmi("package_00_die_00"));
     }
 }
