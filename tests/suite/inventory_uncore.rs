@@ -298,3 +298,23 @@ fn a_missing_or_garbled_uncore_file_is_not_exposed_and_named() {
         "{warn}"
     );
 }
+
+/// The live host (read only): per die where the driver is, else why not.
+#[test]
+fn the_live_host_shows_its_uncore_or_says_why() {
+    let u = uncore(Path::new("/"));
+    match decode(Path::new("/")) {
+        Some((layout, want)) => {
+            assert_eq!(u["layout"], layout, "{u}");
+            assert_eq!(u["domains"].as_array().unwrap().len(), want.len(), "{u}");
+        }
+        None => {
+            let why = u["unavailable"].as_str().unwrap_or_else(|| panic!("{u}"));
+            assert!(
+                why.contains("no /sys/devices/system/cpu/intel_uncore_frequency"),
+                "{why}"
+            );
+            assert!(u["domains"].is_null(), "{u}");
+        }
+    }
+}
