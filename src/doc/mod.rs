@@ -69,13 +69,14 @@ fn sibling_pattern(lists: &[CpuList]) -> Option<String> {
 
 /// The document: one function per section, in order.
 pub fn render(d: &DocInput) -> String {
-    let sections: [fn(&DocInput) -> String; 13] = [
+    let sections: [fn(&DocInput) -> String; 14] = [
         title,
         cpu_layout,
         caches,
         frequencies,
         idle_states,
         platform::section,
+        platform::uncore,
         memory,
         kernel,
         partitioning,

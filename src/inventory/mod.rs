@@ -22,6 +22,7 @@ mod par;
 mod platform;
 mod pm_qos;
 mod processes;
+pub mod uncore;
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -50,6 +51,7 @@ pub use pm_qos::{
     PM_QOS_DEVICE, parse_pm_qos_request, read_cpu_dma_latency, resume_latency_path, resume_limit_us,
 };
 pub use processes::{Process, Processes};
+pub use uncore::{Uncore, UncoreDomain};
 
 pub const CPU_DIR: &str = "/sys/devices/system/cpu";
 

@@ -10,6 +10,7 @@ use std::io::Read as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::uncore::Uncore;
 use super::{Reader, par_map};
 use crate::cpulist::{CpuList, group};
 use crate::msr::model::{
@@ -30,6 +31,10 @@ pub struct Platform {
     #[serde(with = "super::absent", default)]
     #[schemars(with = "Option<Vec<PlatformFact>>")]
     pub facts: Vec<PlatformFact>,
+    /// Uncore frequency floor and ceiling per die (sysfs, not MSRs: present
+    /// even when the registers cannot be read).
+    #[serde(default)]
+    pub uncore: Uncore,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -100,12 +105,22 @@ fn cpu_id(ctx: &Reader) -> Option<Id> {
 
 /// The platform facts of the `online` CPUs.
 pub fn read(ctx: &Reader, online: &CpuList) -> Platform {
+    let id = cpu_id(ctx);
+    let vendor = id.as_ref().and_then(|i| i.vendor.as_deref());
+    Platform {
+        uncore: super::uncore::read(ctx, vendor),
+        ..read_msrs(ctx, online, id.as_ref())
+    }
+}
+
+fn read_msrs(ctx: &Reader, online: &CpuList, id: Option<&Id>) -> Platform {
     let none = |model: Option<&Model>, why: String| Platform {
         model: model.map(|m| m.name.to_string()),
         unavailable: Some(why),
         facts: Vec::new(),
+        uncore: Uncore::default(),
     };
-    let Some(id) = cpu_id(ctx) else {
+    let Some(id) = id else {
         return none(None, "/proc/cpuinfo is unreadable".into());
     };
     match id.vendor.as_deref() {
@@ -154,6 +169,7 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Platform {
         model: model.map(|m| m.name.to_string()),
         unavailable: None,
         facts: plan.facts(&cpus, &per_cpu),
+        uncore: Uncore::default(),
     }
 }
 

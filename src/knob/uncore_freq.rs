@@ -19,7 +19,7 @@ use super::{
 use crate::cpulist::CpuList;
 use crate::schema::{Persistence, Scalar};
 
-pub const UNCORE_DIR: &str = "/sys/devices/system/cpu/intel_uncore_frequency";
+pub use crate::inventory::uncore::{self, Domain, UNCORE_DIR};
 /// One ratio step of the uncore, in kHz.
 pub const UNCORE_STEP_KHZ: u64 = 100_000;
 
@@ -130,56 +130,9 @@ impl Spec for UncoreFreq {
     }
 }
 
-/// One uncore control directory.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Domain {
-    pub dir: String,
-    pub package: u32,
-    /// The die (MSR layout) or power domain (TPMI).
-    pub die: u32,
-    pub tpmi: bool,
-}
-
-/// `package_01_die_00` as (1, 0).
-fn legacy_ids(name: &str) -> Option<(u32, u32)> {
-    let rest = name.strip_prefix("package_")?;
-    let (p, d) = rest.split_once("_die_")?;
-    Some((p.parse().ok()?, d.parse().ok()?))
-}
-
-/// The uncore domains of this host, the TPMI ones where there are any.
+/// The uncore domains of this host (the reader inventory uses too).
 pub fn domains(host: &HostCtx) -> Vec<Domain> {
-    let mut names = host.list(UNCORE_DIR);
-    names.sort();
-    let tpmi: Vec<Domain> = names
-        .iter()
-        .filter(|n| n.strip_prefix("uncore").is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit())))
-        .filter_map(|n| {
-            let dir = format!("{UNCORE_DIR}/{n}");
-            let id = |f: &str| host.text(&format!("{dir}/{f}"))?.parse::<u32>().ok();
-            Some(Domain {
-                package: id("package_id")?,
-                die: id("domain_id")?,
-                dir,
-                tpmi: true,
-            })
-        })
-        .collect();
-    if !tpmi.is_empty() {
-        return tpmi;
-    }
-    names
-        .iter()
-        .filter_map(|n| {
-            let (package, die) = legacy_ids(n)?;
-            Some(Domain {
-                dir: format!("{UNCORE_DIR}/{n}"),
-                package,
-                die,
-                tpmi: false,
-            })
-        })
-        .collect()
+    uncore::domains(&|d| host.list(d), &|p| host.text(p))
 }
 
 impl UncoreFreq {
@@ -323,16 +276,5 @@ impl KnobKind for UncoreFreq {
             });
         }
         Ok(survey)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn legacy_names() {
-        assert_eq!(legacy_ids("package_01_die_00"), Some((1, 0)));
-        assert_eq!(legacy_ids("uncore00"), None);
     }
 }

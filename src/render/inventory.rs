@@ -503,10 +503,14 @@ fn unread(why: &str) -> String {
 }
 
 fn platform(inv: &Inventory, _: Want) -> String {
-    const TITLE: &str = "Platform power (MSRs)";
     let Some(p) = &inv.platform else {
         return String::new();
     };
+    msrs(p) + &uncore(&p.uncore)
+}
+
+fn msrs(p: &crate::inventory::Platform) -> String {
+    const TITLE: &str = "Platform power (MSRs)";
     if let Some(why) = &p.unavailable {
         return facts(TITLE, &[("MSRs".into(), unread(why))]);
     }
@@ -550,4 +554,56 @@ fn platform(inv: &Inventory, _: Want) -> String {
         None => TITLE.to_string(),
     };
     grid(&title, &["fact", "register", "value", "read with"], rows)
+}
+
+/// `800 MHz`; a file not there is `not exposed`.
+fn mhz(khz: Option<u64>) -> String {
+    khz.map_or_else(|| NOT_EXPOSED.into(), |k| format!("{} MHz", k / 1000))
+}
+
+/// The uncore floor and ceiling of each die (TPMI: power domain).
+fn uncore(u: &crate::inventory::Uncore) -> String {
+    const TITLE: &str = "Uncore frequency per die (intel_uncore_frequency)";
+    if let Some(why) = &u.unavailable {
+        return facts(TITLE, &[("floor and ceiling".into(), unread(why))]);
+    }
+    let tpmi = u.layout.as_deref() == Some("tpmi");
+    let rows = u
+        .domains
+        .iter()
+        .map(|d| {
+            let range = match (d.initial_min_khz, d.initial_max_khz) {
+                (None, None) => NOT_EXPOSED.into(),
+                (lo, hi) => format!("{}..{}", mhz(lo), mhz(hi)),
+            };
+            vec![
+                d.package.to_string(),
+                d.die.to_string(),
+                mhz(d.min_khz),
+                mhz(d.max_khz),
+                range,
+                mhz(d.current_khz),
+                d.command.clone(),
+            ]
+        })
+        .collect();
+    let title = if tpmi {
+        format!("{TITLE}, TPMI: per power domain")
+    } else {
+        TITLE.to_string()
+    };
+    let die = if tpmi { "domain" } else { "die" };
+    grid(
+        &title,
+        &[
+            "package",
+            die,
+            "floor",
+            "ceiling",
+            "hardware range",
+            "current",
+            "read with",
+        ],
+        rows,
+    )
 }

@@ -35,6 +35,7 @@ mod inventory_live;
 mod inventory_msr;
 mod inventory_sections;
 mod inventory_sysinfo;
+mod inventory_uncore;
 mod irq_affinity;
 mod isolate;
 mod isolate_plan;
