@@ -183,7 +183,7 @@ grep -q "torn entry" "$work/collect.log" || { echo "the torn entry was not said"
 [ "$(entries "$repo/ledger/adl0.yaml")" -eq $((on_host - 1)) ] || { echo "collected $(entries "$repo/ledger/adl0.yaml") entries of $on_host (one torn)"; exit 1; }
 # Distributing the repository with delete (what synchronize delete=yes does)
 # loses nothing: the hosts' ledgers are in their state directories.
-per_host() { for h in "${drifting[@]}" "${clean[@]}"; do f=$(ledger_of "$h"); [ -f "$f" ] && echo "$h $(entries "$f")"; done; }
+per_host() { for h in "${drifting[@]}" "${clean[@]}"; do f=$(ledger_of "$h"); if [ -f "$f" ]; then echo "$h $(entries "$f")"; fi; done; }
 before=$(per_host)
 rm -rf "$work/manifest" && cp -r "$repo" "$work/manifest"
 after=$(per_host)
