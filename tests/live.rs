@@ -309,7 +309,8 @@ fn live_command_probe_sockperf_verifies_resume_latency_na_on_cpu1() {
         v["energy"]["exposed"], false,
         "this VM exposes no RAPL: {v}"
     );
-    let ledger = std::fs::read_to_string(m.path().join("ledger/live.yaml")).unwrap();
+    // The ledger is in the state directory (never the manifest).
+    let ledger = std::fs::read_to_string(state.path().join("ledger.yaml")).unwrap();
     assert!(
         ledger.contains("action: verified") && ledger.contains("command probe"),
         "{ledger}"
