@@ -26,14 +26,21 @@ fn wakeup(extra: &[&str]) -> serde_json::Value {
     serde_json::from_str(&ok(&hostknob(&args))).unwrap()
 }
 
+fn mean(v: &serde_json::Value) -> f64 {
+    v["split"]["run_delay"]["mean_ns"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("run_delay.mean_ns: {}", v["split"]))
+}
+
 fn p(v: &serde_json::Value, part: &str, q: &str) -> u64 {
     v["split"][part][q]
         .as_u64()
         .unwrap_or_else(|| panic!("{part}.{q}: {}", v["split"]))
 }
 
-#[test]
-fn a_busy_thread_on_the_sleepers_cpu_raises_the_run_delay_not_the_wake() {
+/// A quiet run and one with a busy thread on the sleeper's CPU; `None`
+/// when the thread cannot be raised to nice -20.
+fn quiet_and_busy() -> Option<(serde_json::Value, serde_json::Value)> {
     let quiet = wakeup(&[]);
     assert_eq!(quiet["split"]["source"], "/proc/thread-self/schedstat");
     // The busy thread runs at nice -20: under EEVDF (Linux 6.6 on) a woken
@@ -60,9 +67,26 @@ fn a_busy_thread_on_the_sleepers_cpu_raises_the_run_delay_not_the_wake() {
         stop.store(true, Ordering::Relaxed);
         v
     });
-    let Some(busy) = busy else {
-        eprintln!("skipped: cannot raise a thread to nice -20 (needs CAP_SYS_NICE)");
-        return;
+    busy.map(|b| (quiet, b))
+}
+
+#[test]
+fn a_busy_thread_on_the_sleepers_cpu_raises_the_run_delay_not_the_wake() {
+    // The whole suite shares these 2 CPUs: a pair whose busy run did not
+    // hold CPU 1 (other tests' threads there) is measured again, at most 3 times.
+    let mut tries = Vec::new();
+    let (quiet, busy) = loop {
+        let Some((quiet, busy)) = quiet_and_busy() else {
+            eprintln!("skipped: cannot raise a thread to nice -20 (needs CAP_SYS_NICE)");
+            return;
+        };
+        let (q, b) = (mean(&quiet), mean(&busy));
+        tries.push(format!(
+            "run delay mean {q:.0} ns quiet, {b:.0} ns with a busy thread"
+        ));
+        if (b > 2.0 * q && b >= 500.0) || tries.len() == 3 {
+            break (quiet, busy);
+        }
     };
     // Every sample is split: the parts add up to its latency.
     for v in [&quiet, &busy] {
@@ -73,14 +97,11 @@ fn a_busy_thread_on_the_sleepers_cpu_raises_the_run_delay_not_the_wake() {
             v["split"]
         );
     }
-    let (q_delay, b_delay) = (
-        p(&quiet, "run_delay", "p50_ns"),
-        p(&busy, "run_delay", "p50_ns"),
-    );
-    assert!(
-        b_delay > q_delay && b_delay >= 500,
-        "run delay p50 {q_delay} ns quiet, {b_delay} ns with a busy thread"
-    );
+    // The mean, not the median: the spinner's slices make some wakes wait
+    // milliseconds while others (EEVDF's lag credit) run at once; which share
+    // varies from run to run (p50 0 or 3.3 ms, p95 3.4 ms, on the VM).
+    let (q_delay, b_delay) = (mean(&quiet), mean(&busy));
+    assert!(b_delay > 2.0 * q_delay && b_delay >= 500.0, "{tries:?}");
     // Sharing the CPU costs a wait for it; the wake itself (no idle exit
     // now) is not slower for it.
     let (q_wake, b_wake) = (p(&quiet, "wake", "p50_ns"), p(&busy, "wake", "p50_ns"));
