@@ -26,6 +26,15 @@ struct Restore {
     original: String,
 }
 
+impl Restore {
+    /// Guards `path`: what it holds now is written back when dropped.
+    fn of(path: impl Into<PathBuf>) -> Restore {
+        let path = path.into();
+        let original = std::fs::read_to_string(&path).unwrap();
+        Restore { path, original }
+    }
+}
+
 impl Drop for Restore {
     fn drop(&mut self) {
         let now = std::fs::read_to_string(&self.path).unwrap_or_default();
@@ -169,11 +178,8 @@ fn live_verify_of_resume_latency_na_on_the_sleeper_reports_improved() {
         return;
     }
     let file = resume_file();
-    let original = std::fs::read_to_string(&file).unwrap();
-    let _guard = Restore {
-        path: file.clone(),
-        original: original.clone(),
-    };
+    let _guard = Restore::of(&file);
+    let original = _guard.original.clone();
     let state = tempfile::tempdir().unwrap();
     let m = knobs(&[(
         "resume-na-cpu1",
@@ -243,11 +249,8 @@ fn live_command_probe_sockperf_verifies_resume_latency_na_on_cpu1() {
         return;
     }
     let file = resume_file();
-    let original = std::fs::read_to_string(&file).unwrap();
-    let _guard = Restore {
-        path: file.clone(),
-        original: original.clone(),
-    };
+    let _guard = Restore::of(&file);
+    let original = _guard.original.clone();
     let port = 20000 + std::process::id() % 20000;
     let script = format!(
         "taskset -c 1 sockperf server -i 127.0.0.1 -p {port} >/dev/null 2>&1 & s=$!; sleep 0.3; \
@@ -707,10 +710,7 @@ fn live_pm_qos_resume_latency_applies_0_from_a_limit() {
         eprintln!("live test skipped: {why}");
         return;
     }
-    let _guard = Restore {
-        path: PathBuf::from(file),
-        original: std::fs::read_to_string(file).unwrap(),
-    };
+    let _guard = Restore::of(file);
     std::fs::write(file, "20").unwrap();
     live_round_trip(
         "live-resume-0",
@@ -771,10 +771,7 @@ fn live_workqueue_cpumask_on_cpu0_reads_back_and_reverts_byte_identical() {
     let _guards: Vec<Restore> = [Some(global.clone()), own.clone()]
         .into_iter()
         .flatten()
-        .map(|p| Restore {
-            original: std::fs::read_to_string(&p).unwrap(),
-            path: p,
-        })
+        .map(Restore::of)
         .collect();
     let mut docs = vec![(
         "live-wq",

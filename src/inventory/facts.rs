@@ -27,6 +27,16 @@ pub enum Value {
     Unknown(String),
 }
 
+impl Value {
+    /// The fact's text when it is known and textual (a release's text).
+    pub fn known_text(self) -> Option<String> {
+        match self {
+            Value::Text(t) | Value::Release(t, _) => Some(t),
+            _ => None,
+        }
+    }
+}
+
 /// The CPU identity from `/proc/cpuinfo`, read once.
 #[derive(Default)]
 struct Identity {

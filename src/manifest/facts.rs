@@ -51,10 +51,11 @@ type Named<'a> = [(&'static str, &'a Option<String>); 7];
 impl Facts {
     /// The host's facts now (`probe` and its options are the caller's).
     pub fn of(root: &Root) -> Facts {
-        let read = |p: &str| {
-            root.read_string(p)
-                .ok()
-                .map(|t| t.trim().to_string())
+        // The facts `when:` reads too, read the same way (one reader of each).
+        let host = crate::inventory::facts::Facts::new(root);
+        let fact = |name: &str| {
+            host.get(name)
+                .known_text()
                 .filter(|t| !t.is_empty() && t.len() <= 256)
         };
         let cpuinfo = root
@@ -71,15 +72,14 @@ impl Facts {
             _ => first.arm_part.clone(),
         };
         Facts {
-            kernel: read("/proc/sys/kernel/osrelease"),
+            kernel: fact("kernel"),
             microcode: first.microcode.clone(),
             vendor: first.vendor_id.clone().or(first.arm_implementer.clone()),
             cpu_model,
             cpu_model_name: first.model_name.clone(),
-            idle_driver: read("/sys/devices/system/cpu/cpuidle/current_driver"),
-            idle_governor: read("/sys/devices/system/cpu/cpuidle/current_governor")
-                .or_else(|| read("/sys/devices/system/cpu/cpuidle/current_governor_ro")),
-            cpufreq_driver: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver"),
+            idle_driver: fact("idle_driver"),
+            idle_governor: fact("idle_governor"),
+            cpufreq_driver: fact("cpufreq_driver"),
             hostknob: Some(env!("CARGO_PKG_VERSION").to_string()),
             probe: None,
             probe_options: None,

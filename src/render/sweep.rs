@@ -4,6 +4,7 @@ use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
 use super::{facts, grid};
+use crate::verify::Plan;
 use crate::verify::bundle::BundleReport;
 use crate::verify::paired::Analysis;
 use crate::verify::placement::Placement;
@@ -16,6 +17,23 @@ fn placement(p: &Placement) -> String {
         p.waker,
         super::cpus(&p.target_cpus),
         p.why
+    )
+}
+
+/// The probe row a sweep and a bundle share.
+fn probe_fact(
+    probe: &str,
+    rounds: usize,
+    seed: u64,
+    settle_ms: u64,
+    plan: &Plan,
+) -> (String, String) {
+    (
+        "probe".into(),
+        format!(
+            "{probe} ({rounds} rounds, seed {seed}, settle {settle_ms} ms; {})",
+            plan.words()
+        ),
     )
 }
 
@@ -39,17 +57,7 @@ pub fn sweep_table(r: &SweepReport) -> String {
     let mut out = facts(
         &format!("Sweep of {} on {}", r.knob, r.host),
         &[
-            (
-                "probe".into(),
-                format!(
-                    "{} ({} rounds, seed {}, settle {} ms; {})",
-                    r.probe,
-                    r.rounds,
-                    r.seed,
-                    r.settle_ms,
-                    r.plan.words()
-                ),
-            ),
+            probe_fact(&r.probe, r.rounds, r.seed, r.settle_ms, &r.plan),
             ("placement".into(), placement(&r.placement)),
             ("ranking".into(), r.ranking.clone()),
         ],
@@ -102,17 +110,7 @@ pub fn bundle_table(r: &BundleReport) -> String {
     let mut out = facts(
         &format!("Bundle of {} on {}", r.knobs.join(", "), r.host),
         &[
-            (
-                "probe".into(),
-                format!(
-                    "{} ({} rounds, seed {}, settle {} ms; {})",
-                    r.probe,
-                    r.rounds,
-                    r.seed,
-                    r.settle_ms,
-                    r.plan.words()
-                ),
-            ),
+            probe_fact(&r.probe, r.rounds, r.seed, r.settle_ms, &r.plan),
             ("placement".into(), placement(&r.placement)),
         ],
     );

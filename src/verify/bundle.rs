@@ -190,12 +190,7 @@ fn report(
         settle_ms: opts.settle.as_millis() as u64,
         rounds: run.rounds.samples.len(),
         plan,
-        order: run
-            .rounds
-            .order
-            .iter()
-            .map(|o| o.iter().map(|&i| legs[i].label.clone()).collect())
-            .collect(),
+        order: run.order_labels(legs),
         together_words: format!("all / as found: {}", together.verdict_words()),
         together,
         drop_candidates: drop_candidates(&shares),

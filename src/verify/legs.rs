@@ -19,8 +19,9 @@ pub(super) struct Guard<'a, 's> {
 }
 
 impl Guard<'_, '_> {
-    /// A leg's switch: no ledger entry each, under the lock verify already holds.
-    const LEG: ApplyOptions = ApplyOptions {
+    /// A leg's switch: no ledger entry each, under the lock verify already holds
+    /// (sweeps and bundles switch their legs with it too).
+    pub(super) const LEG: ApplyOptions = ApplyOptions {
         dry_run: false,
         wait: false,
         record: false,

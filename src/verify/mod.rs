@@ -332,9 +332,7 @@ fn run_locked(
         overrule
     };
     if let Some(d) = overrule {
-        analysis.verdict = Verdict::Inconclusive;
-        analysis.decision = d;
-        analysis.partial = interrupted.is_some();
+        analysis.overrule(d, interrupted.is_some());
     }
     let mut expectations = check_expectations(knob, &legs.rounds, rule, overrule);
     let blind = opts.command.is_none()
@@ -595,8 +593,8 @@ fn check_expectations(
         .map(|e| {
             let mut a = paired::analyze(rounds, e.metric, rule);
             if let Some(d) = overrule {
-                a.verdict = Verdict::Inconclusive;
-                a.decision = d;
+                let partial = a.partial;
+                a.overrule(d, partial);
             }
             ExpectationCheck {
                 text: e.to_string(),

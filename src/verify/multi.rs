@@ -13,7 +13,7 @@ use rand_core::{RngCore, SeedableRng};
 use serde::Serialize;
 
 use super::legs::settle;
-use super::paired::{self, Analysis, Decision, Metric, Rule, Verdict};
+use super::paired::{self, Analysis, Decision, Metric, Rule};
 use super::{Options, held_request, honoured, placement};
 use crate::apply::{self, ApplyOptions, Session};
 use crate::manifest::Knob;
@@ -73,14 +73,7 @@ struct Switch<'a, 's> {
     applied: Vec<(String, String)>,
 }
 
-const LEG: ApplyOptions = ApplyOptions {
-    dry_run: false,
-    wait: false,
-    record: false,
-    lock_held: true,
-    // A leg goes back to as found; tuned's profile is audit's and apply's concern.
-    force: true,
-};
+const LEG: ApplyOptions = super::legs::Guard::LEG;
 
 impl Switch<'_, '_> {
     /// Reverts what the leg does not want, then applies what it wants that is not applied.
@@ -200,6 +193,17 @@ pub(super) struct MultiRun {
     /// An idle knob whose CPU entered no idle state as found: no verdict stands.
     pub(super) not_exercised: bool,
     pub(super) warnings: Vec<String>,
+}
+
+impl MultiRun {
+    /// Each round's legs in the order they ran, by label.
+    pub(super) fn order_labels(&self, legs: &[Variant]) -> Vec<Vec<String>> {
+        self.rounds
+            .order
+            .iter()
+            .map(|o| o.iter().map(|&i| legs[i].label.clone()).collect())
+            .collect()
+    }
 }
 
 /// Refuses a knob with unreverted changes or another knob's files in the
@@ -436,9 +440,7 @@ pub(super) fn compare(
         None
     };
     if let Some(d) = overrule {
-        a.verdict = Verdict::Inconclusive;
-        a.decision = d;
-        a.partial = run.interrupted.is_some();
+        a.overrule(d, run.interrupted.is_some());
     }
     a
 }

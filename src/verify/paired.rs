@@ -225,6 +225,14 @@ pub fn analyze(rounds: &[(Vec<u64>, Vec<u64>)], metric: Metric, rule: Rule) -> A
 }
 
 impl Analysis {
+    /// Sets aside the rule's verdict for `decision` (an interrupted run, a
+    /// knob not honoured or not exercised): inconclusive, partial when cut short.
+    pub fn overrule(&mut self, decision: Decision, partial: bool) {
+        self.verdict = Verdict::Inconclusive;
+        self.decision = decision;
+        self.partial = partial;
+    }
+
     /// The interval and ratio in words.
     pub fn interval_words(&self) -> String {
         format!(

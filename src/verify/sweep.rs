@@ -350,12 +350,7 @@ fn report(
         settle_ms: opts.settle.as_millis() as u64,
         rounds: run.rounds.samples.len(),
         plan,
-        order: run
-            .rounds
-            .order
-            .iter()
-            .map(|o| o.iter().map(|&i| legs[i].label.clone()).collect())
-            .collect(),
+        order: run.order_labels(legs),
         ranking: ranking(knob.kind).into(),
         points,
         knee,

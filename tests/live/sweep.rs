@@ -10,13 +10,6 @@ use super::{LIVE, Restore, journal_of, live_target, resume_file};
 
 const DEFRAG: &str = "/sys/kernel/mm/transparent_hugepage/defrag";
 
-fn guarded(path: &str) -> Restore {
-    Restore {
-        path: path.into(),
-        original: std::fs::read_to_string(path).unwrap(),
-    }
-}
-
 fn verify_live(m: &Path, state: &Path, args: &[&str]) -> (serde_json::Value, std::process::Output) {
     let mut a = vec![
         "--state-dir",
@@ -51,8 +44,8 @@ fn live_sweep_of_resume_latency_on_cpu1_states_a_knee_and_restores() {
         return;
     }
     let file = resume_file();
-    let _g = guarded(file.to_str().unwrap());
-    let original = std::fs::read_to_string(&file).unwrap();
+    let _g = Restore::of(&file);
+    let original = _g.original.clone();
     let state = tempfile::tempdir().unwrap();
     let m = knobs(&[(
         "resume-cpu1",
@@ -97,12 +90,9 @@ fn live_bundle_of_resume_na_and_thp_defrag_gives_the_effect_to_resume() {
         return;
     }
     let file = resume_file();
-    let _g = guarded(file.to_str().unwrap());
-    let _d = guarded(DEFRAG);
-    let (original, defrag) = (
-        std::fs::read_to_string(&file).unwrap(),
-        std::fs::read_to_string(DEFRAG).unwrap(),
-    );
+    let _g = Restore::of(&file);
+    let _d = Restore::of(DEFRAG);
+    let (original, defrag) = (_g.original.clone(), _d.original.clone());
     // An inert change: another defrag setting than the current one.
     let other = if defrag.contains("[never]") {
         "madvise"
