@@ -82,8 +82,10 @@ impl Entry {
 
     /// A kernel value written in another boot than `now`: the reboot reset it.
     pub fn stale(&self, now: Option<&str>) -> bool {
-        matches!(self.mode, WriteMode::Attribute | WriteMode::Msr)
-            && matches!((self.boot.as_deref(), now), (Some(a), Some(b)) if a != b)
+        matches!(
+            self.mode,
+            WriteMode::Attribute | WriteMode::Msr | WriteMode::Affinity
+        ) && matches!((self.boot.as_deref(), now), (Some(a), Some(b)) if a != b)
     }
 
     /// Whether the file's content `now` is its value as found, before hostknob wrote it.

@@ -19,6 +19,8 @@ use support::*;
 mod irq;
 #[path = "live/sweep.rs"]
 mod sweep;
+#[path = "live/threads.rs"]
+mod threads;
 
 /// Puts the value read before the test back when dropped, if it changed.
 struct Restore {

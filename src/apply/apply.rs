@@ -288,6 +288,7 @@ pub(super) fn write_in_order(
                 bits: &st.write.after,
                 cpus: &domain,
             },
+            WriteMode::Affinity => Put::Affinity(&st.write.after),
             _ => Put::Attribute(&st.write.after),
         };
         let result = write::put(root, &st.write.path, what, || {
@@ -378,7 +379,8 @@ pub(super) fn journal_entries(
                     (found, None, dirs)
                 }
                 _ => {
-                    if found.is_none() {
+                    // A thread may exit at any moment: its write then does nothing.
+                    if found.is_none() && w.mode != WriteMode::Affinity {
                         return Err(format!("{} is gone: nothing to record", w.path));
                     }
                     (w.before.clone(), found, Vec::new())
@@ -448,6 +450,15 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
     let line = match knob.persistence {
         Persistence::Runtime => {
             let (at, durable) = crate::persist::how_to_persist(knob);
+            if durable.is_empty() && knob.kind == crate::knob::KindName::ThreadAffinity {
+                out.push(
+                    "runtime only, and for the threads running now: a thread started later \
+                     inherits its parent's CPUs; pair it with a systemd-cpu-affinity knob for \
+                     what systemd starts"
+                        .into(),
+                );
+                return out;
+            }
             if durable.is_empty() {
                 // The kind writes a service's own configuration file (irqbalance's):
                 // the file is what the next start reads, so there is nothing to add.

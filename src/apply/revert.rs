@@ -32,6 +32,9 @@ pub struct RevertOutcome {
     /// Entries written in another boot: the reboot reset those kernel values,
     /// so they were dropped from the journal without a write.
     pub stale: Vec<Stale>,
+    /// Threads (`thread-affinity`) that exited since the apply: nothing to
+    /// restore, dropped from the journal without a write.
+    pub exited: usize,
     pub journal: String,
     pub ledger: Option<String>,
     /// Why the ledger could not record this revert (a full or read-only
@@ -159,12 +162,18 @@ fn revert_forced(
         failed,
         left_alone,
         stale,
+        exited,
     } = step;
     let mut gone: Vec<(String, String)> = restored
         .iter()
         .map(|(e, _)| (e.knob.clone(), e.path.clone()))
         .collect();
-    gone.extend(stale.iter().map(|e| (e.knob.clone(), e.path.clone())));
+    gone.extend(
+        stale
+            .iter()
+            .chain(&exited)
+            .map(|e| (e.knob.clone(), e.path.clone())),
+    );
     if !gone.is_empty() {
         journal.forget(&gone).map_err(|e| {
             ApplyError::Unrecorded(format!(
@@ -217,6 +226,7 @@ fn revert_forced(
                 boot: e.boot.clone().unwrap_or_default(),
             })
             .collect(),
+        exited: exited.len(),
         knobs,
         journal: journal.path().display().to_string(),
         ledger: None,
@@ -285,6 +295,7 @@ struct Step<'j> {
     failed: Vec<String>,
     left_alone: Vec<LeftAlone>,
     stale: Vec<&'j journal::Entry>,
+    exited: Vec<&'j journal::Entry>,
 }
 
 /// Restores `chosen`, the newest apply first (a file two knobs wrote gets
@@ -304,6 +315,7 @@ fn restore_each<'j>(
         failed: Vec::new(),
         left_alone: Vec::new(),
         stale: Vec::new(),
+        exited: Vec::new(),
     };
     let mut order = chosen.to_vec();
     crate::knob::rules::restore_order(&mut order, |e| e.path.as_str());
@@ -315,6 +327,11 @@ fn restore_each<'j>(
         // restored. Holding a third value: left alone, as below.
         if e.stale(boot.as_deref()) && !force && e.holds_found(was.as_deref()) {
             step.stale.push(e);
+            continue;
+        }
+        // A thread that exited (or whose number names another one now).
+        if e.mode == WriteMode::Affinity && was.is_none() {
+            step.exited.push(e);
             continue;
         }
         // Another knob applied over this file later and stays applied: its

@@ -17,7 +17,9 @@ pub fn values(planned: &Planned) -> Result<(), String> {
     for s in &planned.steps {
         let id = &planned.knobs[s.knob].knob.id;
         match s.write.mode {
-            WriteMode::Attribute | WriteMode::Msr if s.write.before.is_none() => {
+            WriteMode::Attribute | WriteMode::Msr | WriteMode::Affinity
+                if s.write.before.is_none() =>
+            {
                 return Err(format!(
                     "{id}: {}: its current value cannot be read, so it could not be restored",
                     s.write.path
@@ -47,6 +49,8 @@ pub fn permissions<'p>(
         // An MSR field is written through its CPU's device (or captured file).
         let r = if let Some((cpu, _)) = crate::msr::write::parse_path(path) {
             root.probe_write(&crate::msr::device(cpu))
+        } else if crate::task::parse_path(path).is_some() {
+            crate::task::probe(root, path)
         } else if whole_file && !root.exists(path) {
             root.probe_create(path)
         } else {

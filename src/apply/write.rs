@@ -8,6 +8,7 @@ use crate::journal;
 use crate::knob::WriteMode;
 use crate::msr::write as msr;
 use crate::root::{Root, is_absent};
+use crate::task;
 
 /// What to put in place at a path.
 #[derive(Clone, Copy, Debug)]
@@ -22,6 +23,8 @@ pub enum Put<'a> {
     /// An MSR field (`crate::msr::write`) set to the hex value given, on
     /// the CPUs of its scope domain.
     Msr { bits: &'a str, cpus: &'a [u32] },
+    /// A thread's allowed CPUs (`crate::task`), a CPU list.
+    Affinity(&'a str),
 }
 
 /// A write or read-back that did not hold.
@@ -95,6 +98,23 @@ pub fn put(
         Put::Msr { bits, cpus } => {
             put_msr(root, path, bits, cpus).map_err(|e| fail(e.touched, e.why))?;
         }
+        Put::Affinity(list) => {
+            super::hooks::log_write(path, list);
+            match task::write(root, path, list) {
+                // Exited since the plan: nothing to move, nothing to read back.
+                Ok(task::Written::Gone) => return Ok(()),
+                Ok(task::Written::Done) => {}
+                Err(e) => {
+                    let why = match e.raw_os_error() {
+                        Some(libc::EINVAL) => format!(
+                            "{path}: the kernel refused the CPUs {list} (EINVAL): none of them is in the thread's cpuset, or the kernel pins it"
+                        ),
+                        _ => describe_write_error(path, &e),
+                    };
+                    return Err(fail(false, why));
+                }
+            }
+        }
         Put::Absent { created_dirs } => {
             match root.remove_file(path) {
                 Err(e) if !is_absent(&e) => {
@@ -129,6 +149,9 @@ fn put_msr(root: &Root, path: &str, bits: &str, cpus: &[u32]) -> Result<(), msr:
 /// The file's exact content now; `None` when it does not exist. An MSR
 /// field's content is its bits in hex (`0x1`), read on its path's CPU.
 pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
+    if task::parse_path(path).is_some() {
+        return task::content(root, path);
+    }
     if msr::parse_path(path).is_some() {
         return msr::read_field(root, path)
             .map(|bits| Some(msr::field_text(bits)))
@@ -236,10 +259,30 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
                 || holds(root, path, Some(&bits), true),
             )
         }
+        WriteMode::Affinity => {
+            let Some(before) = entry.before.as_deref() else {
+                return Err(fail(format!(
+                    "{path}: the journal holds no CPU list to restore"
+                )));
+            };
+            put(root, path, Put::Affinity(before), || {
+                match task::content(root, path) {
+                    Ok(Some(now)) if cpus_equal(&now, before) => Ok(()),
+                    Ok(Some(now)) => Err(format!("read back {now:?}, expected {before:?}")),
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(format!("cannot read it back: {e}")),
+                }
+            })
+        }
         WriteMode::Hold => Err(fail(format!(
             "{path}: a held request ends with its process; nothing to restore"
         ))),
     }
+}
+
+fn cpus_equal(a: &str, b: &str) -> bool {
+    use crate::cpulist::CpuList;
+    matches!((CpuList::parse(a), CpuList::parse(b)), (Ok(x), Ok(y)) if x == y)
 }
 
 #[cfg(test)]

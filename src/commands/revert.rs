@@ -60,6 +60,12 @@ pub fn run(args: &RevertArgs) -> Result<i32> {
              longer holds these changes"
         );
     }
+    if outcome.exited > 0 {
+        eprintln!(
+            "hostknob: {} thread(s) moved by apply have exited since: nothing to restore for them",
+            outcome.exited
+        );
+    }
     for line in stale_lines(&outcome)
         .into_iter()
         .chain(left_alone_lines(&outcome))

@@ -80,6 +80,7 @@ kinds! {
     msr_hwp_min::HwpMin => HwpMin "hwp-min",
     msr_hwp_max::HwpMax => HwpMax "hwp-max",
     msr_prefetchers::Prefetchers => Prefetchers "prefetchers",
+    thread_affinity::ThreadAffinity => ThreadAffinity "thread-affinity",
 }
 
 impl KindName {
@@ -148,6 +149,9 @@ pub enum WriteMode {
     /// (`/dev/cpu/N/msr@0x1fc[1:1]`): read-modify-write of only its bits
     /// (`crate::msr::write`); `before` is the whole register as found.
     Msr,
+    /// One thread's allowed CPUs (`/proc/PID/task/TID/affinity@START`,
+    /// `crate::task`): `sched_setaffinity(2)`; a thread that is gone needs nothing.
+    Affinity,
 }
 
 /// One file a knob controls on this host (or, for allocator knobs, one

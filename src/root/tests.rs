@@ -251,6 +251,15 @@ fn proc_is_written_only_at_sysctls_and_irq_affinity_lists() {
     }
     assert!(!proc_write_allowed("/proc/irq/x/smp_affinity_list"));
     assert!(!proc_write_allowed("/proc/irq//smp_affinity_list"));
+    assert!(proc_write_allowed("/proc/12/task/13/status"));
+    for p in [
+        "/proc/12/status",
+        "/proc/12/task/13/environ",
+        "/proc/x/task/13/status",
+        "/proc/12/task//status",
+    ] {
+        assert!(!proc_write_allowed(p), "{p}");
+    }
     // The live /proc: opened for writing (nothing written), refused by where it lands.
     let live = Root::open(Path::new("/")).unwrap();
     let e = live.probe_write("/proc/self/comm").unwrap_err();

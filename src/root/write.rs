@@ -294,10 +294,23 @@ impl Root {
 
 /// `/proc` is written only where a knob kind writes it: sysctls under
 /// `/proc/sys` (sysctl), an IRQ's `smp_affinity_list` and
-/// `/proc/irq/default_smp_affinity` (irq-affinity). Anything else there
-/// (`sysrq-trigger`, `PID/...`, `irq/N/smp_affinity`) is refused.
+/// `/proc/irq/default_smp_affinity` (irq-affinity), and in a captured tree
+/// a thread's `PID/task/TID/status`, whose `Cpus_allowed_list` line stands
+/// for `sched_setaffinity(2)` (thread-affinity; the kernel's file is
+/// read-only). Anything else there (`sysrq-trigger`, `PID/environ`,
+/// `irq/N/smp_affinity`) is refused.
 pub fn proc_write_allowed(path: &str) -> bool {
     if path.starts_with("/proc/sys/") || path == "/proc/irq/default_smp_affinity" {
+        return true;
+    }
+    let digits = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    if let Some((pid, rest)) = path
+        .strip_prefix("/proc/")
+        .and_then(|r| r.split_once("/task/"))
+        && let Some((tid, "status")) = rest.split_once('/')
+        && digits(pid)
+        && digits(tid)
+    {
         return true;
     }
     path.strip_prefix("/proc/irq/")
@@ -311,8 +324,9 @@ pub(super) fn proc_refused(logical: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::PermissionDenied,
         format!(
-            "{logical}: hostknob writes /proc only under /proc/sys and an IRQ's \
-             /proc/irq/N/smp_affinity_list or /proc/irq/default_smp_affinity; refused"
+            "{logical}: hostknob writes /proc only under /proc/sys, an IRQ's \
+             /proc/irq/N/smp_affinity_list or /proc/irq/default_smp_affinity, and (in a \
+             captured tree) a thread's /proc/PID/task/TID/status; refused"
         ),
     )
 }

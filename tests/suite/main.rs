@@ -60,6 +60,7 @@ mod probe_wake_split;
 mod profiles;
 mod readme_tour;
 mod tables_width;
+mod thread_affinity;
 mod tuned_coexist;
 mod verify;
 mod verify_command;

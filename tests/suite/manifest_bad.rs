@@ -121,6 +121,20 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "\"one\" is not a CPU list",
     ),
     (
+        "thread-affinity-bad-pattern",
+        "threads.yaml",
+        5,
+        "target.exclude",
+        "\"^dpdk(\" is not a regular expression",
+    ),
+    (
+        "thread-affinity-empty-set",
+        "threads.yaml",
+        6,
+        "set",
+        "empty CPU list: a thread needs a CPU to run on",
+    ),
+    (
         "bad-cpu-list",
         "cpuidle.yaml",
         5,

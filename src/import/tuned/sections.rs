@@ -27,7 +27,7 @@ fn unsupported(ty: &str) -> String {
     }
 }
 
-pub fn option(ty: &str, o: &Opt, v: &str, _facts: &Facts, out: &mut Out) -> Result<(), String> {
+pub fn option(ty: &str, o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
     match ty {
         "sysctl" => {
             if v.starts_with(['>', '<']) && v.len() > 1 {
@@ -56,36 +56,9 @@ pub fn option(ty: &str, o: &Opt, v: &str, _facts: &Facts, out: &mut Out) -> Resu
             let l = cpus(v)?;
             out.knob(o, "systemd-cpu-affinity", None, s(&l), "systemd-dropin", "tuned writes CPUAffinity= into /etc/systemd/system.conf; takes effect at the next boot".into());
         }
-        "scheduler" if o.key == "isolated_cores" => {
-            let iso = unpack(v).map_err(|e| format!("{e:?}"))?;
-            let rest: Vec<u32> = _facts
-                .online
-                .iter()
-                .copied()
-                .filter(|c| !iso.contains(c))
-                .collect();
-            if rest.is_empty() {
-                return Err(format!(
-                    "isolated_cores={v} leaves no online CPU of this host for IRQs"
-                ));
-            }
-            out.knob(
-                o,
-                "irq-affinity",
-                Some(map(&[("all", Value::Bool(true)), ("default", Value::Bool(true))])),
-                s(&pack(&rest)),
-                "boot",
-                format!(
-                    "tuned's scheduler plugin moves every IRQ and default_smp_affinity off the isolated CPUs {}; \
-                     the non-isolated online CPUs here are {}; its moves of processes and threads are not imported",
-                    pack(&iso),
-                    pack(&rest)
-                ),
-            );
-        }
         "scheduler" => {
             return Err(format!(
-                "[scheduler] {}: thread and process moves, scheduler runtime tuning and cgroups are not imported (no hostknob kind)",
+                "[scheduler] {}: per-process scheduling policy and priority, scheduler runtime tuning and cgroups are not imported (no hostknob kind); thread moves come from isolated_cores",
                 o.key
             ));
         }
@@ -287,4 +260,157 @@ pub fn bootloader(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
         out.fate(o, Fate::Knob(id.clone()));
     }
     Ok(())
+}
+
+/// `[scheduler]` `isolated_cores` with its `ps_blacklist` and
+/// `ps_whitelist` (plugin_scheduler.py): every IRQ and
+/// `default_smp_affinity` off the isolated CPUs (irq-affinity), and every
+/// movable thread the patterns choose (thread-affinity).
+pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<()> {
+    let get = |k: &str| u.options.iter().rev().find(|o| o.key == k).cloned();
+    let patterns = [("ps_whitelist", "include"), ("ps_blacklist", "exclude")];
+    let Some(iso) = get("isolated_cores") else {
+        for (k, _) in patterns {
+            if let Some(o) = get(k) {
+                out.fate(
+                    &o,
+                    Fate::Not(format!(
+                        "{k} without isolated_cores: tuned moves no threads"
+                    )),
+                );
+            }
+        }
+        return Ok(());
+    };
+    let refuse_patterns = |out: &mut Out, why: &str| {
+        for (k, _) in patterns {
+            if let Some(o) = get(k) {
+                out.fate(
+                    &o,
+                    Fate::Not(format!(
+                        "isolated_cores is not imported ({why}), so neither is {k}"
+                    )),
+                );
+            }
+        }
+    };
+    let v = match value(&iso, vars)? {
+        Ok(v) => v,
+        Err(r) => {
+            out.fate(&iso, Fate::Not(r.clone()));
+            refuse_patterns(out, &r);
+            return Ok(());
+        }
+    };
+    let rest = match housekeeping(&v, facts) {
+        Ok(r) => r,
+        Err(why) => {
+            out.fate(&iso, Fate::Not(why.clone()));
+            refuse_patterns(out, &why);
+            return Ok(());
+        }
+    };
+    let (iso_list, rest) = (pack(&rest.0), pack(&rest.1));
+    out.knob(
+        &iso,
+        "irq-affinity",
+        Some(map(&[("all", Value::Bool(true)), ("default", Value::Bool(true))])),
+        s(&rest),
+        "boot",
+        format!(
+            "tuned's scheduler plugin moves every IRQ and default_smp_affinity off the isolated CPUs {iso_list}; \
+             the non-isolated online CPUs here are {rest}"
+        ),
+    );
+    let irq = out.knobs.last().expect("just pushed").id.clone();
+    let mut target: Vec<(&str, Value)> = Vec::new();
+    let mut lines = vec![iso.clone()];
+    for (k, field) in patterns {
+        let Some(o) = get(k) else { continue };
+        let list = match value(&o, vars)? {
+            Ok(v) => split_patterns(&v),
+            Err(r) => Err(r),
+        };
+        match list {
+            Ok(l) => {
+                target.push((field, Value::Sequence(l.iter().map(|p| s(p)).collect())));
+                lines.push(o);
+            }
+            Err(why) => out.fate(&o, Fate::Not(why)),
+        }
+    }
+    out.knob(
+        &iso,
+        "thread-affinity",
+        (!target.is_empty()).then(|| map(&target)),
+        s(&rest),
+        "runtime",
+        format!(
+            "tuned's scheduler plugin narrows the allowed CPUs of every movable thread its patterns choose to the non-isolated CPUs {rest} (isolated: {iso_list}); runtime only, as in tuned"
+        ),
+    );
+    let k = out.knobs.last_mut().expect("just pushed");
+    k.id = super::translate::short_id(format!(
+        "tuned-{}-scheduler-threads",
+        super::translate::slug(&out.profile)
+    ));
+    k.lines = lines.clone();
+    let threads = k.id.clone();
+    out.fate(
+        &iso,
+        Fate::Used(format!("knobs `{irq}` (IRQs) and `{threads}` (threads)")),
+    );
+    for o in &lines[1..] {
+        out.fate(o, Fate::Knob(threads.clone()));
+    }
+    Ok(())
+}
+
+/// (isolated, the other online CPUs), or why not.
+fn housekeeping(v: &str, facts: &Facts) -> Result<(Vec<u32>, Vec<u32>), String> {
+    let iso = unpack(v).map_err(|e| match e {
+        super::vars::Fail::Refused(r) | super::vars::Fail::Error(r) => r,
+    })?;
+    let rest: Vec<u32> = facts
+        .online
+        .iter()
+        .copied()
+        .filter(|c| !iso.contains(c))
+        .collect();
+    if rest.is_empty() {
+        return Err(format!(
+            "isolated_cores={v} leaves no online CPU of this host for IRQs and threads"
+        ));
+    }
+    Ok((iso, rest))
+}
+
+/// tuned splits the option at `;` not preceded by `\` and searches each
+/// part in the thread's name (Python `re`); each must be a pattern the
+/// `regex` crate reads the same way (no look-around, no back-references).
+fn split_patterns(v: &str) -> Result<Vec<String>, String> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&';') => {
+                cur.push(';');
+                chars.next();
+            }
+            ';' => parts.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    parts.push(cur);
+    let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+    for p in &parts {
+        regex::Regex::new(p).map_err(|e| {
+            format!("pattern {p:?} is not one hostknob reads the way Python's re does: {e}")
+        })?;
+    }
+    if parts.is_empty() {
+        return Err("no pattern given".into());
+    }
+    Ok(parts)
 }

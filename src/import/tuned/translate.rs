@@ -169,6 +169,13 @@ fn variables(
                 Some(Err(Fail::Refused(r))) => {
                     out.fate(o, Fate::Not(format!("variable not evaluated: {r}")))
                 }
+                Some(Ok(v)) if v.is_empty() && o.value.contains("${f:cpulist") => out.fate(
+                    o,
+                    Fate::Used(
+                        "variable, here empty: tuned's CPU-list functions give the empty list for text that is not a CPU list"
+                            .into(),
+                    ),
+                ),
                 Some(Ok(v)) => out.fate(o, Fate::Used(format!("variable, here `{v}`"))),
                 _ => out.fate(o, Fate::Used("variable".into())),
             },
@@ -274,6 +281,14 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         return sections::bootloader(u, vars, out);
     }
     for o in &u.options {
+        if u.ty == "scheduler"
+            && matches!(
+                o.key.as_str(),
+                "isolated_cores" | "ps_blacklist" | "ps_whitelist"
+            )
+        {
+            continue;
+        }
         let v = match value(o, vars)? {
             Ok(v) => v,
             Err(r) => {
@@ -283,11 +298,14 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         };
         let r = match u.ty.as_str() {
             "cpu" => cpu::option(o, &v, &cpus, facts, out),
-            ty => sections::option(ty, o, &v, facts, out),
+            ty => sections::option(ty, o, &v, out),
         };
         if let Err(why) = r {
             out.fate(o, Fate::Not(why));
         }
+    }
+    if u.ty == "scheduler" {
+        sections::isolation(u, vars, facts, out)?;
     }
     Ok(())
 }

@@ -225,15 +225,15 @@ fn call(inner: &str, facts: &Facts) -> Result<Option<String>, Fail> {
             }
             String::new()
         }
-        "cpulist_unpack" => join(&unpack(&joined)?),
-        "cpulist_pack" => pack(&unpack(&joined)?),
-        "cpulist2hex" => hex(&unpack(&joined)?),
-        "cpulist2hex_invert" => hex(&invert(&unpack(&joined)?, facts)),
-        "cpulist_invert" => join(&invert(&unpack(&joined)?, facts)),
-        "cpulist_online" => join(&only(&unpack(&args.join(","))?, &facts.online)),
-        "cpulist_present" => join(&only(&unpack(&args.join(","))?, &facts.present)),
+        "cpulist_unpack" => join(&as_tuned(&joined)?),
+        "cpulist_pack" => pack(&as_tuned(&joined)?),
+        "cpulist2hex" => hex(&as_tuned(&joined)?),
+        "cpulist2hex_invert" => hex(&invert(&as_tuned(&joined)?, facts)),
+        "cpulist_invert" => join(&invert(&as_tuned(&joined)?, facts)),
+        "cpulist_online" => join(&only(&as_tuned(&args.join(","))?, &facts.online)),
+        "cpulist_present" => join(&only(&as_tuned(&args.join(","))?, &facts.present)),
         "hex2cpulist" => join(&unmask(arg(0))?),
-        "cpulist2devs" => unpack(&joined)?
+        "cpulist2devs" => as_tuned(&joined)?
             .iter()
             .map(|c| format!("cpu{c}"))
             .collect::<Vec<_>>()
@@ -365,8 +365,19 @@ fn unmask(mask: &str) -> Result<Vec<u32>, Fail> {
     Ok(cpus)
 }
 
+/// tuned's `cpulist_unpack` (tuned/utils/commands.py, 2.20), behind every
+/// CPU-list function: an item that is not a number (`${no_balance_cores}`
+/// left unexpanded) gives the empty list, not an error.
+fn as_tuned(list: &str) -> Result<Vec<u32>, Fail> {
+    match unpack(list) {
+        Err(Fail::Refused(r)) if r.contains("is not a CPU number") => Ok(Vec::new()),
+        r => r,
+    }
+}
+
 /// commands.py `cpulist_unpack`: `0-3,5`, `^2`/`!2` to leave out, `0x`
-/// masks (their commas ended by `,,`), quotes stripped.
+/// masks (their commas ended by `,,`), quotes stripped; strict, for the
+/// values knobs take (an import refuses what is not a CPU list).
 pub fn unpack(list: &str) -> Result<Vec<u32>, Fail> {
     let list = list.trim_matches(['\'', '"']);
     let bad = |v: &str| Fail::Refused(format!("{v:?} in CPU list {list:?} is not a CPU number"));

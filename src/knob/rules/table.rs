@@ -225,4 +225,12 @@ pub const RULES: &[KindRules] = &[
         persists: MSR_PERSISTS,
         sources: "pepc `pepclibs/msr/MiscFeatureControl.py`; Intel, Disclosure of Hardware Prefetcher Control on Some Intel Processors; arch/x86/kernel/cpu/resctrl/pseudo_lock.c",
     },
+    KindRules {
+        kind: KindName::ThreadAffinity,
+        scope: "thread (`/proc/PID/task/TID`, chosen by name; named with its start time so a reused number is never touched)",
+        depends_on: "none; a thread's cpuset bounds it (EINVAL when `set` misses the cpuset), per-CPU kernel threads (PF_NO_SETAFFINITY) cannot move and are left out",
+        read_back: "`Cpus_allowed_list` of the thread's `status` as a CPU list; the kernel keeps it within the thread's cpuset",
+        persists: "runtime only (threads started later inherit their parent's mask: `systemd-cpu-affinity` covers what systemd starts)",
+        sources: "sched_setaffinity(2); proc(5) (`/proc/PID/task/TID/stat` flags and starttime, `status` Cpus_allowed_list); include/linux/sched.h (PF_NO_SETAFFINITY); tuned/plugins/plugin_scheduler.py (`_set_all_obj_affinity`, `_get_intersect_affinity`, ps_whitelist/ps_blacklist)",
+    },
 ];

@@ -1,0 +1,294 @@
+//! One thread's CPU affinity, through the root seam: what `thread-affinity`
+//! reads and writes. A thread is named by its logical path
+//! `/proc/PID/task/TID/affinity@START`, START being its start time (clock
+//! ticks since boot, field 22 of its `stat`, proc(5)): a thread that
+//! exited, or a new one that got its number, reads as absent and is never
+//! written. The value is `Cpus_allowed_list` of its `status`. On the live
+//! host a write is `sched_setaffinity(2)`; in a captured tree the status
+//! file's line stands for it, as plain files stand for attributes there.
+
+use std::io;
+
+use crate::cpulist::CpuList;
+use crate::root::{Root, is_absent};
+
+/// `include/linux/sched.h`: the thread's affinity is fixed by the kernel
+/// (per-CPU kernel threads); `sched_setaffinity` answers EINVAL.
+pub const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskPath {
+    pub pid: u32,
+    pub tid: u32,
+    pub start: u64,
+}
+
+impl TaskPath {
+    pub fn text(&self) -> String {
+        format!(
+            "/proc/{}/task/{}/affinity@{}",
+            self.pid, self.tid, self.start
+        )
+    }
+
+    fn dir(&self) -> String {
+        format!("/proc/{}/task/{}", self.pid, self.tid)
+    }
+}
+
+pub fn parse_path(path: &str) -> Option<TaskPath> {
+    let rest = path.strip_prefix("/proc/")?;
+    let (pid, rest) = rest.split_once("/task/")?;
+    let (tid, start) = rest.split_once("/affinity@")?;
+    Some(TaskPath {
+        pid: pid.parse().ok()?,
+        tid: tid.parse().ok()?,
+        start: start.parse().ok()?,
+    })
+}
+
+/// The fields of a thread's `stat` the kind needs (proc(5)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stat {
+    pub comm: String,
+    pub state: char,
+    pub flags: u64,
+    pub start: u64,
+}
+
+/// `comm` is in parentheses and may hold any byte, `)` too: the fields
+/// start after the last `)`.
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    Some(Stat {
+        comm,
+        state: rest.first()?.chars().next()?,
+        flags: rest.get(6)?.parse().ok()?,
+        start: rest.get(19)?.parse().ok()?,
+    })
+}
+
+/// A thread's stat; `None` when it is gone.
+pub fn stat(root: &Root, pid: u32, tid: u32) -> io::Result<Option<Stat>> {
+    match root.read_string(&format!("/proc/{pid}/task/{tid}/stat")) {
+        Ok(t) => parse_stat(&t)
+            .map(Some)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a stat line")),
+        Err(e) if gone(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// A thread's `Cpus_allowed_list`; `None` when it is gone.
+pub fn allowed(root: &Root, pid: u32, tid: u32) -> io::Result<Option<CpuList>> {
+    let path = format!("/proc/{pid}/task/{tid}/status");
+    let text = match root.read_string(&path) {
+        Ok(t) => t,
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{path} has no Cpus_allowed_list"),
+            )
+        })?;
+    CpuList::parse(line.trim())
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: {e}")))
+}
+
+/// The thread's affinity as a CPU list, if it is still the thread the path names.
+pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
+    let Some(t) = parse_path(path) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{path} names no thread"),
+        ));
+    };
+    match stat(root, t.pid, t.tid)? {
+        Some(s) if s.start == t.start => {}
+        _ => return Ok(None),
+    }
+    Ok(allowed(root, t.pid, t.tid)?.map(|l| l.to_string()))
+}
+
+/// What a write found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Written {
+    Done,
+    /// The thread exited (or its number now names another one): nothing to do.
+    Gone,
+}
+
+/// Sets the thread's affinity to `list`.
+pub fn write(root: &Root, path: &str, list: &str) -> io::Result<Written> {
+    let t = parse_path(path).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{path} names no thread"),
+        )
+    })?;
+    let cpus = CpuList::parse(list)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{list:?}: {e}")))?;
+    if content(root, path)?.is_none() {
+        return Ok(Written::Gone);
+    }
+    if root.is_live() {
+        return set_affinity(t.tid, &cpus);
+    }
+    let status = format!("{}/status", t.dir());
+    let text = root.read_string(&status)?;
+    let new: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("Cpus_allowed_list:") {
+                format!("Cpus_allowed_list:\t{cpus}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    // In place, as a tree's plain file standing for an attribute is written.
+    let mut f = root.open_write(&status)?;
+    std::io::Write::write_all(&mut f, new.as_bytes())?;
+    Ok(Written::Done)
+}
+
+/// Whether this process may set the thread's affinity, asked without
+/// changing it: on the live host, root (CAP_SYS_NICE) or the thread's own
+/// user; in a tree, the status file is writable.
+pub fn probe(root: &Root, path: &str) -> io::Result<()> {
+    let t = parse_path(path).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{path} names no thread"),
+        )
+    })?;
+    if !root.is_live() {
+        return root.probe_write(&format!("{}/status", t.dir()));
+    }
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
+    // sched_setaffinity(2): EPERM unless the caller's effective uid owns the thread.
+    let owner = std::fs::metadata(format!("/proc/{}/task/{}", t.pid, t.tid))
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+    match owner {
+        Ok(uid) if uid == unsafe { libc::geteuid() } => Ok(()),
+        Ok(_) => Err(io::Error::from_raw_os_error(libc::EPERM)),
+        Err(e) if gone(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// `sched_setaffinity(2)` with a mask sized for the largest CPU number
+/// (the glibc `cpu_set_t` stops at 1,024 CPUs).
+fn set_affinity(tid: u32, cpus: &CpuList) -> io::Result<Written> {
+    let top = cpus.as_slice().iter().max().copied().unwrap_or(0) as usize;
+    let mut mask = vec![0u64; top / 64 + 1];
+    for &c in cpus.as_slice() {
+        mask[c as usize / 64] |= 1 << (c % 64);
+    }
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setaffinity,
+            tid as libc::pid_t,
+            mask.len() * 8,
+            mask.as_ptr(),
+        )
+    };
+    if r == 0 {
+        return Ok(Written::Done);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ESRCH) {
+        return Ok(Written::Gone);
+    }
+    Err(e)
+}
+
+fn gone(e: &io::Error) -> bool {
+    is_absent(e) || e.raw_os_error() == Some(libc::ESRCH)
+}
+
+/// The threads under `/proc`: (pid, tid) pairs, in number order.
+pub fn threads(root: &Root) -> Vec<(u32, u32)> {
+    let numbers = |dir: &str| -> Vec<u32> {
+        let mut v: Vec<u32> = root
+            .read_dir(dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let mut out = Vec::new();
+    for pid in numbers("/proc") {
+        for tid in numbers(&format!("/proc/{pid}/task")) {
+            out.push((pid, tid));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_follow_the_last_parenthesis() {
+        let s = parse_stat(
+            "42 (a) b) c) S 1 42 42 0 -1 4194560 10 0 0 0 1 2 0 0 20 0 1 0 9876 1000 10",
+        )
+        .unwrap();
+        assert_eq!(s.comm, "a) b) c");
+        assert_eq!(s.state, 'S');
+        assert_eq!(s.flags, 4194560);
+        assert_eq!(s.start, 9876);
+    }
+
+    #[test]
+    fn paths_round_trip_and_refuse_others() {
+        let t = TaskPath {
+            pid: 10,
+            tid: 12,
+            start: 345,
+        };
+        assert_eq!(parse_path(&t.text()), Some(t));
+        assert_eq!(parse_path("/proc/10/task/12/status"), None);
+        assert_eq!(parse_path("/proc/x/task/12/affinity@1"), None);
+    }
+
+    #[test]
+    fn this_threads_affinity_reads_on_the_live_host() {
+        let root = Root::open(std::path::Path::new("/")).unwrap();
+        let pid = std::process::id();
+        let tid = unsafe { libc::gettid() } as u32;
+        let s = stat(&root, pid, tid).unwrap().unwrap();
+        let path = TaskPath {
+            pid,
+            tid,
+            start: s.start,
+        }
+        .text();
+        let now = content(&root, &path).unwrap().unwrap();
+        assert!(CpuList::parse(&now).is_ok_and(|l| !l.is_empty()), "{now}");
+        // Another start time: another thread, which is gone.
+        let other = TaskPath {
+            pid,
+            tid,
+            start: s.start + 1,
+        }
+        .text();
+        assert_eq!(content(&root, &other).unwrap(), None);
+        assert_eq!(write(&root, &other, "0").unwrap(), Written::Gone);
+    }
+}

@@ -1,0 +1,187 @@
+//! `thread-affinity` on a copy of the VM capture holding the real thread
+//! files (`/proc/PID/task/TID/stat` and `status`) of a process running on
+//! this machine: chosen by name, moved, read back, reverted; a thread that
+//! exited since is skipped and counted; a capture without threads says so.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+use crate::support::*;
+
+/// A process of this machine with a name of its own: a copy of sleep(1).
+struct Sleeper {
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Sleeper {
+    fn start(name: &str) -> Sleeper {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join(name);
+        let sleep = ["/usr/bin/sleep", "/bin/sleep"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("sleep(1)");
+        std::fs::copy(sleep, &exe).unwrap();
+        let child = Command::new(&exe).arg("300").spawn().unwrap();
+        let me = Sleeper { child, _dir: dir };
+        // Its name is the file's once it has exec'd.
+        for _ in 0..200 {
+            if me.comm().as_deref() == Some(name) {
+                return me;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("{name} did not start");
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn comm(&self) -> Option<String> {
+        std::fs::read_to_string(format!("/proc/{}/comm", self.pid()))
+            .ok()
+            .map(|c| c.trim().to_string())
+    }
+
+    /// Its thread files as they are now, copied into the tree.
+    fn capture_into(&self, root: &Path) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        let task = PathBuf::from(format!("/proc/{}/task", self.pid()));
+        for e in std::fs::read_dir(&task).unwrap() {
+            let tid = e.unwrap().file_name();
+            let dst = root.join(format!("proc/{}/task", self.pid())).join(&tid);
+            std::fs::create_dir_all(&dst).unwrap();
+            for f in ["stat", "status"] {
+                std::fs::write(dst.join(f), std::fs::read(task.join(&tid).join(f)).unwrap())
+                    .unwrap();
+            }
+            dirs.push(dst);
+        }
+        dirs
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn allowed(status: &Path) -> String {
+    std::fs::read_to_string(status)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+const KNOB: &str = "persistence: runtime\nkind: thread-affinity\ntarget: {include: ['^hk-threads$'], exclude: [never-this]}\nset: 1\n";
+
+#[test]
+fn thread_affinity_moves_the_chosen_threads_and_revert_puts_them_back() {
+    let (_tmp, root) = vm();
+    let s = Sleeper::start("hk-threads");
+    let dirs = s.capture_into(&root);
+    // Another process's thread, which the pattern does not choose.
+    let other = Sleeper::start("hk-bystander");
+    let other_dirs = other.capture_into(&root);
+    let status = dirs[0].join("status");
+    let before = allowed(&status);
+    assert_ne!(before, "1", "the sleeper starts allowed on every CPU");
+    let m = knobs(&[("threads", KNOB)]);
+
+    let plan = ok(&run(&root, m.path(), &["apply", "threads", "--dry-run"]));
+    let path = format!("/proc/{}/task/{}/affinity@", s.pid(), s.pid());
+    assert!(plan.contains(&path), "{plan}");
+    assert!(plan.contains(&format!("\n-{before}\n+1\n")), "{plan}");
+    assert!(
+        plan.contains("1 threads chosen, 1 of them also allowed outside CPUs 1"),
+        "{plan}"
+    );
+    assert!(!plan.contains(&format!("/proc/{}/", other.pid())), "{plan}");
+    assert_eq!(allowed(&status), before, "a dry run changes nothing");
+
+    ok(&run(&root, m.path(), &["apply", "threads"]));
+    assert_eq!(allowed(&status), "1");
+    assert_eq!(
+        allowed(&other_dirs[0].join("status")),
+        before,
+        "not chosen: untouched"
+    );
+    let j = journal(&root);
+    assert_eq!(j.len(), dirs.len());
+    assert_eq!(j[0]["mode"], "affinity");
+    assert_eq!(j[0]["before"], before.as_str());
+
+    // Applied and in effect: ok, no drift (a runtime knob: unpersisted).
+    let (report, _) = audit_json(&root, m.path(), None);
+    let k = knob(&report, "threads");
+    assert_eq!(k["status"], "unpersisted", "{k:#}");
+
+    let text = ok(&run(&root, m.path(), &["revert", "threads"]));
+    assert!(text.contains("threads"), "{text}");
+    assert_eq!(allowed(&status), before);
+    assert!(journal(&root).is_empty());
+}
+
+#[test]
+fn a_thread_that_exited_since_the_apply_is_skipped_and_counted() {
+    let (_tmp, root) = vm();
+    let s = Sleeper::start("hk-threads");
+    let dirs = s.capture_into(&root);
+    let m = knobs(&[("threads", KNOB)]);
+    ok(&run(&root, m.path(), &["apply", "threads"]));
+    // The thread exits; a new one gets its number with another start time.
+    let stat = dirs[0].join("stat");
+    let text = std::fs::read_to_string(&stat).unwrap();
+    let close = text.rfind(')').unwrap();
+    let mut fields: Vec<String> = text[close + 1..]
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let start: u64 = fields[19].parse().unwrap();
+    fields[19] = (start + 1000).to_string();
+    std::fs::write(&stat, format!("{} {}\n", &text[..=close], fields.join(" "))).unwrap();
+    let o = run(&root, m.path(), &["revert", "threads"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        stderr(&o).contains("1 thread(s) moved by apply have exited since: nothing to restore"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        allowed(&dirs[0].join("status")),
+        "1",
+        "another thread's file is never written"
+    );
+    assert!(journal(&root).is_empty(), "the entry is dropped");
+}
+
+#[test]
+fn a_capture_without_threads_is_not_applicable_with_the_reason() {
+    let (_tmp, root) = vm();
+    let m = knobs(&[("threads", KNOB)]);
+    let (report, _) = audit_json(&root, m.path(), None);
+    let k = knob(&report, "threads");
+    assert_eq!(k["status"], "not-applicable", "{k:#}");
+    assert!(
+        k.to_string().contains("no threads under /proc here"),
+        "{k:#}"
+    );
+    // No CPU of `set` online: unsupported, naming the CPUs.
+    let s = Sleeper::start("hk-threads");
+    s.capture_into(&root);
+    let m = knobs(&[("threads", &KNOB.replace("set: 1", "set: 7-9"))]);
+    let o = run(&root, m.path(), &["apply", "threads"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        err(&o).contains("none of CPUs 7-9 is online"),
+        "{}",
+        err(&o)
+    );
+}
