@@ -193,27 +193,7 @@ fn revert_forced(
         let _ = journal.remove_if_empty();
     }
 
-    let mut knobs: Vec<KnobRevert> = Vec::new();
-    for (e, _) in &restored {
-        if !knobs.iter().any(|k| k.id == e.knob) {
-            knobs.push(KnobRevert {
-                id: e.knob.clone(),
-                changes: Vec::new(),
-            });
-        }
-    }
-    for k in &mut knobs {
-        let mine: Vec<&(&journal::Entry, Option<String>)> =
-            restored.iter().filter(|(e, _)| e.knob == k.id).collect();
-        let afters: Vec<Option<String>> = mine.iter().map(|(e, _)| restored_text(e)).collect();
-        k.changes = group::group(mine.iter().zip(&afters).map(|((e, was), after)| Change {
-            path: &e.path,
-            cpus: e.cpus.as_ref(),
-            label: None,
-            before: was.as_deref().map(str::trim),
-            after: after.as_deref(),
-        }));
-    }
+    let knobs = knob_changes(&restored);
     let mut outcome = RevertOutcome {
         host: s.ctx.name.clone(),
         restored: restored.len(),
@@ -286,6 +266,32 @@ fn try_record_reverts(
     }
     outcome.ledger = Some(s.ledger().local_path().display().to_string());
     Ok(())
+}
+
+/// Per knob, what each restored file read before the restore and after it.
+fn knob_changes(restored: &[(&journal::Entry, Option<String>)]) -> Vec<KnobRevert> {
+    let mut knobs: Vec<KnobRevert> = Vec::new();
+    for (e, _) in restored {
+        if !knobs.iter().any(|k| k.id == e.knob) {
+            knobs.push(KnobRevert {
+                id: e.knob.clone(),
+                changes: Vec::new(),
+            });
+        }
+    }
+    for k in &mut knobs {
+        let mine: Vec<&(&journal::Entry, Option<String>)> =
+            restored.iter().filter(|(e, _)| e.knob == k.id).collect();
+        let afters: Vec<Option<String>> = mine.iter().map(|(e, _)| restored_text(e)).collect();
+        k.changes = group::group(mine.iter().zip(&afters).map(|((e, was), after)| Change {
+            path: &e.path,
+            cpus: e.cpus.as_ref(),
+            label: None,
+            before: was.as_deref().map(str::trim),
+            after: after.as_deref(),
+        }));
+    }
+    knobs
 }
 
 /// What one pass over the chosen entries did.
