@@ -83,6 +83,11 @@ fn gated_verify(applied_pc6: u64) -> (serde_json::Value, String) {
     };
     let mut outs = Vec::new();
     for format in ["json", "table"] {
+        // Each run's legs count from 0 again. Cleared before the run, never
+        // at the end of the last: verify may not have seen its last `go` yet.
+        for i in 0..10 {
+            let _ = std::fs::remove_file(gate.join(format!("go-{i}")));
+        }
         let child = command(&root, m.path(), &args(format))
             .env("HOSTKNOB_TEST_LEG_GATE", &gate)
             .stdout(std::process::Stdio::piped())
@@ -125,10 +130,6 @@ fn gated_verify(applied_pc6: u64) -> (serde_json::Value, String) {
                     }
                     std::fs::remove_file(gate.join(format!("leg-{i}-{leg}"))).unwrap();
                     std::fs::write(gate.join(format!("go-{i}")), "").unwrap();
-                }
-                // The next run's legs count from 0 again.
-                for i in 0..10 {
-                    let _ = std::fs::remove_file(gate.join(format!("go-{i}")));
                 }
             })
         };
