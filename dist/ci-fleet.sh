@@ -30,7 +30,8 @@ if ! command -v ansible-playbook >/dev/null 2>&1 || ! command -v ansible-lint >/
 fi
 cargo build --release --locked
 bin=$(dist/release-dir)/hostknob
-work=$(mktemp -d)
+# Corpus copies on a tmpfs where there is one (dist/fast-tmp says why).
+work=$(mktemp -d -p "$(dist/fast-tmp)")
 trap 'rm -rf "$work"' EXIT
 
 corpus=${HOSTKNOB_CORPUS:-}

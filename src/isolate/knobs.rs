@@ -167,6 +167,21 @@ pub fn fragment(topo: &Topology, choice: &Choice, cx: &Context) -> Vec<KnobFile>
                 "Every service inherits PID 1's CPU affinity; restricting it to {hk} keeps logging, monitoring and cron work off the isolated CPUs {iso}."
             ),
         ),
+        (
+            "isolate-thread-affinity",
+            "thread-affinity",
+            format!("Move the threads already running to housekeeping CPUs {hk}"),
+            None,
+            list(hk),
+            "runtime",
+            vec![
+                "moves every movable thread running at apply, the workload's too if it already runs: name its threads in target.exclude (regular expressions, as tuned's ps_blacklist), or start it after apply on its CPUs".into(),
+                "runtime only: threads started later inherit their parent's CPUs (isolate-systemd-cpu-affinity covers services); apply it again after a restart of long-running daemons".into(),
+            ],
+            format!(
+                "Processes started before the other knobs took effect keep running on {iso} until moved; tuned's cpu-partitioning moves them the same way (isolated_cores with ps_blacklist)."
+            ),
+        ),
     ];
     let note = format!(
         "planned by `{}`: isolated {iso}, housekeeping {hk}; review, commit, then apply",

@@ -336,7 +336,7 @@ fn every_json_output_validates_against_its_schema() {
         ]),
         &mut seen,
     );
-    assert_eq!(isolate["knobs"].as_array().unwrap().len(), 5);
+    assert_eq!(isolate["knobs"].as_array().unwrap().len(), 6);
 
     // Profiles and overrides (tests/suite/profiles.rs): the list, and audit's `overrides`.
     let m = manifest(&[

@@ -169,6 +169,7 @@ fn eight_on(host: &str) -> (Set, Set, Topo) {
             "irqbalance",
             "kernel-cmdline",
             "systemd-cpu-affinity",
+            "thread-affinity",
             "workqueue-cpumask"
         ]
         .into_iter()
@@ -214,6 +215,7 @@ fn eight_on(host: &str) -> (Set, Set, Topo) {
         "isolate-irq-affinity",
         "isolate-workqueue-cpumask",
         "isolate-systemd-cpu-affinity",
+        "isolate-thread-affinity",
     ] {
         assert_eq!(set_of(&knobs[id]["set"]), hk, "{host}: {id}");
     }
@@ -303,12 +305,12 @@ fn isolate_the_two_cpu_vm_isolates_one_and_says_so() {
         warnings.contains("one CPU isolated, one for housekeeping"),
         "{warnings}"
     );
-    // The fragment on stdout: five YAML documents.
+    // The fragment on stdout: six YAML documents.
     let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--cpus", "1"]);
     let text = ok(&o);
     assert_eq!(
         serde_yaml::Deserializer::from_str(&text).count(),
-        5,
+        6,
         "{text}"
     );
     assert!(
@@ -414,7 +416,7 @@ fn isolate_out_refuses_to_overwrite_unless_forced() {
     let mut forced = args.to_vec();
     forced.push("--force");
     ok(&hostknob(&forced));
-    assert_eq!(knob_files(out.path()).len(), 5);
+    assert_eq!(knob_files(out.path()).len(), 6);
 }
 
 // Item 6, first half: the wakeup and timer probes run on an isolated CPU

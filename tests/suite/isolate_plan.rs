@@ -33,6 +33,7 @@ fn plans_on(host: &str, count: &str) {
         "isolate-irqbalance",
         "isolate-workqueue-cpumask",
         "isolate-systemd-cpu-affinity",
+        "isolate-thread-affinity",
     ];
     // Loads: every knob is read and validated for this host.
     let o = run(&root, &dir, &["--host", host, "knobs", "--format", "json"]);

@@ -142,7 +142,7 @@ pub fn corpus_copy(name: &str) -> tempfile::TempDir {
 }
 
 /// Where copies of corpus trees go: `/dev/shm` when it is a tmpfs with 4 GiB
-/// free, else the temporary directory. Creating and removing tens of
+/// free that allows programs to run, else the temporary directory. Creating and removing tens of
 /// thousands of small files costs this VM's ext4 (mounted with `discard`)
 /// about 10 s per gnr0 copy, tmpfs about 1.5 s.
 fn copies_dir() -> &'static Path {
@@ -154,6 +154,10 @@ fn copies_dir() -> &'static Path {
         let tmpfs = unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0
             && st.f_type == libc::TMPFS_MAGIC
             && (st.f_bavail as u64).saturating_mul(st.f_bsize as u64) >= 4 << 30;
+        let mut vfs: libc::statvfs = unsafe { std::mem::zeroed() };
+        let exec = unsafe { libc::statvfs(c.as_ptr(), &mut vfs) } == 0
+            && vfs.f_flag & libc::ST_NOEXEC == 0;
+        let tmpfs = tmpfs && exec;
         let writable = tmpfs && tempfile::tempdir_in(shm).is_ok();
         if writable {
             shm.to_path_buf()
