@@ -73,8 +73,9 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 
 /// A thread's stat; `None` when it is gone.
 pub fn stat(root: &Root, pid: u32, tid: u32) -> io::Result<Option<Stat>> {
-    match root.read_string(&format!("/proc/{pid}/task/{tid}/stat")) {
-        Ok(t) => parse_stat(&t)
+    // The kernel cuts a name at 15 bytes, maybe inside a UTF-8 character.
+    match root.read(&format!("/proc/{pid}/task/{tid}/stat")) {
+        Ok(b) => parse_stat(&String::from_utf8_lossy(&b))
             .map(Some)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a stat line")),
         Err(e) if gone(&e) => Ok(None),
@@ -117,6 +118,35 @@ pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
         _ => return Ok(None),
     }
     Ok(allowed(root, t.pid, t.tid)?.map(|l| l.to_string()))
+}
+
+/// The CPUs the thread's cpuset lets it use (`cpuset.cpus.effective` of its
+/// cgroup v2, the nearest ancestor that has the file, or the v1 cpuset
+/// hierarchy's `cpuset.effective_cpus`); `None` when the tree says nothing.
+pub fn cpuset(root: &Root, pid: u32, tid: u32) -> Option<CpuList> {
+    let rel = root
+        .read_string(&format!("/proc/{pid}/task/{tid}/cpuset"))
+        .ok()?;
+    let rel = rel.trim().trim_end_matches('/');
+    if rel.split('/').any(|p| p == "..") {
+        return None;
+    }
+    let read = |path: String| {
+        root.read_string(&path)
+            .ok()
+            .and_then(|t| CpuList::parse(t.trim()).ok())
+    };
+    let mut dir = rel.to_string();
+    loop {
+        if let Some(l) = read(format!("/sys/fs/cgroup{dir}/cpuset.cpus.effective")) {
+            return Some(l);
+        }
+        match dir.rfind('/') {
+            Some(i) => dir.truncate(i),
+            None => break,
+        }
+    }
+    read(format!("/sys/fs/cgroup/cpuset{rel}/cpuset.effective_cpus"))
 }
 
 /// What a write found.

@@ -331,7 +331,12 @@ fn restore_each<'j>(
         // From another boot: the reboot reset it only if it holds its value
         // as found again. Holding ours, the boot re-applied it (persistence):
         // restored. Holding a third value: left alone, as below.
-        if e.stale(boot.as_deref()) && !force && e.holds_found(was.as_deref()) {
+        // A thread of another boot is gone whatever its number names now
+        // (early threads get the same numbers and start times every boot).
+        let other_boot_thread = e.mode == WriteMode::Affinity && e.stale(boot.as_deref());
+        if other_boot_thread
+            || (e.stale(boot.as_deref()) && !force && e.holds_found(was.as_deref()))
+        {
             step.stale.push(e);
             continue;
         }

@@ -79,6 +79,8 @@ struct LeftOut {
     not_included: usize,
     zombies: usize,
     own: usize,
+    /// Kept by their cpuset to CPUs outside `set` (a pinned container).
+    confined: usize,
 }
 
 impl ThreadAffinity {
@@ -92,14 +94,22 @@ impl ThreadAffinity {
         Ok(())
     }
 
-    /// tuned's `_get_intersect_affinity`: what the thread may keep of `set`.
-    fn wanted(&self, now: &CpuList, online: &CpuList) -> CpuList {
+    /// tuned's `_get_intersect_affinity`: what the thread may keep of `set`,
+    /// else all of `set` its cpuset allows (the kernel refuses CPUs outside
+    /// it with EINVAL); `None` when its cpuset allows none of `set`.
+    fn wanted(&self, now: &CpuList, online: &CpuList, cpuset: Option<&CpuList>) -> Option<CpuList> {
         let keep: Vec<u32> = now.as_slice().iter().copied().filter(|c| self.cpus.contains(*c)).collect();
-        if keep.is_empty() {
-            CpuList::new(self.cpus.as_slice().iter().copied().filter(|c| online.contains(*c)).collect())
+        let list = if keep.is_empty() {
+            self.cpus
+                .as_slice()
+                .iter()
+                .copied()
+                .filter(|c| online.contains(*c) && cpuset.is_none_or(|s| s.contains(*c)))
+                .collect()
         } else {
-            CpuList::new(keep)
-        }
+            keep
+        };
+        (!list.is_empty()).then(|| CpuList::new(list))
     }
 
     fn notes(&self, out: &LeftOut, moved: usize, total: usize) -> Vec<String> {
@@ -118,6 +128,12 @@ impl ThreadAffinity {
         }
         if out.zombies > 0 {
             n.push(format!("{} zombie threads left alone", out.zombies));
+        }
+        if out.confined > 0 {
+            n.push(format!(
+                "{} threads are kept by their cpuset to CPUs outside {} (pinned containers) and left alone",
+                out.confined, self.cpus
+            ));
         }
         if out.own > 0 {
             n.push("hostknob's own threads are left alone".into());
@@ -188,6 +204,8 @@ impl KnobKind for ThreadAffinity {
         let own = host.root.is_live().then(std::process::id);
         let mut out = LeftOut::default();
         let mut moved = 0;
+        // tuned chooses processes by their name first, then their threads by theirs.
+        let mut process: Option<(u32, Option<Result<(), bool>>)> = None;
         for (pid, tid) in threads {
             if Some(pid) == own {
                 out.own += 1;
@@ -203,7 +221,16 @@ impl KnobKind for ThreadAffinity {
                 out.pinned += 1;
                 continue;
             }
-            match self.chosen(&st.comm) {
+            if process.is_none_or(|(p, _)| p != pid) {
+                let main = match task::stat(host.root, pid, pid) {
+                    Ok(Some(m)) => Some(self.chosen(&m.comm)),
+                    // The process is exiting: its threads with it.
+                    _ => None,
+                };
+                process = Some((pid, main));
+            }
+            let Some(Some(by_process)) = process.map(|(_, c)| c) else { continue };
+            match by_process.and_then(|_| self.chosen(&st.comm)) {
                 Err(true) => {
                     out.excluded += 1;
                     continue;
@@ -223,7 +250,10 @@ impl KnobKind for ThreadAffinity {
                     continue;
                 }
             };
-            let want = self.wanted(&now, &online);
+            let Some(want) = self.wanted(&now, &online, task::cpuset(host.root, pid, tid).as_ref()) else {
+                out.confined += 1;
+                continue;
+            };
             let in_effect = now.as_slice().iter().all(|c| self.cpus.contains(*c));
             moved += usize::from(!in_effect);
             survey.targets.push(Target {

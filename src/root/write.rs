@@ -303,14 +303,7 @@ pub fn proc_write_allowed(path: &str) -> bool {
     if path.starts_with("/proc/sys/") || path == "/proc/irq/default_smp_affinity" {
         return true;
     }
-    let digits = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
-    if let Some((pid, rest)) = path
-        .strip_prefix("/proc/")
-        .and_then(|r| r.split_once("/task/"))
-        && let Some((tid, "status")) = rest.split_once('/')
-        && digits(pid)
-        && digits(tid)
-    {
+    if thread_status(path) {
         return true;
     }
     path.strip_prefix("/proc/irq/")
@@ -318,6 +311,15 @@ pub fn proc_write_allowed(path: &str) -> bool {
         .is_some_and(|(n, leaf)| {
             !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && leaf == "smp_affinity_list"
         })
+}
+
+/// `/proc/PID/task/TID/status`.
+fn thread_status(path: &str) -> bool {
+    let digits = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    path.strip_prefix("/proc/")
+        .and_then(|r| r.split_once("/task/"))
+        .and_then(|(pid, rest)| Some((pid, rest.split_once('/')?)))
+        .is_some_and(|(pid, (tid, leaf))| digits(pid) && digits(tid) && leaf == "status")
 }
 
 pub(super) fn proc_refused(logical: &str) -> io::Error {
@@ -333,12 +335,16 @@ pub(super) fn proc_refused(logical: &str) -> io::Error {
 
 /// Whether an open file is procfs's, or named under `/proc` (in a tree).
 pub(super) fn is_proc(f: &impl AsRawFd, path: &str) -> bool {
+    on_procfs(f) || path == "/proc" || path.starts_with("/proc/")
+}
+
+fn on_procfs(f: &impl AsRawFd) -> bool {
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // The field's and the constant's types differ between architectures.
     #[allow(clippy::unnecessary_cast)]
     let procfs = unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } == 0
         && st.f_type as i64 == libc::PROC_SUPER_MAGIC as i64;
-    procfs || path == "/proc" || path.starts_with("/proc/")
+    procfs
 }
 
 impl Root {
@@ -356,7 +362,10 @@ impl Root {
     pub(super) fn refuse_proc_write(&self, f: &impl AsRawFd, logical: &str) -> io::Result<()> {
         let landed = self.opened_path(f);
         let path = landed.as_deref().unwrap_or(logical);
-        if is_proc(f, path) && !proc_write_allowed(path) {
+        // A thread's status file stands for its affinity only in a captured
+        // tree: a real procfs one (mounted under a root) is never written.
+        let refused = !proc_write_allowed(path) || (thread_status(path) && on_procfs(f));
+        if is_proc(f, path) && refused {
             return Err(proc_refused(logical));
         }
         Ok(())

@@ -523,3 +523,71 @@ fn import_tuned_bad_input_is_refused_naming_the_line() {
         &["a/tuned.conf:2", "assertion 'x is set' failed"],
     );
 }
+
+/// Imports `[scheduler]` TEXT as profile `sched` from a --from directory on
+/// the VM capture (2 CPUs, CPU 1 isolated): (the out dir, IMPORTED.md,
+/// NOT-IMPORTED.md).
+fn import_scheduler(text: &str) -> (tempfile::TempDir, String, String) {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    let from = tempfile::tempdir().unwrap();
+    let conf = format!("[main]\nsummary=s\n[scheduler]\nisolated_cores=1\n{text}");
+    write_files(from.path(), &[("sched/tuned.conf", conf.as_str())]);
+    let out = tempfile::tempdir().unwrap();
+    ok(&hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "import",
+        "tuned",
+        "sched",
+        "--from",
+        from.path().to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]));
+    let imp = read(&out.path().join("IMPORTED.md"));
+    let not = read(&out.path().join("NOT-IMPORTED.md"));
+    (out, imp, not)
+}
+
+#[test]
+fn import_tuned_thread_moves_are_never_wider_than_tuneds() {
+    let threads = "tuned-sched-scheduler-threads.yaml";
+    // Patterns as tuned splits them: `\;` is a literal semicolon.
+    let (out, _, _) = import_scheduler("ps_blacklist=^a\\;b$;pmd\nps_whitelist=.*\n");
+    let k = knob(out.path(), "tuned-sched-scheduler-threads");
+    assert_eq!(k["target"]["exclude"][0], "^a;b$");
+    assert_eq!(k["target"]["exclude"][1], "pmd");
+    assert_eq!(k["target"]["include"][0], ".*");
+    assert_eq!(k["set"], "0");
+    // cgroup_ps_blacklist: threads of some cgroups stay; hostknob cannot tell which.
+    let (out, imp, not) =
+        import_scheduler("ps_blacklist=pmd\ncgroup_ps_blacklist=/kubepods\\.slice/\n");
+    assert!(!out.path().join(threads).exists());
+    assert!(
+        out.path()
+            .join("tuned-sched-scheduler-isolated-cores.yaml")
+            .exists()
+    );
+    assert!(
+        imp.contains("its thread moves are not imported: cgroup_ps_blacklist"),
+        "{imp}"
+    );
+    assert!(
+        not.contains("| `ps_blacklist` | thread moves not imported"),
+        "{not}"
+    );
+    // A pattern the regex crate reads otherwise than Python: no thread knob.
+    let (out, _, not) = import_scheduler("ps_blacklist=(?<=x)pmd\n");
+    assert!(!out.path().join(threads).exists());
+    assert!(
+        not.contains("is not one hostknob reads the way Python's re does"),
+        "{not}"
+    );
+    // An empty pattern matches every name: tuned moves no thread at all.
+    let (out, imp, _) = import_scheduler("ps_blacklist=pmd;\n");
+    assert!(!out.path().join(threads).exists());
+    assert!(
+        imp.contains("tuned moves no thread, so no thread-affinity knob"),
+        "{imp}"
+    );
+}

@@ -185,3 +185,132 @@ fn a_capture_without_threads_is_not_applicable_with_the_reason() {
         err(&o)
     );
 }
+
+/// This test process's own thread files (the harness names its threads
+/// after the tests: names unlike the process's), copied into the tree.
+fn capture_self(root: &Path) -> (u32, usize) {
+    let pid = std::process::id();
+    let mut n = 0;
+    for e in std::fs::read_dir("/proc/self/task").unwrap() {
+        let tid = e.unwrap().file_name();
+        let src = Path::new("/proc/self/task").join(&tid);
+        let dst = root.join(format!("proc/{pid}/task")).join(&tid);
+        let (Ok(stat), Ok(status)) = (
+            std::fs::read(src.join("stat")),
+            std::fs::read(src.join("status")),
+        ) else {
+            continue; // exited meanwhile: not in the tree
+        };
+        let text = String::from_utf8_lossy(&stat).to_string();
+        let state = text[text.rfind(')').unwrap() + 1..]
+            .trim_start()
+            .chars()
+            .next();
+        std::fs::create_dir_all(&dst).unwrap();
+        std::fs::write(dst.join("stat"), &stat).unwrap();
+        std::fs::write(dst.join("status"), &status).unwrap();
+        n += usize::from(!matches!(state, Some('Z' | 'X')));
+    }
+    (pid, n)
+}
+
+#[test]
+fn a_process_left_out_by_name_keeps_every_thread_as_tuned_does() {
+    let (_tmp, root) = vm();
+    let (pid, threads) = capture_self(&root);
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+    let comm = comm.trim();
+    // Excluded by the process's name: none of its threads moves, whatever theirs.
+    let knob = format!(
+        "persistence: runtime\nkind: thread-affinity\ntarget: {{exclude: ['^{}$']}}\nset: 1\n",
+        regex_escape(comm)
+    );
+    let m = knobs(&[("threads", &knob)]);
+    let plan = ok(&run(&root, m.path(), &["apply", "threads", "--dry-run"]));
+    assert!(!plan.contains(&format!("/proc/{pid}/")), "{plan}");
+    assert!(
+        plan.contains(&format!("{threads} threads match target.exclude")),
+        "{plan}"
+    );
+    // Included by a thread's name only: the process does not match, so nothing.
+    let knob = "persistence: runtime\nkind: thread-affinity\ntarget: {include: ['^thread_affin']}\nset: 1\n";
+    let m = knobs(&[("threads", knob)]);
+    let plan = ok(&run(&root, m.path(), &["apply", "threads", "--dry-run"]));
+    assert!(!plan.contains(&format!("/proc/{pid}/")), "{plan}");
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| match c.is_ascii_alphanumeric() || c == '_' {
+            true => vec![c],
+            false => vec!['\\', c],
+        })
+        .collect()
+}
+
+#[test]
+fn a_thread_its_cpuset_keeps_off_set_is_left_alone_and_counted() {
+    let (_tmp, root) = vm();
+    let s = Sleeper::start("hk-threads");
+    let dirs = s.capture_into(&root);
+    // A container pinned to CPU 0: its cgroup allows 0, the thread runs on 0.
+    let status = dirs[0].join("status");
+    let text = std::fs::read_to_string(&status).unwrap();
+    let pinned: String = text
+        .lines()
+        .map(|l| match l.starts_with("Cpus_allowed_list:") {
+            true => "Cpus_allowed_list:\t0\n".to_string(),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(&status, pinned).unwrap();
+    write_files(
+        &root,
+        &[
+            (
+                &format!("proc/{}/task/{}/cpuset", s.pid(), s.pid()),
+                "/kubepods.slice/pod1\n",
+            ),
+            (
+                "sys/fs/cgroup/kubepods.slice/pod1/cpuset.cpus.effective",
+                "0\n",
+            ),
+        ],
+    );
+    let m = knobs(&[("threads", KNOB)]);
+    let plan = ok(&run(&root, m.path(), &["apply", "threads", "--dry-run"]));
+    assert!(!plan.contains(&format!("/proc/{}/", s.pid())), "{plan}");
+    assert!(
+        plan.contains("1 threads are kept by their cpuset to CPUs outside 1"),
+        "{plan}"
+    );
+    // Its cgroup allows CPU 1 too: moved there.
+    write_files(
+        &root,
+        &[(
+            "sys/fs/cgroup/kubepods.slice/pod1/cpuset.cpus.effective",
+            "0-1\n",
+        )],
+    );
+    let plan = ok(&run(&root, m.path(), &["apply", "threads", "--dry-run"]));
+    assert!(plan.contains("\n-0\n+1\n"), "{plan}");
+}
+
+#[test]
+fn revert_never_writes_a_thread_entry_of_another_boot_even_forced() {
+    let (_tmp, root) = vm();
+    let boot = "proc/sys/kernel/random/boot_id";
+    write_files(&root, &[(boot, "boot-one\n")]);
+    let s = Sleeper::start("hk-threads");
+    let dirs = s.capture_into(&root);
+    let m = knobs(&[("threads", KNOB)]);
+    ok(&run(&root, m.path(), &["apply", "threads"]));
+    assert_eq!(allowed(&dirs[0].join("status")), "1");
+    // A reboot: the same numbers and start time now name another thread.
+    write_files(&root, &[(boot, "boot-two\n")]);
+    let o = run(&root, m.path(), &["revert", "threads", "--force"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("stale"), "{}", err(&o));
+    assert_eq!(allowed(&dirs[0].join("status")), "1", "not written");
+    assert!(journal(&root).is_empty());
+}

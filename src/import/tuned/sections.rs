@@ -323,21 +323,59 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
         ),
     );
     let irq = out.knobs.last().expect("just pushed").id.clone();
+    // The threads: refused whole when tuned would choose threads hostknob
+    // cannot tell apart, never imported wider than tuned moves them.
     let mut target: Vec<(&str, Value)> = Vec::new();
     let mut lines = vec![iso.clone()];
+    let mut refused: Option<String> = get("cgroup_ps_blacklist").map(|_| {
+        "cgroup_ps_blacklist leaves the threads of matching cgroups alone, and hostknob does not match cgroups".to_string()
+    });
+    let mut moves_none = None;
     for (k, field) in patterns {
         let Some(o) = get(k) else { continue };
-        let list = match value(&o, vars)? {
+        let parts = match value(&o, vars)? {
             Ok(v) => split_patterns(&v),
             Err(r) => Err(r),
         };
-        match list {
+        match parts {
+            Err(why) => {
+                refused.get_or_insert(format!("{k}: {why}"));
+                out.fate(&o, Fate::Not(why));
+            }
+            // tuned joins the parts as `(a)|()|(b)`: an empty one matches every name.
+            Ok(l) if l.iter().any(String::is_empty) && field == "exclude" => {
+                moves_none = Some(o);
+            }
+            Ok(l) if l.iter().any(String::is_empty) => {
+                out.fate(
+                    &o,
+                    Fate::Used(format!(
+                        "{k} has an empty pattern, which matches every name: no target.include"
+                    )),
+                );
+            }
             Ok(l) => {
                 target.push((field, Value::Sequence(l.iter().map(|p| s(p)).collect())));
                 lines.push(o);
             }
-            Err(why) => out.fate(&o, Fate::Not(why)),
         }
+    }
+    if let Some(o) = moves_none {
+        out.fate(&o, Fate::Used("an empty pattern matches every name: tuned moves no thread, so no thread-affinity knob".into()));
+        out.fate(&iso, Fate::Knob(irq));
+        return Ok(());
+    }
+    if let Some(why) = refused {
+        for o in &lines[1..] {
+            out.fate(o, Fate::Not(format!("thread moves not imported: {why}")));
+        }
+        out.fate(
+            &iso,
+            Fate::Used(format!(
+                "knob `{irq}` (IRQs); its thread moves are not imported: {why}"
+            )),
+        );
+        return Ok(());
     }
     out.knob(
         &iso,
@@ -346,7 +384,7 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
         s(&rest),
         "runtime",
         format!(
-            "tuned's scheduler plugin narrows the allowed CPUs of every movable thread its patterns choose to the non-isolated CPUs {rest} (isolated: {iso_list}); runtime only, as in tuned"
+            "tuned's scheduler plugin narrows the allowed CPUs of every movable thread its patterns choose (by process name, then thread name) to the non-isolated CPUs {rest} (isolated: {iso_list}); runtime only, as in tuned"
         ),
     );
     let k = out.knobs.last_mut().expect("just pushed");
@@ -403,14 +441,20 @@ fn split_patterns(v: &str) -> Result<Vec<String>, String> {
         }
     }
     parts.push(cur);
-    let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
-    for p in &parts {
+    for p in parts.iter().filter(|p| !p.is_empty()) {
         regex::Regex::new(p).map_err(|e| {
-            format!("pattern {p:?} is not one hostknob reads the way Python's re does: {e}")
+            let text = e.to_string();
+            let why = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or(&text)
+                .to_string();
+            format!(
+                "pattern {p:?} is not one hostknob reads the way Python's re does: {}",
+                why.trim_start_matches("error: ")
+            )
         })?;
-    }
-    if parts.is_empty() {
-        return Err("no pattern given".into());
     }
     Ok(parts)
 }
