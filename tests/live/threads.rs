@@ -6,7 +6,6 @@
 //! The only thread changed is the test's own child, killed on every path.
 
 use std::path::Path;
-use std::process::Command;
 
 use super::support::*;
 
@@ -35,44 +34,7 @@ fn affinities(skip: u32) -> Vec<(String, String)> {
 }
 
 fn allowed(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap()
-        .trim()
-        .to_string()
-}
-
-struct Sleeper {
-    child: std::process::Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Sleeper {
-    fn start(name: &str) -> Sleeper {
-        let dir = tempfile::tempdir().unwrap();
-        let exe = dir.path().join(name);
-        std::fs::copy("/usr/bin/sleep", &exe).unwrap();
-        let child = Command::new(&exe).arg("120").spawn().unwrap();
-        let pid = child.id();
-        let s = Sleeper { child, _dir: dir };
-        for _ in 0..200 {
-            if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
-            {
-                return s;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        panic!("{name} did not start");
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    allowed_in(Path::new(&format!("/proc/{pid}/status")))
 }
 
 const KNOB: (&str, &str) = (
@@ -90,7 +52,7 @@ fn live_thread_affinity_moves_a_named_process_to_cpu0_and_revert_gives_its_cpus_
         return;
     }
     let s = Sleeper::start("hk-live-thr");
-    let pid = s.child.id();
+    let pid = s.pid();
     let found = allowed(pid);
     assert_ne!(found, "0", "the child starts allowed on more than CPU 0");
     let others = affinities(pid);

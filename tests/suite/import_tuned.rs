@@ -70,6 +70,21 @@ fn import(root: &Path, host: &str, profile: &str, out: &Path) -> std::process::O
     ])
 }
 
+/// `hostknob --root ROOT import tuned PROFILE --from FROM --out OUT`.
+fn import_from(root: &Path, profile: &str, from: &Path, out: &Path) -> std::process::Output {
+    hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "import",
+        "tuned",
+        profile,
+        "--from",
+        from.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
@@ -443,17 +458,7 @@ fn import_tuned_dirty_bytes_percent_is_the_ratio_tuned_writes() {
         )],
     );
     let out = tempfile::tempdir().unwrap();
-    ok(&hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "import",
-        "tuned",
-        "vmtest",
-        "--from",
-        from.path().to_str().unwrap(),
-        "--out",
-        out.path().to_str().unwrap(),
-    ]));
+    ok(&import_from(&root, "vmtest", from.path(), out.path()));
     let k = knob(out.path(), "tuned-vmtest-vm-dirty-bytes");
     assert_eq!(
         (k["target"]["name"].as_str(), k["set"].as_str()),
@@ -472,17 +477,7 @@ fn refused(files: &[(&str, &str)], profile: &str, wants: &[&str]) {
     write_files(from.path(), files);
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("m");
-    let o = hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "import",
-        "tuned",
-        profile,
-        "--from",
-        from.path().to_str().unwrap(),
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let o = import_from(&root, profile, from.path(), &dir);
     assert!(!o.status.success());
     let e = stderr(&o);
     for w in wants {
@@ -533,17 +528,7 @@ fn import_scheduler(text: &str) -> (tempfile::TempDir, String, String) {
     let conf = format!("[main]\nsummary=s\n[scheduler]\nisolated_cores=1\n{text}");
     write_files(from.path(), &[("sched/tuned.conf", conf.as_str())]);
     let out = tempfile::tempdir().unwrap();
-    ok(&hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "import",
-        "tuned",
-        "sched",
-        "--from",
-        from.path().to_str().unwrap(),
-        "--out",
-        out.path().to_str().unwrap(),
-    ]));
+    ok(&import_from(&root, "sched", from.path(), out.path()));
     let imp = read(&out.path().join("IMPORTED.md"));
     let not = read(&out.path().join("NOT-IMPORTED.md"));
     (out, imp, not)

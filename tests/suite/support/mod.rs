@@ -11,6 +11,7 @@ pub mod manifest;
 pub mod msr;
 pub mod probe;
 pub mod run;
+pub mod threads;
 pub mod tree;
 
 pub use apply::*;
@@ -20,4 +21,5 @@ pub use manifest::*;
 pub use msr::*;
 pub use probe::*;
 pub use run::*;
+pub use threads::*;
 pub use tree::*;
