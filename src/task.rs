@@ -149,6 +149,11 @@ pub fn cpuset(root: &Root, pid: u32, tid: u32) -> Option<CpuList> {
     read(format!("/sys/fs/cgroup/cpuset{rel}/cpuset.effective_cpus"))
 }
 
+/// Whether two CPU lists name the same CPUs (`0-2` and `0,1,2`).
+pub fn same_cpus(a: &str, b: &str) -> bool {
+    matches!((CpuList::parse(a), CpuList::parse(b)), (Ok(x), Ok(y)) if x == y)
+}
+
 /// What a write found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Written {
@@ -186,8 +191,7 @@ pub fn write(root: &Root, path: &str, list: &str) -> io::Result<Written> {
         })
         .collect();
     // In place, as a tree's plain file standing for an attribute is written.
-    let mut f = root.open_write(&status)?;
-    std::io::Write::write_all(&mut f, new.as_bytes())?;
+    root.write_existing(&status, new.as_bytes())?;
     Ok(Written::Done)
 }
 
@@ -250,23 +254,16 @@ fn gone(e: &io::Error) -> bool {
 
 /// The threads under `/proc`: (pid, tid) pairs, in number order.
 pub fn threads(root: &Root) -> Vec<(u32, u32)> {
-    let numbers = |dir: &str| -> Vec<u32> {
-        let mut v: Vec<u32> = root
-            .read_dir(dir)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|n| n.parse().ok())
-            .collect();
-        v.sort_unstable();
-        v
-    };
-    let mut out = Vec::new();
-    for pid in numbers("/proc") {
-        for tid in numbers(&format!("/proc/{pid}/task")) {
-            out.push((pid, tid));
-        }
-    }
-    out
+    let numbers =
+        |dir: &str| crate::inventory::numbered(&root.read_dir(dir).unwrap_or_default(), "");
+    numbers("/proc")
+        .into_iter()
+        .flat_map(|pid| {
+            numbers(&format!("/proc/{pid}/task"))
+                .into_iter()
+                .map(move |tid| (pid, tid))
+        })
+        .collect()
 }
 
 #[cfg(test)]

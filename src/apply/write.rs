@@ -267,7 +267,7 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
             };
             put(root, path, Put::Affinity(before), || {
                 match task::content(root, path) {
-                    Ok(Some(now)) if cpus_equal(&now, before) => Ok(()),
+                    Ok(Some(now)) if task::same_cpus(&now, before) => Ok(()),
                     Ok(Some(now)) => Err(format!("read back {now:?}, expected {before:?}")),
                     Ok(None) => Ok(()),
                     Err(e) => Err(format!("cannot read it back: {e}")),
@@ -278,11 +278,6 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
             "{path}: a held request ends with its process; nothing to restore"
         ))),
     }
-}
-
-fn cpus_equal(a: &str, b: &str) -> bool {
-    use crate::cpulist::CpuList;
-    matches!((CpuList::parse(a), CpuList::parse(b)), (Ok(x), Ok(y)) if x == y)
 }
 
 #[cfg(test)]

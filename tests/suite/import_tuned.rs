@@ -57,32 +57,27 @@ fn host_with_tuned(host: &str, isolated: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 fn import(root: &Path, host: &str, profile: &str, out: &Path) -> std::process::Output {
-    hostknob(&[
+    import_with(root, profile, out, &["--host", host])
+}
+
+/// `hostknob --root ROOT import tuned PROFILE --out OUT EXTRA...`.
+fn import_with(root: &Path, profile: &str, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "--root",
         root.to_str().unwrap(),
         "import",
         "tuned",
         profile,
-        "--host",
-        host,
         "--out",
         out.to_str().unwrap(),
-    ])
+    ];
+    args.extend(extra);
+    hostknob(&args)
 }
 
 /// `hostknob --root ROOT import tuned PROFILE --from FROM --out OUT`.
 fn import_from(root: &Path, profile: &str, from: &Path, out: &Path) -> std::process::Output {
-    hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "import",
-        "tuned",
-        profile,
-        "--from",
-        from.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
+    import_with(root, profile, out, &["--from", from.to_str().unwrap()])
 }
 
 fn read(p: &Path) -> String {

@@ -269,36 +269,29 @@ pub fn bootloader(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
 pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<()> {
     let get = |k: &str| u.options.iter().rev().find(|o| o.key == k).cloned();
     let patterns = [("ps_whitelist", "include"), ("ps_blacklist", "exclude")];
-    let Some(iso) = get("isolated_cores") else {
+    // Without the isolated CPUs tuned moves no thread: the patterns go too.
+    let refuse_patterns = |out: &mut Out, why: &dyn Fn(&str) -> String| {
         for (k, _) in patterns {
             if let Some(o) = get(k) {
-                out.fate(
-                    &o,
-                    Fate::Not(format!(
-                        "{k} without isolated_cores: tuned moves no threads"
-                    )),
-                );
+                out.fate(&o, Fate::Not(why(k)));
             }
         }
-        return Ok(());
     };
-    let refuse_patterns = |out: &mut Out, why: &str| {
-        for (k, _) in patterns {
-            if let Some(o) = get(k) {
-                out.fate(
-                    &o,
-                    Fate::Not(format!(
-                        "isolated_cores is not imported ({why}), so neither is {k}"
-                    )),
-                );
-            }
-        }
+    let not_with = |r: &str| {
+        let r = r.to_string();
+        move |k: &str| format!("isolated_cores is not imported ({r}), so neither is {k}")
+    };
+    let Some(iso) = get("isolated_cores") else {
+        refuse_patterns(out, &|k| {
+            format!("{k} without isolated_cores: tuned moves no threads")
+        });
+        return Ok(());
     };
     let v = match value(&iso, vars)? {
         Ok(v) => v,
         Err(r) => {
             out.fate(&iso, Fate::Not(r.clone()));
-            refuse_patterns(out, &r);
+            refuse_patterns(out, &not_with(&r));
             return Ok(());
         }
     };
@@ -306,7 +299,7 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
         Ok(r) => r,
         Err(why) => {
             out.fate(&iso, Fate::Not(why.clone()));
-            refuse_patterns(out, &why);
+            refuse_patterns(out, &not_with(&why));
             return Ok(());
         }
     };
@@ -442,18 +435,8 @@ fn split_patterns(v: &str) -> Result<Vec<String>, String> {
     }
     parts.push(cur);
     for p in parts.iter().filter(|p| !p.is_empty()) {
-        regex::Regex::new(p).map_err(|e| {
-            let text = e.to_string();
-            let why = text
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or(&text)
-                .to_string();
-            format!(
-                "pattern {p:?} is not one hostknob reads the way Python's re does: {}",
-                why.trim_start_matches("error: ")
-            )
+        crate::knob::thread_affinity::compile(p).map_err(|why| {
+            format!("pattern {p:?} is not one hostknob reads the way Python's re does: {why}")
         })?;
     }
     Ok(parts)
