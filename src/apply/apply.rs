@@ -41,6 +41,10 @@ pub struct KnobApply {
     /// (`when: idle_driver == intel_idle; this host: haltpoll`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_applicable: Option<String>,
+    /// Why the kernel will ignore the value once written (the haltpoll
+    /// governor and per-state disable): known before the write, so said then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_honoured: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -155,7 +159,11 @@ pub fn apply(
     let mut outcome = ApplyOutcome {
         host: s.ctx.name.clone(),
         dry_run: opts.dry_run,
-        knobs: planned.knobs.iter().map(knob_apply).collect(),
+        knobs: planned
+            .knobs
+            .iter()
+            .map(|p| knob_apply(p, &s.ctx))
+            .collect(),
         written: 0,
         warnings: Vec::new(),
         forced: Vec::new(),
@@ -415,8 +423,17 @@ pub(super) fn apply_groups(writes: &[Write]) -> Vec<ChangeGroup> {
     }))
 }
 
-pub(super) fn knob_apply(p: &plan::KnobPlan) -> KnobApply {
+pub(super) fn knob_apply(p: &plan::KnobPlan, host: &HostCtx) -> KnobApply {
     let k = p.knob;
+    // Judged before the first write, on the host as the plan found it.
+    let not_honoured = p.not_applicable.is_none().then(|| {
+        let cpu = p
+            .writes
+            .iter()
+            .find_map(|w| w.cpus.as_ref()?.first())
+            .unwrap_or(0);
+        crate::knob::ignored::why(host.root, k.kind, &k.spec.desired(), cpu)
+    });
     KnobApply {
         id: k.id.clone(),
         title: k.title.clone(),
@@ -427,6 +444,7 @@ pub(super) fn knob_apply(p: &plan::KnobPlan) -> KnobApply {
         notes: p.notes.clone(),
         caveats: Vec::new(),
         not_applicable: p.not_applicable.clone(),
+        not_honoured: not_honoured.flatten(),
     }
 }
 

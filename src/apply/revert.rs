@@ -9,6 +9,7 @@ use super::{ApplyError, ApplyOptions, Session, validate};
 use crate::journal::{self};
 use crate::knob::WriteMode;
 use crate::manifest::{Manifest, ledger};
+use crate::root::Root;
 use crate::schema::Persistence;
 
 /// What revert restored for one knob.
@@ -17,6 +18,10 @@ pub struct KnobRevert {
     pub id: String,
     /// Read before the restore -> read after it.
     pub changes: Vec<ChangeGroup>,
+    /// What the restore does not show yet: an IRQ whose effective affinity
+    /// stays on the CPU the knob chose until its next interrupt.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -193,7 +198,10 @@ fn revert_forced(
         let _ = journal.remove_if_empty();
     }
 
-    let knobs = knob_changes(&restored);
+    let mut knobs = knob_changes(&restored);
+    for k in &mut knobs {
+        k.notes = lagging_interrupts(root, &restored, &k.id);
+    }
     let mut outcome = RevertOutcome {
         host: s.ctx.name.clone(),
         restored: restored.len(),
@@ -276,6 +284,7 @@ fn knob_changes(restored: &[(&journal::Entry, Option<String>)]) -> Vec<KnobRever
             knobs.push(KnobRevert {
                 id: e.knob.clone(),
                 changes: Vec::new(),
+                notes: Vec::new(),
             });
         }
     }
@@ -292,6 +301,40 @@ fn knob_changes(restored: &[(&journal::Entry, Option<String>)]) -> Vec<KnobRever
         }));
     }
     knobs
+}
+
+/// IRQs restored by knob `id` whose `effective_affinity_list` still names a
+/// CPU outside the restored `smp_affinity_list`: on x86 the kernel moves an
+/// interrupt when it next fires (kernel/irq/manage.c, irq_set_affinity and
+/// the pending move of arch/x86), so until then it stays where the knob put it.
+fn lagging_interrupts(
+    root: &Root,
+    restored: &[(&journal::Entry, Option<String>)],
+    id: &str,
+) -> Vec<String> {
+    restored
+        .iter()
+        .filter(|(e, _)| e.knob == id)
+        .filter_map(|(e, _)| {
+            let dir = e.path.strip_suffix("/smp_affinity_list")?;
+            dir.strip_prefix("/proc/irq/")?;
+            let read = |f: &str| {
+                root.read_string(&format!("{dir}/{f}"))
+                    .ok()
+                    .and_then(|t| crate::cpulist::CpuList::parse(t.trim()).ok())
+            };
+            let (allowed, effective) = (read("smp_affinity_list")?, read("effective_affinity_list")?);
+            effective
+                .as_slice()
+                .iter()
+                .any(|c| !allowed.contains(*c))
+                .then(|| {
+                    format!(
+                        "{dir}: effective affinity still {effective} (restored {allowed}): the kernel moves it at the interrupt's next occurrence"
+                    )
+                })
+        })
+        .collect()
 }
 
 /// What one pass over the chosen entries did.

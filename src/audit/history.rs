@@ -18,6 +18,10 @@ pub struct Evidence {
     /// applied / as found of the verified metric: the geometric mean of the
     /// per-round ratios (entries before it was recorded: the median ratio).
     pub ratio: Option<f64>,
+    /// What the idle counters showed over the applied legs: `honoured`,
+    /// `not-honoured` or `not-checked` (absent before verify recorded it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub honoured: Option<String>,
 }
 
 /// The knob's latest `verified` event in the ledger.
@@ -38,6 +42,11 @@ pub(super) fn latest_evidence(id: &str, ledger: &[ledger::Entry]) -> Option<Evid
             .evidence
             .as_ref()
             .and_then(|v| v["ratio"].as_f64().or_else(|| v["median_ratio"].as_f64())),
+        honoured: e
+            .evidence
+            .as_ref()
+            .and_then(|v| v["honoured"]["status"].as_str())
+            .map(str::to_string),
     })
 }
 

@@ -34,11 +34,15 @@ pub struct KnobLine<'r> {
 pub struct KnobList<'r> {
     pub host: &'r str,
     pub knobs: Vec<KnobLine<'r>>,
+    /// Knobs for other hosts: those named, or all with `--all-hosts`.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub for_other_hosts: &'r [super::OtherHostKnob],
 }
 
 pub fn knob_list(r: &Report) -> KnobList<'_> {
     KnobList {
         host: &r.host,
+        for_other_hosts: &r.for_other_hosts,
         knobs: r
             .knobs
             .iter()

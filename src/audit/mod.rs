@@ -68,9 +68,42 @@ pub struct Report {
     pub summary: BTreeMap<Status, usize>,
     /// Knobs in the manifest that target other hosts.
     pub other_hosts: usize,
+    /// Knobs for other hosts, named: those asked for by id (each says why it
+    /// is not audited here), or all of them with `knobs --all-hosts`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub for_other_hosts: Vec<OtherHostKnob>,
     /// Ledger entries under this host name from another machine or a capture:
     /// left out of every status and of the evidence.
     pub other_machine_entries: usize,
+}
+
+/// A knob of the manifest that does not target this host, with its `hosts:`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct OtherHostKnob {
+    pub id: String,
+    pub title: String,
+    pub kind: KindName,
+    /// Its `hosts:` as written.
+    pub hosts: String,
+    /// `file:line` of the knob.
+    pub source: String,
+}
+
+/// The manifest's knobs that do not target `host` (only `ids` when some are named).
+pub fn other_host_knobs(manifest: &Manifest, host: &str, ids: &[String]) -> Vec<OtherHostKnob> {
+    manifest
+        .knobs
+        .iter()
+        .filter(|k| !k.hosts.matches(host))
+        .filter(|k| ids.is_empty() || ids.contains(&k.id))
+        .map(|k| OtherHostKnob {
+            id: k.id.clone(),
+            title: k.title.clone(),
+            kind: k.kind,
+            hosts: k.hosts.to_string(),
+            source: format!("{}:{}", k.source.file.display(), k.source.first_line),
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -222,6 +255,12 @@ pub fn evaluate(
         knobs,
         summary,
         other_hosts,
+        // Asked for by id and not audited here: say why.
+        for_other_hosts: if only.is_empty() {
+            Vec::new()
+        } else {
+            other_host_knobs(manifest, &host.name, only)
+        },
         other_machine_entries: other_machines,
     })
 }
@@ -341,27 +380,19 @@ fn not_here(
     }
 }
 
-/// Why the kernel ignores a knob that reads as set, when that is known: a
-/// disabled idle state under the `haltpoll` governor, with the state's
-/// entry counters as they read now.
+/// Why the kernel ignores a knob that reads as set, when that is known
+/// ([`crate::knob::ignored`]), with the idle states' entry counters as they
+/// read now for a disabled state.
 fn ignored_by_the_kernel(
     knob: &Knob,
     targets: &[crate::knob::Target],
     host: &HostCtx,
 ) -> Option<String> {
-    if knob.kind != KindName::CpuidleState || knob.spec.desired() != "disabled" {
-        return None;
-    }
-    let gov = ["current_governor", "current_governor_ro"]
+    let cpu = targets
         .iter()
-        .find_map(|f| {
-            host.root
-                .read_string(&format!("/sys/devices/system/cpu/cpuidle/{f}"))
-                .ok()
-        })?;
-    if gov.trim() != "haltpoll" {
-        return None;
-    }
+        .find_map(|t| t.cpus.as_ref()?.first())
+        .unwrap_or(0);
+    let why = crate::knob::ignored::why(host.root, knob.kind, &knob.spec.desired(), cpu)?;
     let usage: Vec<String> = targets
         .iter()
         .filter(|t| t.in_effect)
@@ -377,7 +408,8 @@ fn ignored_by_the_kernel(
         .take(4)
         .collect();
     Some(format!(
-        "reads disabled, but the cpuidle governor is `haltpoll`, which ignores per-state disable (the `menu` and `teo` governors honour it): the state is still entered{}; `hostknob verify {}` shows the entries per leg",
+        "reads {}, but {why}{}; `hostknob verify {}` shows the idle entries per leg",
+        knob.spec.desired(),
         if usage.is_empty() {
             String::new()
         } else {

@@ -63,6 +63,9 @@ pub struct KnobsArgs {
     /// List the manifest's profiles instead: knobs, includes, hosts, overrides, whether each applies here.
     #[arg(long, conflicts_with = "knobs")]
     pub profiles: bool,
+    /// Also list the knobs for other hosts, with their `hosts:` (they are not audited here).
+    #[arg(long, conflicts_with = "profiles")]
+    pub all_hosts: bool,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]

@@ -17,17 +17,31 @@ pub fn run(args: &DocArgs) -> Result<i32> {
     let sysctls = settings::read_sysctls(&root);
     let host = crate::manifest::host::resolve(&root, g.host.host.as_deref());
     let manifest_dir = super::manifest_dir(g, &root);
+    let path = match &args.out {
+        Some(p) => p.clone(),
+        // The name becomes a file name: one that is a path must not reach past `hosts/`.
+        None => {
+            crate::manifest::host::HostName {
+                name: host.name.clone(),
+                source: host.source.clone(),
+            }
+            .checked()?;
+            PathBuf::from("hosts").join(format!("{}.md", host.name))
+        }
+    };
+
     let ctx = crate::knob::HostCtx::new(&root, host.name.clone());
     let load: doc::knobs::Load =
         Box::new(|| super::load_manifest(g, &root, &manifest_dir, &host.name));
     let knobs = doc::knobs::sections(
         &manifest_dir,
+        &doc::paths::shown(&path, &manifest_dir),
         load,
         &ctx,
         &host.source,
         &crate::journal::state_dir(&args.state.state_dir),
     )?;
-    let (host, host_source) = (host.name, host.source);
+    let host = host.name;
     let generated_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     // Tree-derived text (a model name, a value) never carries a control
     // character into the document or onto a terminal.
@@ -39,19 +53,6 @@ pub fn run(args: &DocArgs) -> Result<i32> {
         generated_at: &generated_at,
     }))
     .into_owned();
-    let path = match &args.out {
-        Some(p) => p.clone(),
-        // The name becomes a file name: one that is a path must not reach past `hosts/`.
-        None => {
-            crate::manifest::host::HostName {
-                name: host.clone(),
-                source: host_source,
-            }
-            .checked()?;
-            PathBuf::from("hosts").join(format!("{host}.md"))
-        }
-    };
-
     if path.as_os_str() == "-" {
         print!("{text}");
         return Ok(0);

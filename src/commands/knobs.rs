@@ -26,13 +26,16 @@ pub fn run(args: &KnobsArgs) -> Result<i32> {
         return Ok(0);
     }
     super::in_profile(&manifest, &args.knobs)?;
-    let report = audit::evaluate(
+    let mut report = audit::evaluate(
         &manifest,
         &ctx,
         &host.source,
         &args.knobs,
         &crate::journal::state_dir(&args.state.state_dir),
     )?;
+    if args.all_hosts {
+        report.for_other_hosts = audit::other_host_knobs(&manifest, &host.name, &args.knobs);
+    }
     let list = crate::audit::knob_list(&report);
     match render::machine(args.format.format.into(), &list)? {
         Some(text) => print!("{text}"),

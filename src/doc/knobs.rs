@@ -19,8 +19,10 @@ pub type Load<'a> =
     Box<dyn FnOnce() -> Result<crate::manifest::Manifest, crate::manifest::ManifestErrors> + 'a>;
 
 /// `state_dir` (logical, under the host's root) holds the host's own ledger.
+/// `shown` is how the document names `dir` ([`super::paths::shown`]).
 pub fn sections(
     dir: &Path,
+    shown: &Path,
     load: Load,
     host: &HostCtx,
     src: &str,
@@ -30,7 +32,7 @@ pub fn sections(
     if !manifest_dir.is_dir() {
         let text = format!(
             "No knob manifest at {}: knobs in effect are listed when one is given (`--manifest DIR`).\n",
-            code(&manifest_dir.display().to_string())
+            code(&shown.display().to_string())
         );
         return Ok(KnobSections {
             knobs: text,
@@ -137,11 +139,12 @@ pub fn sections(
         let _ = writeln!(
             knobs,
             "Check with `hostknob audit`; the manifest is {}.",
-            code(&manifest_dir.display().to_string())
+            code(&shown.display().to_string())
         );
     }
 
-    let evidence = evidence_section(&report, &home, &host.name);
+    let collected = ledger::path_for(shown, &host.name);
+    let evidence = evidence_section(&report, &home, &collected, &host.name);
     Ok(KnobSections { knobs, evidence })
 }
 
@@ -165,7 +168,12 @@ fn to_renew(report: &audit::Report) -> String {
 }
 
 /// The evidence section: the latest verify per knob, then what to renew.
-fn evidence_section(report: &audit::Report, home: &ledger_home::Home, host: &str) -> String {
+fn evidence_section(
+    report: &audit::Report,
+    home: &ledger_home::Home,
+    collected: &Path,
+    host: &str,
+) -> String {
     let mut evidence = String::new();
     let mut verified: Vec<_> = report
         .knobs
@@ -179,7 +187,7 @@ fn evidence_section(report: &audit::Report, home: &ledger_home::Home, host: &str
             "No verify evidence is recorded for {} in {} or {}.",
             code(host),
             code(&home.local_logical()),
-            code(&home.collected_path().display().to_string())
+            code(&collected.display().to_string())
         );
     } else {
         evidence += &table(

@@ -8,6 +8,7 @@
 pub mod boot;
 pub mod bootloader;
 mod ctx;
+pub mod ignored;
 pub(crate) mod msr_field;
 pub mod rules;
 

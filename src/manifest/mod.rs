@@ -164,6 +164,16 @@ fn split_yaml_message(text: &str) -> (Option<String>, String) {
         path = Some(p.to_string());
         msg = m.to_string();
     }
+    // A misspelt field: the nearest of the names serde expected.
+    if let Some(rest) = msg.strip_prefix("unknown field `")
+        && let Some((name, expected)) = rest.split_once("`, expected ")
+    {
+        let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        let hint = did_you_mean(name, known.into_iter());
+        if !hint.is_empty() {
+            msg = format!("unknown field `{name}`{hint}, expected {expected}");
+        }
+    }
     // The field serde names in the message itself.
     for pre in ["unknown field `", "missing field `", "duplicate field `"] {
         if let Some(i) = msg.find(pre) {
@@ -655,6 +665,14 @@ mod tests {
         );
         assert_eq!(f.as_deref(), Some("target.states.bogus"));
         assert!(m.starts_with("unknown field `bogus`"), "{m}");
+        // A misspelling names the field meant.
+        let (_, m) = split_yaml_message(
+            "target.states: unknown field `name`, expected `names` or `min_exit_latency_us` at line 4 column 25",
+        );
+        assert!(
+            m.starts_with("unknown field `name`; did you mean \"names\"?"),
+            "{m}"
+        );
         assert!(!m.contains("line 4"));
         let (f, m) = split_yaml_message("missing field `why`");
         assert_eq!(f.as_deref(), Some("why"));

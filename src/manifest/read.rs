@@ -105,7 +105,8 @@ fn kind_of(
         errors.push(source.error(
             "kind",
             format!(
-                "unknown kind {kind:?}; known kinds: {}",
+                "unknown kind {kind:?}{}; known kinds: {}",
+                super::did_you_mean(kind, KindName::ALL.iter().map(|k| k.as_str())),
                 KindName::ALL.map(|k| k.as_str()).join(", ")
             ),
         ));
@@ -181,7 +182,8 @@ fn salvage(source: &Source, map: &Mapping, errors: &mut Vec<ManifestError>) -> (
             Some(k) => errors.push(source.error(
                 k,
                 format!(
-                    "unknown field `{k}`, expected one of {}",
+                    "unknown field `{k}`{}, expected one of {}",
+                    super::did_you_mean(k, FIELDS.iter().copied()),
                     FIELDS.map(|f| format!("`{f}`")).join(", ")
                 ),
             )),

@@ -60,6 +60,46 @@ pub fn diff(g: &ChangeGroup) -> String {
         .to_string()
 }
 
+/// `/proc/irq/24/smp_affinity_list` -> (`smp_affinity_list`, 24).
+fn irq_file(path: &str) -> Option<(&str, u32)> {
+    let (n, file) = path.strip_prefix("/proc/irq/")?.split_once('/')?;
+    (!file.contains('/')).then_some(())?;
+    Some((file, n.parse().ok()?))
+}
+
+/// For people only: IRQ files that change alike shown as one group
+/// (`/proc/irq/{24-35,37-43}/smp_affinity_list (19 files)`), as CPUs' files
+/// are. The JSON and the ledger keep one group per IRQ, with its label.
+fn grouped_for_display(groups: &[ChangeGroup]) -> Vec<ChangeGroup> {
+    let mut out: Vec<(ChangeGroup, Vec<u32>)> = Vec::new();
+    for g in groups {
+        let irq = (g.files == 1).then(|| irq_file(&g.path)).flatten();
+        let alike = |o: &&mut (ChangeGroup, Vec<u32>)| {
+            !o.1.is_empty()
+                && irq.is_some_and(|(file, _)| irq_file(&o.0.path).is_some_and(|(f, _)| f == file))
+                && o.0.before == g.before
+                && o.0.after == g.after
+        };
+        match (irq, out.iter_mut().find(alike)) {
+            (Some((_, n)), Some(o)) => o.1.push(n),
+            (Some((_, n)), None) => out.push((g.clone(), vec![n])),
+            (None, _) => out.push((g.clone(), Vec::new())),
+        }
+    }
+    out.into_iter()
+        .map(|(mut g, irqs)| {
+            if irqs.len() > 1 {
+                let (file, _) = irq_file(&g.path).expect("an IRQ file");
+                let list = crate::cpulist::CpuList::new(irqs.clone()).to_string();
+                g.display = format!("/proc/irq/{{{list}}}/{file}");
+                g.files = irqs.len();
+                g.label = None;
+            }
+            g
+        })
+        .collect()
+}
+
 pub fn apply_table(o: &ApplyOutcome) -> String {
     let mut out = String::new();
     let planned: usize = o
@@ -85,7 +125,7 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
             out += &format!("{}: {why}; nothing to write\n", k.id);
         } else {
             out += &format!("{} ({}): {}\n", k.id, k.kind, k.title.trim());
-            for g in &k.changes {
+            for g in &grouped_for_display(&k.changes) {
                 out += &diff(g);
             }
         }
@@ -94,6 +134,9 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
         }
         for n in &k.notes {
             out += &format!("  note: {n}\n");
+        }
+        if let Some(w) = &k.not_honoured {
+            out += &format!("  NOT HONOURED: the kernel takes this value and ignores it: {w}\n");
         }
     }
     out.push('\n');
@@ -115,6 +158,20 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
         if let Some(l) = &o.ledger {
             out += &format!("recorded in: {l}\n");
         }
+    }
+    for k in o.knobs.iter().filter(|k| k.not_honoured.is_some()) {
+        out += &format!(
+            "warning: {}: {} but not honoured by this kernel (see NOT HONOURED above); `hostknob audit {}` will say `not-honoured`\n",
+            k.id,
+            if o.dry_run {
+                "would be written"
+            } else if k.changes.is_empty() {
+                "in effect"
+            } else {
+                "written"
+            },
+            k.id
+        );
     }
     for f in &o.forced {
         out += &format!("--force: overriding tuned: {f}; tuned undoes it on its next reapply\n");
@@ -146,8 +203,11 @@ pub fn revert_table(o: &RevertOutcome) -> String {
     for k in &o.knobs {
         let n: usize = k.changes.iter().map(|g| g.files).sum();
         out += &format!("{}: restored and read back {}\n", k.id, files(n));
-        for g in &k.changes {
+        for g in &grouped_for_display(&k.changes) {
             out += &diff(g);
+        }
+        for n in &k.notes {
+            out += &format!("  note: {n}\n");
         }
     }
     if !o.left_alone.is_empty() {
@@ -214,4 +274,43 @@ pub fn persist_table(o: &PersistOutcome, a: &Artifact) -> String {
         out += &prefixed("note: ", &a.notes);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn irq(n: u32, before: &str) -> ChangeGroup {
+        ChangeGroup {
+            path: format!("/proc/irq/{n}/smp_affinity_list"),
+            display: format!("/proc/irq/{n}/smp_affinity_list"),
+            files: 1,
+            cpus: None,
+            label: Some(format!("IRQ {n} virtio0-input.{n}")),
+            before: Some(before.into()),
+            after: Some("0".into()),
+        }
+    }
+
+    #[test]
+    fn irq_files_that_change_alike_show_as_one_group() {
+        let mut changes: Vec<ChangeGroup> =
+            (24..=35).chain(37..=43).map(|n| irq(n, "0-1")).collect();
+        changes.push(irq(50, "1"));
+        let shown = grouped_for_display(&changes);
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert_eq!(
+            shown[0].display,
+            "/proc/irq/{24-35,37-43}/smp_affinity_list"
+        );
+        assert_eq!(shown[0].files, 19);
+        assert!(
+            diff(&shown[0]).contains("(19 files)"),
+            "{}",
+            diff(&shown[0])
+        );
+        // One IRQ alone keeps its path and label.
+        assert_eq!(shown[1].display, "/proc/irq/50/smp_affinity_list");
+        assert!(shown[1].label.is_some());
+    }
 }

@@ -68,6 +68,15 @@ fn summary(r: &Report) -> String {
         });
     }
     line.push('\n');
+    if !r.for_other_hosts.is_empty() {
+        line.push_str(&format!("Not for this host ({}):\n", r.host));
+        for k in &r.for_other_hosts {
+            line.push_str(&format!(
+                "  {} ({}): hosts: {} ({}); `--host NAME` audits it as one of them\n",
+                k.id, k.kind, k.hosts, k.source
+            ));
+        }
+    }
     line.push_str(&beside(r));
     if r.other_machine_entries > 0 {
         line.push_str(&format!(
@@ -235,9 +244,13 @@ fn notes(k: &KnobReport) -> String {
 fn evidence_cell(k: &crate::audit::KnobReport) -> String {
     use crate::audit::EvidenceStatus as E;
     let cell = match &k.evidence {
+        // The kernel ignoring the knob outranks any verdict on its effect.
         Some(e) => format!(
             "{} ({})",
-            e.verdict.as_deref().unwrap_or("recorded").replace('-', " "),
+            match e.honoured.as_deref() {
+                Some("not-honoured") => "not-honoured".to_string(),
+                _ => e.verdict.as_deref().unwrap_or("recorded").replace('-', " "),
+            },
             e.timestamp.split('T').next().unwrap_or(&e.timestamp)
         ),
         None if k.evidence_status == Some(E::UnverifiedHere) => return "unverified here".into(),

@@ -15,7 +15,7 @@
 use serde::Serialize;
 
 use crate::cpulist::CpuList;
-use crate::inventory::{CPU_DIR, cpu_states, resume_latency_path};
+use crate::inventory::{cpu_states, resume_latency_path};
 use crate::root::Root;
 
 /// At most this many CPUs are watched: the sleeper and the first of the target.
@@ -183,10 +183,7 @@ pub(super) fn conclude(
 }
 
 pub fn likely_cause(root: &Root) -> Option<String> {
-    let gov = ["current_governor", "current_governor_ro"]
-        .iter()
-        .find_map(|f| root.read_string(&format!("{CPU_DIR}/cpuidle/{f}")).ok())?;
-    let gov = gov.trim();
+    let gov = crate::knob::ignored::cpuidle_governor(root)?;
     (gov == "haltpoll").then(|| {
         "the cpuidle governor is `haltpoll`, which ignores per-state disable; the `menu` and `teo` governors honour it (/sys/devices/system/cpu/cpuidle/current_governor)".to_string()
     })

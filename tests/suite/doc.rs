@@ -28,8 +28,8 @@ fn committed(host: &str) -> std::path::PathBuf {
 }
 
 /// `hostknob --manifest manifest ARGS...` in a fresh directory where
-/// `manifest` links to the repository's shipped manifest: the committed
-/// documents were generated at the repository's root and name it `manifest`.
+/// `manifest` links to the repository's shipped manifest: a document names
+/// it from its own directory (`../manifest` from `hosts/`), however spelled.
 fn with_shipped_manifest(args: &[&str]) -> std::process::Output {
     let cwd = fresh_cwd();
     std::os::unix::fs::symlink(repo().join("manifest"), cwd.join("manifest")).unwrap();
@@ -85,9 +85,20 @@ fn committed_documents_are_current() {
 fn check_reports_an_edited_document_with_a_diff() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spr1.md");
-    let text = std::fs::read_to_string(committed("spr1")).unwrap();
-    std::fs::write(&path, text.replace("| governor", "| gouvernor")).unwrap();
     let root = corpus_host("spr1");
+    // Written where it is checked: the document names the manifest from its own directory.
+    let written = with_shipped_manifest(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--host",
+        "spr1",
+        "doc",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
+    assert!(written.status.success(), "{}", err(&written));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("| governor", "| gouvernor")).unwrap();
     let args = [
         "--root",
         root.to_str().unwrap(),

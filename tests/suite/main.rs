@@ -15,6 +15,7 @@ mod conditions;
 mod doc;
 mod doc_live_stable;
 mod evidence;
+mod first_hour;
 mod fleet_cli;
 mod fleet_health;
 mod fleet_k8s;

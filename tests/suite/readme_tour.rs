@@ -139,3 +139,63 @@ fn the_tour_extraction_reads_codes_and_live_blocks() {
         ]
     );
 }
+
+/// Every status audit can give, from its JSON Schema (enum and const members).
+fn audit_statuses() -> Vec<String> {
+    let o = hostknob_command(&[])
+        .args(["schema", "audit"])
+        .output()
+        .unwrap();
+    let schema: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut out = Vec::new();
+    for m in schema["$defs"]["Status"]["oneOf"].as_array().unwrap() {
+        if let Some(e) = m["enum"].as_array() {
+            out.extend(e.iter().map(|s| s.as_str().unwrap().to_string()));
+        }
+        if let Some(c) = m["const"].as_str() {
+            out.push(c.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_is_a_page_that_names_every_audit_status() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines < 250,
+        "README.md has {lines} lines: move detail into docs/"
+    );
+    let statuses = audit_statuses();
+    assert!(statuses.len() >= 9, "{statuses:?}");
+    let intro = &readme[..readme.find("## Install").expect("README has Install")];
+    for s in &statuses {
+        assert!(
+            intro.contains(&format!("`{s}`")),
+            "the README's summary does not name audit's status `{s}`"
+        );
+    }
+}
+
+#[test]
+fn the_tour_starts_by_putting_the_built_binary_on_path() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let commands = tour_commands(&readme);
+    let first = &commands.first().expect("the tour has commands").0;
+    assert!(
+        first.contains("dist/release-dir") && first.contains("PATH"),
+        "the tour's first command must make `hostknob` runnable: {first}"
+    );
+    // And it does: the directory it names holds the binary the tests run.
+    let o = std::process::Command::new("sh")
+        .arg("dist/release-dir")
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let dir = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        Path::new(dir.trim()).join("hostknob").is_file(),
+        "dist/release-dir printed {dir:?}, which holds no hostknob"
+    );
+}
