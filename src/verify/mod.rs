@@ -462,6 +462,8 @@ fn place_probe(
             sleeper: o.cpu,
             waker: None,
         },
+        // Its CPUs are chosen below (`noise::verify_cpus`), not as a sleeper.
+        LatencyProbe::Noise(_) => placement::Asked::default(),
     };
     let placed = placement::place(session.root(), &allowed, target.as_ref(), asked, opts.force)?;
     match &mut p {
@@ -474,6 +476,9 @@ fn place_probe(
             o.client_cpu = Some(placed.waker);
         }
         LatencyProbe::Timer(o) => o.cpu = Some(placed.sleeper),
+        LatencyProbe::Noise(o) => {
+            o.cpus = probe::noise::verify_cpus(session.root(), &o.cpus, &placed)
+        }
     }
     Ok((p, placed))
 }
