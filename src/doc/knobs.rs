@@ -141,7 +141,8 @@ pub fn sections(
         );
     }
 
-    let evidence = evidence_section(&report, &home, &host.name);
+    let mut evidence = evidence_section(&report, &home, &host.name);
+    evidence += &super::noise::section(host.root, &events);
     Ok(KnobSections { knobs, evidence })
 }
 

@@ -7,6 +7,7 @@
 //! starting with [`GENERATED_PREFIX`] carries the time; `--check` ignores it.
 
 pub mod knobs;
+mod noise;
 mod platform;
 pub mod settings;
 

@@ -190,7 +190,7 @@ pub struct Attribution {
 impl Attribution {
     pub fn start(root: &Root, method: Method, cpus: &CpuList) -> Attribution {
         let (trace, note) = match method {
-            Method::Counts => (None, Some("--attribution counts".to_string())),
+            Method::Counts => (None, None),
             _ => match noise_trace::Session::start(root, cpus) {
                 Ok(s) => (Some(s), None),
                 Err(e) => (None, Some(format!("tracefs not used: {e:#}"))),

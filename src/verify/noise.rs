@@ -88,17 +88,48 @@ impl Pool {
                 .iter()
                 .flat_map(|e| e.cpus.iter().map(|c| c.lost_us_per_s))
                 .collect();
-            if v.is_empty() { 0.0 } else { round1(v.iter().sum::<f64>() / v.len() as f64) }
+            if v.is_empty() {
+                0.0
+            } else {
+                round1(v.iter().sum::<f64>() / v.len() as f64)
+            }
         };
         let sources = [leg_sources(&rounds[0]), leg_sources(&rounds[1])];
         Some(NoiseEvidence {
-            attribution: rounds.iter().flatten().next().map_or(String::new(), |e| e.attribution.clone()),
+            attribution: rounds
+                .iter()
+                .flatten()
+                .next()
+                .map_or(String::new(), |e| e.attribution.clone()),
             lost_us_per_s: [lost(0), lost(1)],
             changed: changed(&sources),
             sources: sources.map(|s| s.into_iter().take(12).collect()),
             rounds,
         })
     }
+}
+
+/// The evidence in one phrase, for the ledger's summary and the document.
+pub fn words(n: &NoiseEvidence) -> String {
+    let top = |k: usize| {
+        n.sources[k]
+            .first()
+            .map_or("nothing attributed".to_string(), |s| {
+                format!("top {} {:.1} µs/s", label(s), s.us_per_s)
+            })
+    };
+    let mut w = format!(
+        "noise lost {:.1} -> {:.1} µs/s ({} attribution; as found {}, applied {})",
+        n.lost_us_per_s[0],
+        n.lost_us_per_s[1],
+        n.attribution,
+        top(0),
+        top(1)
+    );
+    if !n.changed.is_empty() {
+        w += &format!("; changed: {}", n.changed.join(", "));
+    }
+    w
 }
 
 fn round1(v: f64) -> f64 {
@@ -113,8 +144,8 @@ fn leg_sources(rounds: &[Evidence]) -> Vec<LegSource> {
         for c in &e.cpus {
             // lost µs/s times the source's share: its µs/s in that run.
             for s in &c.top {
-                *acc.entry((s.kind.clone(), s.name.clone(), s.pid)).or_default() +=
-                    c.lost_us_per_s * s.share;
+                *acc.entry((s.kind.clone(), s.name.clone(), s.pid))
+                    .or_default() += c.lost_us_per_s * s.share;
             }
         }
     }
