@@ -230,3 +230,60 @@ fn offline_cpus_are_refused_by_noise_under_a_root() {
         "hostknob: --cpus 3: CPU 3 is offline (online CPUs: 0-1)"
     );
 }
+
+#[test]
+fn isolate_says_how_to_verify_with_the_noise_probe() {
+    let root = corpus_host("fc-haltpoll-2cpu");
+    let r = root.to_str().unwrap();
+    let v = json_of(&hostknob(&[
+        "--root", r, "--host", "vm", "isolate", "--cpus", "1", "--format", "json",
+    ]));
+    let lines: Vec<&str> = v["verify"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        v["knobs"].as_array().unwrap().len(),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("hostknob verify ") && l.contains("--probe noise -- --cpus 1")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("after the reboot, `hostknob probe noise --cpus 1")),
+        "{lines:?}"
+    );
+    let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--cpus", "1"]);
+    assert!(err(&o).contains("--probe noise"), "{}", err(&o));
+}
+
+#[test]
+fn doc_shows_noise_evidence_for_isolated_cpus() {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    std::fs::write(root.join("sys/devices/system/cpu/isolated"), "1\n").unwrap();
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/manifest");
+    let out = ok(&hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--host",
+        "vm",
+        "--manifest",
+        manifest,
+        "doc",
+        "--out",
+        "-",
+    ]));
+    assert!(out.contains("OS noise on the isolated CPUs (1)"), "{out}");
+    assert!(
+        out.contains("`hostknob verify KNOB --probe noise -- --cpus 1`"),
+        "{out}"
+    );
+}
