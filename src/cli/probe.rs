@@ -84,6 +84,12 @@ probe_commands! {
         after_help = include_str!("../help/probe-rpc-examples.txt")
     )]
     Rpc(RpcArgs),
+    /// OS noise: the time a spinning thread on each CPU loses, and to whom (interrupts, softirqs, threads, steal).
+    #[command(
+        long_about = include_str!("../help/probe-noise.txt"),
+        after_help = include_str!("../help/probe-noise-examples.txt")
+    )]
+    Noise(NoiseArgs),
     /// CPU use of a process as % of one core, from utime + stime in /proc/PID/stat over windows.
     #[command(
         long_about = include_str!("../help/probe-idle-cpu.txt"),
@@ -165,6 +171,51 @@ pub struct TimerArgs {
     pub mlock: bool,
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// How `probe noise` splits lost time by source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Attribution {
+    /// tracefs events where tracing can be used (root), else counts.
+    Auto,
+    /// irq, softirq and sched_switch events overlapping each gap (needs root).
+    Tracefs,
+    /// Counts per source from /proc (interrupts, softirqs, threads' switches); time estimated.
+    Counts,
+}
+
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Noise options")]
+pub struct NoiseArgs {
+    /// CPUs to measure, in the kernel's list form (1, 2-5,8); required, except under verify (which picks the CPUs the knob isolates).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// How long each CPU is measured: seconds when a bare number, or e.g. 500ms.
+    #[arg(long, default_value = "10s", value_parser = crate::probe::parse_seconds, value_name = "TIME")]
+    pub duration: Duration,
+    /// A gap between two clock reads longer than this is lost time: ns when a bare number, or e.g. 1us.
+    #[arg(long, default_value = "1us", value_parser = parse_nanos, value_name = "TIME")]
+    pub threshold: Duration,
+    /// Run the measuring threads as SCHED_FIFO at this priority, 1-99 (needs root) [default: SCHED_OTHER].
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub priority: Option<u32>,
+    /// How lost time is split by source.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub attribution: Attribution,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+fn parse_nanos(text: &str) -> Result<Duration, String> {
+    let d = match text.trim().parse::<u64>() {
+        Ok(n) => Duration::from_nanos(n),
+        Err(_) => humantime::parse_duration(text.trim())
+            .map_err(|e| format!("{text:?}: {e} (examples: 500, 1us, 20us)"))?,
+    };
+    if d.is_zero() {
+        return Err(format!("{text:?}: must be longer than zero"));
+    }
+    Ok(d)
 }
 
 #[derive(Args, Debug)]

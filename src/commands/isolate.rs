@@ -68,6 +68,10 @@ fn summary(plan: &IsolatePlan) -> String {
     for w in &plan.warnings {
         s += &format!("  warning: {w}\n");
     }
+    s += "  verify (lost µs per second on the isolated CPUs, and who took them):\n";
+    for v in &plan.verify {
+        s += &format!("    {v}\n");
+    }
     s
 }
 

@@ -5,9 +5,11 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::cli::{CommonArgs, GapArgs, ProbeArgs, ProbeCommand, RpcArgs, TimerArgs, WakeupArgs};
+use crate::cli::{
+    CommonArgs, GapArgs, NoiseArgs, ProbeArgs, ProbeCommand, RpcArgs, TimerArgs, WakeupArgs,
+};
 use crate::probe::latency::LatencyProbe;
-use crate::probe::{self, Gaps, idle_cpu, rpc, rss, timer, wakeup};
+use crate::probe::{self, Gaps, idle_cpu, noise, rpc, rss, timer, wakeup};
 use crate::render;
 use crate::root::Root;
 use crate::schema::Probe;
@@ -51,6 +53,7 @@ fn name(p: &ProbeCommand) -> &'static str {
         ProbeCommand::Wakeup(_) => "wakeup",
         ProbeCommand::Timer(_) => "timer",
         ProbeCommand::Rpc(_) => "rpc",
+        ProbeCommand::Noise(_) => "noise",
         ProbeCommand::IdleCpu(_) => "idle-cpu",
         ProbeCommand::Rss(_) => "rss",
     }
@@ -113,6 +116,34 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
                 r.latency.summary.samples, r.settings.samples
             );
             finish("rpc", r.interrupted.as_deref(), &taken)
+        }
+        ProbeCommand::Noise(a) => {
+            let r = noise::run(&root, &noise_options(a)?)?;
+            if let Some(w) = &r.attribution_note {
+                eprintln!("hostknob: note: {w}");
+            }
+            if let Some(p) = &a.common.raw {
+                let rows = r.cpus.iter().flat_map(|c| {
+                    c.raw
+                        .iter()
+                        .map(move |&(at, len)| vec![c.cpu as u64, at, len])
+                });
+                stats::write_csv(p, &["cpu", "start_ns", "gap_ns"], rows)?;
+            }
+            let gaps: Vec<u64> = r
+                .cpus
+                .iter()
+                .flat_map(|c| c.raw.iter().map(|g| g.1))
+                .collect();
+            plot(&a.common, &format!("{host}: OS noise gaps"), &gaps)?;
+            emit(g, &r, render::noise::table)?;
+            let measured = r.cpus.iter().map(|c| c.measured_ns).max().unwrap_or(0);
+            let taken = format!(
+                "{:.1} of {} s",
+                measured as f64 / 1e9,
+                r.settings.duration_ms as f64 / 1e3
+            );
+            finish("noise", r.interrupted.as_deref(), &taken)
         }
         ProbeCommand::IdleCpu(a) => {
             let target = match (&a.pid, &a.cmd) {
@@ -203,6 +234,28 @@ fn timer_options(a: &TimerArgs) -> timer::Options {
     }
 }
 
+pub fn noise_options(a: &NoiseArgs) -> Result<noise::Options> {
+    use crate::cli::Attribution as A;
+    use crate::probe::noise_attrib::Method;
+    Ok(noise::Options {
+        cpus: match &a.cpus {
+            Some(t) => {
+                crate::cpulist::CpuList::parse(t).map_err(|e| anyhow::anyhow!("--cpus {t}: {e}"))?
+            }
+            None => crate::cpulist::CpuList::default(),
+        },
+        duration: a.duration,
+        threshold: a.threshold,
+        priority: a.priority,
+        attribution: match a.attribution {
+            A::Auto => Method::Auto,
+            A::Tracefs => Method::Tracefs,
+            A::Counts => Method::Counts,
+        },
+        pmqos_us: a.common.pmqos_us,
+    })
+}
+
 fn rpc_options(a: &RpcArgs) -> Result<rpc::Options> {
     let unescape =
         |flag: &str, t: &str| rpc::unescape(t).map_err(|e| anyhow::anyhow!("{flag} {t:?}: {e}"));
@@ -237,6 +290,7 @@ pub fn latency_probe(probe: &ProbeCommand) -> Result<LatencyProbe> {
         ProbeCommand::Wakeup(a) => LatencyProbe::Wakeup(wakeup_options(a)?),
         ProbeCommand::Timer(a) => LatencyProbe::Timer(timer_options(a)),
         ProbeCommand::Rpc(a) => LatencyProbe::Rpc(rpc_options(a)?),
+        ProbeCommand::Noise(a) => LatencyProbe::Noise(noise_options(a)?),
         other => bail!(
             "verify compares latency distributions: use the {} probe ({} is run with `hostknob probe`)",
             Probe::latency_names(),

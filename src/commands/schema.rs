@@ -53,6 +53,7 @@ contracts! {
     "probe-wakeup" => crate::probe::wakeup::WakeupResult,
     "probe-timer" => crate::probe::timer::TimerResult,
     "probe-rpc" => crate::probe::rpc::RpcResult,
+    "probe-noise" => crate::probe::noise::NoiseResult,
     "probe-idle-cpu" => crate::probe::idle_cpu::IdleCpuResult,
     "probe-rss" => crate::probe::rss::PidResult,
     "probe-rss-self" => crate::probe::rss::SelfBurstResult,

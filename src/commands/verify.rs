@@ -43,6 +43,7 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
         // the CPU whose idle counters are watched.
         (None, Some(_)) if command.is_some() => "wakeup".to_string(),
         (None, Some(v)) => v.probe.name().to_string(),
+        (None, None) if verify::noise::default_probe(knob).is_some() => "noise".to_string(),
         (None, None) => bail!(
             "{}:{}: verify: knob {} declares no probe; add `verify: {{probe: wakeup, expect: ...}}` or pass --probe",
             knob.source.file.display(),

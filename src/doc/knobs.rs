@@ -144,7 +144,8 @@ pub fn sections(
     }
 
     let collected = ledger::path_for(shown, &host.name);
-    let evidence = evidence_section(&report, &home, &collected, &host.name);
+    let mut evidence = evidence_section(&report, &home, &collected, &host.name);
+    evidence += &super::noise::section(host.root, &events);
     Ok(KnobSections { knobs, evidence })
 }
 

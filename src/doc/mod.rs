@@ -8,6 +8,7 @@
 
 pub mod knobs;
 pub mod paths;
+mod noise;
 mod platform;
 pub mod settings;
 

@@ -34,6 +34,8 @@ pub struct IsolatePlan {
     /// What the split costs or leaves undone.
     pub warnings: Vec<String>,
     pub knobs: Vec<PlannedKnob>,
+    /// How to check that the isolated CPUs are quiet: the noise probe, per knob.
+    pub verify: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -137,6 +139,10 @@ pub fn plan(
                     .collect()
             }),
         },
+        verify: files
+            .iter()
+            .map(|f| verify_line(&f.id, f.kind, &choice.isolated))
+            .collect(),
         reasons: choice.reasons,
         warnings: choice.warnings,
         knobs: files
@@ -149,4 +155,16 @@ pub fn plan(
             })
             .collect(),
     })
+}
+
+/// The command that verifies a knob of the plan with the noise probe on the
+/// isolated CPUs; a command line takes effect at boot, so it is measured after.
+fn verify_line(id: &str, kind: &str, isolated: &CpuList) -> String {
+    if kind == "kernel-cmdline" {
+        format!(
+            "{id}: after the reboot, `hostknob probe noise --cpus {isolated} --duration 10s` (a command line cannot be switched per verify leg)"
+        )
+    } else {
+        format!("{id}: `hostknob verify {id} --probe noise -- --cpus {isolated} --duration 2s`")
+    }
 }

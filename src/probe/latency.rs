@@ -18,6 +18,9 @@ pub struct LatencyRun {
     pub warnings: Vec<String>,
     /// Requests sent and lost (UDP rpc): verify compares the legs' losses.
     pub lost: Option<(u64, u64)>,
+    /// What the leg's probe says about its result beyond the samples
+    /// (the noise probe's attribution), kept as evidence.
+    pub evidence: Option<serde_json::Value>,
 }
 
 /// A latency probe's result as `verify` compares it.

@@ -7,6 +7,8 @@ mod handoff;
 mod idle_counters;
 pub mod interrupt;
 pub mod latency;
+pub mod noise_attrib;
+pub mod noise_trace;
 pub mod pmqos;
 pub mod residency;
 pub mod wake_split;
@@ -80,6 +82,7 @@ probes! {
         wakeup => Wakeup "wakeup",
         timer => Timer "timer",
         rpc => Rpc "rpc",
+        noise => Noise "noise",
     }
     other {
         idle_cpu => IdleCpu "idle-cpu",

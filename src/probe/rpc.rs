@@ -619,6 +619,7 @@ impl super::latency::IntoLatencyRun for RpcResult {
             warnings: Vec::new(),
             // Sent counts the measured requests only (a lost one has no sample).
             lost: Some((self.raw.len() as u64 + self.lost, self.lost)),
+            evidence: None,
         })
     }
 }

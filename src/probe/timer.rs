@@ -206,6 +206,7 @@ impl super::latency::IntoLatencyRun for TimerResult {
             settings: serde_json::to_value(&self.settings)?,
             warnings: Vec::new(),
             lost: None,
+            evidence: None,
         })
     }
 }

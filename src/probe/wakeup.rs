@@ -447,6 +447,7 @@ impl super::latency::IntoLatencyRun for WakeupResult {
             split: super::wake_split::parts(self.raw.iter().map(|s| (s.latency_ns, s.run_delay_ns))),
             warnings: self.warnings,
             lost: None,
+            evidence: None,
         })
     }
 }

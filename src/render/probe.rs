@@ -51,7 +51,7 @@ fn distribution(title: &str, l: &Latency) -> String {
 }
 
 /// Bars scaled to the fullest bucket.
-fn histogram(buckets: &[Bucket]) -> String {
+pub(super) fn histogram(buckets: &[Bucket]) -> String {
     let top = buckets.iter().map(|b| b.count).max().unwrap_or(0).max(1);
     let rows = buckets
         .iter()
@@ -90,7 +90,7 @@ fn overhead(o: &Overhead) -> Vec<(String, String)> {
     v
 }
 
-fn pm_qos(p: &PmQosSetting, host: &HostFacts) -> (String, String) {
+pub(super) fn pm_qos(p: &PmQosSetting, host: &HostFacts) -> (String, String) {
     let before = host
         .cpu_dma_latency_before_us
         .map(|v| format!("; before the run {v} µs"))
@@ -102,7 +102,7 @@ fn pm_qos(p: &PmQosSetting, host: &HostFacts) -> (String, String) {
     ("PM QoS (/dev/cpu_dma_latency)".into(), text)
 }
 
-fn host_rows(host: &HostFacts) -> Vec<(String, String)> {
+pub(super) fn host_rows(host: &HostFacts) -> Vec<(String, String)> {
     let o = |v: &Option<String>| v.clone().unwrap_or_else(|| super::NOT_EXPOSED.into());
     vec![
         ("kernel".into(), o(&host.kernel)),

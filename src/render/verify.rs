@@ -359,6 +359,9 @@ fn verdict_rows(r: &Report) -> Vec<(String, String)> {
         ));
     }
     rows.push(("energy".into(), r.energy.words.clone()));
+    if let Some(n) = &r.noise {
+        rows.push(("noise".into(), crate::verify::noise::words(n)));
+    }
     rows.push((
         "host restored".into(),
         if r.restored {

@@ -25,7 +25,7 @@ pub fn blind_spot(knob: &Knob, probe: &LatencyProbe) -> Option<String> {
         LatencyProbe::Rpc(o) if o.connect.is_none() => {
             "the rpc probe over loopback takes no device interrupt (loopback packets are handled in a softirq on the sending CPU); give --connect ADDR, a peer reached through a NIC whose IRQs this knob moves"
         }
-        LatencyProbe::Rpc(_) => return None,
+        LatencyProbe::Rpc(_) | LatencyProbe::Noise(_) => return None,
     };
     Some(format!(
         "{what}: it cannot see where {}'s IRQs run, so `no detectable effect` here is not a failure of the knob",

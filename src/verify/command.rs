@@ -145,6 +145,7 @@ pub fn run_leg(c: &CommandProbe, cpus: &CpuList) -> Result<(LatencyRun, Vec<f64>
         }),
         warnings: Vec::new(),
         lost: None,
+        evidence: None,
     };
     Ok((run, values))
 }

@@ -120,6 +120,7 @@ pub(super) struct Legs<'a, 's> {
     /// The command probe's placement and values.
     pub(super) command: Option<super::command::Placed>,
     pub(super) energy: super::energy::Legs,
+    pub(super) noise: super::noise::Pool,
 }
 
 impl<'a, 's> Legs<'a, 's> {
@@ -146,6 +147,7 @@ impl<'a, 's> Legs<'a, 's> {
             losses: None,
             command: None,
             energy: super::energy::Legs::new(session.root()),
+            noise: super::noise::Pool::default(),
         }
     }
 
@@ -272,6 +274,7 @@ impl<'a, 's> Legs<'a, 's> {
                 l.lost[k] += lost;
             }
             self.split.add(leg == Leg::Applied, run.split);
+            self.noise.add(leg == Leg::Applied, run.evidence);
             if self.settings.is_null() {
                 self.settings = run.settings;
             }

@@ -16,6 +16,7 @@ pub mod expect;
 pub mod honoured;
 mod legs;
 mod multi;
+pub mod noise;
 pub mod order;
 pub mod paired;
 pub mod placement;
@@ -142,6 +143,8 @@ pub struct Report {
     pub losses: Option<Losses>,
     /// The command probe: where it ran, its unit, which way is better, its values.
     pub command: Option<command::Placed>,
+    /// The noise probe: who took the lost time in each leg, and what changed.
+    pub noise: Option<noise::NoiseEvidence>,
     /// Package energy and power per leg, or "energy not exposed".
     pub energy: energy::Energy,
     pub warnings: Vec<String>,
@@ -382,6 +385,7 @@ fn run_locked(
         losses,
         energy,
         command: placed,
+        noise: legs.noise.report(),
         warnings,
         ledger: None,
     })
@@ -462,6 +466,8 @@ fn place_probe(
             sleeper: o.cpu,
             waker: None,
         },
+        // Its CPUs are chosen below (`noise::verify_cpus`), not as a sleeper.
+        LatencyProbe::Noise(_) => placement::Asked::default(),
     };
     let placed = placement::place(session.root(), &allowed, target.as_ref(), asked, opts.force)?;
     match &mut p {
@@ -474,6 +480,9 @@ fn place_probe(
             o.client_cpu = Some(placed.waker);
         }
         LatencyProbe::Timer(o) => o.cpu = Some(placed.sleeper),
+        LatencyProbe::Noise(o) => {
+            o.cpus = probe::noise::verify_cpus(session.root(), &o.cpus, &placed)
+        }
     }
     Ok((p, placed))
 }

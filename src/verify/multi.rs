@@ -479,6 +479,7 @@ fn probe_time(p: &latency::LatencyProbe) -> Option<Duration> {
             o.samples as u64 * (o.gaps.min_us + o.gaps.max_us) / 2,
         )),
         latency::LatencyProbe::Timer(o) => Some(o.interval * o.loops as u32),
+        latency::LatencyProbe::Noise(o) => Some(o.duration),
         _ => None,
     }
 }

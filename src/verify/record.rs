@@ -34,6 +34,9 @@ pub fn summary(r: &Report) -> String {
         ),
     };
     s += &format!("; {}", r.energy.words);
+    if let Some(n) = &r.noise {
+        s += &format!("; {}", super::noise::words(n));
+    }
     if !r.restored {
         s = format!("NOT RESTORED: the knob's files did not read as found after the run; {s}");
     }
@@ -106,6 +109,7 @@ pub fn record(session: &Session, knob: &Knob, r: &mut Report) -> Result<()> {
         "expectations": r.expectations,
         "command": r.command,
         "energy": r.energy,
+        "noise": r.noise,
     }));
     entry.facts = Some(crate::manifest::facts::Facts {
         probe: Some(r.probe.to_string()),

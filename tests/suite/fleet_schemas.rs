@@ -257,6 +257,19 @@ fn every_json_output_validates_against_its_schema() {
         &mut seen,
     );
     check(
+        "probe-noise",
+        &probe(&[
+            "noise",
+            "--cpus",
+            "0",
+            "--duration",
+            "100ms",
+            "--attribution",
+            "counts",
+        ]),
+        &mut seen,
+    );
+    check(
         "probe-idle-cpu",
         &probe(&[
             "idle-cpu",

@@ -56,6 +56,7 @@ mod platform_freq;
 mod probe_idle_cpu;
 mod probe_interrupt;
 mod probe_latency;
+mod probe_noise;
 mod probe_rss;
 mod probe_wake_split;
 mod profiles;

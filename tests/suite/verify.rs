@@ -284,7 +284,7 @@ fn bad_input_is_refused_before_anything_changes() {
         (&["verify", "in-effect"], "already in effect"),
         (
             &["verify", "rss-probe"],
-            "not one (use wakeup, timer or rpc",
+            "not one (use wakeup, timer, rpc or noise",
         ),
         (
             &["verify", "idle-off-cpu1", "--rounds", "2"],

@@ -1,0 +1,88 @@
+//! The host document's OS-noise evidence: for the isolated and nohz_full
+//! CPUs, the latest `verify --probe noise` in the ledger, per leg.
+
+use std::fmt::Write;
+
+use crate::cpulist::CpuList;
+use crate::manifest::ledger::{Action, Entry};
+use crate::root::Root;
+
+/// The CPUs isolation is about: `isolated` and `nohz_full` in sysfs.
+fn isolated(root: &Root) -> CpuList {
+    let r = crate::inventory::Reader::new(root);
+    let dir = crate::inventory::CPU_DIR;
+    let mut all: Vec<u32> = Vec::new();
+    for f in ["isolated", "nohz_full"] {
+        if let Some(l) = r.cpulist(&format!("{dir}/{f}")) {
+            all.extend(l.as_slice());
+        }
+    }
+    all.into_iter().collect()
+}
+
+/// The section's text; empty when the host isolates no CPU.
+pub fn section(root: &Root, events: &[Entry]) -> String {
+    let cpus = isolated(root);
+    if cpus.is_empty() {
+        return String::new();
+    }
+    let mut o = format!("\nOS noise on the isolated CPUs ({cpus}):\n\n");
+    let latest = events.iter().rev().find(|e| {
+        e.action == Action::Verified
+            && e.evidence.as_ref().is_some_and(|v| {
+                v["noise"]["rounds"][1][0]["cpus"]
+                    .as_array()
+                    .is_some_and(|c| {
+                        c.iter()
+                            .any(|c| c["cpu"].as_u64().is_some_and(|n| cpus.contains(n as u32)))
+                    })
+            })
+    });
+    let Some(e) = latest else {
+        let _ = writeln!(
+            o,
+            "No noise evidence is recorded: `hostknob verify KNOB --probe noise -- --cpus {cpus}` measures it (`hostknob probe noise --cpus {cpus}` without a knob)."
+        );
+        return o;
+    };
+    let n = &e.evidence.as_ref().expect("found with evidence")["noise"];
+    let _ = writeln!(
+        o,
+        "- {} by `verify {}` ({} attribution): lost {} -> {} µs/s (as found -> applied)",
+        e.timestamp,
+        e.knob,
+        n["attribution"].as_str().unwrap_or("?"),
+        n["lost_us_per_s"][0],
+        n["lost_us_per_s"][1]
+    );
+    for (k, leg) in ["as found", "applied"].iter().enumerate() {
+        let top: Vec<String> = n["sources"][k]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(3)
+            .map(|s| {
+                format!(
+                    "{} {} {} µs/s",
+                    s["kind"].as_str().unwrap_or(""),
+                    s["name"].as_str().unwrap_or(""),
+                    s["us_per_s"]
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "- {leg}: {}",
+            if top.is_empty() {
+                "nothing attributed".into()
+            } else {
+                top.join(", ")
+            }
+        );
+    }
+    if let Some(c) = n["changed"].as_array().filter(|c| !c.is_empty()) {
+        let c: Vec<&str> = c.iter().filter_map(|x| x.as_str()).collect();
+        let _ = writeln!(o, "- changed: {}", c.join("; "));
+    }
+    o
+}
