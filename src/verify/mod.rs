@@ -280,6 +280,16 @@ fn run_locked(
     let mut legs = Legs::new(session, knob, opts);
     legs.command = placed;
     legs.watched = honoured::watched(placement.sleeper, placement.target_cpus.as_ref());
+    // A knob without CPUs (THP, sysctl) acts on every package: all are summed.
+    if let Some(t) = &placement.target_cpus {
+        let under_test: Vec<u32> = t
+            .as_slice()
+            .iter()
+            .copied()
+            .chain([placement.sleeper])
+            .collect();
+        legs.energy.keep_packages(session.root(), &under_test);
+    }
     let mut analysis = None;
     'looks: for at in rule.looks() {
         while legs.rounds.len() < at {
@@ -356,6 +366,7 @@ fn run_locked(
         .energy
         .report(command::metric_us(legs.command.as_ref(), &analysis));
     let placed = legs.command.take().map(|p| command::finish(p, &analysis));
+    let split_limit = split::not_applicable(session.root(), placement.sleeper, placement.waker);
     Ok(Report {
         host: session.ctx.name.clone(),
         knob: knob.id.clone(),
@@ -372,7 +383,7 @@ fn run_locked(
         honoured,
         idle: std::mem::take(&mut legs.idle),
         hardware: legs.hw.report(knob),
-        wake_split: legs.split.report(),
+        wake_split: legs.split.report(split_limit),
         samples: [flat(0), flat(1)],
         analysis,
         note: knob.verify.as_ref().and_then(|v| v.note.clone()),
@@ -609,7 +620,14 @@ fn check_expectations(
 fn is_idle_knob(session: &Session, knob: &Knob) -> bool {
     use crate::knob::KindName;
     match knob.kind {
-        KindName::CpuidleState | KindName::PmQos | KindName::PmQosResumeLatency => true,
+        // The MSR idle kinds act below cpuidle: a CPU that never idles shows none.
+        KindName::CpuidleState
+        | KindName::PmQos
+        | KindName::PmQosResumeLatency
+        | KindName::C1e
+        | KindName::PackageCstateLimit
+        | KindName::C1Demotion
+        | KindName::C1Undemotion => true,
         _ => knob.spec.survey(&session.ctx).is_ok_and(|s| {
             s.targets.iter().any(|t| {
                 ["cpuidle", "pm_qos_resume_latency", "haltpoll"]

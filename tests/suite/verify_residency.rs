@@ -13,6 +13,8 @@ const TSC: u32 = 0x10;
 const CORE_C6: u32 = 0x3fd;
 const PKG_C2: u32 = 0x60d;
 const PKG_C6: u32 = 0x3f9;
+/// A client's package C10 (MSR_PKG_C10_RESIDENCY), added to the copy.
+const PKG_C10: u32 = 0x632;
 
 /// A copy of spr1 with pepc's dump and the residency MSRs on every CPU.
 fn spr1_with_residency() -> (tempfile::TempDir, PathBuf, Vec<u32>) {
@@ -24,6 +26,7 @@ fn spr1_with_residency() -> (tempfile::TempDir, PathBuf, Vec<u32>) {
         (CORE_C6, 1 << 30),
         (PKG_C2, 1 << 30),
         (PKG_C6, 1 << 30),
+        (PKG_C10, 1 << 30),
     ] {
         dump.insert(reg, cpus.iter().map(|&c| (c, start)).collect());
     }
@@ -164,6 +167,9 @@ fn residency_per_leg_from_msrs_and_a_package_state_past_the_limit_is_not_honoure
     assert_eq!(percent(&v, 0, "package", 1, "PC2"), 10.0);
     assert_eq!(percent(&v, 0, "package", 1, "PC6"), 30.0);
     assert_eq!(percent(&v, 1, "package", 1, "PC6"), 5.0);
+    // The client counters PC8-PC10 are read where they exist (PC10 here).
+    assert_eq!(percent(&v, 0, "package", 1, "PC10"), 0.0);
+    assert_eq!(percent(&v, 1, "package", 1, "PC10"), 0.0);
     let legs = hw["legs"][1].as_array().unwrap();
     assert_eq!(
         legs.iter()
