@@ -299,7 +299,10 @@ fn run_locked(
             }
         }
         let a = paired::analyze(&legs.rounds, metric, rule);
-        let more = a.decision == Decision::MoreRounds;
+        // A `lower`/`higher` by a margin is decided by the interval: rounds
+        // go on while it straddles the margin (the looks' alpha split holds).
+        let more = a.decision == Decision::MoreRounds
+            || (at < rule.max_rounds && margin_open(knob, &legs.rounds, rule));
         if more {
             progress(&format!(
                 "after {at} rounds: {}; more rounds",
@@ -586,6 +589,18 @@ pub(crate) fn held_request(knob: &Knob) -> Option<u32> {
     (knob.kind == crate::knob::KindName::PmQos)
         .then(|| knob.spec.desired().parse().ok())
         .flatten()
+}
+
+/// Is a `lower`/`higher` expectation still inconclusive (its interval across its margin)?
+fn margin_open(knob: &Knob, rounds: &[(Vec<u64>, Vec<u64>)], rule: Rule) -> bool {
+    use crate::schema::expect::Change;
+    knob.verify.as_ref().is_some_and(|v| {
+        v.expect.0.iter().any(|e| {
+            matches!(e.change, Change::Lower | Change::Higher)
+                && expect::check(e, &paired::analyze(rounds, e.metric, rule)).outcome
+                    == rule::Outcome::Inconclusive
+        })
+    })
 }
 
 /// Each of the manifest's `verify.expect`, checked on an analysis of its own metric.

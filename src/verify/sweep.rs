@@ -42,6 +42,22 @@ pub struct Point {
     pub analysis: Analysis,
 }
 
+impl Point {
+    fn new(value: String, rank: usize, as_found: bool, a: Analysis) -> Point {
+        Point {
+            value,
+            rank,
+            as_found,
+            ratio: a.ratio,
+            interval: a.interval,
+            verdict: a.verdict,
+            decision: a.decision,
+            verdict_words: a.verdict_words(),
+            analysis: a,
+        }
+    }
+}
+
 /// The knee, or why there is none.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Knee {
@@ -383,17 +399,7 @@ fn report(
                 .map(|p| p.steps.is_empty())
                 .unwrap_or(false)
                 && super::held_request(k).is_none();
-            Point {
-                value: legs[v].label.clone(),
-                rank: v - 1,
-                as_found,
-                ratio: a.ratio,
-                interval: a.interval,
-                verdict: a.verdict,
-                decision: a.decision,
-                verdict_words: a.verdict_words(),
-                analysis: a,
-            }
+            Point::new(legs[v].label.clone(), v - 1, as_found, a)
         })
         .collect();
     let knee = knee(
@@ -507,17 +513,7 @@ mod tests {
             crate::verify::paired::Metric::P50,
             crate::verify::paired::Rule::for_rounds(12),
         );
-        Point {
-            value: value.into(),
-            rank: 0,
-            as_found: false,
-            ratio: a.ratio,
-            interval: a.interval,
-            verdict: a.verdict,
-            decision: a.decision,
-            verdict_words: a.verdict_words(),
-            analysis: a,
-        }
+        Point::new(value.into(), 0, false, a)
     }
 
     #[test]
