@@ -204,6 +204,84 @@ fn no_package_residency_past_the_limit_is_no_finding() {
 }
 
 #[test]
+fn every_msr_idle_knob_is_not_exercised_when_the_sleeper_never_idled() {
+    // Under a copy the cpuidle counters never move: CPU 1 never idled as
+    // found, so none of these knobs could act (they were decided by noise).
+    let (_t, root, _) = spr1_with_residency();
+    let kinds = [
+        ("c1e", ["on", "off"]),
+        ("package-cstate-limit", ["PC2", "PC6"]),
+        ("c1-demotion", ["on", "off"]),
+        ("c1-undemotion", ["on", "off"]),
+    ];
+    let mut bodies = Vec::new();
+    for (kind, values) in kinds {
+        for v in values {
+            bodies.push((
+                format!("{kind}-{}", v.to_lowercase()),
+                format!(
+                    "kind: {kind}\nset: \"{v}\"\npersistence: runtime\nverify: {{probe: wakeup}}\n"
+                ),
+            ));
+        }
+    }
+    let all: Vec<(&str, &str)> = bodies
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let m = knobs(&all);
+    let before = tree(&root);
+    for (kind, values) in kinds {
+        // Each kind's value that is not in effect on the copy.
+        let mut ran = false;
+        for v in values {
+            let id = format!("{kind}-{}", v.to_lowercase());
+            let o = run(
+                &root,
+                m.path(),
+                &[
+                    "--host",
+                    "spr1",
+                    "--format",
+                    "json",
+                    "verify",
+                    &id,
+                    "--rounds",
+                    "5",
+                    "--max-rounds",
+                    "5",
+                    "--settle",
+                    "1ms",
+                    "--",
+                    "--samples",
+                    "5",
+                    "--gap-us",
+                    "100..200",
+                    "--sleeper-cpu",
+                    "1",
+                    "--waker-cpu",
+                    "0",
+                ],
+            );
+            if err(&o).contains("already in effect") {
+                continue;
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(&out(&o)).unwrap_or_else(|e| panic!("{id}: {e}: {}", err(&o)));
+            assert_eq!(
+                v["decision"], "not-exercised",
+                "{id}: {}",
+                v["verdict_words"]
+            );
+            assert_eq!(o.status.code(), Some(3), "{id}");
+            assert_tree(&before, &root, &id);
+            ran = true;
+        }
+        assert!(ran, "{kind}: every value already in effect");
+    }
+}
+
+#[test]
 fn a_host_without_residency_counters_says_not_exposed_never_zero() {
     let (_t, root) = vm();
     let m = knobs(&[IDLE_OFF_CPU1]);
