@@ -16,6 +16,8 @@ pub fn run(args: &CaptureArgs) -> Result<i32> {
     }
     // What doc reads beyond the inventory.
     let _ = crate::doc::settings::read_sysctls(&root);
+    // What verify's evidence is dated by (BIOS version and date, cmdline, CPU).
+    let _ = crate::manifest::facts::Facts::of(&root);
     let host = g.host.host.as_deref().or(inv.host.hostname.as_deref());
     let report = capture::mirror_recorded(&root, &args.out, host)?;
     match render::machine(g.format.format.into(), &report)? {

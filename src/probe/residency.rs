@@ -7,7 +7,8 @@
 //! `tsc` event as the denominator; the raw syscall (one call, a 64-byte
 //! attribute) needs no crate beyond `libc`. Otherwise the residency MSRs
 //! through [`crate::msr`] (read-only: 0x3FC/0x3FD/0x3FE core C3/C6/C7,
-//! 0x60D/0x3F8/0x3F9/0x3FA package C2/C3/C6/C7, TSC 0x10), which is also how a
+//! 0x60D/0x3F8/0x3F9/0x3FA package C2/C3/C6/C7, on clients 0x630/0x631/0x632
+//! package C8/C9/C10, TSC 0x10), which is also how a
 //! captured tree holds them. Both count at the TSC's rate. Where neither is
 //! readable the reason is kept: residency that is not exposed is never zero.
 
@@ -40,8 +41,10 @@ impl Scope {
 /// The time-stamp counter, the residencies' denominator.
 pub const TSC: u32 = 0x10;
 
-/// The residency MSRs (Intel SDM vol. 4; turbostat reads the same).
-pub const MSR_COUNTERS: [(Scope, u32, u32); 7] = [
+/// The residency MSRs (Intel SDM vol. 4; turbostat reads the same). PC8-PC10
+/// (MSR_PKG_C8/C9/C10_RESIDENCY) exist on client parts only: where they do
+/// not read, they are left out as any counter is.
+pub const MSR_COUNTERS: [(Scope, u32, u32); 10] = [
     (Scope::Core, 3, 0x3FC),
     (Scope::Core, 6, 0x3FD),
     (Scope::Core, 7, 0x3FE),
@@ -49,6 +52,9 @@ pub const MSR_COUNTERS: [(Scope, u32, u32); 7] = [
     (Scope::Package, 3, 0x3F8),
     (Scope::Package, 6, 0x3F9),
     (Scope::Package, 7, 0x3FA),
+    (Scope::Package, 8, 0x630),
+    (Scope::Package, 9, 0x631),
+    (Scope::Package, 10, 0x632),
 ];
 
 const PMU_DIR: &str = "/sys/bus/event_source/devices";

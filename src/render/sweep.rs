@@ -87,7 +87,7 @@ pub fn sweep_table(r: &SweepReport) -> String {
                     us(p.analysis.applied_geomean_ns),
                     format!("{:.3}", p.ratio),
                     format!("{:.3}-{:.3}", p.interval[0], p.interval[1]),
-                    p.verdict.as_str().into(),
+                    p.analysis.verdict_label(),
                 ]
             })
             .collect(),
@@ -102,7 +102,7 @@ fn row(name: &str, a: &Analysis) -> Vec<String> {
         name.into(),
         format!("{:.3}", a.ratio),
         format!("{:.3}-{:.3}", a.interval[0], a.interval[1]),
-        a.verdict.as_str().into(),
+        a.verdict_label(),
     ]
 }
 
@@ -139,6 +139,9 @@ pub fn bundle_table(r: &BundleReport) -> String {
                 out += &format!("Candidate to drop: {}: {}\n", d.knob, d.reason);
             }
         }
+    }
+    if let Some(w) = &r.interaction {
+        out += &format!("Shares: {w}\n");
     }
     tail(&mut out, &r.warnings, r.restored, &r.interrupted);
     out

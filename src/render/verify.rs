@@ -169,17 +169,23 @@ fn split_table(r: &Report) -> String {
             ])
         })
         .collect();
-    grid(
-        "Wake vs wait for the CPU (pooled over the rounds; run delay from schedstat)",
-        &[
-            "leg",
-            "wake p50",
-            "wake p99",
-            "run delay p50",
-            "run delay p99",
-        ],
-        rows,
-    )
+    let limit = s
+        .not_applicable
+        .as_ref()
+        .map(|w| format!("The split does not apply: {w}.\n"))
+        .unwrap_or_default();
+    limit
+        + &grid(
+            "Wake vs wait for the CPU (pooled over the rounds; run delay from schedstat)",
+            &[
+                "leg",
+                "wake p50",
+                "wake p99",
+                "run delay p50",
+                "run delay p99",
+            ],
+            rows,
+        )
 }
 
 /// Each leg's hardware residency, or why the host exposes none.

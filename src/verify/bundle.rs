@@ -62,6 +62,11 @@ pub struct BundleReport {
     pub together_words: String,
     pub shares: Vec<Share>,
     pub drop_candidates: Vec<Drop>,
+    /// The shares' fractions summed (null when any is undefined): near 1 the
+    /// shares add up; far from it the knobs interact.
+    pub fractions_sum: Option<f64>,
+    /// Said when the fractions do not add up (see [`interaction`]).
+    pub interaction: Option<String>,
     pub placement: placement::Placement,
     pub restored: bool,
     pub interrupted: Option<String>,
@@ -194,6 +199,8 @@ fn report(
         together_words: format!("all / as found: {}", together.verdict_words()),
         together,
         drop_candidates: drop_candidates(&shares),
+        fractions_sum: fractions_sum(&shares),
+        interaction: interaction(&shares),
         shares,
         placement: run.placement,
         restored: run.restored,
@@ -203,8 +210,57 @@ fn report(
     }
 }
 
-/// Knobs the bundle shows no need of: no detectable share, or better without them.
+/// The sum of the shares' fractions, when every one is defined.
+fn fractions_sum(shares: &[Share]) -> Option<f64> {
+    shares.iter().map(|s| s.fraction).sum()
+}
+
+/// How far the fractions may sum from 1 before the shares are said not to
+/// add up (point estimates: a loose bound).
+const INTERACTION: f64 = 0.25;
+
+/// Words when the fractions do not add up: below 1 the knobs overlap (each
+/// is partly redundant given the others), above 1 they reinforce.
+pub fn interaction(shares: &[Share]) -> Option<String> {
+    let sum = fractions_sum(shares)?;
+    if (sum - 1.0).abs() <= INTERACTION {
+        return None;
+    }
+    let how = if sum < 1.0 {
+        "they overlap: part of the effect needs any one of several knobs, so no single one's absence loses it"
+    } else {
+        "they reinforce: a knob's absence loses more than its own part, as the others work through it"
+    };
+    Some(format!(
+        "the shares' fractions add up to {:.0} %, not 100 %: the knobs interact ({how}); each share is its part given all the others, not its effect alone",
+        sum * 100.0
+    ))
+}
+
+/// Knobs the bundle shows no need of: no detectable share, or better without
+/// them. Each is tested with every other knob present: two that do the same
+/// thing each look droppable while the other stays, so with more than one
+/// candidate the reasons say they are not shown to be jointly droppable.
 pub fn drop_candidates(shares: &[Share]) -> Vec<Drop> {
+    let mut out = single_drops(shares);
+    if out.len() > 1 {
+        let names: Vec<String> = out.iter().map(|d| d.knob.clone()).collect();
+        for d in &mut out {
+            let others: Vec<&str> = names
+                .iter()
+                .filter(|n| **n != d.knob)
+                .map(String::as_str)
+                .collect();
+            d.reason += &format!(
+                "; not shown droppable together with {}: each was tested with the others present, so drop one and verify the reduced bundle before dropping another",
+                others.join(", ")
+            );
+        }
+    }
+    out
+}
+
+fn single_drops(shares: &[Share]) -> Vec<Drop> {
     shares
         .iter()
         .filter_map(|s| {
@@ -226,4 +282,66 @@ pub fn drop_candidates(shares: &[Share]) -> Vec<Drop> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::paired::{Metric, Rule, analyze};
+
+    /// A share whose rounds have `ratio` (all / without it) and whose
+    /// fraction of the bundle's effect is `fraction`.
+    fn share(knob: &str, ratio: f64, fraction: Option<f64>) -> Share {
+        let rounds: Vec<_> = (0..12)
+            .map(|r| {
+                let a = (100_000.0 * ratio * (1.0 + (r % 2) as f64 * 0.002)) as u64;
+                (vec![100_000u64; 9], vec![a; 9])
+            })
+            .collect();
+        let a = analyze(&rounds, Metric::P50, Rule::for_rounds(12));
+        Share {
+            knob: knob.into(),
+            ratio: a.ratio,
+            interval: a.interval,
+            verdict: a.verdict,
+            decision: a.decision,
+            fraction,
+            words: String::new(),
+            analysis: a,
+        }
+    }
+
+    #[test]
+    fn jointly_redundant_knobs_are_not_each_advised_droppable() {
+        // Two knobs that do the same thing: without either the bundle keeps
+        // its effect, so each has no share; dropping both loses it all.
+        let shares = [
+            share("a", 1.0, Some(0.0)),
+            share("b", 1.0, Some(0.0)),
+            share("c", 0.7, Some(0.5)),
+        ];
+        let d = drop_candidates(&shares);
+        assert_eq!(d.len(), 2);
+        assert!(
+            d[0].reason.contains("not shown droppable together with b"),
+            "{}",
+            d[0].reason
+        );
+        assert!(d[1].reason.contains("together with a"), "{}", d[1].reason);
+        // Their fractions (0 + 0 + 50 %) do not add up to the bundle's effect.
+        let w = interaction(&shares).unwrap();
+        assert!(w.contains("add up to 50 %") && w.contains("overlap"), "{w}");
+        // One candidate alone: its reason as before, no joint caveat.
+        let one = [share("a", 1.0, Some(0.0)), share("c", 0.7, Some(1.0))];
+        let d = drop_candidates(&one);
+        assert_eq!(d.len(), 1);
+        assert!(
+            !d[0].reason.contains("not shown droppable"),
+            "{}",
+            d[0].reason
+        );
+        assert_eq!(interaction(&one), None);
+        let over = [share("a", 0.7, Some(0.8)), share("c", 0.7, Some(0.8))];
+        assert!(interaction(&over).unwrap().contains("160 %"));
+    }
 }

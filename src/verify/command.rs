@@ -7,8 +7,10 @@
 //! The rounds compare "badness": the value itself when lower is better, its
 //! inverse when higher is better, so the verdict rule (log ratios, applied /
 //! as found, below 1 = improved) is unchanged. The samples are integers:
-//! nanoseconds for a time unit, thousandths of the unit otherwise, and
-//! `INVERSE / value` when higher is better.
+//! nanoseconds for a time unit where lower is better; otherwise the badness
+//! times a power of ten chosen from the run's first value so that it reads
+//! about 1e12, keeping twelve significant digits (a ratio metric of 0.0012
+//! against 0.0014 stays 17 % apart; thousandths of the unit rounded both to 1).
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -27,8 +29,8 @@ use crate::schema::command::{Better, CommandProbe};
 pub const OUTPUT_CAP: usize = 1 << 20;
 /// Bytes of standard error an error message quotes.
 const STDERR_TAIL: usize = 2000;
-/// `better: higher` samples are this over the value (in thousandths of the unit).
-const INVERSE: f64 = 1e18;
+/// The sample a run's first badness is scaled to (see the module comment).
+const SCALE_TO: f64 = 1e12;
 
 /// Where the command ran and what it measured, for the report.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -50,6 +52,11 @@ pub struct Placed {
     pub values: [Vec<Vec<f64>>; 2],
     /// The geometric means over the rounds of each leg's median value, in `unit`.
     pub geomean: [f64; 2],
+    /// Samples per unit of badness (1 for a time unit, lower better: ns are
+    /// the samples); NaN until the first value is read.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub scale: f64,
 }
 
 /// The command's CPUs: the manifest's `cpus`, else every allowed CPU outside
@@ -105,6 +112,10 @@ pub fn place(c: &CommandProbe, p: &Placement, allowed: &CpuList) -> Result<Place
         timeout_ms: c.timeout().as_millis() as u64,
         values: [Vec::new(), Vec::new()],
         geomean: [f64::NAN; 2],
+        scale: match (c.better, c.ns_per_unit()) {
+            (Better::Lower, Some(_)) => 1.0,
+            _ => f64::NAN,
+        },
     })
 }
 
@@ -121,14 +132,15 @@ pub fn placed(
 }
 
 /// One leg: `samples` runs, each a value in the unit and its sample.
-pub fn run_leg(c: &CommandProbe, cpus: &CpuList) -> Result<(LatencyRun, Vec<f64>)> {
+pub fn run_leg(c: &CommandProbe, p: &mut Placed) -> Result<(LatencyRun, Vec<f64>)> {
+    let cpus = &p.cpus.clone();
     let mut values = Vec::with_capacity(c.samples);
     let mut samples = Vec::with_capacity(c.samples);
     for i in 0..c.samples {
         crate::probe::check_cancelled()?;
         let v = run_once(c, cpus)
             .with_context(|| format!("the command probe's run {} of {}", i + 1, c.samples))?;
-        samples.push(to_sample(c, v)?);
+        samples.push(to_sample(c, v, &mut p.scale)?);
         values.push(v);
     }
     let run = LatencyRun {
@@ -150,20 +162,24 @@ pub fn run_leg(c: &CommandProbe, cpus: &CpuList) -> Result<(LatencyRun, Vec<f64>
     Ok((run, values))
 }
 
-/// The value as an integer sample of "badness" (see the module comment).
-pub fn to_sample(c: &CommandProbe, v: f64) -> Result<u64> {
+/// The value as an integer sample of "badness" (see the module comment);
+/// `scale` is set from the first value when it is NaN.
+pub fn to_sample(c: &CommandProbe, v: f64, scale: &mut f64) -> Result<u64> {
     if !v.is_finite() || v < 0.0 {
         bail!("the metric read {v}: not a number of {}", c.unit);
     }
-    let scaled = v * c.ns_per_unit().unwrap_or(1e3);
-    let s = match c.better {
-        Better::Lower => scaled,
-        Better::Higher if scaled > 0.0 => INVERSE / scaled,
+    let bad = match c.better {
+        Better::Lower => v * c.ns_per_unit().filter(|_| *scale == 1.0).unwrap_or(1.0),
+        Better::Higher if v > 0.0 => 1.0 / v,
         Better::Higher => bail!(
             "the metric read 0 {}: with `better: higher` a zero cannot be compared (it is infinitely bad)",
             c.unit
         ),
     };
+    if scale.is_nan() && bad > 0.0 {
+        *scale = 10f64.powf((SCALE_TO / bad).log10().round());
+    }
+    let s = bad * if scale.is_nan() { 1.0 } else { *scale };
     Ok(s.round().clamp(1.0, u64::MAX as f64) as u64)
 }
 
@@ -174,11 +190,13 @@ pub fn value_of(p: &Placed, sample: f64) -> f64 {
         "µs" | "us" | "μs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
-        _ => 1e3,
+        _ => 1.0,
     };
+    let scale = if p.scale.is_nan() { 1.0 } else { p.scale };
     match p.better {
-        Better::Lower => sample / per,
-        Better::Higher => INVERSE / sample / per,
+        Better::Lower if p.scale == 1.0 => sample / per,
+        Better::Lower => sample / scale,
+        Better::Higher => scale / sample,
     }
 }
 
@@ -433,10 +451,60 @@ mod tests {
     #[test]
     fn higher_is_better_inverts_so_a_lower_sample_is_better() {
         let c = probe(Some("x"), None, Better::Higher);
-        let (slow, fast) = (to_sample(&c, 100.0).unwrap(), to_sample(&c, 130.0).unwrap());
+        let mut scale = f64::NAN;
+        let slow = to_sample(&c, 100.0, &mut scale).unwrap();
+        let fast = to_sample(&c, 130.0, &mut scale).unwrap();
         assert!(fast < slow);
-        assert!(to_sample(&c, 0.0).is_err());
+        assert!(to_sample(&c, 0.0, &mut scale).is_err());
         let lower = probe(Some("x"), None, Better::Lower);
-        assert_eq!(to_sample(&lower, 12.5).unwrap(), 12_500, "µs become ns");
+        assert_eq!(
+            to_sample(&lower, 12.5, &mut 1.0).unwrap(),
+            12_500,
+            "µs become ns"
+        );
+    }
+
+    /// A placement of `c`, as verify makes it before the first leg.
+    fn placed_for(c: &CommandProbe) -> Placed {
+        let p = Placement {
+            target_cpus: None,
+            sleeper: 1,
+            waker: 0,
+            sleeper_neighbours: CpuList::default(),
+            sleeper_isolated: false,
+            why: String::new(),
+        };
+        place(c, &p, &CpuList::parse("0-1").unwrap()).unwrap()
+    }
+
+    #[test]
+    fn small_and_large_metrics_keep_their_precision() {
+        // A ratio metric: 0.0012 and 0.0014 are 17 % apart, not both 1.
+        for (unit, better, a, b) in [
+            ("ratio", Better::Lower, 0.0012, 0.0014),
+            ("ops/s", Better::Higher, 2.5e9, 2.5e9 * 1.0001),
+            ("ops/s", Better::Higher, 0.0012, 0.0014),
+            ("ms", Better::Higher, 0.0012, 0.0014),
+        ] {
+            let mut c = probe(Some("x"), None, better);
+            c.unit = unit.into();
+            let mut p = placed_for(&c);
+            let sa = to_sample(&c, a, &mut p.scale).unwrap() as f64;
+            let sb = to_sample(&c, b, &mut p.scale).unwrap() as f64;
+            let want = match better {
+                Better::Lower => b / a,
+                Better::Higher => a / b,
+            };
+            assert!(
+                (sb / sa / want - 1.0).abs() < 1e-9,
+                "{unit} {a} {b}: {sa} {sb}"
+            );
+            assert!(
+                (value_of(&p, sa) / a - 1.0).abs() < 1e-9,
+                "{unit}: {}",
+                value_of(&p, sa)
+            );
+            assert!((value_of(&p, sb) / b - 1.0).abs() < 1e-9, "{unit}");
+        }
     }
 }

@@ -1,8 +1,12 @@
 //! Package energy per leg, from the powercap RAPL counters
-//! (`/sys/class/powercap/intel-rapl:N`, `amd-rapl:N`: `energy_uj`, wrapping
-//! at `max_energy_range_uj`), read through the root seam around each probe
-//! run. Where the host exposes none (a VM), the report says "energy not
-//! exposed", never zero watts.
+//! (`/sys/class/powercap/intel-rapl:N`: `energy_uj`, wrapping at
+//! `max_energy_range_uj`), read through the root seam around each probe
+//! run. AMD's RAPL registers under the same `intel-rapl` control type
+//! (drivers/powercap/intel_rapl_common.c); no `amd-rapl` zone exists. Only
+//! the packages of the CPUs under test are summed (a zone's `name` is
+//! `package-P` or `package-P-die-D`, P the CPUs' `physical_package_id`). Where
+//! the host exposes none (a VM), the report says "energy not exposed", never
+//! zero watts.
 
 use std::time::Instant;
 
@@ -17,6 +21,8 @@ const POWERCAP: &str = "/sys/class/powercap";
 struct Zone {
     dir: String,
     max_uj: u64,
+    /// P of a `package-P` name (None: unnamed, kept).
+    package: Option<u32>,
 }
 
 /// The energy counters over the legs.
@@ -26,6 +32,8 @@ pub struct Legs {
     missing: Option<String>,
     joules: [f64; 2],
     seconds: [f64; 2],
+    /// Each leg's average power per round, in order (as found, applied).
+    round_watts: [Vec<f64>; 2],
 }
 
 /// The counters at the start of a leg's probe run.
@@ -34,19 +42,19 @@ pub struct Start {
     uj: Vec<Option<u64>>,
 }
 
-/// Package zones: `intel-rapl:N` / `amd-rapl:N` (not their sub-zones, not
-/// `psys`, which counts the platform), with a readable counter.
+/// Package zones: `intel-rapl:N` (not their sub-zones, not `psys`, which
+/// counts the platform), with a readable counter.
 fn zones(root: &Root) -> (Vec<Zone>, Option<String>) {
     let Ok(mut names) = root.read_dir(POWERCAP) else {
         return (Vec::new(), Some(format!("no {POWERCAP}")));
     };
     names.sort();
     let mut out = Vec::new();
-    let mut why = format!("no intel-rapl or amd-rapl package zone in {POWERCAP}");
+    let mut why = format!("no intel-rapl package zone in {POWERCAP} (AMD's is intel-rapl too)");
     for n in names {
-        let package = ["intel-rapl:", "amd-rapl:"]
-            .iter()
-            .any(|p| n.strip_prefix(p).is_some_and(|i| i.parse::<u32>().is_ok()));
+        let package = n
+            .strip_prefix("intel-rapl:")
+            .is_some_and(|i| i.parse::<u32>().is_ok());
         if !package {
             continue;
         }
@@ -61,7 +69,11 @@ fn zones(root: &Root) -> (Vec<Zone>, Option<String>) {
             .flatten()
             .and_then(|t| t.parse::<u64>().ok());
         match (read_uj(root, &dir), max) {
-            (Ok(_), Some(max_uj)) => out.push(Zone { dir, max_uj }),
+            (Ok(_), Some(max_uj)) => out.push(Zone {
+                dir,
+                max_uj,
+                package: name.as_deref().and_then(package_of),
+            }),
             (Err(e), _) => {
                 why =
                     format!("{dir}/energy_uj cannot be read ({e}; it is root-only on most kernels)")
@@ -71,6 +83,15 @@ fn zones(root: &Root) -> (Vec<Zone>, Option<String>) {
     }
     let why = out.is_empty().then_some(why);
     (out, why)
+}
+
+/// P of a zone named `package-P` or `package-P-die-D`.
+fn package_of(name: &str) -> Option<u32> {
+    name.strip_prefix("package-")?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn read_uj(root: &Root, dir: &str) -> std::io::Result<u64> {
@@ -98,6 +119,35 @@ impl Legs {
             missing,
             joules: [0.0; 2],
             seconds: [0.0; 2],
+            round_watts: [Vec::new(), Vec::new()],
+        }
+    }
+
+    /// Keeps the zones of the packages of `cpus` (the CPUs under test): the
+    /// other packages' power is other work. A CPU whose package cannot be
+    /// read keeps every zone.
+    pub fn keep_packages(&mut self, root: &Root, cpus: &[u32]) {
+        let mut packages = Vec::new();
+        for c in cpus {
+            let f = format!("/sys/devices/system/cpu/cpu{c}/topology/physical_package_id");
+            match root
+                .read_trimmed(&f)
+                .ok()
+                .flatten()
+                .and_then(|t| t.parse::<u32>().ok())
+            {
+                Some(p) => packages.push(p),
+                None => return,
+            }
+        }
+        if packages.is_empty() {
+            return;
+        }
+        let before = self.zones.len();
+        self.zones
+            .retain(|z| z.package.is_none_or(|p| packages.contains(&p)));
+        if self.zones.is_empty() && before > 0 {
+            self.missing = Some("no package zone for the CPUs under test".into());
         }
     }
 
@@ -134,6 +184,7 @@ impl Legs {
         }
         self.joules[k] += uj as f64 / 1e6;
         self.seconds[k] += secs;
+        self.round_watts[k].push(uj as f64 / 1e6 / secs.max(1e-9));
     }
 
     /// The report: watts per leg and what the applied leg's power bought.
@@ -146,6 +197,7 @@ impl Legs {
                 joules: None,
                 seconds: None,
                 watts: None,
+                power_interval: None,
                 us_saved_per_watt: None,
                 words: format!("energy not exposed: {why}"),
             };
@@ -153,11 +205,27 @@ impl Legs {
         let watts = [0, 1].map(|k| self.joules[k] / self.seconds[k].max(1e-9));
         let extra = watts[1] - watts[0];
         let saved = metric_us.map(|m| m[0] - m[1]);
-        let per_watt = saved.filter(|_| extra > 0.01).map(|s| s / extra);
+        let diff = power_interval(&self.round_watts);
+        let resolved = diff.is_some_and(|[lo, hi]| lo > 0.0 || hi < 0.0);
+        let per_watt = saved
+            .filter(|_| resolved && extra > 0.01)
+            .map(|s| s / extra);
+        let iv = diff.map_or_else(
+            || "no interval: fewer than 2 rounds".to_string(),
+            |[lo, hi]| {
+                format!(
+                    "{:.2} % interval {lo:+.2} to {hi:+.2} W",
+                    (1.0 - ALPHA) * 100.0
+                )
+            },
+        );
         let cost = match (saved, per_watt) {
-            (Some(_), Some(p)) => format!("; {p:.2} µs saved per extra watt"),
+            (Some(_), Some(p)) => format!("; {p:.2} µs saved per extra watt ({iv})"),
+            (Some(_), None) if !resolved => {
+                format!("; µs saved per watt withheld: the power difference is not resolved ({iv})")
+            }
             (Some(s), None) => format!(
-                "; {s:.2} µs saved at no extra power ({:.2} W {})",
+                "; {s:.2} µs saved at no extra power ({:.2} W {}; {iv})",
                 extra.abs(),
                 if extra < 0.0 { "less" } else { "more" }
             ),
@@ -173,9 +241,27 @@ impl Legs {
                 watts[0], watts[1], extra
             ),
             watts: Some(watts),
+            power_interval: diff,
             us_saved_per_watt: per_watt,
         }
     }
+}
+
+/// The run's error rate (verify's), for the power difference's interval.
+const ALPHA: f64 = super::rule::ALPHA;
+
+/// Student t interval of the per-round power differences (applied − as
+/// found); `None` with fewer than 2 paired rounds.
+fn power_interval(w: &[Vec<f64>; 2]) -> Option<[f64; 2]> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let d: Vec<f64> = w[0].iter().zip(&w[1]).map(|(a, b)| b - a).collect();
+    if d.len() < 2 {
+        return None;
+    }
+    let (mean, sd) = super::rule::mean_sd(&d);
+    let t = StudentsT::new(0.0, 1.0, (d.len() - 1) as f64).ok()?;
+    let half = t.inverse_cdf(1.0 - ALPHA / 2.0) * sd / (d.len() as f64).sqrt();
+    Some([mean - half, mean + half])
 }
 
 /// Package energy over the probe runs of each leg (as found, applied).
@@ -191,8 +277,12 @@ pub struct Energy {
     pub seconds: Option<[f64; 2]>,
     /// Average package power per leg.
     pub watts: Option<[f64; 2]>,
+    /// The interval of applied − as found W over the rounds' paired
+    /// differences (Student t at 1 − 0.5 %); null with fewer than 2 rounds.
+    pub power_interval: Option<[f64; 2]>,
     /// (as found − applied µs of the compared metric) / (applied − as found
-    /// W), when the applied leg draws more power and the metric is a time.
+    /// W), when the applied leg draws more power, `power_interval` excludes
+    /// 0 (else withheld: null) and the metric is a time.
     pub us_saved_per_watt: Option<f64>,
     pub words: String,
 }
@@ -221,6 +311,54 @@ fn test_advance(root: &Root, zones: &[Zone], k: usize) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn power_per_watt_needs_a_resolved_power_difference() {
+        let mut l = super::Legs {
+            zones: vec![super::Zone {
+                dir: "z".into(),
+                max_uj: 1,
+                package: Some(0),
+            }],
+            missing: None,
+            joules: [10.0, 10.5],
+            seconds: [10.0, 10.0],
+            // +0.05 W on average, but rounds disagree on its sign.
+            round_watts: [vec![1.0, 1.0, 1.0, 1.0], vec![1.5, 0.6, 1.4, 0.7]],
+        };
+        let e = l.report(Some([100.0, 80.0]));
+        assert_eq!(e.us_saved_per_watt, None, "{}", e.words);
+        assert!(
+            e.words
+                .contains("withheld: the power difference is not resolved"),
+            "{}",
+            e.words
+        );
+        let [lo, hi] = e.power_interval.unwrap();
+        assert!(lo < 0.0 && hi > 0.0);
+        // Every round 0.5 W more: resolved, and given with its interval.
+        l.round_watts[1] = vec![1.5, 1.49, 1.51, 1.5];
+        l.joules[1] = 15.0;
+        let e = l.report(Some([100.0, 80.0]));
+        assert!(
+            (e.us_saved_per_watt.unwrap() - 40.0).abs() < 1e-9,
+            "{}",
+            e.words
+        );
+        assert!(
+            e.words
+                .contains("40.00 µs saved per extra watt (99.50 % interval"),
+            "{}",
+            e.words
+        );
+    }
+
+    #[test]
+    fn zones_are_named_by_package() {
+        assert_eq!(super::package_of("package-1"), Some(1));
+        assert_eq!(super::package_of("package-0-die-1"), Some(0));
+        assert_eq!(super::package_of("psys"), None);
+    }
+
     #[test]
     fn a_counter_that_wrapped_counts_across_the_wrap() {
         assert_eq!(super::delta(100, 350, 1000), 250);

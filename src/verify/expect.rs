@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::paired::{Analysis, Decision, Verdict};
+use super::paired::{Analysis, Decision};
 use super::rule::{self, Outcome};
 use crate::schema::expect::{Amount, Change, Expect};
 
@@ -33,16 +33,9 @@ fn tolerance(e: &Expect, a: &Analysis) -> (f64, String) {
     }
 }
 
-/// Non-inferiority: met only when the interval's bound is inside the tolerance.
-fn non_inferior(e: &Expect, a: &Analysis) -> (Outcome, Option<String>) {
-    let upper = e.change == Change::NoHigher;
-    let (tol, words) = tolerance(e, a);
-    let limit = if upper {
-        1.0 + tol
-    } else {
-        (1.0 - tol).max(0.0)
-    };
-    let d = rule::Decided {
+/// The rule's view of the analysis, for `rule::within` and `rule::past`.
+fn decided(a: &Analysis) -> rule::Decided {
+    rule::Decided {
         ratio: a.ratio,
         interval: a.interval,
         confidence: a.confidence,
@@ -53,11 +46,12 @@ fn non_inferior(e: &Expect, a: &Analysis) -> (Outcome, Option<String>) {
         verdict: a.verdict,
         decision: a.decision,
         more_rounds_needed: a.more_rounds_needed,
-    };
-    let o = rule::within(&d, limit, upper);
-    if o != Outcome::Inconclusive {
-        return (o, None);
     }
+}
+
+/// Why an interval check is inconclusive: `upper` says which bound must be at
+/// most `limit`; `words` names the limit ("tolerance 5 %", "lower by 10 %").
+fn straddles(a: &Analysis, limit: f64, upper: bool, words: &str) -> String {
     let (bound, name) = if upper {
         (a.interval[1], "upper")
     } else {
@@ -71,14 +65,59 @@ fn non_inferior(e: &Expect, a: &Analysis) -> (Outcome, Option<String>) {
             "about {} more rounds at this noise would show it",
             all.saturating_sub(n).max(1)
         ),
-        None => "no number of rounds would show it: the ratio itself is past the tolerance".into(),
+        None => format!(
+            "no number of rounds would show it: the ratio itself is on the wrong side of {limit:.3}"
+        ),
     };
-    (
-        Outcome::Inconclusive,
-        Some(format!(
-            "the interval's {name} bound {bound:.3} is past {limit:.3} (tolerance {words}) while its other bound is not; {more}"
-        )),
+    format!(
+        "the interval's {name} bound {bound:.3} is on the wrong side of {limit:.3} ({words}) while its other bound is not; {more}"
     )
+}
+
+/// Non-inferiority: met only when the interval's bound is inside the tolerance.
+fn non_inferior(e: &Expect, a: &Analysis) -> (Outcome, Option<String>) {
+    let upper = e.change == Change::NoHigher;
+    let (tol, words) = tolerance(e, a);
+    let limit = if upper {
+        1.0 + tol
+    } else {
+        (1.0 - tol).max(0.0)
+    };
+    match rule::within(&decided(a), limit, upper) {
+        Outcome::Inconclusive => (
+            Outcome::Inconclusive,
+            Some(straddles(a, limit, upper, &format!("tolerance {words}"))),
+        ),
+        o => (o, None),
+    }
+}
+
+/// `lower`/`higher` by `by`: met only when the whole interval is past the
+/// ratio `by` asks for, not met only when the whole interval falls short of it.
+fn by_margin(e: &Expect, a: &Analysis) -> (Outcome, Option<String>) {
+    let lower = e.change == Change::Lower;
+    let margin = match e.by {
+        Some(Amount::Fraction(x)) => x,
+        Some(Amount::Ns(ns)) => ns / a.baseline_geomean_ns,
+        None => 0.0,
+    };
+    let limit = if lower { 1.0 - margin } else { 1.0 + margin };
+    if lower && limit <= 0.0 {
+        let why = "a drop of at least the whole as-found value cannot be shown";
+        return (Outcome::NotMet, Some(why.into()));
+    }
+    let words = format!(
+        "{} by {}",
+        if lower { "lower" } else { "higher" },
+        e.by.map_or_else(String::new, |b| b.to_string())
+    );
+    match rule::past(&decided(a), limit, lower) {
+        Outcome::Inconclusive => (
+            Outcome::Inconclusive,
+            Some(straddles(a, limit, lower, &words)),
+        ),
+        o => (o, None),
+    }
 }
 
 /// Checks `e` against an analysis made on `e.metric`.
@@ -91,27 +130,9 @@ pub fn check(e: &Expect, a: &Analysis) -> Check {
         a.baseline_geomean_ns / 1e3,
         a.applied_geomean_ns / 1e3,
         a.interval_words(),
-        a.verdict.as_str()
+        a.verdict_label()
     );
-    let (ratio, gb, ga) = (a.ratio, a.baseline_geomean_ns, a.applied_geomean_ns);
-    let enough = |drop: f64, ratio_ok: bool| match e.by {
-        Some(Amount::Ns(ns)) => drop >= ns,
-        Some(Amount::Fraction(_)) => ratio_ok,
-        None => false,
-    };
-    let frac = match e.by {
-        Some(Amount::Fraction(x)) => x,
-        _ => 0.0,
-    };
     let decided = |ok: bool| if ok { Outcome::Met } else { Outcome::NotMet };
-    let undecided = matches!(
-        a.decision,
-        Decision::RoundCap
-            | Decision::MoreRounds
-            | Decision::NotExercised
-            | Decision::Interrupted
-            | Decision::UnequalLosses
-    );
     let (outcome, why) = match e.change {
         _ if matches!(
             a.decision,
@@ -125,23 +146,7 @@ pub fn check(e: &Expect, a: &Analysis) -> Check {
             };
             (Outcome::Inconclusive, Some(why.to_string()))
         }
-        Change::Lower | Change::Higher if undecided => (
-            Outcome::Inconclusive,
-            Some(format!(
-                "the verdict is inconclusive{}",
-                a.more_rounds_needed
-                    .map(|m| format!(": about {m} more rounds at this noise would decide"))
-                    .unwrap_or_default()
-            )),
-        ),
-        Change::Lower => (
-            decided(a.verdict == Verdict::Improved && enough(gb - ga, ratio <= 1.0 - frac)),
-            None,
-        ),
-        Change::Higher => (
-            decided(a.verdict == Verdict::Regressed && enough(ga - gb, ratio >= 1.0 + frac)),
-            None,
-        ),
+        Change::Lower | Change::Higher => by_margin(e, a),
         Change::NoHigher | Change::NoLower => non_inferior(e, a),
         Change::Ceiling => (
             decided(matches!(e.below, Some(Amount::Ns(ns)) if applied <= ns)),
@@ -165,7 +170,7 @@ pub fn check(e: &Expect, a: &Analysis) -> Check {
 mod tests {
     use super::*;
     use crate::schema::expect::{Expectations, Metric};
-    use crate::verify::paired::{Rule, analyze};
+    use crate::verify::paired::{Rule, Verdict, analyze};
 
     fn parse(yaml: &str) -> Result<Expectations, String> {
         serde_yaml::from_str(yaml).map_err(|e| e.to_string())
@@ -199,6 +204,48 @@ mod tests {
         assert!(met("{change: lower, by: 10 %}", 100.0, 85.0));
         assert!(!met("{change: lower, by: 10 %}", 100.0, 93.0));
         assert!(met("{change: higher, by: 5us}", 100.0, 120.0));
+    }
+
+    /// Rounds whose applied leg is as found times each ratio in turn.
+    fn ratios(rs: &[f64]) -> Analysis {
+        let rounds: Vec<_> = (0..12)
+            .map(|r| {
+                let a = (100_000.0 * rs[r % rs.len()]) as u64;
+                (vec![100_000u64; 9], vec![a; 9])
+            })
+            .collect();
+        analyze(&rounds, Metric::P50, Rule::for_rounds(12))
+    }
+
+    #[test]
+    fn lower_by_a_margin_the_knob_just_delivers_is_inconclusive() {
+        // Ratios 0.87 and 0.935: improved, ratio 0.902, interval across 0.9.
+        // The point estimate called this contradicted (exit 2).
+        let a = ratios(&[0.87, 0.935]);
+        assert_eq!(a.verdict, Verdict::Improved);
+        assert!(
+            a.interval[0] < 0.9 && a.interval[1] > 0.9,
+            "{:?}",
+            a.interval
+        );
+        let e = parse("{change: lower, by: 10 %}").unwrap().0.remove(0);
+        let c = check(&e, &a);
+        assert_eq!(c.outcome, rule::Outcome::Inconclusive, "{c:?}");
+        let why = c.why.unwrap();
+        assert!(
+            why.contains("upper bound") && why.contains("0.900"),
+            "{why}"
+        );
+        // By 5 %: the whole interval is past 0.95, met; by 20 %: wholly short, not met.
+        let by = |p: &str| check(&parse(p).unwrap().0.remove(0), &a).outcome;
+        assert_eq!(by("{change: lower, by: 5 %}"), rule::Outcome::Met);
+        assert_eq!(by("{change: lower, by: 20 %}"), rule::Outcome::NotMet);
+        // An amount in time is taken relative to the as-found geometric mean.
+        assert_eq!(
+            by("{change: lower, by: 10 µs}"),
+            rule::Outcome::Inconclusive
+        );
+        assert_eq!(by("{change: lower, by: 200 µs}"), rule::Outcome::NotMet);
     }
 
     #[test]

@@ -191,7 +191,7 @@ impl<'a, 's> Legs<'a, 's> {
         let at = self.energy.start(root);
         let run = match (&self.opts.command, &mut self.command) {
             (Some(c), Some(p)) => {
-                let (run, values) = super::command::run_leg(c, &p.cpus)?;
+                let (run, values) = super::command::run_leg(c, p)?;
                 p.values[k].push(values);
                 Ok(run)
             }

@@ -283,6 +283,16 @@ fn run_locked(
     let mut legs = Legs::new(session, knob, opts);
     legs.command = placed;
     legs.watched = honoured::watched(placement.sleeper, placement.target_cpus.as_ref());
+    // A knob without CPUs (THP, sysctl) acts on every package: all are summed.
+    if let Some(t) = &placement.target_cpus {
+        let under_test: Vec<u32> = t
+            .as_slice()
+            .iter()
+            .copied()
+            .chain([placement.sleeper])
+            .collect();
+        legs.energy.keep_packages(session.root(), &under_test);
+    }
     let mut analysis = None;
     'looks: for at in rule.looks() {
         while legs.rounds.len() < at {
@@ -292,7 +302,10 @@ fn run_locked(
             }
         }
         let a = paired::analyze(&legs.rounds, metric, rule);
-        let more = a.decision == Decision::MoreRounds;
+        // A `lower`/`higher` by a margin is decided by the interval: rounds
+        // go on while it straddles the margin (the looks' alpha split holds).
+        let more = a.decision == Decision::MoreRounds
+            || (at < rule.max_rounds && margin_open(knob, &legs.rounds, rule));
         if more {
             progress(&format!(
                 "after {at} rounds: {}; more rounds",
@@ -359,6 +372,7 @@ fn run_locked(
         .energy
         .report(command::metric_us(legs.command.as_ref(), &analysis));
     let placed = legs.command.take().map(|p| command::finish(p, &analysis));
+    let split_limit = split::not_applicable(session.root(), placement.sleeper, placement.waker);
     Ok(Report {
         host: session.ctx.name.clone(),
         knob: knob.id.clone(),
@@ -375,7 +389,7 @@ fn run_locked(
         honoured,
         idle: std::mem::take(&mut legs.idle),
         hardware: legs.hw.report(knob),
-        wake_split: legs.split.report(),
+        wake_split: legs.split.report(split_limit),
         samples: [flat(0), flat(1)],
         analysis,
         note: knob.verify.as_ref().and_then(|v| v.note.clone()),
@@ -586,6 +600,18 @@ pub(crate) fn held_request(knob: &Knob) -> Option<u32> {
         .flatten()
 }
 
+/// Is a `lower`/`higher` expectation still inconclusive (its interval across its margin)?
+fn margin_open(knob: &Knob, rounds: &[(Vec<u64>, Vec<u64>)], rule: Rule) -> bool {
+    use crate::schema::expect::Change;
+    knob.verify.as_ref().is_some_and(|v| {
+        v.expect.0.iter().any(|e| {
+            matches!(e.change, Change::Lower | Change::Higher)
+                && expect::check(e, &paired::analyze(rounds, e.metric, rule)).outcome
+                    == rule::Outcome::Inconclusive
+        })
+    })
+}
+
 /// Each of the manifest's `verify.expect`, checked on an analysis of its own metric.
 fn check_expectations(
     knob: &Knob,
@@ -618,7 +644,14 @@ fn check_expectations(
 fn is_idle_knob(session: &Session, knob: &Knob) -> bool {
     use crate::knob::KindName;
     match knob.kind {
-        KindName::CpuidleState | KindName::PmQos | KindName::PmQosResumeLatency => true,
+        // The MSR idle kinds act below cpuidle: a CPU that never idles shows none.
+        KindName::CpuidleState
+        | KindName::PmQos
+        | KindName::PmQosResumeLatency
+        | KindName::C1e
+        | KindName::PackageCstateLimit
+        | KindName::C1Demotion
+        | KindName::C1Undemotion => true,
         _ => knob.spec.survey(&session.ctx).is_ok_and(|s| {
             s.targets.iter().any(|t| {
                 ["cpuidle", "pm_qos_resume_latency", "haltpoll"]

@@ -244,6 +244,20 @@ impl Analysis {
         )
     }
 
+    /// The verdict's name, but for an interval that excludes 1 while staying
+    /// within the minimum effect: that is a small effect shown, not no effect.
+    pub fn verdict_label(&self) -> String {
+        let [lo, hi] = self.interval;
+        if self.decision == Decision::WithinMinimumEffect && (hi < 1.0 || lo > 1.0) {
+            format!(
+                "smaller than the minimum effect ({:.0} %)",
+                self.rule.min_effect * 100.0
+            )
+        } else {
+            self.verdict.as_str().into()
+        }
+    }
+
     /// The verdict in words, with the reason it stopped.
     pub fn verdict_words(&self) -> String {
         let n = self.ratios.len();
@@ -255,6 +269,12 @@ impl Analysis {
         let min = self.rule.min_effect * 100.0;
         match self.decision {
             Decision::EffectCleared => format!("{} ({iv}, {n} rounds)", self.verdict.as_str()),
+            Decision::WithinMinimumEffect if self.interval[1] < 1.0 || self.interval[0] > 1.0 => {
+                format!(
+                    "{}: the interval excludes 1 but the change is under {min:.0} % ({iv}, {n} rounds)",
+                    self.verdict_label()
+                )
+            }
             Decision::WithinMinimumEffect => {
                 format!("no detectable effect: any change is under {min:.0} % ({iv}, {n} rounds)")
             }
@@ -487,6 +507,38 @@ pub(crate) mod tests {
         assert_eq!(a.decision, Decision::WithinMinimumEffect, "{a:?}");
         assert!(a.interval[0] >= 0.95 && a.interval[1] <= 1.05);
         assert!(a.verdict_words().contains("under 5 %"));
+    }
+
+    #[test]
+    fn a_consistent_small_effect_is_smaller_than_the_minimum_not_no_effect() {
+        // Every round 3 % faster, within 1 %: the interval excludes 1 and
+        // lies within 5 % of it. This was called "no detectable effect".
+        let rounds: Vec<_> = (0..20)
+            .map(|r| {
+                let a = (97_000.0 * (1.0 + (r % 3) as f64 * 0.005)) as u64;
+                (vec![100_000u64; 9], vec![a; 9])
+            })
+            .collect();
+        let a = analyze(&rounds, Metric::P50, Rule::for_rounds(20));
+        assert_eq!(a.decision, Decision::WithinMinimumEffect, "{a:?}");
+        assert!(a.interval[1] < 1.0, "{:?}", a.interval);
+        assert_eq!(a.verdict_label(), "smaller than the minimum effect (5 %)");
+        let w = a.verdict_words();
+        assert!(
+            w.starts_with("smaller than the minimum effect (5 %)") && !w.contains("no detectable"),
+            "{w}"
+        );
+        // Straddling 1 it is still no detectable effect.
+        let flat: Vec<_> = (0..20)
+            .map(|r| {
+                (
+                    vec![100_000u64; 9],
+                    vec![if r % 2 == 0 { 99_000 } else { 101_000 }; 9],
+                )
+            })
+            .collect();
+        let a = analyze(&flat, Metric::P50, Rule::for_rounds(20));
+        assert_eq!(a.verdict_label(), "no detectable effect");
     }
 
     #[test]

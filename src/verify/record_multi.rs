@@ -55,7 +55,7 @@ pub fn sweep_summary(r: &SweepReport) -> String {
                 p.ratio,
                 p.interval[0],
                 p.interval[1],
-                p.verdict.as_str()
+                p.analysis.verdict_label()
             )
         })
         .collect();

@@ -260,6 +260,17 @@ pub fn within(d: &Decided, limit: f64, upper: bool) -> Outcome {
     }
 }
 
+/// A change of at least a margin: is the ratio past `limit` (below it for
+/// `lower`, above it for `higher`)? Met only when the whole interval is past
+/// it, not met only when the whole interval falls short of it (the interval
+/// excludes `limit` on the near side), otherwise inconclusive: a knob that
+/// delivers exactly its margin straddles it, and a point estimate would call
+/// it contradicted half the time.
+pub fn past(d: &Decided, limit: f64, lower: bool) -> Outcome {
+    // `lower` by a margin is `no-higher` than the margin; `higher` is `no-lower`.
+    within(d, limit, lower)
+}
+
 #[cfg(test)]
 #[path = "rule_tests.rs"]
 mod tests;

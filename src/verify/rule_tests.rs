@@ -145,3 +145,87 @@ fn the_round_cap_is_capped() {
     assert_eq!(Rule::for_rounds(2).rounds, MIN_ROUNDS);
     assert_eq!(Rule::for_rounds(5).looks(), vec![5, 8, 11, 14, 17, 20]);
 }
+
+/// One run as verify runs it with a `lower by` margin: looks go on while
+/// the verdict or the margin is undecided (`verify::margin_open`).
+fn run_margin(rng: &mut ChaCha8Rng, rule: &Rule, effect: f64, sd: f64, limit: f64) -> Decided {
+    let mut logs = Vec::new();
+    let mut d = None;
+    for at in rule.looks() {
+        while logs.len() < at {
+            logs.push(effect.ln() + sd * normal(rng));
+        }
+        let now = decide(&logs, logs.len(), rule);
+        let open = past(&now, limit, true) == Outcome::Inconclusive;
+        let more = now.decision == Decision::MoreRounds || (at < rule.max_rounds && open);
+        d = Some(now);
+        if !more {
+            break;
+        }
+    }
+    d.expect("at least one look")
+}
+
+/// Outcome rates (met, not met, inconclusive) per 1000 runs of `lower by 10 %`.
+fn by_rates(rng: &mut ChaCha8Rng, effect: f64, sd: f64, old: bool) -> [usize; 3] {
+    let rule = Rule::default();
+    let mut rates = [0; 3];
+    for _ in 0..1000 {
+        let d = if old {
+            run(rng, &rule, effect, sd)
+        } else {
+            run_margin(rng, &rule, effect, sd, 0.9)
+        };
+        let o = if old {
+            // The point-estimate rule this replaced: the verdict, then the ratio.
+            match d.verdict {
+                Verdict::Inconclusive => Outcome::Inconclusive,
+                Verdict::Improved if d.ratio <= 0.9 => Outcome::Met,
+                _ => Outcome::NotMet,
+            }
+        } else {
+            past(&d, 0.9, true)
+        };
+        rates[o as usize] += 1;
+    }
+    rates
+}
+
+#[test]
+fn lower_by_ten_percent_is_decided_by_the_interval() {
+    let mut rng = ChaCha8Rng::seed_from_u64(32);
+    for sd in [0.05, 0.10] {
+        for effect in [0.85, 0.90, 0.95] {
+            let [met, not_met, inc] = by_rates(&mut rng, effect, sd, false);
+            let old = by_rates(&mut rng, effect, sd, true);
+            eprintln!(
+                "true {effect}, sd {sd}: met {met}, contradicted {not_met}, inconclusive {inc} per 1000 (point estimate: {old:?})"
+            );
+            // A knob that delivers its 10 % is not contradicted; the point
+            // estimate contradicted it about half the time.
+            if effect == 0.90 {
+                assert!(not_met <= 10 && met <= 10, "{effect} {sd}: {met} {not_met}");
+                assert!(old[1] >= 300, "{old:?}");
+            }
+            // Short of the margin is never met; past it is never contradicted.
+            if effect == 0.95 {
+                assert!(met <= 5 && not_met > met, "{effect} {sd}: {met} {not_met}");
+            }
+            if effect == 0.85 {
+                assert!(not_met <= 5, "{effect} {sd}: {not_met}");
+            }
+            // Rounds go on while the margin is undecided: a quiet 15 % is shown.
+            if effect == 0.85 && sd == 0.05 {
+                assert!(met >= 500, "{met}");
+            }
+        }
+    }
+    // The interval decides at the margin's side, as `within` does for no-higher.
+    let d = decide(&[0.85f64.ln(); 12], 12, &Rule::for_rounds(12));
+    assert_eq!(past(&d, 0.9, true), Outcome::Met);
+    assert_eq!(past(&d, 0.8, true), Outcome::NotMet);
+    assert_eq!(past(&d, 0.85, true), Outcome::Inconclusive);
+    let d = decide(&[1.2f64.ln(); 12], 12, &Rule::for_rounds(12));
+    assert_eq!(past(&d, 1.1, false), Outcome::Met);
+    assert_eq!(past(&d, 1.3, false), Outcome::NotMet);
+}

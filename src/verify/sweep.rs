@@ -15,6 +15,7 @@ use super::paired::{Analysis, Decision, Verdict};
 use super::{Options, placement};
 use crate::apply::Session;
 use crate::knob::KindName;
+use crate::knob::rules::{CpuId, EppPresets};
 use crate::manifest::{Knob, variant};
 
 /// The most values a sweep takes: every one is a leg in every round.
@@ -41,6 +42,22 @@ pub struct Point {
     pub analysis: Analysis,
 }
 
+impl Point {
+    fn new(value: String, rank: usize, as_found: bool, a: Analysis) -> Point {
+        Point {
+            value,
+            rank,
+            as_found,
+            ratio: a.ratio,
+            interval: a.interval,
+            verdict: a.verdict,
+            decision: a.decision,
+            verdict_words: a.verdict_words(),
+            analysis: a,
+        }
+    }
+}
+
 /// The knee, or why there is none.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Knee {
@@ -50,6 +67,9 @@ pub struct Knee {
     pub best: Option<String>,
     /// Relative: a value's ratio may be at most best × (1 + tolerance).
     pub tolerance: f64,
+    /// The other values whose intervals overlap the best's: the data cannot
+    /// tell them from the best, so the choice among them is uncertain.
+    pub overlap_best: Vec<String>,
     pub words: String,
 }
 
@@ -80,7 +100,12 @@ pub struct SweepReport {
 }
 
 /// How aggressive `value` is for this kind (higher: more), or why it cannot be swept.
-fn aggressiveness(kind: KindName, value: &str, as_found: Option<&str>) -> Result<f64, String> {
+fn aggressiveness(
+    kind: KindName,
+    value: &str,
+    as_found: Option<&str>,
+    presets: Option<&EppPresets>,
+) -> Result<f64, String> {
     let int = |v: &str| {
         v.trim()
             .parse::<i64>()
@@ -106,7 +131,12 @@ fn aggressiveness(kind: KindName, value: &str, as_found: Option<&str>) -> Result
                 }
             }
         }
+        // A preset name ranks by its number on this CPU (the kernel's table:
+        // balance_performance is 32 on Sapphire Rapids, 128 by default).
         KindName::CpufreqEpp => match value.trim() {
+            name if presets.and_then(|p| p.value(name)).is_some() => {
+                -f64::from(presets.and_then(|p| p.value(name)).unwrap_or(0))
+            }
             "performance" => 0.0,
             "balance_performance" => -128.0,
             "balance_power" => -192.0,
@@ -158,7 +188,12 @@ fn ranking(kind: KindName) -> &'static str {
 
 /// The knob once per value, ranked least to most aggressive; every value
 /// checked before anything is written.
-pub fn variants(knob: &Knob, values: &[String], as_found: Option<&str>) -> Result<Vec<Knob>> {
+pub fn variants(
+    knob: &Knob,
+    values: &[String],
+    as_found: Option<&str>,
+    presets: Option<&EppPresets>,
+) -> Result<Vec<Knob>> {
     let bad = |v: &str, m: String| anyhow::anyhow!("--sweep {v}: {m}");
     if !SWEEPABLE.contains(&knob.kind) {
         bail!("verify {} --sweep: {}", knob.id, unordered(knob.kind));
@@ -177,7 +212,7 @@ pub fn variants(knob: &Knob, values: &[String], as_found: Option<&str>) -> Resul
         if values[..i].iter().any(|w| w.trim() == v.trim()) {
             bail!("--sweep {v}: given twice");
         }
-        let a = aggressiveness(knob.kind, v, as_found).map_err(|m| bad(v, m))?;
+        let a = aggressiveness(knob.kind, v, as_found, presets).map_err(|m| bad(v, m))?;
         let k = variant::with_set(knob, v.trim()).map_err(|m| bad(v, m))?;
         if let Some((_, same)) = out.iter().find(|(b, _)| *b == a) {
             let why = match knob.kind {
@@ -208,6 +243,7 @@ pub fn knee(points: &[(String, f64, Verdict)], tolerance: f64) -> Knee {
             value: None,
             best: None,
             tolerance,
+            overlap_best: Vec::new(),
             words: "no knee: no value improved on as found".into(),
         };
     };
@@ -236,8 +272,33 @@ pub fn knee(points: &[(String, f64, Verdict)], tolerance: f64) -> Knee {
         value: Some(k.0.clone()),
         best: Some(best.0.clone()),
         tolerance,
+        overlap_best: Vec::new(),
         words,
     }
+}
+
+/// Adds to `k` the values whose intervals overlap the best's, and says so.
+fn with_uncertainty(mut k: Knee, points: &[Point]) -> Knee {
+    let Some(best) = points
+        .iter()
+        .find(|p| k.best.as_deref() == Some(p.value.as_str()))
+    else {
+        return k;
+    };
+    let [lo, hi] = best.interval;
+    k.overlap_best = points
+        .iter()
+        .filter(|p| p.value != best.value && p.interval[0] <= hi && p.interval[1] >= lo)
+        .map(|p| p.value.clone())
+        .collect();
+    k.words += &match k.overlap_best.as_slice() {
+        [] => format!("; the best's interval {lo:.3}-{hi:.3} overlaps no other value's"),
+        o => format!(
+            "; the best's interval {lo:.3}-{hi:.3} overlaps {}'s: the data cannot tell them apart",
+            o.join(", ")
+        ),
+    };
+    k
 }
 
 pub struct SweepOptions {
@@ -249,6 +310,23 @@ pub struct SweepOptions {
 fn as_found_value(session: &Session, knob: &Knob) -> Option<String> {
     let s = knob.spec.survey(&session.ctx).ok()?;
     s.targets.into_iter().find_map(|t| t.current)
+}
+
+/// The EPP preset numbers of an EPP knob's driver on this CPU, as apply uses them.
+fn epp_presets(session: &Session, knob: &Knob) -> Option<EppPresets> {
+    if knob.kind != KindName::CpufreqEpp {
+        return None;
+    }
+    let root = session.root();
+    let s = knob.spec.survey(&session.ctx).ok()?;
+    let file = s.targets.into_iter().map(|t| t.path).next()?;
+    let dir = file.rsplit_once('/')?.0;
+    let driver = root
+        .read_trimmed(&format!("{dir}/scaling_driver"))
+        .ok()
+        .flatten()?;
+    let cpu = root.read_string("/proc/cpuinfo").ok();
+    EppPresets::of(&driver, cpu.as_deref().and_then(CpuId::parse).as_ref())
 }
 
 /// Checks the values (before anything is written) and runs the sweep.
@@ -267,7 +345,8 @@ pub fn run(
         );
     }
     let here = as_found_value(session, knob);
-    let knobs = variants(knob, &sweep.values, here.as_deref())?;
+    let presets = epp_presets(session, knob);
+    let knobs = variants(knob, &sweep.values, here.as_deref(), presets.as_ref())?;
     let mut legs = vec![Variant {
         label: "as found".into(),
         knobs: Vec::new(),
@@ -320,17 +399,7 @@ fn report(
                 .map(|p| p.steps.is_empty())
                 .unwrap_or(false)
                 && super::held_request(k).is_none();
-            Point {
-                value: legs[v].label.clone(),
-                rank: v - 1,
-                as_found,
-                ratio: a.ratio,
-                interval: a.interval,
-                verdict: a.verdict,
-                decision: a.decision,
-                verdict_words: a.verdict_words(),
-                analysis: a,
-            }
+            Point::new(legs[v].label.clone(), v - 1, as_found, a)
         })
         .collect();
     let knee = knee(
@@ -340,6 +409,7 @@ fn report(
             .collect::<Vec<_>>(),
         sweep.tolerance,
     );
+    let knee = with_uncertainty(knee, &points);
     SweepReport {
         host: session.ctx.name.clone(),
         knob: knob.id.clone(),
@@ -406,7 +476,7 @@ mod tests {
 
     #[test]
     fn kinds_rank_their_values_and_others_are_refused() {
-        let r = |k, v| aggressiveness(k, v, Some("60")).unwrap();
+        let r = |k, v| aggressiveness(k, v, Some("60"), None).unwrap();
         use KindName::*;
         assert!(r(PmQosResumeLatency, "0") < r(PmQosResumeLatency, "100"));
         assert!(r(PmQosResumeLatency, "100") < r(PmQosResumeLatency, "5"));
@@ -417,16 +487,72 @@ mod tests {
         assert!(r(CpufreqEpp, "128") < r(CpufreqEpp, "performance"));
         assert!(r(Sysctl, "50") < r(Sysctl, "10"), "closer to 60 is less");
         assert!(
-            aggressiveness(Thp, "never", None)
+            aggressiveness(Thp, "never", None, None)
                 .unwrap_err()
                 .contains("no ordered values")
         );
         assert!(
-            aggressiveness(CpufreqMin, "max", None)
+            aggressiveness(CpufreqMin, "max", None, None)
                 .unwrap_err()
                 .contains("frequencies")
         );
-        assert!(aggressiveness(CpufreqEpp, "256", None).is_err());
-        assert!(aggressiveness(Sysctl, "5", Some("4096 8192")).is_err());
+        assert!(aggressiveness(CpufreqEpp, "256", None, None).is_err());
+        assert!(aggressiveness(Sysctl, "5", Some("4096 8192"), None).is_err());
+    }
+
+    /// A point whose rounds have the given ratios to as found.
+    fn point(value: &str, ratios: &[f64]) -> Point {
+        let rounds: Vec<_> = (0..12)
+            .map(|r| {
+                let a = (100_000.0 * ratios[r % ratios.len()]) as u64;
+                (vec![100_000u64; 9], vec![a; 9])
+            })
+            .collect();
+        let a = crate::verify::paired::analyze(
+            &rounds,
+            crate::verify::paired::Metric::P50,
+            crate::verify::paired::Rule::for_rounds(12),
+        );
+        Point::new(value.into(), 0, false, a)
+    }
+
+    #[test]
+    fn the_knee_says_which_values_the_data_cannot_tell_from_the_best() {
+        let pts = [
+            point("20", &[0.80, 0.70]),
+            point("5", &[0.60, 0.66]),
+            point("n/a", &[0.58, 0.62]),
+        ];
+        let triples: Vec<_> = pts
+            .iter()
+            .map(|p| (p.value.clone(), p.ratio, p.verdict))
+            .collect();
+        let k = with_uncertainty(knee(&triples, 0.2), &pts);
+        assert_eq!(k.best.as_deref(), Some("n/a"), "{}", k.words);
+        assert_eq!(k.value.as_deref(), Some("5"), "{}", k.words);
+        assert_eq!(k.overlap_best, ["5"], "{}", k.words);
+        assert!(
+            k.words
+                .contains("overlaps 5's: the data cannot tell them apart"),
+            "{}",
+            k.words
+        );
+    }
+
+    #[test]
+    fn epp_names_rank_by_the_models_own_numbers() {
+        let cpu = |model| CpuId {
+            vendor: "GenuineIntel".into(),
+            family: 6,
+            model,
+        };
+        // Sapphire Rapids: balance_performance is 32, more aggressive than 64.
+        let spr = EppPresets::of("intel_pstate", Some(&cpu(0x8F)));
+        let r = |v| aggressiveness(KindName::CpufreqEpp, v, None, spr.as_ref()).unwrap();
+        assert_eq!(r("balance_performance"), -32.0);
+        assert!(r("64") < r("balance_performance") && r("balance_performance") < r("16"));
+        // Where the CPU is unknown, the kernel's default table.
+        let r = |v| aggressiveness(KindName::CpufreqEpp, v, None, None).unwrap();
+        assert_eq!(r("balance_performance"), -128.0);
     }
 }

@@ -338,6 +338,47 @@ fn verify_records_the_facts_and_audit_calls_them_current() {
 }
 
 #[test]
+fn firmware_cmdline_and_stepping_are_recorded_and_date_the_evidence() {
+    let (_t, root) = vm();
+    write_files(
+        &root,
+        &[
+            ("sys/class/dmi/id/bios_version", "1.16.2-1\n"),
+            ("sys/class/dmi/id/bios_date", "04/01/2014\n"),
+            (
+                "proc/cmdline",
+                "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro nohz_full=1 quiet\n",
+            ),
+        ],
+    );
+    let m = knobs(&[IDLE_OFF_CPU1]);
+    let _ = short_verify(&root, m.path(), "idle-off-cpu1");
+    let entries: Vec<serde_yaml::Value> = serde_yaml::from_str(&host_ledger(&root)).unwrap();
+    let f = &entries.last().unwrap()["facts"];
+    assert_eq!(f["bios_version"].as_str(), Some("1.16.2-1"), "{f:?}");
+    assert_eq!(f["bios_date"].as_str(), Some("04/01/2014"), "{f:?}");
+    assert_eq!(f["cmdline"].as_str(), Some("nohz_full=1"), "{f:?}");
+    assert!(f["cpu_stepping"].as_str().is_some(), "{f:?}");
+    let status = |root: &Path| {
+        let (r, _) = audit_json(root, m.path(), Some("vm"));
+        knob(&r, "idle-off-cpu1").clone()
+    };
+    assert_eq!(status(&root)["evidence_status"], "current");
+    // A root= change is not latency: still current.
+    std::fs::write(root.join("proc/cmdline"), "root=/dev/vda2 nohz_full=1\n").unwrap();
+    assert_eq!(status(&root)["evidence_status"], "current");
+    // A firmware update and a new isolcpus=: stale, naming both.
+    std::fs::write(root.join("sys/class/dmi/id/bios_version"), "1.17.0\n").unwrap();
+    std::fs::write(root.join("proc/cmdline"), "nohz_full=1 isolcpus=1\n").unwrap();
+    let k = status(&root);
+    assert_eq!(k["evidence_status"], "evidence-stale", "{k:#}");
+    assert_eq!(
+        k["evidence_detail"],
+        "evidence-stale: BIOS version 1.16.2-1 -> 1.17.0; kernel command line nohz_full=1 -> nohz_full=1 isolcpus=1"
+    );
+}
+
+#[test]
 fn report_lists_stale_and_unverified_hosts() {
     let (_t, root) = vm();
     let m = knobs(&[THP_OK]);

@@ -601,3 +601,54 @@ fn a_sleeper_outside_the_knobs_target_is_refused_unless_forced() {
     assert_eq!(v["placement"]["target_cpus"], "1", "{v}");
     assert_eq!(v["settings"]["sleeper_cpu"], 1, "{v}");
 }
+
+/// Issue 32 item 12: the wake/run split says when it does not apply.
+#[test]
+fn the_wake_split_says_when_the_idle_exit_lands_in_run_delay() {
+    let m = knobs(&[IDLE_OFF_CPU1]);
+    // The VM as captured (6.x, not RT): the split applies.
+    let (_t, root) = vm();
+    let v = short_verify(&root, m.path(), "idle-off-cpu1");
+    assert!(
+        v["wake_split"]["legs"][0].is_object(),
+        "{}",
+        v["wake_split"]
+    );
+    assert!(
+        v["wake_split"]["not_applicable"].is_null(),
+        "{}",
+        v["wake_split"]
+    );
+    // A PREEMPT_RT kernel: no TTWU_QUEUE.
+    let (_u, rt) = vm();
+    write_files(&rt, &[("sys/kernel/realtime", "1\n")]);
+    let v = short_verify(&rt, m.path(), "idle-off-cpu1");
+    let why = v["wake_split"]["not_applicable"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("PREEMPT_RT") && why.contains("run delay"),
+        "{}",
+        v["wake_split"]
+    );
+    // Before 6.0, with the waker in the sleeper's last-level cache.
+    let (_w, old) = vm();
+    std::fs::write(old.join("proc/sys/kernel/osrelease"), "5.15.0-91-generic\n").unwrap();
+    let llc = format!("sys/devices/system/cpu/cpu1/cache/index9");
+    write_files(
+        &old,
+        &[
+            (&format!("{llc}/level"), "9\n"),
+            (&format!("{llc}/shared_cpu_list"), "0-1\n"),
+        ],
+    );
+    let v = short_verify(&old, m.path(), "idle-off-cpu1");
+    let why = v["wake_split"]["not_applicable"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("5.15.0-91-generic") && why.contains("(CPU 0)"),
+        "{}",
+        v["wake_split"]
+    );
+}

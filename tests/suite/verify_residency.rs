@@ -13,6 +13,8 @@ const TSC: u32 = 0x10;
 const CORE_C6: u32 = 0x3fd;
 const PKG_C2: u32 = 0x60d;
 const PKG_C6: u32 = 0x3f9;
+/// A client's package C10 (MSR_PKG_C10_RESIDENCY), added to the copy.
+const PKG_C10: u32 = 0x632;
 
 /// A copy of spr1 with pepc's dump and the residency MSRs on every CPU.
 fn spr1_with_residency() -> (tempfile::TempDir, PathBuf, Vec<u32>) {
@@ -24,6 +26,7 @@ fn spr1_with_residency() -> (tempfile::TempDir, PathBuf, Vec<u32>) {
         (CORE_C6, 1 << 30),
         (PKG_C2, 1 << 30),
         (PKG_C6, 1 << 30),
+        (PKG_C10, 1 << 30),
     ] {
         dump.insert(reg, cpus.iter().map(|&c| (c, start)).collect());
     }
@@ -164,6 +167,9 @@ fn residency_per_leg_from_msrs_and_a_package_state_past_the_limit_is_not_honoure
     assert_eq!(percent(&v, 0, "package", 1, "PC2"), 10.0);
     assert_eq!(percent(&v, 0, "package", 1, "PC6"), 30.0);
     assert_eq!(percent(&v, 1, "package", 1, "PC6"), 5.0);
+    // The client counters PC8-PC10 are read where they exist (PC10 here).
+    assert_eq!(percent(&v, 0, "package", 1, "PC10"), 0.0);
+    assert_eq!(percent(&v, 1, "package", 1, "PC10"), 0.0);
     let legs = hw["legs"][1].as_array().unwrap();
     assert_eq!(
         legs.iter()
@@ -195,6 +201,84 @@ fn no_package_residency_past_the_limit_is_no_finding() {
     assert_eq!(percent(&v, 0, "package", 1, "PC6"), 30.0);
     assert_ne!(v["honoured"]["status"], "not-honoured", "{}", v["honoured"]);
     assert_eq!(v["honoured"]["findings"], serde_json::json!([]));
+}
+
+#[test]
+fn every_msr_idle_knob_is_not_exercised_when_the_sleeper_never_idled() {
+    // Under a copy the cpuidle counters never move: CPU 1 never idled as
+    // found, so none of these knobs could act (they were decided by noise).
+    let (_t, root, _) = spr1_with_residency();
+    let kinds = [
+        ("c1e", ["on", "off"]),
+        ("package-cstate-limit", ["PC2", "PC6"]),
+        ("c1-demotion", ["on", "off"]),
+        ("c1-undemotion", ["on", "off"]),
+    ];
+    let mut bodies = Vec::new();
+    for (kind, values) in kinds {
+        for v in values {
+            bodies.push((
+                format!("{kind}-{}", v.to_lowercase()),
+                format!(
+                    "kind: {kind}\nset: \"{v}\"\npersistence: runtime\nverify: {{probe: wakeup}}\n"
+                ),
+            ));
+        }
+    }
+    let all: Vec<(&str, &str)> = bodies
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let m = knobs(&all);
+    let before = tree(&root);
+    for (kind, values) in kinds {
+        // Each kind's value that is not in effect on the copy.
+        let mut ran = false;
+        for v in values {
+            let id = format!("{kind}-{}", v.to_lowercase());
+            let o = run(
+                &root,
+                m.path(),
+                &[
+                    "--host",
+                    "spr1",
+                    "--format",
+                    "json",
+                    "verify",
+                    &id,
+                    "--rounds",
+                    "5",
+                    "--max-rounds",
+                    "5",
+                    "--settle",
+                    "1ms",
+                    "--",
+                    "--samples",
+                    "5",
+                    "--gap-us",
+                    "100..200",
+                    "--sleeper-cpu",
+                    "1",
+                    "--waker-cpu",
+                    "0",
+                ],
+            );
+            if err(&o).contains("already in effect") {
+                continue;
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(&out(&o)).unwrap_or_else(|e| panic!("{id}: {e}: {}", err(&o)));
+            assert_eq!(
+                v["decision"], "not-exercised",
+                "{id}: {}",
+                v["verdict_words"]
+            );
+            assert_eq!(o.status.code(), Some(3), "{id}");
+            assert_tree(&before, &root, &id);
+            ran = true;
+        }
+        assert!(ran, "{kind}: every value already in effect");
+    }
 }
 
 #[test]
