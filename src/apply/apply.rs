@@ -310,6 +310,19 @@ pub(super) fn write_in_order(
         }
         touched.push(i);
     }
+    // MSRs go last ([`crate::knob::rules::MSR_PHASE`]); read each again once
+    // everything is written, since a write may have made the kernel change it.
+    for st in planned
+        .steps
+        .iter()
+        .filter(|st| st.write.mode == WriteMode::Msr)
+    {
+        let knob = planned.knobs[st.knob].knob;
+        if let Err(why) = confirm(knob.spec.as_ref(), &s.ctx, &st.write) {
+            let why = format!("{}: after every write of the apply: {why}", st.write.path);
+            return Err(rollback(root, journal, entries, &touched, fresh, why));
+        }
+    }
     Ok(())
 }
 
@@ -465,7 +478,7 @@ pub(super) fn skipped(b: &Blocked) -> Skipped {
 
 /// The knob's caveats, then what persists it here or what would.
 pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
-    let mut out = knob.caveats.clone();
+    let mut out = knob.all_caveats();
     let id = &knob.id;
     let line = match knob.persistence {
         Persistence::Runtime => {

@@ -103,6 +103,15 @@ pub(super) fn judge<'t>(target: &'t Target, persist: &Result<String, String>) ->
     let (status, detail) = match (&target.blocker, target.in_effect) {
         (Some(Blocker::NotApplicable(r)), _) => (Status::NotApplicable, r.clone()),
         (Some(Blocker::Unreadable(r)), _) => (Status::Unreadable, r.clone()),
+        // An MSR domain whose copies differ lost the value on some CPU.
+        (Some(Blocker::Unsupported(r)), false)
+            if target
+                .current
+                .as_deref()
+                .is_some_and(|c| c.starts_with(crate::knob::msr_field::DIFFERS)) =>
+        {
+            (Status::Drift, r.clone())
+        }
         (Some(Blocker::Unsupported(r)), false) => (Status::Unsupported, r.clone()),
         (_, true) => match persist {
             Ok(_) => (Status::Ok, String::new()),

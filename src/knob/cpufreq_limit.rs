@@ -255,10 +255,10 @@ impl<const MAX: bool> KnobKind for CpufreqLimit<MAX> {
                 }
             };
             let driver = p.driver.as_deref().unwrap_or("unknown");
-            let (write, blocker) = match partial.map_or_else(
-                || self.resolve(host, &p.dir, driver),
-                Err,
-            ) {
+            let (write, blocker) = match partial
+                .map_or_else(|| self.resolve(host, &p.dir, driver), Err)
+                .and_then(|k| global_bound(host, &p.dir, driver, k, MAX).map(|_| k))
+            {
                 Ok(k) => (Some(k.to_string()), None),
                 Err(b) => (None, Some(b)),
             };
@@ -292,6 +292,52 @@ impl<const MAX: bool> KnobKind for CpufreqLimit<MAX> {
         }
         Ok(survey)
     }
+}
+
+/// intel_pstate's global `max_perf_pct`/`min_perf_pct` bound every policy in
+/// active mode: the effective range is the policy's within them, in percent
+/// of the highest (turbo) level (intel_pstate.rst "Global Attributes";
+/// intel_pstate.c `intel_pstate_update_perf_limits`). A limit outside them
+/// is not what the CPUs get: said, and not written. Within one 100 MHz step
+/// (the kernel rounds the percentage to a P-state) nothing is said.
+fn global_bound(
+    host: &HostCtx,
+    dir: &str,
+    driver: &str,
+    khz: u64,
+    max: bool,
+) -> Result<(), Blocker> {
+    const PSTATE: &str = "/sys/devices/system/cpu/intel_pstate";
+    const STEP: u64 = 100_000;
+    if driver != "intel_pstate"
+        || host.text(&format!("{PSTATE}/status")).as_deref() != Some("active")
+    {
+        return Ok(());
+    }
+    let Some(top) = number(host, &format!("{dir}/cpuinfo_max_freq")) else {
+        return Ok(());
+    };
+    let pct = |f: &str| number(host, &format!("{PSTATE}/{f}"));
+    let ceiling = pct("max_perf_pct").map(|p| (top * p / 100).div_ceil(STEP) * STEP);
+    let floor = pct("min_perf_pct").map(|p| top * p / 100);
+    let why = match (ceiling, floor) {
+        (Some(c), _) if khz > c => format!(
+            "intel_pstate's max_perf_pct caps every policy at {} ({PSTATE}/max_perf_pct, in \
+             percent of cpuinfo_max_freq {}): {} is not in effect; raise max_perf_pct",
+            show_khz(c),
+            show_khz(top),
+            show_khz(khz)
+        ),
+        (_, Some(f)) if !max && khz + STEP < f => format!(
+            "intel_pstate's min_perf_pct keeps every policy at {} or above ({PSTATE}/min_perf_pct, \
+             in percent of cpuinfo_max_freq {}): a floor of {} is not in effect; lower min_perf_pct",
+            show_khz(f),
+            show_khz(top),
+            show_khz(khz)
+        ),
+        _ => return Ok(()),
+    };
+    Err(Blocker::Unsupported(why))
 }
 
 /// Orders the floor and ceiling writes of each directory (a policy, an

@@ -2,7 +2,7 @@
 //! `PCStateConfigCtl.py`). Allow the CPU to demote C6/C7 requests to C1 (`c1_demotion`).
 //! Bit 15 locks only bits 15:0, so this bit stays writable on a locked register.
 
-use super::msr_field::{CpuId, CpusTarget, Resolved, Scope, cpus_of, msr_kind, on_off};
+use super::msr_field::{CpuId, CpusTarget, Resolved, cpus_of, msr_kind, on_off};
 use super::{Blocker, CpuSel, FieldError, KindName, Spec};
 use crate::msr::model::MSR_PKG_CST_CONFIG_CONTROL;
 use crate::msr::write::Field;
@@ -39,11 +39,12 @@ impl C1Demotion {
         id.require_model()?;
         Ok(Resolved {
             field: Field::bit(MSR_PKG_CST_CONFIG_CONTROL, 26),
-            scope: Scope::Core,
+            scope: id.c1_demotion_scope(),
             want: self.on as u64,
             words: vec![(0, "off".into()), (1, "on".into())],
             label: "C1 demotion".into(),
             guards: Vec::new(),
+            checks: Vec::new(),
         })
     }
 }

@@ -1,8 +1,8 @@
-//! `c1e`: C1E auto-promotion, MSR_POWER_CTL (0x1FC) bit 1, one per package
-//! (pepc `PowerCtl.py`, `c1e_autopromote`). `on`: the CPU turns every C1
+//! `c1e`: C1E auto-promotion, MSR_POWER_CTL (0x1FC) bit 1, one per package,
+//! per die on CLX-AP (pepc `PowerCtl.py`, `c1e_autopromote`). `on`: the CPU turns every C1
 //! request into C1E; `off` keeps C1 shallow.
 
-use super::msr_field::{CpusTarget, Resolved, Scope, cpus_of, msr_kind, on_off};
+use super::msr_field::{CpusTarget, Resolved, cpus_of, msr_kind, on_off};
 use super::{Blocker, CpuSel, FieldError, KindName, Spec};
 use crate::msr::model::MSR_IA32_POWER_CTL;
 use crate::msr::write::Field;
@@ -35,15 +35,17 @@ impl C1e {
         format!("C1E auto-promotion on CPUs {}", self.cpus)
     }
 
+    /// No model table row needed: pepc's `c1e_autopromote` has no `vfms`
+    /// restriction (PowerCtl.py), the bit is the same on every Intel model.
     fn resolve(&self, id: &super::msr_field::CpuId) -> Result<Resolved, Blocker> {
-        id.require_model()?;
         Ok(Resolved {
             field: Field::bit(MSR_IA32_POWER_CTL, 1),
-            scope: Scope::Package,
+            scope: id.package_scope(),
             want: self.on as u64,
             words: vec![(0, "off".into()), (1, "on".into())],
             label: "C1E auto-promotion".into(),
             guards: Vec::new(),
+            checks: Vec::new(),
         })
     }
 }

@@ -23,25 +23,11 @@ use crate::schema::{Persistence, Scalar};
 /// MSRs reset at boot: a boot unit re-applies them (`persist/boot_unit.rs`).
 pub const MSR_PERSISTENCE: &[Persistence] = &[Persistence::Runtime, Persistence::Boot];
 
-/// The CPUs a feature affects (pepc's `sname`): a knob covers whole
-/// domains. Not the CPUs sharing one copy of the register (`iosname`):
-/// every CPU of a domain gets its own write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    Thread,
-    Core,
-    Package,
-}
+pub use crate::msr::model::Scope;
 
-impl Scope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Thread => "CPU",
-            Scope::Core => "core",
-            Scope::Package => "package",
-        }
-    }
-}
+/// The current value of a domain whose copies differ (a CPU brought online
+/// since, which intel_idle set up afresh): audit calls it drift.
+pub const DIFFERS: &str = "differs between CPUs";
 
 /// A condition on another (or the same) register that must hold on each
 /// domain before the field may be written.
@@ -54,6 +40,14 @@ pub struct Guard {
     pub refusal: &'static str,
 }
 
+/// A rule on each CPU's registers before the write: the registers it reads
+/// and, given the bits wanted and their values, the refusal if it fails.
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub regs: &'static [u32],
+    pub refuse: fn(u64, &[u64]) -> Option<String>,
+}
+
 /// One kind's field on this CPU model.
 #[derive(Clone, Debug)]
 pub struct Resolved {
@@ -64,6 +58,7 @@ pub struct Resolved {
     pub words: Vec<(u64, String)>,
     pub label: String,
     pub guards: Vec<Guard>,
+    pub checks: Vec<Check>,
 }
 
 impl Resolved {
@@ -84,6 +79,11 @@ pub struct CpuId {
     pub flags: Vec<String>,
     /// processor -> (physical id, core id)
     places: BTreeMap<u32, (Option<u32>, Option<u32>)>,
+    /// The first online CPU's cpufreq scaling driver.
+    pub driver: Option<String>,
+    /// Distinct `die_id`s among package 0's CPUs, read only where a
+    /// scope depends on it ([`model::package_scope`]).
+    dies_in_package0: usize,
 }
 
 impl CpuId {
@@ -98,6 +98,11 @@ impl CpuId {
             model: None,
             flags: Vec::new(),
             places: BTreeMap::new(),
+            dies_in_package0: 1,
+            driver: host.online().as_slice().first().and_then(|c| {
+                host.text(&format!("{CPU_DIR}/cpu{c}/cpufreq/scaling_driver"))
+                    .map(|d| d.trim().to_string())
+            }),
         };
         for (n, block) in text.split("\n\n").enumerate() {
             let mut place = (None, None, None);
@@ -121,7 +126,32 @@ impl CpuId {
                 id.places.insert(p, (place.1, place.2));
             }
         }
+        if model::package_scope(id.family.unwrap_or(0), id.model.unwrap_or(0), 2) == Scope::Die {
+            let mut dies: Vec<String> = id
+                .places
+                .iter()
+                .filter(|(_, (package, _))| *package == Some(0))
+                .filter_map(|(cpu, _)| host.text(&format!("{CPU_DIR}/cpu{cpu}/topology/die_id")))
+                .collect();
+            dies.sort();
+            dies.dedup();
+            id.dies_in_package0 = dies.len();
+        }
         Ok(id)
+    }
+
+    /// The scope of a package-scoped feature of 0xE2 or 0x1FC on this CPU (die on CLX-AP).
+    pub fn package_scope(&self) -> Scope {
+        model::package_scope(
+            self.family.unwrap_or(0),
+            self.model.unwrap_or(0),
+            self.dies_in_package0,
+        )
+    }
+
+    /// The scope of C1 demotion/undemotion on this CPU model.
+    pub fn c1_demotion_scope(&self) -> Scope {
+        model::c1_demotion_scope(self.family.unwrap_or(0), self.model.unwrap_or(0))
     }
 
     pub fn model(&self) -> Option<&'static Model> {
@@ -162,6 +192,14 @@ impl CpuId {
         match scope {
             Scope::Thread => Some((cpu, 0, 0)),
             Scope::Package => Some((package()?, 0, 0)),
+            Scope::Die => Some((package()?, topo("die_id")?, 0)),
+            // Named by the first CPU sharing its L2 (pepc reads index2 too).
+            Scope::Module => {
+                let shared =
+                    host.text(&format!("{CPU_DIR}/cpu{cpu}/cache/index2/shared_cpu_list"))?;
+                let first = *CpuList::parse(shared.trim()).ok()?.as_slice().first()?;
+                Some((package()?, u32::MAX, first))
+            }
             Scope::Core => Some((
                 package()?,
                 topo("die_id").unwrap_or(0),
@@ -244,7 +282,7 @@ pub fn survey(
         }
     };
     let path0 = w::path(first, r.field);
-    if let Some(why) = w::lockdown(host.root) {
+    if let Some(why) = w::lockdown(host.root).or_else(|| w::allow_writes(host.root)) {
         survey.targets.push(whole(path0, Blocker::Unsupported(why)));
         return Ok(survey);
     }
@@ -297,7 +335,7 @@ fn domains(
     for &cpu in online.as_slice() {
         let key = id.domain(host, cpu, scope).ok_or_else(|| {
             format!(
-                "the {} of CPU {cpu} is unknown (no topology in sysfs or /proc/cpuinfo), so the CPUs sharing its register are not known",
+                "the {} of CPU {cpu} is unknown (no topology or cache/index2 in sysfs, nor /proc/cpuinfo), so the CPUs sharing its register are not known",
                 scope.as_str()
             )
         })?;
@@ -339,6 +377,7 @@ fn domain_target(
     }
     let mut regs: Vec<u32> = vec![r.field.reg];
     regs.extend(r.guards.iter().map(|g| g.field.reg));
+    regs.extend(r.checks.iter().flat_map(|c| c.regs.iter().copied()));
     let mut values: Vec<u64> = Vec::new();
     for &cpu in domain {
         let read = msrs.read(cpu, &regs);
@@ -368,6 +407,14 @@ fn domain_target(
                 )));
             }
         }
+        let mut rest = &read[1 + r.guards.len()..];
+        for c in &r.checks {
+            let (mine, after) = rest.split_at(c.regs.len());
+            rest = after;
+            if let Some(why) = (c.refuse)(r.want, mine) {
+                return blocked(Blocker::Unsupported(format!("{why} (CPU {cpu})")));
+            }
+        }
         values.push(read[0]);
     }
     let bits: Vec<u64> = values.iter().map(|v| r.field.get(*v)).collect();
@@ -375,7 +422,7 @@ fn domain_target(
     // when they agree, so a domain whose copies differ is left alone.
     if let Some((cpu, b)) = domain.iter().zip(&bits).find(|(_, b)| **b != bits[0]) {
         return Target {
-            current: Some(format!("differs between CPUs {cpus}")),
+            current: Some(format!("{DIFFERS} {cpus}")),
             ..blocked(Blocker::Unsupported(format!(
                 "MSR {:#x}{}: the copies of CPUs {cpus} differ before the write ({} on CPU {}, {} on CPU {cpu}), so one value could not restore them; make them agree first (wrmsr -p N)",
                 r.field.reg,
@@ -469,14 +516,39 @@ pub fn hwp_value(set: &Scalar) -> Result<u64, FieldError> {
     }
 }
 
-/// An HWP_REQUEST field: architectural, so no model table, but HWP must be on.
-pub fn hwp_resolve(id: &CpuId, field: Field, perf: u64, label: &str) -> Result<Resolved, Blocker> {
+/// An HWP_REQUEST field: architectural, so no model table, but HWP must be
+/// on and the register must be the CPU's own request: not intel_pstate's
+/// (which owns it), not overridden by the package request.
+pub fn hwp_resolve(
+    id: &CpuId,
+    field: Field,
+    perf: u64,
+    label: &str,
+    checks: Vec<Check>,
+) -> Result<Resolved, Blocker> {
     if !id.has("hwp") {
         return Err(Blocker::Unsupported(
             "this CPU has no HWP (no `hwp` flag in /proc/cpuinfo): MSR 0x774 does not exist here"
                 .into(),
         ));
     }
+    if let Some(d) = id
+        .driver
+        .as_deref()
+        .filter(|d| ["intel_pstate", "intel_cpufreq"].contains(d))
+    {
+        return Err(Blocker::NotApplicable(format!(
+            "the scaling driver is {d}, which owns MSR 0x774: it rewrites min/max on every \
+             policy update, EPP change, HWP dynamic boost, frequency update (passive mode) and \
+             resume (drivers/cpufreq/intel_pstate.c); set cpufreq-min/cpufreq-max, which it \
+             turns into HWP limits"
+        )));
+    }
+    let mut all = vec![Check {
+        regs: &[model::MSR_IA32_HWP_CAPABILITIES],
+        refuse: hwp_capabilities,
+    }];
+    all.extend(checks);
     Ok(Resolved {
         field,
         scope: Scope::Thread,
@@ -488,5 +560,66 @@ pub fn hwp_resolve(id: &CpuId, field: Field, perf: u64, label: &str) -> Result<R
             want: 1,
             refusal: "HWP is not enabled (the firmware or the driver left it off), so MSR 0x774 is not in use",
         }],
+        checks: all,
     })
+}
+
+/// IA32_HWP_CAPABILITIES (0x771): highest performance bits 7:0, lowest
+/// bits 31:24 (Intel SDM vol. 3B, 15.4.3; pepc `HWPCapabilities.py`).
+fn hwp_capabilities(want: u64, regs: &[u64]) -> Option<String> {
+    let (highest, lowest) = (regs[0] & 0xff, (regs[0] >> 24) & 0xff);
+    (want > highest || want < lowest).then(|| {
+        format!(
+            "{want} is outside this CPU's HWP performance levels {lowest}..{highest} \
+             (IA32_HWP_CAPABILITIES, MSR 0x771: lowest bits 31:24, highest bits 7:0)"
+        )
+    })
+}
+
+/// Package control (MSR 0x774 bit 42) in use without the field's valid bit
+/// (63 for min, 62 for max): the CPU takes the value from MSR 0x772
+/// (pepc `HWPRequest.py`, `is_feature_pkg_controlled`).
+fn pkg_controlled(value: u64, valid_bit: u32) -> Option<String> {
+    (value >> 42 & 1 == 1 && value >> valid_bit & 1 == 0).then(|| {
+        format!(
+            "HWP package control is in use (MSR 0x774 bit 42 set, valid bit {valid_bit} clear): \
+             the CPU takes this field from MSR 0x772 (HWP_REQUEST_PKG) and ignores 0x774"
+        )
+    })
+}
+
+/// `hwp-min`'s checks: not above the CPU's max (bits 15:8), not package controlled.
+pub fn hwp_min_checks() -> Vec<Check> {
+    vec![Check {
+        regs: &[model::MSR_IA32_HWP_REQUEST],
+        refuse: |want, regs| {
+            let max = regs[0] >> 8 & 0xff;
+            pkg_controlled(regs[0], 63).or_else(|| {
+                (want > max).then(|| {
+                    format!(
+                        "hwp-min {want} is above the HWP max performance {max} (MSR 0x774 bits \
+                         15:8): min may not exceed max; raise hwp-max first"
+                    )
+                })
+            })
+        },
+    }]
+}
+
+/// `hwp-max`'s checks: not below the CPU's min (bits 7:0), not package controlled.
+pub fn hwp_max_checks() -> Vec<Check> {
+    vec![Check {
+        regs: &[model::MSR_IA32_HWP_REQUEST],
+        refuse: |want, regs| {
+            let min = regs[0] & 0xff;
+            pkg_controlled(regs[0], 62).or_else(|| {
+                (want < min).then(|| {
+                    format!(
+                        "hwp-max {want} is below the HWP min performance {min} (MSR 0x774 bits \
+                         7:0): max may not be under min; lower hwp-min first"
+                    )
+                })
+            })
+        },
+    }]
 }

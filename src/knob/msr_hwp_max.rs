@@ -1,10 +1,13 @@
 //! `hwp-max`: the max performance HWP may pick, MSR_HWP_REQUEST (0x774)
 //! bits 15:8, one per CPU (pepc `HWPRequest.py`, `max_perf`). Written only
 //! where HWP is on: the `hwp` CPU flag and MSR_PM_ENABLE (0x770) bit 0.
-//! intel_pstate also writes this register (its `scaling_max_freq`): audit
-//! shows when it has moved the value since.
+//! Not applicable under intel_pstate or intel_cpufreq, which own the register
+//! (`cpufreq-max` is the knob there); refused outside IA32_HWP_CAPABILITIES,
+//! across the other bound, or under HWP package control.
 
-use super::msr_field::{CpuId, CpusTarget, Resolved, cpus_of, hwp_resolve, hwp_value, msr_kind};
+use super::msr_field::{
+    CpuId, CpusTarget, Resolved, cpus_of, hwp_max_checks, hwp_resolve, hwp_value, msr_kind,
+};
 use super::{Blocker, CpuSel, FieldError, KindName, Spec};
 use crate::msr::write::Field;
 use crate::schema::Scalar;
@@ -37,7 +40,13 @@ impl HwpMax {
     }
 
     fn resolve(&self, id: &CpuId) -> Result<Resolved, Blocker> {
-        hwp_resolve(id, Field::new(0x774, 15, 8), self.perf, "HWP max performance")
+        hwp_resolve(
+            id,
+            Field::new(0x774, 15, 8),
+            self.perf,
+            "HWP max performance",
+            hwp_max_checks(),
+        )
     }
 }
 

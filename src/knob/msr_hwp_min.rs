@@ -1,10 +1,13 @@
 //! `hwp-min`: the min performance HWP may pick, MSR_HWP_REQUEST (0x774)
 //! bits 7:0, one per CPU (pepc `HWPRequest.py`, `min_perf`). Written only
 //! where HWP is on: the `hwp` CPU flag and MSR_PM_ENABLE (0x770) bit 0.
-//! intel_pstate also writes this register (its `scaling_min_freq`): audit
-//! shows when it has moved the value since.
+//! Not applicable under intel_pstate or intel_cpufreq, which own the register
+//! (`cpufreq-min` is the knob there); refused outside IA32_HWP_CAPABILITIES,
+//! across the other bound, or under HWP package control.
 
-use super::msr_field::{CpuId, CpusTarget, Resolved, cpus_of, hwp_resolve, hwp_value, msr_kind};
+use super::msr_field::{
+    CpuId, CpusTarget, Resolved, cpus_of, hwp_min_checks, hwp_resolve, hwp_value, msr_kind,
+};
 use super::{Blocker, CpuSel, FieldError, KindName, Spec};
 use crate::msr::write::Field;
 use crate::schema::Scalar;
@@ -37,7 +40,13 @@ impl HwpMin {
     }
 
     fn resolve(&self, id: &CpuId) -> Result<Resolved, Blocker> {
-        hwp_resolve(id, Field::new(0x774, 7, 0), self.perf, "HWP min performance")
+        hwp_resolve(
+            id,
+            Field::new(0x774, 7, 0),
+            self.perf,
+            "HWP min performance",
+            hwp_min_checks(),
+        )
     }
 }
 

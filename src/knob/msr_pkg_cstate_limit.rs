@@ -1,9 +1,10 @@
 //! `package-cstate-limit`: the deepest package C-state, MSR_PKG_CST_CONFIG_CONTROL
 //! (0xE2) bits `hi:0` with the model's codes (pepc `PCStateConfigCtl.py`,
-//! `_PKG_CST_LIMITS`, as `src/msr/model.rs` holds them), one per package.
+//! `_PKG_CST_LIMITS`, as `src/msr/model.rs` holds them), one per package
+//! (per die on CLX-AP, pepc `get_clx_ap_adjusted_msr_scope`).
 //! Bit 15 set means the BIOS locked bits 15:0: refused at plan time.
 
-use super::msr_field::{CpuId, CpusTarget, Guard, Resolved, Scope, cpus_of, msr_kind};
+use super::msr_field::{CpuId, CpusTarget, Guard, Resolved, cpus_of, msr_kind};
 use super::{Blocker, CpuSel, FieldError, KindName, Spec};
 use crate::msr::model::{MODELS, MSR_PKG_CST_CONFIG_CONTROL};
 use crate::msr::write::Field;
@@ -77,7 +78,7 @@ impl PackageCstateLimit {
         };
         Ok(Resolved {
             field: Field::new(MSR_PKG_CST_CONFIG_CONTROL, limits.hi_bit, 0),
-            scope: Scope::Package,
+            scope: id.package_scope(),
             want: code,
             words: limits.codes.iter().map(|(c, n)| (*c, n.to_string())).collect(),
             label: "package C-state limit".into(),
@@ -86,6 +87,7 @@ impl PackageCstateLimit {
                 want: 0,
                 refusal: "locked by BIOS: the package C-state limit can only be read (some BIOSes have a setting that unlocks it)",
             }],
+            checks: Vec::new(),
         })
     }
 }

@@ -1,5 +1,7 @@
 //! `prefetchers`: one hardware prefetcher, MSR_MISC_FEATURE_CONTROL (0x1A4),
-//! one per core (pepc `MiscFeatureControl.py`). A set bit disables its
+//! one per core; `l2-hw` one per module (L2) on Xeon Phi, Goldmont and
+//! Tremont (pepc `pepclibs/msr/MiscFeatureControl.py` at aea860c3, the last
+//! commit that has it: it was removed in 53688904). A set bit disables its
 //! prefetcher. Bits per model: `l2-hw` 0, `l2-adjacent` 1, `dcu-hw` 2,
 //! `dcu-ip` 3 on big cores; `dcu-hw` 0 and `l2-hw` 1 on Xeon Phi (pepc;
 //! Intel's "Disclosure of Hardware Prefetcher Control"); models whose bits
@@ -9,7 +11,7 @@ use serde::Deserialize;
 
 use super::msr_field::{CpuId, Resolved, Scope, cpus_of, msr_kind, on_off};
 use super::{Blocker, CpuSel, FieldError, KindName, Spec};
-use crate::msr::model::{CORE_PREFETCHERS, MSR_MISC_FEATURE_CONTROL, PHI_PREFETCHERS};
+use crate::msr::model::{self, CORE_PREFETCHERS, MSR_MISC_FEATURE_CONTROL, PHI_PREFETCHERS};
 use crate::msr::write::Field;
 use crate::schema::Scalar;
 
@@ -97,12 +99,16 @@ impl Prefetchers {
         };
         Ok(Resolved {
             field: Field::bit(MSR_MISC_FEATURE_CONTROL, bit),
-            scope: Scope::Core,
+            scope: match self.prefetcher {
+                "l2-hw" => model::l2_hw_prefetcher_scope(model.family, model.model),
+                _ => Scope::Core,
+            },
             // The bit disables the prefetcher.
             want: (!self.on) as u64,
             words: vec![(0, "on".into()), (1, "off".into())],
             label: format!("{} prefetcher", self.prefetcher),
             guards: Vec::new(),
+            checks: Vec::new(),
         })
     }
 }

@@ -166,8 +166,43 @@ impl UncoreFreq {
                 show_khz(hi)
             )));
         }
+        if d.tpmi {
+            root_bound(host, d, khz)?;
+        }
         Ok(khz)
     }
+}
+
+/// With TPMI, a write to a package's root domain (`package_XX_die_YY`)
+/// stores limits that later writes of its power domains must stay within:
+/// the kernel refuses one outside them with EINVAL
+/// (drivers/platform/x86/intel/uncore-frequency/uncore-frequency-tpmi.c).
+/// Checked here, at plan time, against the root's `min/max_freq_khz`.
+fn root_bound(host: &HostCtx, d: &Domain, khz: u64) -> Result<(), Blocker> {
+    let Some(root) = host
+        .list(UNCORE_DIR)
+        .into_iter()
+        .find(|n| uncore::legacy_ids(n).is_some_and(|(p, _)| p == d.package))
+    else {
+        return Ok(());
+    };
+    let dir = format!("{UNCORE_DIR}/{root}");
+    let read = |f: &str| host.text(&format!("{dir}/{f}"))?.parse::<u64>().ok();
+    let (Some(lo), Some(hi)) = (read("min_freq_khz"), read("max_freq_khz")) else {
+        return Ok(());
+    };
+    if khz < lo || khz > hi {
+        return Err(Blocker::Unsupported(format!(
+            "{} is outside the limits of package {}'s root domain {dir}, min_freq_khz {} to \
+             max_freq_khz {}: the kernel refuses a power domain's write outside them (EINVAL, \
+             uncore-frequency-tpmi.c); widen the root's limits first",
+            show_khz(khz),
+            d.package,
+            show_khz(lo),
+            show_khz(hi)
+        )));
+    }
+    Ok(())
 }
 
 impl KnobKind for UncoreFreq {
@@ -250,11 +285,15 @@ impl KnobKind for UncoreFreq {
                 ReadValue::Value(v) => v,
                 ReadValue::Absent => {
                     let why = format!("{} has no {}", d.dir, self.file());
-                    survey.targets.push(Target::absent(path, None, &self.text, why));
+                    survey
+                        .targets
+                        .push(Target::absent(path, None, &self.text, why));
                     continue;
                 }
                 ReadValue::Unreadable(e) => {
-                    survey.targets.push(Target::unreadable(path, None, &self.text, &e));
+                    survey
+                        .targets
+                        .push(Target::unreadable(path, None, &self.text, &e));
                     continue;
                 }
             };
@@ -263,7 +302,8 @@ impl KnobKind for UncoreFreq {
                 Err(b) => (None, Some(b)),
             };
             survey.targets.push(Target {
-                in_effect: blocker.is_none() && write.as_deref().map(shown) == Some(shown(&current)),
+                in_effect: blocker.is_none()
+                    && write.as_deref().map(shown) == Some(shown(&current)),
                 path,
                 cpus: None,
                 label,

@@ -311,6 +311,16 @@ pub struct Knob {
     pub overrides: Vec<overrides::Overridden>,
 }
 
+impl Knob {
+    /// The manifest's caveats, then the kernel's of its kind (`knob::rules::kind_caveats`).
+    pub fn all_caveats(&self) -> Vec<String> {
+        let mut out = self.caveats.clone();
+        let kind = crate::knob::rules::kind_caveats(self.kind);
+        out.extend(kind.iter().map(|c| c.to_string()));
+        out
+    }
+}
+
 #[derive(Debug)]
 pub struct Manifest {
     pub dir: PathBuf,

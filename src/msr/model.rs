@@ -10,6 +10,9 @@
 //! - Linux `arch/x86/include/asm/msr-index.h` (register addresses) and
 //!   `arch/x86/kernel/cpu/resctrl/pseudo_lock.c` (`get_prefetch_disable_bits`:
 //!   MSR 0x1A4 bits 0-3 on Broadwell-X, bits 0 and 2 on Goldmont).
+//! - pepc `pepclibs/msr/MiscFeatureControl.py` at aea860c3 (the last commit
+//!   with the file; removed in 53688904): 0x1A4 bits 0-3 on big cores from
+//!   Westmere to Granite Rapids, bits 1 (L2) and 0 (DCU) on Xeon Phi.
 //! - Intel, "Disclosure of Hardware Prefetcher Control on Some Intel Processors"
 //!   (MSR 0x1A4 bits 0-3 on Nehalem and later big cores; bits 0-1 on Xeon Phi).
 
@@ -19,6 +22,7 @@ pub const MSR_MISC_FEATURE_CONTROL: u32 = 0x1a4;
 pub const MSR_IA32_ENERGY_PERF_BIAS: u32 = 0x1b0;
 pub const MSR_IA32_POWER_CTL: u32 = 0x1fc;
 pub const MSR_IA32_PM_ENABLE: u32 = 0x770;
+pub const MSR_IA32_HWP_CAPABILITIES: u32 = 0x771;
 pub const MSR_IA32_HWP_REQUEST: u32 = 0x774;
 
 /// Every register the inventory reads, in address order (what `capture` records).
@@ -229,6 +233,75 @@ pub const MODELS: &[Model] = &[
     m(0x3c, "HASWELL", &PC7S_LIMITS, CORE),
     m(0x46, "HASWELL_G", &PC7S_LIMITS, CORE),
 ];
+
+/// The CPUs a feature affects (pepc's `sname`): a knob covers whole
+/// domains. Not the CPUs sharing one copy of the register (`iosname`):
+/// every CPU of a domain gets its own write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Thread,
+    Core,
+    /// The cores sharing an L2 cache (a Xeon Phi tile, an Atom module):
+    /// pepc reads it from `cache/index2` (`_CPUInfoBase.py`, `_add_modules`).
+    Module,
+    /// One die of a package (`topology/die_id`).
+    Die,
+    Package,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Thread => "CPU",
+            Scope::Core => "core",
+            Scope::Module => "module",
+            Scope::Die => "die",
+            Scope::Package => "package",
+        }
+    }
+}
+
+/// pepc `CPUModels.py` (5be60112) `CPU_GROUPS["PHI"]`: Knights Landing and Mill.
+const PHI: [u32; 2] = [0x57, 0x85];
+/// `CPU_GROUPS` `GOLDMONT` (0x5c, 0x5f, 0x7a) and `TREMONT` (0x96, 0x9c, 0x86).
+const GOLDMONT_TREMONT: [u32; 6] = [0x5c, 0x5f, 0x7a, 0x96, 0x9c, 0x86];
+/// `CPU_GROUPS` `SILVERMONT` (0x37, 0x4a, 0x5a, 0x4d) and `AIRMONT` (0x4c).
+const SILVERMONT_AIRMONT: [u32; 5] = [0x37, 0x4a, 0x5a, 0x4d, 0x4c];
+/// `SKYLAKE_X`, which is also Cascade Lake and, with two dies a package, CLX-AP.
+const SKYLAKE_X: u32 = 0x55;
+
+/// Scope of C1 demotion/undemotion (MSR 0xE2 bits 26/28): pepc
+/// `PCStateConfigCtl.py` (5be60112) takes the register's I/O scope, which is
+/// package on Xeon Phi and module on Silvermont/Airmont, core elsewhere
+/// (and core on ICX/SPR/EMR, `_CORE_C1D_SCOPE_VFMS`).
+pub fn c1_demotion_scope(family: u32, model: u32) -> Scope {
+    match family == 6 {
+        true if PHI.contains(&model) => Scope::Package,
+        true if SILVERMONT_AIRMONT.contains(&model) => Scope::Module,
+        _ => Scope::Core,
+    }
+}
+
+/// Scope of the `l2-hw` prefetcher (MSR 0x1A4): module on Tremont, Xeon Phi
+/// and Goldmont, core elsewhere (pepc `MiscFeatureControl.py` at aea860c3,
+/// `_MODULE_SCOPE_L2_HW_PREFETCHER`; the file was removed in 53688904).
+pub fn l2_hw_prefetcher_scope(family: u32, model: u32) -> Scope {
+    match family == 6 && (PHI.contains(&model) || GOLDMONT_TREMONT.contains(&model)) {
+        true => Scope::Module,
+        false => Scope::Core,
+    }
+}
+
+/// Scope of the package-scoped features of MSRs 0xE2 (package C-state limit)
+/// and 0x1FC (C1E): die on CLX-AP, a SKYLAKE_X model with more than one die
+/// in package 0, package elsewhere (pepc `_FeaturedMSR.py` (5be60112),
+/// `get_clx_ap_adjusted_msr_scope`, used by `PCStateConfigCtl.py` and `PowerCtl.py`).
+pub fn package_scope(family: u32, model: u32, dies_in_package0: usize) -> Scope {
+    match family == 6 && model == SKYLAKE_X && dies_in_package0 > 1 {
+        true => Scope::Die,
+        false => Scope::Package,
+    }
+}
 
 /// The table's entry for an Intel family/model.
 pub fn lookup(family: u32, model: u32) -> Option<&'static Model> {

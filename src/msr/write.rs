@@ -192,7 +192,7 @@ impl Msrs<'_> {
             on_write(cpu);
             touched = true;
             file.write_all_at(&after.to_le_bytes(), offset)
-                .map_err(|e| fail(true, write_error(&device(cpu), cpu, field.reg, &e)))?;
+                .map_err(|e| fail(true, self.refused_write(cpu, field.reg, &e)))?;
         }
         for &cpu in cpus {
             let now = self
@@ -213,6 +213,20 @@ impl Msrs<'_> {
             }
         }
         Ok(befores[0])
+    }
+
+    /// A write that failed once the device was open: EPERM there is the
+    /// driver's filter or lockdown, not a missing capability (open checks that).
+    fn refused_write(&self, cpu: u32, reg: u32, e: &std::io::Error) -> String {
+        if e.raw_os_error() == Some(libc::EPERM) {
+            let why = allow_writes(self.root)
+                .or_else(|| lockdown(self.root))
+                .unwrap_or_else(|| {
+                    format!("the kernel refused it; see {ALLOW_WRITES} and /sys/kernel/security/lockdown")
+                });
+            return format!("MSR {reg:#x}: write refused (EPERM): {why}");
+        }
+        write_error(&device(cpu), cpu, reg, e)
     }
 
     /// Live: the msr driver's device only. In a tree: a regular file, never a device.
@@ -258,6 +272,23 @@ fn write_error(path: &str, cpu: u32, reg: u32, e: &std::io::Error) -> String {
         _ => format!("{shown}: {e}"),
     }
 }
+
+/// The msr driver's write filter (`/sys/module/msr/parameters/allow_writes`,
+/// arch/x86/kernel/msr.c since v5.9, `filter_write`): `off` makes every
+/// write fail with EPERM; `on` and `default` let them through (`default`
+/// logs "Write to unrecognized MSR"). `None` when writes may go through.
+pub fn allow_writes(root: &Root) -> Option<String> {
+    let text = root.read_string(ALLOW_WRITES).ok()?;
+    (text.trim() == "off").then(|| {
+        format!(
+            "the msr driver refuses writes: {ALLOW_WRITES} is `off` (msr.allow_writes=off; \
+             every write fails with EPERM, arch/x86/kernel/msr.c filter_write); \
+             `echo on > {ALLOW_WRITES}` as root, or boot with msr.allow_writes=on, allows them"
+        )
+    })
+}
+
+const ALLOW_WRITES: &str = "/sys/module/msr/parameters/allow_writes";
 
 /// Kernel lockdown (`/sys/kernel/security/lockdown`): `None` when writes are
 /// allowed (`[none]`, or no lockdown file), else the reason they are not.

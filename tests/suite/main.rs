@@ -53,6 +53,7 @@ mod packaging;
 mod persist;
 mod persist_order;
 mod platform_freq;
+mod platform_msr;
 mod probe_idle_cpu;
 mod probe_interrupt;
 mod probe_latency;

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use crate::support::*;
 
 /// A copy of `host` with its MSR dump materialized after `tweak`.
-fn msr_copy(host: &str, tweak: impl Fn(&mut Dump)) -> (tempfile::TempDir, PathBuf, Dump) {
+pub(crate) fn msr_copy(
+    host: &str,
+    tweak: impl Fn(&mut Dump),
+) -> (tempfile::TempDir, PathBuf, Dump) {
     let (tmp, root) = copy_host(host);
     let mut dump = msr_dump(host).expect("an MSR dump");
     tweak(&mut dump);
@@ -18,14 +21,14 @@ fn msr_copy(host: &str, tweak: impl Fn(&mut Dump)) -> (tempfile::TempDir, PathBu
 }
 
 /// Sets `mask` bits to `bits` in `reg` on every CPU of the dump.
-fn set_bits(dump: &mut Dump, reg: u32, mask: u64, bits: u64) {
+pub(crate) fn set_bits(dump: &mut Dump, reg: u32, mask: u64, bits: u64) {
     for v in dump.get_mut(&reg).unwrap().values_mut() {
         *v = (*v & !mask) | bits;
     }
 }
 
 /// Every register of `dump` as the tree's files hold it now.
-fn read_regs(root: &Path, dump: &Dump) -> Dump {
+pub(crate) fn read_regs(root: &Path, dump: &Dump) -> Dump {
     let mut out = Dump::new();
     for (reg, cpus) in dump {
         for cpu in cpus.keys() {
@@ -41,7 +44,7 @@ fn read_regs(root: &Path, dump: &Dump) -> Dump {
 }
 
 /// The write log's lines (`path<TAB>value`) whose path names `reg`.
-fn logged(log: &Path, reg: u32) -> Vec<String> {
+pub(crate) fn logged(log: &Path, reg: u32) -> Vec<String> {
     let tag = format!("/msr@{reg:#x}[");
     std::fs::read_to_string(log)
         .unwrap_or_default()
@@ -52,7 +55,7 @@ fn logged(log: &Path, reg: u32) -> Vec<String> {
 }
 
 /// The CPUs of the write log's lines for `reg`, in order; each CPU once.
-fn logged_cpus(log: &Path, reg: u32) -> Vec<u32> {
+pub(crate) fn logged_cpus(log: &Path, reg: u32) -> Vec<u32> {
     let mut cpus: Vec<u32> = logged(log, reg)
         .iter()
         .map(|l| {
@@ -96,6 +99,8 @@ fn three_knobs() -> tempfile::TempDir {
 /// model's limit field (pepc: bits 2:0 on Xeons, 3:0 on clients); PC2 is 1.
 fn apply_and_revert(host: &str, limit_mask: u64) {
     let (tmp, root, _) = msr_copy(host, |d| set_bits(d, C1E, 0b10, 0b10));
+    // hwp-min is not applicable under intel_pstate (it owns 0x774).
+    crate::platform_msr::set_driver(&root, "acpi-cpufreq");
     let dump = read_regs(&root, &msr_dump(host).unwrap());
     let pristine = tree(&root);
     let m = three_knobs();
@@ -210,7 +215,7 @@ fn msr_revert_restores_only_the_knobs_bits_and_keeps_a_bit_changed_since() {
 }
 
 /// Applies `doc` as knob `id` on `root`: refused, naming `why`, nothing changed.
-fn refused(root: &Path, id: &str, doc: &str, why: &str) -> String {
+pub(crate) fn refused(root: &Path, id: &str, doc: &str, why: &str) -> String {
     let before = tree(root);
     let m = knobs(&[(id, doc)]);
     let out = run(root, m.path(), &["apply", id]);
@@ -251,6 +256,7 @@ fn hosts_without_hwp_refuse_hwp_min() {
     );
     // spr1 with HWP turned off in 0x770: refused for that reason.
     let (_t2, off, _) = msr_copy("spr1", |d| set_bits(d, 0x770, 1, 0));
+    crate::platform_msr::set_driver(&off, "acpi-cpufreq");
     refused(
         &off,
         "floor",

@@ -62,9 +62,17 @@ const GLOBAL_FIRST: [&str; 4] = [
 /// The phase of a write nothing else depends on.
 pub const DEPENDENT_FREE: u8 = 2;
 
+/// The phase of MSR fields, after every sysfs file.
+pub const MSR_PHASE: u8 = 4;
+
 pub fn phase(path: &str) -> u8 {
     if GLOBAL_FIRST.contains(&path) {
         return 0;
+    }
+    // MSRs last: a sysfs write may make the kernel rewrite one (intel_pstate
+    // writes MSR 0x774 on policy and EPP changes), and apply re-reads them at the end.
+    if crate::msr::write::parse_path(path).is_some() {
+        return MSR_PHASE;
     }
     match path.rsplit('/').next() {
         Some("scaling_governor") => 1,
@@ -88,6 +96,34 @@ pub const BOUND_FILES: [(&str, &str); 2] = [
     ("scaling_min_freq", "scaling_max_freq"),
     ("min_freq_khz", "max_freq_khz"),
 ];
+
+/// Every write through `/dev/cpu/N/msr` taints the kernel until reboot
+/// (arch/x86/kernel/msr.c, `msr_write`: `add_taint(TAINT_CPU_OUT_OF_SPEC)`).
+pub const MSR_TAINT: &str = "writing an MSR through /dev/cpu/N/msr taints the kernel \
+     (TAINT_CPU_OUT_OF_SPEC, `S` in /proc/sys/kernel/tainted) until the next boot \
+     (arch/x86/kernel/msr.c, msr_write); bug reports of a tainted kernel may be turned away";
+
+/// intel_idle sets C1E promotion and clears C1 auto-demotion again when it
+/// sets up a CPU (drivers/idle/intel_idle.c, `intel_idle_cpu_init`, run at
+/// CPU online and resume, when the model's table asks for it).
+pub const INTEL_IDLE_REINIT: &str = "intel_idle rewrites this bit when a CPU comes online \
+     or the system resumes (drivers/idle/intel_idle.c, intel_idle_cpu_init: C1E promotion \
+     per `intel_idle.c1e`/the model's flags, auto-demotion off where the model disables it): \
+     a CPU brought online loses the value; audit shows it as drift";
+
+/// The kernel's caveats of `kind`, said in plan, apply and audit.
+pub fn kind_caveats(kind: KindName) -> &'static [&'static str] {
+    match kind {
+        KindName::C1e | KindName::C1Demotion | KindName::C1Undemotion => {
+            &[MSR_TAINT, INTEL_IDLE_REINIT]
+        }
+        KindName::PackageCstateLimit
+        | KindName::HwpMin
+        | KindName::HwpMax
+        | KindName::Prefetchers => &[MSR_TAINT],
+        _ => &[],
+    }
+}
 
 /// The order knobs are planned in, so each plans against the state after the
 /// writes of those before it.

@@ -6,7 +6,8 @@ use crate::knob::KindName;
 pub(super) const INTEL_PSTATE: &str = "Documentation/admin-guide/pm/intel_pstate.rst";
 pub(super) const AMD_PSTATE: &str = "Documentation/admin-guide/pm/amd-pstate.rst";
 const MSR_PERSISTS: &str = "boot unit (registers reset at every boot; the unit needs the `msr` module loaded, e.g. by modules-load.d)";
-const PEPC_MSR: &str = "pepc `pepclibs/msr/PowerCtl.py`, `PCStateConfigCtl.py`, `HWPRequest.py`, `PMEnable.py` (bits, `sname` scope); arch/x86/include/asm/msr-index.h";
+const PEPC_MSR_SCOPES: &str = "pepc `pepclibs/msr/PowerCtl.py`, `PCStateConfigCtl.py` (bits; `sname`: package I/O scope on Xeon Phi, `_FeaturedMSR.get_clx_ap_adjusted_msr_scope`: die on CLX-AP), 5be60112; arch/x86/include/asm/msr-index.h; arch/x86/kernel/msr.c (taint, `allow_writes`); drivers/idle/intel_idle.c (`intel_idle_cpu_init`)";
+const PEPC_MSR_HWP: &str = "pepc `pepclibs/msr/HWPRequest.py` (`is_feature_pkg_controlled`), `HWPCapabilities.py`, `PMEnable.py`, 5be60112; Intel SDM vol. 3B 15.4 (HWP); drivers/cpufreq/intel_pstate.c (`intel_pstate_hwp_set`, HWP dynamic boost, `intel_cpufreq_hwp_update`); arch/x86/kernel/msr.c (taint)";
 
 pub const RULES: &[KindRules] = &[
     KindRules {
@@ -171,59 +172,59 @@ pub const RULES: &[KindRules] = &[
     },
     KindRules {
         kind: KindName::C1e,
-        scope: "package (MSR 0x1FC bit 1: written on each CPU of the package, read back on each)",
-        depends_on: "the `msr` module loaded (never loaded by hostknob), no kernel lockdown, a model in `src/msr/model.rs`",
+        scope: "package, die on CLX-AP (MSR 0x1FC bit 1: written on each CPU of the domain, read back on each)",
+        depends_on: "the `msr` module loaded (never loaded by hostknob), no kernel lockdown, `msr.allow_writes` not `off`; any Intel model (pepc's `c1e_autopromote` has no model list); written after every sysfs file of the apply and read again at its end",
         read_back: "the field's bits of the register, read on every CPU of the domain: `1` on, `0` off",
         persists: MSR_PERSISTS,
-        sources: PEPC_MSR,
+        sources: PEPC_MSR_SCOPES,
     },
     KindRules {
         kind: KindName::PackageCstateLimit,
-        scope: "package (MSR 0xE2 bits 2:0 or 3:0 by model)",
-        depends_on: "as `c1e`, and MSR 0xE2 bit 15 (lock) clear",
+        scope: "package, die on CLX-AP (MSR 0xE2 bits 2:0 or 3:0 by model)",
+        depends_on: "as `c1e`, a model in `src/msr/model.rs`, and MSR 0xE2 bit 15 (lock) clear",
         read_back: "the field's bits of the register, read on every CPU of the domain, named by the model's codes (`PC6R` is 3 on Sapphire Rapids, `PC10` 8 on clients, 0 `unlimited` on Denverton)",
         persists: MSR_PERSISTS,
-        sources: PEPC_MSR,
+        sources: PEPC_MSR_SCOPES,
     },
     KindRules {
         kind: KindName::C1Demotion,
-        scope: "core (MSR 0xE2 bit 26)",
-        depends_on: "as `c1e` (the lock bit 15 covers bits 15:0 only)",
+        scope: "core; package on Xeon Phi, module on Silvermont/Airmont (MSR 0xE2 bit 26)",
+        depends_on: "as `c1e`, a model in `src/msr/model.rs` (the lock bit 15 covers bits 15:0 only)",
         read_back: "the field's bits of the register, read on every CPU of the domain",
         persists: MSR_PERSISTS,
-        sources: PEPC_MSR,
+        sources: PEPC_MSR_SCOPES,
     },
     KindRules {
         kind: KindName::C1Undemotion,
-        scope: "core (MSR 0xE2 bit 28)",
-        depends_on: "as `c1e` (the lock bit 15 covers bits 15:0 only)",
+        scope: "core; package on Xeon Phi, module on Silvermont/Airmont (MSR 0xE2 bit 28)",
+        depends_on: "as `c1-demotion`",
         read_back: "the field's bits of the register, read on every CPU of the domain",
         persists: MSR_PERSISTS,
-        sources: PEPC_MSR,
+        sources: PEPC_MSR_SCOPES,
     },
     KindRules {
         kind: KindName::HwpMin,
         scope: "CPU (MSR 0x774 bits 7:0)",
-        depends_on: "the `msr` module, no lockdown, the `hwp` CPU flag and HWP enabled (MSR 0x770 bit 0)",
+        depends_on: "as `c1e`; the `hwp` CPU flag and HWP enabled (MSR 0x770 bit 0); not-applicable under intel_pstate or intel_cpufreq (they own 0x774: use `cpufreq-min`); within IA32_HWP_CAPABILITIES (0x771) lowest..highest, not above the max (bits 15:8), no package control (bit 42 without valid bit 63)",
         read_back: "the field's bits of the register, read on every CPU of the domain, a performance level 0-255",
         persists: MSR_PERSISTS,
-        sources: PEPC_MSR,
+        sources: PEPC_MSR_HWP,
     },
     KindRules {
         kind: KindName::HwpMax,
         scope: "CPU (MSR 0x774 bits 15:8)",
-        depends_on: "as `hwp-min`",
+        depends_on: "as `hwp-min` (use `cpufreq-max` under intel_pstate), not below the min (bits 7:0), valid bit 62",
         read_back: "the field's bits of the register, read on every CPU of the domain, a performance level 0-255",
         persists: MSR_PERSISTS,
-        sources: PEPC_MSR,
+        sources: PEPC_MSR_HWP,
     },
     KindRules {
         kind: KindName::Prefetchers,
-        scope: "core (MSR 0x1A4, one bit per prefetcher)",
-        depends_on: "as `c1e`, and a model whose prefetcher bits the sources name",
+        scope: "core; `l2-hw` per module (L2) on Xeon Phi, Goldmont and Tremont (MSR 0x1A4, one bit per prefetcher)",
+        depends_on: "as `c1e`, and a model in `src/msr/model.rs` whose prefetcher bits the sources name",
         read_back: "the field's bits of the register, read on every CPU of the domain: a set bit disables the prefetcher (`off`)",
         persists: MSR_PERSISTS,
-        sources: "pepc `pepclibs/msr/MiscFeatureControl.py`; Intel, Disclosure of Hardware Prefetcher Control on Some Intel Processors; arch/x86/kernel/cpu/resctrl/pseudo_lock.c",
+        sources: "pepc `pepclibs/msr/MiscFeatureControl.py` at aea860c3 (bits, module scope; removed in 53688904); Intel, Disclosure of Hardware Prefetcher Control on Some Intel Processors; arch/x86/kernel/cpu/resctrl/pseudo_lock.c; arch/x86/kernel/msr.c (taint)",
     },
     KindRules {
         kind: KindName::ThreadAffinity,
