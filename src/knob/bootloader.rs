@@ -406,9 +406,13 @@ mod tests {
 
     #[test]
     fn the_last_word_of_a_key_counts_and_init_arguments_are_left_alone() {
+        let last = edit(&["irqaffinity=0-1"], &[]);
+        assert!(last.holds(&["ro", "irqaffinity=1", "irqaffinity=0-1"]));
+        assert!(!last.holds(&["ro", "irqaffinity=0-1", "irqaffinity=1"]));
+        // isolcpus= and nohz_full=: the kernel keeps the first mask.
         let e = edit(&["isolcpus=2-3"], &["quiet"]);
-        assert!(e.holds(&["ro", "isolcpus=1", "isolcpus=2-3"]));
-        assert!(!e.holds(&["ro", "isolcpus=2-3", "isolcpus=1"]));
+        assert!(!e.holds(&["ro", "isolcpus=1", "isolcpus=2-3"]));
+        assert!(e.holds(&["ro", "isolcpus=2,3", "isolcpus=1"]));
         assert!(!e.holds(&["isolcpus=2-3", "quiet=1"]));
         assert!(e.holds(&["isolcpus=2-3", "--", "quiet"]));
         assert_eq!(
