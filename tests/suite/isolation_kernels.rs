@@ -103,10 +103,11 @@ fn isolation_apply_leaves_out_managed_irqs_that_answer_eio_and_names_them() {
         .iter()
         .map(|(i, _, _)| format!("/proc/irq/{i}/smp_affinity_list=5"))
         .collect();
+    // As its boot unit runs it at every boot (`ExecStart=hostknob apply --wait`).
     let o = run_refusing(
         &root,
         &dir,
-        &["--host", "spr1", "apply", "isolate-irq-affinity"],
+        &["--host", "spr1", "apply", "--wait", "isolate-irq-affinity"],
         &eio.join(";"),
     );
     let text = ok(&o);
