@@ -34,6 +34,11 @@ pub struct KnobApply {
     /// The writes, grouped where files change alike.
     pub changes: Vec<ChangeGroup>,
     pub skipped: Vec<Skipped>,
+    /// Targets whose write the kernel refused and the kind left out, the
+    /// apply going on (a managed IRQ before Linux 6.12, a SCHED_DEADLINE
+    /// thread): nothing was written there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<Skipped>,
     pub notes: Vec<String>,
     /// The manifest's caveats, then what persists the knob (or does not).
     pub caveats: Vec<String>,
@@ -198,20 +203,25 @@ pub fn apply(
 
     let journal = s.journal();
     let (entries, fresh) = journal_before(root, &journal, &planned)?;
-    write_in_order(s, &planned, &journal, &entries, &fresh)?;
+    let left_out = write_in_order(s, &planned, &journal, &entries, &fresh)?;
+    let entries = leave_out(&journal, entries, &fresh, &left_out);
     confirm_seen(root, &journal, &entries);
-    outcome.written = planned.steps.len();
+    outcome.written = planned.steps.len() - left_out.len();
+    let writes = written_per_knob(&planned, &left_out, &mut outcome);
     outcome.journal = Some(journal.path().display().to_string());
     // What persists each knob is known only now (an allocator's drop-in is its persistence).
     fill_caveats(&mut outcome, &planned, &s.ctx);
     if opts.record {
         let user = who();
-        for p in planned.knobs.iter().filter(|p| !p.writes.is_empty()) {
+        for (p, w) in planned.knobs.iter().zip(&writes) {
+            if w.is_empty() {
+                continue;
+            }
             let entry = ledger_entry(
                 &s.ctx.name,
                 p.knob,
                 ledger::Action::Applied,
-                apply_groups(&p.writes),
+                apply_groups(w),
                 &user,
             );
             s.record(&entry)?;
@@ -269,18 +279,80 @@ pub(super) fn journal_before(
     Ok((entries, fresh))
 }
 
+/// A step the kernel refused and its kind left out: its index and why.
+pub(super) type LeftOut = Vec<(usize, String)>;
+
+/// Drops the left-out steps' entries: the journal forgets those it did not
+/// hold before (nothing was written there, and a restore would be refused too).
+fn leave_out(
+    journal: &Journal,
+    entries: Vec<journal::Entry>,
+    fresh: &[journal::Slot],
+    left_out: &LeftOut,
+) -> Vec<journal::Entry> {
+    if left_out.is_empty() {
+        return entries;
+    }
+    let out: HashSet<usize> = left_out.iter().map(|(i, _)| *i).collect();
+    let gone: Vec<journal::Slot> = left_out
+        .iter()
+        .map(|(i, _)| (entries[*i].knob.clone(), entries[*i].path.clone()))
+        .filter(|slot| fresh.contains(slot))
+        .collect();
+    if let Err(e) = journal.forget(&gone) {
+        eprintln!(
+            "hostknob: warning: the journal still lists files left out unwritten ({e:#}); \
+             revert restores their unchanged values"
+        );
+    }
+    entries
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !out.contains(i))
+        .map(|(_, e)| e)
+        .collect()
+}
+
+/// Each knob's writes made (without the left-out ones), with the outcome's
+/// changes and skipped targets brought in line with them.
+fn written_per_knob(
+    planned: &Planned,
+    left_out: &LeftOut,
+    outcome: &mut ApplyOutcome,
+) -> Vec<Vec<Write>> {
+    let mut writes: Vec<Vec<Write>> = planned.knobs.iter().map(|p| p.writes.clone()).collect();
+    for (i, why) in left_out {
+        let st = &planned.steps[*i];
+        writes[st.knob].retain(|w| w.path != st.write.path);
+        outcome.knobs[st.knob].refused.push(Skipped {
+            path: st.write.path.clone(),
+            cpus: st.write.cpus.clone(),
+            reason: why.clone(),
+        });
+    }
+    if !left_out.is_empty() {
+        for (k, w) in outcome.knobs.iter_mut().zip(&writes) {
+            k.changes = apply_groups(w);
+        }
+    }
+    writes
+}
+
 /// Writes every step in order, reading each back; on the first failure
-/// restores what was touched, in reverse.
+/// restores what was touched, in reverse. A write the kernel refused and
+/// the knob's kind leaves out ([`KnobKind::leaves_out`]) is skipped and
+/// returned instead.
 pub(super) fn write_in_order(
     s: &Session,
     planned: &Planned,
     journal: &Journal,
     entries: &[journal::Entry],
     fresh: &[journal::Slot],
-) -> Result<(), ApplyError> {
+) -> Result<LeftOut, ApplyError> {
     let root = s.root();
     let hooks = hooks::Hooks::from_env();
     let mut touched: Vec<usize> = Vec::new();
+    let mut left_out = LeftOut::new();
     for (i, st) in planned.steps.iter().enumerate() {
         hooks.before_write(i);
         let knob = planned.knobs[st.knob].knob;
@@ -303,6 +375,14 @@ pub(super) fn write_in_order(
             confirm(knob.spec.as_ref(), &s.ctx, &st.write)
         });
         if let Err(f) = result {
+            if let Some(why) = f
+                .errno
+                .filter(|_| !f.touched)
+                .and_then(|e| knob.spec.leaves_out(&st.write, e))
+            {
+                left_out.push((i, why));
+                continue;
+            }
             if f.touched {
                 touched.push(i);
             }
@@ -323,7 +403,7 @@ pub(super) fn write_in_order(
             return Err(rollback(root, journal, entries, &touched, fresh, why));
         }
     }
-    Ok(())
+    Ok(left_out)
 }
 
 /// Reads a written file back and checks it in the knob's words.
@@ -454,6 +534,7 @@ pub(super) fn knob_apply(p: &plan::KnobPlan, host: &HostCtx) -> KnobApply {
         persistence: k.persistence,
         changes: apply_groups(&p.writes),
         skipped: p.skipped.iter().map(skipped).collect(),
+        refused: Vec::new(),
         notes: p.notes.clone(),
         caveats: Vec::new(),
         not_applicable: p.not_applicable.clone(),

@@ -11,15 +11,25 @@
 //! - `HOSTKNOB_TEST_WRITE_LOG=FILE`: append `path<TAB>value` for every
 //!   attribute written (apply, rollback, revert), so a test can check the
 //!   order against the kernel's rules, which a captured tree does not enforce.
+//! - `HOSTKNOB_TEST_WRITE_ERRNO=PATH=ERRNO[;PATH=ERRNO...]`: a write of that
+//!   attribute or thread (the logical path, an errno number) fails with that
+//!   error before anything is written, as the kernel answers a managed IRQ
+//!   before 6.12 (EIO) or a SCHED_DEADLINE thread (EBUSY), which a captured
+//!   tree cannot.
 //!
 //! `HOSTKNOB_TEST_APPEND_LIMIT` (a full disk for the journal and the ledger)
 //! is read by `root::append`.
 
 #[cfg(feature = "test-hooks")]
-pub use enabled::{DELAY_VAR, GATE_VAR, Hooks, LOG_VAR, log_write};
+pub use enabled::{DELAY_VAR, ERRNO_VAR, GATE_VAR, Hooks, LOG_VAR, injected_error, log_write};
 
 #[cfg(not(feature = "test-hooks"))]
 pub fn log_write(_path: &str, _text: &str) {}
+
+#[cfg(not(feature = "test-hooks"))]
+pub fn injected_error(_path: &str) -> Option<std::io::Error> {
+    None
+}
 
 #[cfg(not(feature = "test-hooks"))]
 pub struct Hooks;
@@ -41,6 +51,17 @@ mod enabled {
     pub const DELAY_VAR: &str = "HOSTKNOB_TEST_WRITE_DELAY_MS";
     pub const GATE_VAR: &str = "HOSTKNOB_TEST_WRITE_GATE";
     pub const LOG_VAR: &str = "HOSTKNOB_TEST_WRITE_LOG";
+    pub const ERRNO_VAR: &str = "HOSTKNOB_TEST_WRITE_ERRNO";
+
+    /// The error the test asked a write of `path` to fail with, if any.
+    pub fn injected_error(path: &str) -> Option<std::io::Error> {
+        let spec = std::env::var(ERRNO_VAR).ok()?;
+        spec.split(';')
+            .filter_map(|one| one.rsplit_once('='))
+            .find(|(p, _)| *p == path)
+            .and_then(|(_, n)| n.trim().parse().ok())
+            .map(std::io::Error::from_raw_os_error)
+    }
 
     /// Appends one attribute write to the test's log, if it asked for one.
     pub fn log_write(path: &str, text: &str) {

@@ -34,6 +34,9 @@ pub struct Failure {
     /// Whether the file may have changed (the write began): then it must be restored.
     pub touched: bool,
     pub why: String,
+    /// The error number of a write the kernel refused (EIO from a managed
+    /// IRQ), for a kind that leaves such a target out instead of failing.
+    pub errno: Option<i32>,
 }
 
 impl std::fmt::Display for Failure {
@@ -78,17 +81,33 @@ pub fn put(
         path: path.to_string(),
         touched,
         why,
+        errno: None,
+    };
+    // The kernel refused before anything changed: a kind may leave it out.
+    let refused = |e: io::Error, why: String| Failure {
+        errno: e.raw_os_error(),
+        ..fail(false, why)
     };
     match what {
         Put::Attribute(text) => {
             super::hooks::log_write(path, text);
+            if let Some(e) = super::hooks::injected_error(path) {
+                let why = describe_write_error(path, &e);
+                return Err(refused(e, why));
+            }
             let mut f = root
                 .open_write(path)
                 .map_err(|e| fail(false, describe_write_error(path, &e)))?;
-            // From here on a plain file is truncated: it counts as changed.
-            f.write_all(text.as_bytes())
-                .and_then(|_| f.flush())
-                .map_err(|e| fail(true, describe_write_error(path, &e)))?;
+            // From here on a plain file is truncated: it counts as changed,
+            // unless the kernel refused the write (a kernel file is never
+            // truncated; the attribute keeps its value).
+            if let Err(e) = f.write_all(text.as_bytes()).and_then(|_| f.flush()) {
+                let why = describe_write_error(path, &e);
+                return Err(match root.is_kernel_file(path) {
+                    Ok(true) => refused(e, why),
+                    _ => fail(true, why),
+                });
+            }
         }
         Put::File(new) => root.replace_file(path, new.as_bytes()).map_err(|e| {
             // A failed replace leaves nothing behind, unless it failed after the rename.
@@ -100,7 +119,11 @@ pub fn put(
         }
         Put::Affinity(list) => {
             super::hooks::log_write(path, list);
-            match task::write(root, path, list) {
+            let written = match super::hooks::injected_error(path) {
+                Some(e) => Err(e),
+                None => task::write(root, path, list),
+            };
+            match written {
                 // Exited since the plan: nothing to move, nothing to read back.
                 Ok(task::Written::Gone) => return Ok(()),
                 Ok(task::Written::Done) => {}
@@ -109,9 +132,13 @@ pub fn put(
                         Some(libc::EINVAL) => format!(
                             "{path}: the kernel refused the CPUs {list} (EINVAL): none of them is in the thread's cpuset, or the kernel pins it"
                         ),
+                        // kernel/sched/syscalls.c, dl_task_check_affinity.
+                        Some(libc::EBUSY) => format!(
+                            "{path}: the kernel refused the CPUs {list} (EBUSY): a SCHED_DEADLINE thread must keep every CPU of its root domain"
+                        ),
                         _ => describe_write_error(path, &e),
                     };
-                    return Err(fail(false, why));
+                    return Err(refused(e, why));
                 }
             }
         }
@@ -197,6 +224,7 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
         path: path.to_string(),
         touched: false,
         why,
+        errno: None,
     };
     match entry.mode {
         WriteMode::File => match entry.before.as_deref() {

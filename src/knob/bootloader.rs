@@ -123,10 +123,33 @@ impl Param {
         same_name(word.split_once('=').map_or(word, |(k, _)| k), &self.key)
     }
 
-    /// Whether `word` is this parameter, value included.
+    /// Whether `word` is this parameter, value included (CPU lists and
+    /// `isolcpus=` flags as sets, `rules::cmdline::same_value`).
     pub fn is(&self, word: &str) -> bool {
         let value = word.split_once('=').map(|(_, v)| v);
-        self.same_key(word) && value == self.value.as_deref()
+        self.same_key(word)
+            && match (value, self.value.as_deref()) {
+                (Some(a), Some(b)) => super::rules::cmdline::same_value(&self.key, a, b),
+                (a, b) => a == b,
+            }
+    }
+
+    /// Whether the kernel keeps the first word of this key, not the last
+    /// (`rules::cmdline::FIRST_WINS`).
+    pub fn first_wins(&self) -> bool {
+        super::rules::cmdline::FIRST_WINS
+            .iter()
+            .any(|k| same_name(k, &self.key))
+    }
+
+    /// The word of this key the kernel uses among `words`: the first for a
+    /// first-wins key, else the last.
+    pub fn counted<'w>(&self, words: &[&'w str]) -> Option<&'w str> {
+        let mut of_key = words.iter().copied().filter(|w| self.same_key(w));
+        match self.first_wins() {
+            true => of_key.next(),
+            false => of_key.last(),
+        }
     }
 }
 
@@ -146,8 +169,9 @@ impl fmt::Display for Param {
     }
 }
 
-/// What a knob does to a command line: every `add` present (the last word of
-/// its key is it, as the kernel keeps the last), every `remove` absent (a key
+/// What a knob does to a command line: every `add` present (the word of its
+/// key the kernel uses is it: the last, or the first for `isolcpus=` and
+/// `nohz_full=`), every `remove` absent (a key
 /// alone removes every value of it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Edit {
@@ -177,11 +201,7 @@ impl Edit {
             if p.repeatable() {
                 return words.iter().any(|w| p.is(w));
             }
-            words
-                .iter()
-                .rev()
-                .find(|w| p.same_key(w))
-                .is_some_and(|w| p.is(w))
+            p.counted(words).is_some_and(|w| p.is(w))
         });
         let removed = self.remove.iter().all(|r| {
             !words.iter().any(|w| match r.value {
@@ -386,9 +406,13 @@ mod tests {
 
     #[test]
     fn the_last_word_of_a_key_counts_and_init_arguments_are_left_alone() {
+        let last = edit(&["irqaffinity=0-1"], &[]);
+        assert!(last.holds(&["ro", "irqaffinity=1", "irqaffinity=0-1"]));
+        assert!(!last.holds(&["ro", "irqaffinity=0-1", "irqaffinity=1"]));
+        // isolcpus= and nohz_full=: the kernel keeps the first mask.
         let e = edit(&["isolcpus=2-3"], &["quiet"]);
-        assert!(e.holds(&["ro", "isolcpus=1", "isolcpus=2-3"]));
-        assert!(!e.holds(&["ro", "isolcpus=2-3", "isolcpus=1"]));
+        assert!(!e.holds(&["ro", "isolcpus=1", "isolcpus=2-3"]));
+        assert!(e.holds(&["ro", "isolcpus=2,3", "isolcpus=1"]));
         assert!(!e.holds(&["isolcpus=2-3", "quiet=1"]));
         assert!(e.holds(&["isolcpus=2-3", "--", "quiet"]));
         assert_eq!(

@@ -162,7 +162,32 @@ impl IrqAffinity {
         match host.root.mode(&Self::list_path(irq)) {
             Err(_) => Some(Unmovable::NoFile),
             Ok(m) if m & 0o200 == 0 => Some(Unmovable::ReadOnly),
+            // Before 6.12 the file stays 0644; the IRQ debugfs says managed
+            // where the kernel has it (rules::irq::MANAGED_DEBUGFS).
+            Ok(_) if Self::managed_by_debugfs(host, irq) => Some(Unmovable::ReadOnly),
             Ok(_) => None,
+        }
+    }
+
+    fn managed_by_debugfs(host: &HostCtx, irq: u32) -> bool {
+        let (dir, flag) = super::rules::irq::MANAGED_DEBUGFS;
+        host.text(&format!("{dir}/{irq}"))
+            .is_some_and(|t| t.lines().any(|l| l.trim() == flag))
+    }
+
+    /// The CPUs of an IRQ's affinity that lie within `set` (its affinity
+    /// when it is already within, `set` when none does): what apply writes,
+    /// so node-local and per-queue pinning inside the set is kept.
+    fn within(&self, current: &CpuList, online: &CpuList) -> CpuList {
+        let kept: CpuList = current
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|c| self.cpus.contains(*c))
+            .collect();
+        match kept.as_slice().iter().any(|c| online.contains(*c)) {
+            true => kept,
+            false => self.cpus.clone(),
         }
     }
 
@@ -186,15 +211,23 @@ impl IrqAffinity {
         match host.value(&path) {
             ReadValue::Value(v) => {
                 let current = self.normalize(&v);
+                // In effect when within the set (rules::irq::WITHIN).
+                let (in_effect, write) = match CpuList::parse(&current) {
+                    Ok(c) => (
+                        !c.is_empty() && c.as_slice().iter().all(|x| self.cpus.contains(*x)),
+                        self.within(&c, host.online()).to_string(),
+                    ),
+                    Err(_) => (false, desired.clone()),
+                };
                 Target {
-                    in_effect: current == desired,
+                    in_effect,
                     path,
                     cpus: None,
                     label: Some(label),
                     restore: Some(v),
                     current: Some(current),
-                    desired: desired.clone(),
-                    write: Some(desired),
+                    desired,
+                    write: Some(write),
                     mode: WriteMode::Attribute,
                     blocker: None,
                 }
@@ -283,6 +316,31 @@ impl KnobKind for IrqAffinity {
             .unwrap_or_else(|_| raw.trim().to_string())
     }
 
+    /// Read back within the set (the write may keep a narrower affinity).
+    fn confirms(&self, expect: &str, read: &str) -> bool {
+        match (CpuList::parse(expect), CpuList::parse(read)) {
+            (Ok(e), Ok(r)) => !r.is_empty() && r.as_slice().iter().all(|c| e.contains(*c)),
+            _ => expect == read,
+        }
+    }
+
+    fn leaves_out(&self, write: &super::Write, errno: i32) -> Option<String> {
+        let irq = write
+            .path
+            .strip_prefix("/proc/irq/")?
+            .strip_suffix("/smp_affinity_list")?;
+        let name = match errno {
+            libc::EIO => "EIO",
+            libc::EPERM => "EPERM",
+            _ => return None,
+        };
+        let what = write.label.clone().unwrap_or_else(|| format!("IRQ {irq}"));
+        Some(format!(
+            "{what}: the kernel refused the write ({name}): a managed IRQ (before Linux 6.12 its \
+             file stays writable), left out as tuned and irqbalance do; {MANAGED_HINT}"
+        ))
+    }
+
     fn read_back(&self, host: &HostCtx, path: &str) -> std::io::Result<Option<String>> {
         let raw = host.root.read_trimmed(path)?;
         Ok(raw.map(|r| match path {
@@ -304,12 +362,19 @@ impl KnobKind for IrqAffinity {
             .copied()
             .filter(|c| !online.contains(*c))
             .collect();
-        let unsupported = (!offline.is_empty()).then(|| {
+        // rules::irq::ONE_ONLINE: the kernel needs one online CPU in the mask.
+        let unsupported = (offline.len() == self.cpus.len()).then(|| {
             super::Blocker::Unsupported(format!(
-                "CPUs {} are not online here (online: {online}): the kernel would silently pick its default affinity for a mask with no online CPU, so every CPU of `set` must be online",
-                CpuList::new(offline.clone())
+                "no CPU of {} is online here (online: {online}): the kernel would silently pick its default affinity for a mask with no online CPU, so `set` needs at least one online CPU",
+                self.cpus
             ))
         });
+        if !offline.is_empty() && unsupported.is_none() {
+            survey.notes.push(format!(
+                "CPUs {} of the set are not online now: the IRQs run on its online CPUs, and on those when they come online",
+                CpuList::new(offline)
+            ));
+        }
         if self.default {
             survey.targets.push(self.default_target(host));
         }

@@ -26,6 +26,50 @@ const KERNEL_CMDLINE: &str = "/etc/kernel/cmdline";
 const GRUB_DEFAULT: &str = "/etc/default/grub";
 const GRUB_CFG: &str = "/boot/grub/grub.cfg";
 const GRUB_D: &str = "/etc/default/grub.d";
+/// GRUB's environment block, whose variables (`$tuned_params`) BLS
+/// `options` lines may name: RHEL/Fedora's, then Debian's place.
+const GRUBENV: [&str; 2] = ["/boot/grub2/grubenv", "/boot/grub/grubenv"];
+
+/// GRUB's environment block as `name=value` pairs (grub-editenv(1); the
+/// `#` padding after them is skipped), and its path.
+fn grubenv(host: &HostCtx) -> Option<(String, Vec<(String, String)>)> {
+    GRUBENV.iter().find_map(|path| {
+        let text = host.root.read_string(path).ok()?;
+        let vars = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Some((path.to_string(), vars))
+    })
+}
+
+/// The words of an `options` line as the kernel gets them: each `$name` or
+/// `${name}` replaced by the words of that GRUB environment variable (kept
+/// as is when the block lacks it), with where each expanded word came from.
+fn expand(words: &[&str], env: Option<&(String, Vec<(String, String)>)>) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    for w in words {
+        let name = w
+            .strip_prefix("${")
+            .and_then(|n| n.strip_suffix('}'))
+            .or_else(|| w.strip_prefix('$'));
+        let value = name.and_then(|n| {
+            let (path, vars) = env?;
+            vars.iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| (v, format!("${n} of {path}")))
+        });
+        match value {
+            Some((v, from)) => {
+                out.extend(v.split_whitespace().map(|x| (x.to_string(), Some(from.clone()))));
+            }
+            None => out.push((w.to_string(), None)),
+        }
+    }
+    out
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -329,11 +373,21 @@ impl KernelCmdline {
         let Some(text) = f.text.clone() else {
             return f;
         };
+        let env = grubenv(host);
         let (words, lines) = bootloader::bls_options(&text);
-        f.holds = self.edit.holds(&words);
+        // Judged as the kernel gets them: GRUB variables expanded.
+        let now = expand(&words, env.as_ref());
+        let now: Vec<&str> = now.iter().map(|(w, _)| w.as_str()).collect();
+        f.holds = self.edit.holds(&now);
         f.line = lines.last().copied().unwrap_or(1);
-        f.current = self.edit.relevant(&words);
-        f.write = Some(bootloader::edit_bls_entry(&text, &self.edit));
+        f.current = self.edit.relevant(&now);
+        let new = bootloader::edit_bls_entry(&text, &self.edit);
+        let after = expand(&bootloader::bls_options(&new).0, env.as_ref());
+        f.blocker = self.first_elsewhere(&after, path, f.line).or_else(|| {
+            let line: Vec<&str> = after.iter().map(|(w, _)| w.as_str()).collect();
+            self.too_long(host, &line, &format!("{path}:{}", f.line))
+        });
+        f.write = Some(new);
         if words.contains(&"$kernelopts") {
             f.blocker = Some(Blocker::Unsupported(format!(
                 "{path}:{}: options take $kernelopts from GRUB's environment block \
@@ -351,9 +405,55 @@ impl KernelCmdline {
             let words: Vec<&str> = text.split_whitespace().collect();
             f.holds = self.edit.holds(&words);
             f.current = self.edit.relevant(&words);
-            f.write = Some(bootloader::edit_kernel_cmdline(&text, &self.edit));
+            let new = bootloader::edit_kernel_cmdline(&text, &self.edit);
+            let after: Vec<&str> = new.split_whitespace().collect();
+            if f.blocker.is_none() {
+                f.blocker = self.too_long(host, &after, &format!("{KERNEL_CMDLINE}:1"));
+            }
+            f.write = Some(new);
         }
         f
+    }
+
+    /// A resulting command line the kernel would cut: longer than its
+    /// architecture's `COMMAND_LINE_SIZE` less the closing NUL
+    /// (`rules::cmdline::COMMAND_LINE_SIZE`).
+    fn too_long(&self, host: &HostCtx, words: &[&str], at: &str) -> Option<Blocker> {
+        let len = words.join(" ").len();
+        let facts = crate::inventory::facts::Facts::new(host.root);
+        let arch = match facts.get("arch") {
+            crate::inventory::facts::Value::Text(a) => Some(a),
+            _ => None,
+        };
+        let (size, source) = super::rules::cmdline::command_line_size(arch.as_deref());
+        (len >= size).then(|| {
+            Blocker::Unsupported(format!(
+                "{at}: the resulting command line is {len} characters; the kernel keeps the \
+                 first {} ({source}: {size} with the closing NUL) and silently drops the rest: \
+                 shorten it (CPU lists as ranges, 1-4 not 1,2,3,4)",
+                size - 1
+            ))
+        })
+    }
+
+    /// An added first-wins parameter (`isolcpus=`, `nohz_full=`) whose key
+    /// a GRUB variable already sets earlier on the line with another value:
+    /// the kernel would keep that one and ignore the knob's.
+    fn first_elsewhere(&self, after: &[(String, Option<String>)], path: &str, line: usize) -> Option<Blocker> {
+        self.edit.add.iter().filter(|p| p.first_wins()).find_map(|p| {
+            let (first, from) = after.iter().find(|(w, _)| p.same_key(w))?;
+            if p.is(first) {
+                return None;
+            }
+            let from = from.as_deref().unwrap_or("this line");
+            Some(Blocker::Unsupported(format!(
+                "{path}:{line}: {first} (from {from}) comes before {p}, and the kernel keeps the \
+                 first {}= mask and ignores a later different one (kernel/sched/isolation.c, \
+                 housekeeping_setup): remove it there (tuned's [bootloader] cmdline; \
+                 `grub2-editenv - unset` it) or set the same mask",
+                p.key
+            )))
+        })
     }
 
     fn grub_dropin(&self, host: &HostCtx) -> BootFile {
@@ -379,6 +479,10 @@ impl KernelCmdline {
                     f.holds = self.edit.holds(&words);
                     f.line = line;
                     f.current = self.edit.relevant(&words);
+                    // What update-grub would write there with the drop-in.
+                    let after = self.edit.apply(&words);
+                    let after: Vec<&str> = after.iter().map(String::as_str).collect();
+                    f.blocker = self.too_long(host, &after, &format!("{GRUB_CFG}:{line}"));
                 }
                 None => f.current = "no linux line".into(),
             }

@@ -419,6 +419,13 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
     fn confirms(&self, expect: &str, read: &str) -> bool {
         expect == read
     }
+
+    /// A write the kernel refused with `errno`, nothing changed: `Some`
+    /// (why, in words) when this target is left out and the apply goes on,
+    /// as for a managed IRQ before Linux 6.12; `None` fails the apply.
+    fn leaves_out(&self, _write: &Write, _errno: i32) -> Option<String> {
+        None
+    }
 }
 
 /// A kind's manifest form: its `target` and `set` types and how to check them.

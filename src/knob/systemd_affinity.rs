@@ -25,6 +25,7 @@ use crate::cpulist::CpuList;
 use crate::schema::{Persistence, Scalar};
 
 const MANAGER_CONF: &str = "/etc/systemd/system.conf";
+const OVERRIDE: &str = "the kernel command line (/proc/cmdline) sets systemd.cpu_affinity=";
 /// systemd-system.conf(5): drop-in directories, in priority order.
 const MANAGER_DIRS: [&str; 5] = [
     "/etc/systemd/system.conf.d",
@@ -356,6 +357,26 @@ impl SystemdCpuAffinity {
         }
     }
 
+    /// `systemd.cpu_affinity=` on the running kernel command line, the last
+    /// word counting: systemd parses the kernel command line after
+    /// system.conf and its drop-ins, so it overrides them for the manager
+    /// (src/core/main.c, `parse_configuration` then `parse_proc_cmdline_item`;
+    /// kernel-command-line(7)).
+    fn cmdline_override(&self, host: &HostCtx) -> Option<String> {
+        if self.units.is_some() {
+            return None;
+        }
+        host.cmdline()?
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix("systemd.cpu_affinity="))
+            .next_back()
+            .map(|v| {
+                CpuList::parse(v)
+                    .map(|l| l.to_string())
+                    .unwrap_or_else(|_| v.to_string())
+            })
+    }
+
     fn scopes(&self) -> Vec<Option<&str>> {
         match &self.units {
             None => vec![None],
@@ -365,8 +386,10 @@ impl SystemdCpuAffinity {
 
     fn how_to_take_effect(unit: Option<&str>) -> String {
         match unit {
-            None => "takes effect when PID 1 re-executes (`systemctl daemon-reexec`) or at the \
-                     next boot; services running now keep their CPUs until they restart"
+            None => "takes effect when PID 1 reloads its configuration (`systemctl \
+                     daemon-reload` re-applies the manager's CPUAffinity=, as `systemctl \
+                     daemon-reexec` does) or at the next boot; services running now keep their \
+                     CPUs until they restart"
                 .into(),
             Some(u) => format!(
                 "takes effect when {u} restarts (`systemctl daemon-reload && systemctl restart {u}`)"
@@ -429,12 +452,23 @@ impl KnobKind for SystemdCpuAffinity {
                     continue;
                 }
             };
+            let mut in_effect = conf.unparsed.is_none() && conf.cpus.as_ref() == Some(&self.cpus);
+            let mut current = conf.words();
+            if let Some(v) = self.cmdline_override(host).filter(|_| unit.is_none()) {
+                if v != desired {
+                    in_effect = false;
+                    current = format!("{v} (systemd.cpu_affinity= on the kernel command line overrides the files' {current})");
+                }
+                survey.notes.push(format!(
+                    "{OVERRIDE}{v}, which overrides system.conf and its drop-ins for PID 1 at every boot and reload"
+                ));
+            }
             survey.targets.push(Target {
-                in_effect: conf.unparsed.is_none() && conf.cpus.as_ref() == Some(&self.cpus),
+                in_effect,
                 path,
                 cpus: None,
                 label: Some("configured".into()),
-                current: Some(conf.words()),
+                current: Some(current),
                 desired: desired.clone(),
                 write: Some(self.content(unit)),
                 restore,
@@ -516,6 +550,10 @@ impl KnobKind for SystemdCpuAffinity {
         for unit in self.scopes() {
             let (_, conf) = self.configured(host, unit);
             if conf.unparsed.is_some() || conf.cpus.as_ref() != Some(&self.cpus) {
+                continue;
+            }
+            // No reboot brings it while the kernel command line overrides it.
+            if unit.is_none() && self.cmdline_override(host).is_some_and(|v| v != desired) {
                 continue;
             }
             let stale: Vec<String> = self

@@ -184,6 +184,24 @@ impl KnobKind for ThreadAffinity {
         task::same_cpus(expect, read)
     }
 
+    /// A thread the kernel will not move (EBUSY: SCHED_DEADLINE must span
+    /// its root domain, kernel/sched/syscalls.c `dl_task_check_affinity`;
+    /// EINVAL: its cpuset or the kernel pins it, `__set_cpus_allowed_ptr`)
+    /// is named and left out; the other threads still move.
+    fn leaves_out(&self, write: &super::Write, errno: i32) -> Option<String> {
+        let why = match errno {
+            libc::EBUSY => "EBUSY: a SCHED_DEADLINE thread keeps every CPU of its root domain",
+            libc::EINVAL => "EINVAL: its cpuset or the kernel does not allow those CPUs",
+            _ => return None,
+        };
+        let t = task::parse_path(&write.path)?;
+        let who = write.label.clone().unwrap_or_else(|| format!("thread {}", t.tid));
+        Some(format!(
+            "{who} (pid {} tid {}): the kernel refused CPUs {} ({why}); left where it runs",
+            t.pid, t.tid, write.after
+        ))
+    }
+
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let mut survey = Survey::default();
         let online = host.online().clone();

@@ -17,6 +17,28 @@ fn files(n: usize) -> String {
     }
 }
 
+/// `3 files`, `40 threads`, `3 files and 40 threads`: a thread's affinity
+/// is no file, so moved threads are counted as threads.
+fn files_and_threads<'a>(
+    groups: impl IntoIterator<Item = &'a ChangeGroup>,
+    total: usize,
+) -> String {
+    let threads: usize = groups
+        .into_iter()
+        .filter(|g| crate::task::parse_path(&g.path).is_some())
+        .map(|g| g.files)
+        .sum();
+    let count = |t: usize| match t {
+        1 => "1 thread".to_string(),
+        t => format!("{t} threads"),
+    };
+    match (total.saturating_sub(threads), threads) {
+        (f, 0) => files(f),
+        (0, t) => count(t),
+        (f, t) => format!("{} and {}", files(f), count(t)),
+    }
+}
+
 /// Attribute values are one line without a newline: diff them as lines.
 fn as_lines(text: &str) -> String {
     if text.is_empty() || text.ends_with('\n') {
@@ -115,6 +137,8 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
             let held = k.notes.iter().any(|n| n.starts_with("not written:"));
             let why = if let Some(w) = &k.not_applicable {
                 format!("not applicable here ({w})")
+            } else if !k.refused.is_empty() {
+                "the kernel refused every write (below)".into()
             } else if !k.skipped.is_empty() {
                 "not applicable here".into()
             } else if held {
@@ -132,6 +156,9 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
         for s in &k.skipped {
             out += &format!("  left alone, not applicable here: {}\n", s.reason);
         }
+        for s in &k.refused {
+            out += &format!("  left out, the kernel refused it: {}\n", s.reason);
+        }
         for n in &k.notes {
             out += &format!("  note: {n}\n");
         }
@@ -143,7 +170,7 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
     if o.dry_run {
         out += &format!(
             "dry run: {} would be written; nothing was changed\n",
-            files(planned)
+            files_and_threads(o.knobs.iter().flat_map(|k| &k.changes), planned)
         );
         for w in &o.warnings {
             out += &format!("warning: {w}\n");
@@ -151,7 +178,10 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
     } else if o.written == 0 {
         out += "nothing to write: every chosen knob is in effect or not applicable here\n";
     } else {
-        out += &format!("wrote and read back {}\n", files(o.written));
+        out += &format!(
+            "wrote and read back {}\n",
+            files_and_threads(o.knobs.iter().flat_map(|k| &k.changes), o.written)
+        );
         if let Some(j) = &o.journal {
             out += &format!("values before: {j} (`hostknob revert` restores them)\n");
         }
@@ -202,7 +232,11 @@ pub fn revert_table(o: &RevertOutcome) -> String {
     let mut out = String::new();
     for k in &o.knobs {
         let n: usize = k.changes.iter().map(|g| g.files).sum();
-        out += &format!("{}: restored and read back {}\n", k.id, files(n));
+        out += &format!(
+            "{}: restored and read back {}\n",
+            k.id,
+            files_and_threads(&k.changes, n)
+        );
         for g in &grouped_for_display(&k.changes) {
             out += &diff(g);
         }
@@ -222,7 +256,10 @@ pub fn revert_table(o: &RevertOutcome) -> String {
             files(o.stale.len())
         );
     }
-    out += &format!("\nrestored and read back {}", files(o.restored));
+    out += &format!(
+        "\nrestored and read back {}",
+        files_and_threads(o.knobs.iter().flat_map(|k| &k.changes), o.restored)
+    );
     if let Some(l) = &o.ledger {
         out += &format!("; recorded in {l}");
     }

@@ -40,6 +40,7 @@ mod inventory_uncore;
 mod irq_affinity;
 mod isolate;
 mod isolate_plan;
+mod isolation_kernels;
 mod kernel_cmdline;
 mod kernel_rules;
 mod kernel_rules_epp;

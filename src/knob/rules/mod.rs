@@ -16,6 +16,8 @@ pub struct KindRules {
     pub sources: &'static str,
 }
 
+pub mod cmdline;
+pub mod irq;
 mod table;
 
 pub use table::RULES;

@@ -94,9 +94,9 @@ pub const RULES: &[KindRules] = &[
         kind: KindName::KernelCmdline,
         scope: "the next boot (every BLS entry and `/etc/kernel/cmdline`, or a GRUB drop-in)",
         depends_on: "GRUB: `update-grub` regenerates `/boot/grub/grub.cfg`",
-        read_back: "the whole file; running is `/proc/cmdline`, where the last word of a key counts and `-`/`_` in names are the same",
+        read_back: "the whole file; running is `/proc/cmdline`, where the last word of a key counts (the first for `isolcpus=`/`nohz_full=`), `-`/`_` in names are the same, and CPU lists and `isolcpus=` flags compare as sets; a resulting line of `COMMAND_LINE_SIZE` characters or more (2048 on x86) is refused, as is a second, different `isolcpus=`/`nohz_full=` mask after a GRUB variable's",
         persists: "itself (the boot loader's files)",
-        sources: "Documentation/admin-guide/kernel-parameters.rst; the Boot Loader Specification (type 1 `options`); kernel-install(8) (`/etc/kernel/cmdline`); GRUB manual, Simple configuration (`GRUB_CMDLINE_LINUX`, `/etc/default/grub.d`)",
+        sources: "Documentation/admin-guide/kernel-parameters.rst; the Boot Loader Specification (type 1 `options`); kernel-install(8) (`/etc/kernel/cmdline`); GRUB manual, Simple configuration (`GRUB_CMDLINE_LINUX`, `/etc/default/grub.d`); arch/*/include/asm/setup.h and uapi/asm/setup.h (COMMAND_LINE_SIZE); kernel/sched/isolation.c (housekeeping_setup: the first mask counts); lib/bitmap.c (bitmap_parselist)",
     },
     KindRules {
         kind: KindName::WorkqueueCpumask,
@@ -109,18 +109,18 @@ pub const RULES: &[KindRules] = &[
     KindRules {
         kind: KindName::SystemdCpuAffinity,
         scope: "the system manager (PID 1 and what it forks), or named services",
-        depends_on: "PID 1 re-executes (`daemon-reexec`, a boot), or the unit restarts after `daemon-reload`: until then `pending-reboot`",
+        depends_on: "PID 1 reloads or re-executes (`daemon-reload` re-applies the manager's CPUAffinity=, `daemon-reexec`, a boot), or the unit restarts after `daemon-reload`: until then `pending-reboot`; `systemd.cpu_affinity=` on the kernel command line overrides system.conf (`drift`, named)",
         read_back: "the configuration as systemd reads it (main file, then drop-ins by name; assignments merge, an empty one resets), and what runs: `Cpus_allowed_list` of PID 1 or the unit's processes, or the unit cgroup's `cpuset.cpus.effective` (AllowedCPUs)",
         persists: "its drop-in (`system.conf.d/hostknob-ID.conf` or `UNIT.d/hostknob-ID.conf`)",
-        sources: "systemd-system.conf(5) (CPUAffinity=, drop-in directories); systemd.exec(5) (CPUAffinity=); systemd.resource-control(5) (AllowedCPUs=); systemd.unit(5) (drop-ins)",
+        sources: "systemd-system.conf(5) (CPUAffinity=, drop-in directories); systemd.exec(5) (CPUAffinity=); systemd.resource-control(5) (AllowedCPUs=); systemd.unit(5) (drop-ins); kernel-command-line(7) (systemd.cpu_affinity=); systemd src/core/main.c (invoke_main_loop's reload: update_cpu_affinity)",
     },
     KindRules {
         kind: KindName::IrqAffinity,
         scope: "IRQ (`/proc/irq/N/smp_affinity_list`, chosen by action name or network device), and `/proc/irq/default_smp_affinity`",
-        depends_on: "none; managed IRQs and per-CPU interrupts cannot be moved (left out and named)",
-        read_back: "`smp_affinity_list` as a CPU list (the mask as written); `effective_affinity_list` reported beside it (one CPU of the mask, moved at the next interrupt on x86); `default_smp_affinity` is a hex mask",
+        depends_on: "none; managed IRQs (no write bit since 6.12, `IRQD_AFFINITY_MANAGED` in the IRQ debugfs, or a write answered EIO/EPERM before 6.12) and per-CPU interrupts cannot be moved (left out and named; the apply goes on); `set` needs one online CPU (offline ones are kept in the mask)",
+        read_back: "`smp_affinity_list` as a CPU list, in effect when within the set (the kernel narrows a new IRQ to its device's NUMA node): apply writes the IRQ's affinity intersected with the set, or the set when they share no online CPU; `effective_affinity_list` reported beside it (one CPU of the mask, moved at the next interrupt on x86); `default_smp_affinity` is a hex mask",
         persists: "boot unit (re-resolves IRQs by name at each boot; numbers change)",
-        sources: "Documentation/core-api/irq/irq-affinity.rst; kernel/irq/proc.c (write_irq_affinity: EIO for managed IRQs, no-online-CPU fallback; register_irq_proc: no write bit when `irq_can_set_affinity_usr` is false); kernel-parameters.txt (isolcpus=managed_irq)",
+        sources: "Documentation/core-api/irq/irq-affinity.rst; kernel/irq/proc.c (write_irq_affinity: EIO for managed IRQs, no-online-CPU fallback; register_irq_proc: no write bit when `irq_can_set_affinity_usr` is false, v6.12 commit 92f9d825); kernel/irq/debugfs.c (irqdata_states); kernel/irq/manage.c (irq_setup_affinity: default ∩ online ∩ node); kernel-parameters.txt (isolcpus=managed_irq, irqaffinity=); tuned plugin_scheduler.py and irqbalance activate.c (a refused IRQ is skipped)",
     },
     KindRules {
         kind: KindName::Irqbalance,
@@ -229,9 +229,9 @@ pub const RULES: &[KindRules] = &[
     KindRules {
         kind: KindName::ThreadAffinity,
         scope: "thread (`/proc/PID/task/TID`, chosen by name; named with its start time so a reused number is never touched)",
-        depends_on: "none; a thread's cpuset bounds it (EINVAL when `set` misses the cpuset), per-CPU kernel threads (PF_NO_SETAFFINITY) cannot move and are left out",
+        depends_on: "none; a thread's cpuset bounds it (EINVAL when `set` misses the cpuset), per-CPU kernel threads (PF_NO_SETAFFINITY) cannot move and are left out; a move the kernel refuses (EBUSY: SCHED_DEADLINE keeps its root domain; EINVAL) leaves that thread out, named, the others moving",
         read_back: "`Cpus_allowed_list` of the thread's `status` as a CPU list; the kernel keeps it within the thread's cpuset",
         persists: "runtime only (threads started later inherit their parent's mask: `systemd-cpu-affinity` covers what systemd starts)",
-        sources: "sched_setaffinity(2); proc(5) (`/proc/PID/task/TID/stat` flags and starttime, `status` Cpus_allowed_list); include/linux/sched.h (PF_NO_SETAFFINITY); tuned/plugins/plugin_scheduler.py (`_set_all_obj_affinity`, `_get_intersect_affinity`, ps_whitelist/ps_blacklist)",
+        sources: "sched_setaffinity(2); proc(5) (`/proc/PID/task/TID/stat` flags and starttime, `status` Cpus_allowed_list); include/linux/sched.h (PF_NO_SETAFFINITY); tuned/plugins/plugin_scheduler.py (`_set_all_obj_affinity`, `_get_intersect_affinity`, ps_whitelist/ps_blacklist); kernel/sched/syscalls.c (`dl_task_check_affinity`: EBUSY)",
     },
 ];
