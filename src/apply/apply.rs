@@ -136,9 +136,23 @@ pub fn apply(
     }
     let planned = plan::plan(&s.ctx, knobs).map_err(ApplyError::Refused)?;
     validate::values(&planned).map_err(ApplyError::Refused)?;
-    let fights = super::others::tuned_fights(&s.ctx, &planned);
-    const UNDO: &str = "tuned would undo this on its next reapply; stop tuned, change its profile, or pass --force";
-    if !fights.is_empty() && !opts.force && !opts.dry_run {
+    if let Some(id) = opts
+        .force_knobs
+        .iter()
+        .find(|id| !planned.knobs.iter().any(|p| p.knob.id == **id))
+    {
+        return Err(ApplyError::Refused(format!(
+            "--force={id}: no knob of this apply is named {id}; nothing was changed"
+        )));
+    }
+    // `--force=KNOB` overrides that knob's fight only; plain --force every one.
+    let (forced, fights): (Vec<_>, Vec<_>) = super::others::tuned_fights(&s.ctx, &planned)
+        .into_iter()
+        .partition(|(id, _)| opts.force || opts.force_knobs.contains(id));
+    let forced: Vec<String> = forced.into_iter().map(|f| f.1).collect();
+    let fights: Vec<String> = fights.into_iter().map(|f| f.1).collect();
+    const UNDO: &str = "tuned would undo this on its next reapply; stop tuned, change its profile, or pass --force=KNOB for that knob";
+    if !fights.is_empty() && !opts.dry_run {
         return Err(ApplyError::Refused(format!(
             "{}; {UNDO}",
             fights.join("; ")
@@ -175,14 +189,12 @@ pub fn apply(
         journal: None,
         ledger: None,
     };
-    match opts.force {
-        true => outcome.forced = fights,
-        false => outcome.warnings.extend(
-            fights
-                .into_iter()
-                .map(|f| format!("apply would refuse: {f}; {UNDO}")),
-        ),
-    }
+    outcome.forced = forced;
+    outcome.warnings.extend(
+        fights
+            .into_iter()
+            .map(|f| format!("apply would refuse: {f}; {UNDO}")),
+    );
     if opts.dry_run {
         if let Err(m) = permitted {
             outcome.warnings.push(format!("apply would refuse: {m}"));

@@ -129,6 +129,8 @@ pub struct ApplyOptions {
     /// Apply knobs that tuned's active profile sets differently (said in
     /// `forced`); without it they are refused before the first write.
     pub force: bool,
+    /// Only these knobs' fights with tuned are overridden (`--force=KNOB`).
+    pub force_knobs: Vec<String>,
 }
 
 impl Default for ApplyOptions {
@@ -139,6 +141,7 @@ impl Default for ApplyOptions {
             record: true,
             lock_held: false,
             force: false,
+            force_knobs: Vec::new(),
         }
     }
 }

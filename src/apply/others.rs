@@ -89,8 +89,11 @@ pub fn others_on_files(
 }
 
 /// For each knob with writes planned whose files tuned's active profile sets
-/// differently: what tuned sets and where (empty: no fight).
-pub fn tuned_fights(host: &crate::knob::HostCtx, planned: &super::plan::Planned) -> Vec<String> {
+/// differently: the knob's id, and what tuned sets and where (empty: no fight).
+pub fn tuned_fights(
+    host: &crate::knob::HostCtx,
+    planned: &super::plan::Planned,
+) -> Vec<(String, String)> {
     let knobs: Vec<&super::plan::KnobPlan> = planned
         .knobs
         .iter()
@@ -113,13 +116,16 @@ pub fn tuned_fights(host: &crate::knob::HostCtx, planned: &super::plan::Planned)
             .filter(|t| p.writes.iter().any(|w| w.path == t.path))
             .collect();
         if let Some(t) = tuned.setting(p.knob, &written).filter(|t| !t.agrees) {
-            out.push(format!(
-                "{}: {} ({} on {}; this knob sets {})",
-                p.knob.id,
-                t.cite(),
-                t.sets,
-                t.path,
-                p.knob.spec.desired()
+            out.push((
+                p.knob.id.clone(),
+                format!(
+                    "{}: {} ({} on {}; this knob sets {})",
+                    p.knob.id,
+                    t.cite(),
+                    t.sets,
+                    t.path,
+                    p.knob.spec.desired()
+                ),
             ));
         }
     }

@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::import::tuned::{facts, ini::Opt, load, translate};
 use crate::knob::{HostCtx, KindName, Service, Target};
 use crate::manifest::Knob;
+use crate::schema::Persistence;
 
 /// tuned as found running or enabled (as `competing_managers` decides).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -58,13 +59,40 @@ impl TunedSetting {
 struct Setting {
     profile: String,
     opt: Opt,
+    kind: KindName,
     targets: Vec<Target>,
+    /// The words a `[bootloader]` setting adds to `$tuned_params`.
+    words: Vec<String>,
 }
 
 /// tuned, when active, and its profile's settings.
 pub struct ActiveTuned {
     pub state: TunedState,
     settings: Vec<Setting>,
+    /// tuned-main.conf `reapply_sysctl` (default 1, tuned/consts.py): after
+    /// the profile's sysctls, tuned writes /run/sysctl.d, /etc/sysctl.d and
+    /// /etc/sysctl.conf again (plugin_sysctl.py `_apply_system_sysctl`).
+    reapply_sysctl: bool,
+    /// Where tuned writes `CPUAffinity=`: tuned >= 2.28 a drop-in
+    /// (system.conf.d/00-tuned.conf, commit a8a9d38), before it system.conf.
+    systemd_file: String,
+}
+
+const TUNED_DROPIN: &str = "/etc/systemd/system.conf.d/00-tuned.conf";
+
+/// tuned-main.conf's `reapply_sysctl`, read with tuned's get_bool.
+fn reapply_sysctl(host: &HostCtx) -> bool {
+    let text = host.text("/etc/tuned/tuned-main.conf").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| k.trim() == "reapply_sysctl")
+        .last()
+        .is_none_or(|(_, v)| {
+            !matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "false" | "no" | "n" | "off"
+            )
+        })
 }
 
 impl ActiveTuned {
@@ -89,6 +117,11 @@ impl ActiveTuned {
                 unreadable: None,
             },
             settings: Vec::new(),
+            reapply_sysctl: reapply_sysctl(host),
+            systemd_file: match host.root.exists(TUNED_DROPIN) {
+                true => TUNED_DROPIN.into(),
+                false => "/etc/systemd/system.conf".into(),
+            },
         };
         if let Some(p) = profile
             && let Err(e) = out.load(host, &p)
@@ -118,6 +151,89 @@ impl ActiveTuned {
     /// one that fights it, else the one that agrees. With several profiles
     /// active, a later one's setting of a file wins (tuned merges them so).
     pub fn setting(&self, knob: &Knob, targets: &[Target]) -> Option<TunedSetting> {
+        if knob.kind == KindName::KernelCmdline {
+            return self.cmdline(knob, targets);
+        }
+        let mut found = self.same_files(knob, targets)?;
+        if !found.agrees
+            && let Some(why) = self.yields(knob, targets)
+        {
+            found.agrees = true;
+            found.sets = format!("{}, {why}", found.sets);
+        }
+        Some(found)
+    }
+
+    /// Why tuned's different value of a file does not stand, when it does
+    /// not: what tuned writes last, or what systemd reads last.
+    fn yields(&self, knob: &Knob, targets: &[Target]) -> Option<String> {
+        match knob.kind {
+            KindName::Sysctl if knob.persistence == Persistence::SysctlD && self.reapply_sysctl => {
+                Some("then reapply_sysctl=1 (tuned-main.conf) has tuned write /etc/sysctl.d again, where this knob's file is".into())
+            }
+            KindName::SystemdCpuAffinity => {
+                let ours: Vec<&str> = targets
+                    .iter()
+                    .map(|t| t.path.as_str())
+                    .filter(|p| p.contains("/system.conf.d/"))
+                    .collect();
+                let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+                let after = match self.systemd_file.contains("/system.conf.d/") {
+                    true => ours.iter().all(|p| name(p) > name(&self.systemd_file)),
+                    false => true,
+                };
+                (after && !ours.is_empty()).then(|| {
+                    format!(
+                        "in {}, which this knob's drop-in overrides (systemd-system.conf(5): system.conf first, then the drop-ins in name order, the last setting wins)",
+                        self.systemd_file
+                    )
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// tuned's `[bootloader]` only adds its own words (`$tuned_params` in
+    /// BLS entries, GRUB_CMDLINE_LINUX_DEFAULT's tuned part); it fights a
+    /// kernel-cmdline knob only where both give one parameter different
+    /// values.
+    fn cmdline(&self, knob: &Knob, targets: &[Target]) -> Option<TunedSetting> {
+        let ours = knob.spec.cmdline_args().unwrap_or_default();
+        let key = |w: &str| w.split('=').next().unwrap_or(w).replace('_', "-");
+        let path = targets.first().map(|t| t.path.clone()).unwrap_or_default();
+        let mut agreeing = None;
+        for s in self
+            .settings
+            .iter()
+            .rev()
+            .filter(|s| s.kind == KindName::KernelCmdline)
+        {
+            for w in &ours {
+                let Some(theirs) = s.words.iter().find(|t| key(t) == key(w)) else {
+                    continue;
+                };
+                let found = TunedSetting {
+                    profile: s.profile.clone(),
+                    file: s.opt.file.clone(),
+                    line: s.opt.line,
+                    section: s.opt.section.clone(),
+                    key: s.opt.key.clone(),
+                    value: s.opt.value.clone(),
+                    path: path.clone(),
+                    sets: theirs.clone(),
+                    agrees: theirs == w,
+                };
+                if !found.agrees {
+                    return Some(found);
+                }
+                agreeing.get_or_insert(found);
+            }
+        }
+        agreeing
+    }
+
+    /// tuned's setting of the same files as the knob's.
+    fn same_files(&self, knob: &Knob, targets: &[Target]) -> Option<TunedSetting> {
         let mut agreeing = None;
         for t in targets.iter().filter(|t| t.blocker.is_none()) {
             let Some((s, theirs)) = self.settings.iter().rev().find_map(|s| {
@@ -174,7 +290,9 @@ fn setting(host: &HostCtx, profile: &str, k: translate::KnobOut) -> Option<Setti
     Some(Setting {
         profile: profile.to_string(),
         opt: k.lines.first()?.clone(),
+        kind,
         targets,
+        words: spec.cmdline_args().unwrap_or_default(),
     })
 }
 

@@ -102,31 +102,64 @@ pub(super) fn detect_services(
     out
 }
 
-/// irqbalance's banned list from its environment file (`unset`: none).
+/// irqbalance's banned CPUs as it decides them (irqbalance 1.9 cputree.c
+/// `setup_banned_cpus`): a non-empty `IRQBALANCE_BANNED_CPUS` mask first,
+/// else `IRQBALANCE_BANNED_CPULIST` when set (even empty), else the
+/// kernel's isolated and nohz_full CPUs, which it then bans itself.
 fn irqbalance_ban(host: &HostCtx) -> IrqbalanceBan {
-    use crate::knob::irqbalance::{FILES, VAR, assignment};
+    use crate::knob::irqbalance::{FILES, VAR, assignment, assignment_of};
+    const MASK: &str = "IRQBALANCE_BANNED_CPUS";
     let online = host.online().clone();
-    for f in FILES {
-        if let Ok(text) = host.root.read_string(f) {
-            if let Some((line, v)) = assignment(&text) {
-                return IrqbalanceBan {
-                    banned: CpuList::parse(&v).unwrap_or_default(),
-                    source: format!("{VAR}={v:?} at {f}:{}", line + 1),
-                    online,
-                };
-            }
-            return IrqbalanceBan {
-                banned: CpuList::default(),
-                source: format!("{f} sets no {VAR}"),
-                online,
-            };
+    let found = |banned: CpuList, source: String| IrqbalanceBan {
+        banned,
+        source,
+        online: online.clone(),
+    };
+    let mut unset = format!("neither {} exists", FILES.join(" nor "));
+    if let Some((f, text)) = FILES
+        .iter()
+        .find_map(|f| host.root.read_string(f).ok().map(|t| (f, t)))
+    {
+        if let Some((line, v)) = assignment_of(&text, MASK).filter(|(_, v)| !v.is_empty()) {
+            return found(
+                CpuList::parse_mask(&v).unwrap_or_default(),
+                format!(
+                    "{MASK}={v:?} at {f}:{}, a mask irqbalance reads before {VAR}",
+                    line + 1
+                ),
+            );
         }
+        if let Some((line, v)) = assignment(&text) {
+            return found(
+                CpuList::parse(&v).unwrap_or_default(),
+                format!("{VAR}={v:?} at {f}:{}", line + 1),
+            );
+        }
+        unset = format!("{f} sets neither {MASK} nor {VAR}");
     }
-    IrqbalanceBan {
-        banned: CpuList::default(),
-        source: format!("neither {} exists", FILES.join(" nor ")),
-        online,
-    }
+    let list = |p: &str| {
+        host.text(p)
+            .and_then(|t| CpuList::parse(t.trim()).ok())
+            .unwrap_or_default()
+    };
+    let (iso, nohz) = (
+        list("/sys/devices/system/cpu/isolated"),
+        list("/sys/devices/system/cpu/nohz_full"),
+    );
+    let banned: CpuList = iso
+        .as_slice()
+        .iter()
+        .chain(nohz.as_slice())
+        .copied()
+        .collect::<std::collections::BTreeSet<u32>>()
+        .into_iter()
+        .collect();
+    found(
+        banned,
+        format!(
+            "{unset}, so irqbalance bans the kernel's isolated CPUs ({iso}) and nohz_full CPUs ({nohz}) itself"
+        ),
+    )
 }
 
 /// Whether irqbalance's banned list keeps it off the CPUs an irq-affinity

@@ -20,6 +20,15 @@ pub struct IsolateArgs {
     /// Allow CPU 0's core in the isolated set (kept for housekeeping otherwise).
     #[arg(long)]
     pub allow_cpu0: bool,
+    /// Accept a split leaving fewer housekeeping CPUs than the minimum (one
+    /// core per NUMA node and 1 in 16 CPUs).
+    #[arg(long)]
+    pub allow_small_housekeeping: bool,
+    /// The flags of isolcpus=: `managed_irq` (managed interrupts off the
+    /// isolated CPUs), `domain` (also out of scheduler load balancing;
+    /// deprecated by the kernel in favour of cpusets) or `none`.
+    #[arg(long, value_name = "MODE", default_value = "managed_irq", value_parser = ["none", "managed_irq", "domain"])]
+    pub isolcpus: String,
     #[command(flatten)]
     pub read: ReadArgs,
 }

@@ -276,10 +276,12 @@ pub struct ApplyArgs {
     /// Show the plan and check it; write nothing, take no lock.
     #[arg(long)]
     pub dry_run: bool,
-    /// Apply knobs that tuned's active profile sets differently (without it
-    /// they are refused: tuned would undo them on its next reapply).
-    #[arg(long)]
-    pub force: bool,
+    /// Apply a knob that tuned's active profile sets differently (without it
+    /// such a knob is refused: tuned would undo it on its next reapply):
+    /// `--force=KNOB` for that knob only (repeatable); plain `--force`
+    /// overrides every one.
+    #[arg(long, value_name = "KNOB", num_args = 0..=1, require_equals = true, default_missing_value = "", action = clap::ArgAction::Append)]
+    pub force: Vec<String>,
     #[command(flatten)]
     pub change: ChangeArgs,
 }

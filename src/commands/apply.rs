@@ -17,7 +17,13 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
     let opts = ApplyOptions {
         dry_run: args.dry_run,
         wait: args.choice.wait,
-        force: args.force,
+        force: args.force.iter().any(String::is_empty),
+        force_knobs: args
+            .force
+            .iter()
+            .filter(|f| !f.is_empty())
+            .cloned()
+            .collect(),
         ..ApplyOptions::default()
     };
     let outcome = apply::apply(&session, &knobs, &opts).map_err(|e| name_override(e, &knobs))?;

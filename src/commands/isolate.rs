@@ -21,16 +21,32 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()[..10]
         .to_string();
     let command = format!(
-        "hostknob isolate --cpus {}{}",
+        "hostknob isolate --cpus {}{}{}{}",
         args.cpus.trim(),
-        if args.allow_cpu0 { " --allow-cpu0" } else { "" }
+        if args.allow_cpu0 { " --allow-cpu0" } else { "" },
+        if args.allow_small_housekeeping {
+            " --allow-small-housekeeping"
+        } else {
+            ""
+        },
+        match args.isolcpus.as_str() {
+            "managed_irq" => String::new(),
+            m => format!(" --isolcpus {m}"),
+        }
     );
     let cx = Context {
         host: &host,
         date: &date,
         command: &command,
     };
-    let mut plan = isolate::plan(&inv, &req, args.allow_cpu0, &cx)?;
+    let opts = isolate::Options {
+        allow_cpu0: args.allow_cpu0,
+        allow_small_housekeeping: args.allow_small_housekeeping,
+    };
+    let isolcpus = isolate::Isolcpus::parse(&args.isolcpus).ok_or_else(|| {
+        anyhow::anyhow!("--isolcpus {}: none, managed_irq or domain", args.isolcpus)
+    })?;
+    let mut plan = isolate::plan(&inv, &req, opts, isolcpus, &cx)?;
     if let Some(dir) = &args.out {
         write_files(dir, &mut plan, args.force)?;
     }

@@ -1,6 +1,7 @@
-//! Which CPUs to isolate: whole cores, housekeeping on every NUMA node (and
-//! on every L3 of a package with several), CPU 0's core kept unless asked,
-//! performance cores before efficient ones.
+//! Which CPUs to isolate: whole cores, housekeeping on every NUMA node and
+//! no smaller than a minimum, whole L3 domains first where a package has
+//! several, a hybrid part's efficient-core L2 clusters whole, CPU 0's core
+//! kept unless asked, performance cores before efficient ones.
 
 use anyhow::{Result, bail};
 
@@ -41,6 +42,42 @@ impl Request {
     }
 }
 
+/// How the split may be made.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    pub allow_cpu0: bool,
+    /// Accept fewer housekeeping CPUs than [`minimum`] (said in a warning).
+    pub allow_small_housekeeping: bool,
+}
+
+/// The fewest housekeeping CPUs a split may leave, and why: one core on
+/// every NUMA node and at least one CPU in 16, since every IRQ, RCU
+/// callback, unbound workqueue item, kernel thread and system service runs
+/// there (the ratio is the planner's rule of thumb, as NTO's reserved set;
+/// no kernel rule sets it).
+pub fn minimum(topo: &Topology) -> (usize, String) {
+    let per_node: usize = (0..topo.nodes.len())
+        .map(|n| {
+            topo.cores
+                .iter()
+                .filter(|c| c.node == n)
+                .map(|c| c.cpus.len())
+                .min()
+                .unwrap_or(0)
+        })
+        .sum();
+    let ratio = topo.online.len().div_ceil(16);
+    let n = per_node.max(ratio);
+    (
+        n,
+        format!(
+            "housekeeping keeps at least {n} CPU(s): one core on each of the {} NUMA node(s) ({per_node}) and at least 1 in 16 of the {} online CPUs ({ratio}), as every interrupt, RCU callback, unbound workqueue item and system service runs there",
+            topo.nodes.len(),
+            topo.online.len()
+        ),
+    )
+}
+
 /// The split and the reasons for it.
 #[derive(Clone, Debug)]
 pub struct Choice {
@@ -51,10 +88,16 @@ pub struct Choice {
     pub warnings: Vec<String>,
 }
 
-pub fn choose(topo: &Topology, req: &Request, allow_cpu0: bool) -> Result<Choice> {
+pub fn choose(topo: &Topology, req: &Request, opts: Options) -> Result<Choice> {
+    let allow_cpu0 = opts.allow_cpu0;
+    let (min, min_why) = minimum(topo);
+    let floor = match opts.allow_small_housekeeping {
+        true => 1,
+        false => min,
+    };
     let (picked, mut warnings) = match req {
-        Request::Count(n) => (by_count(topo, *n, allow_cpu0)?, Vec::new()),
-        Request::List(l) => by_list(topo, l, allow_cpu0)?,
+        Request::Count(n) => (by_count(topo, *n, allow_cpu0, floor, &min_why)?, Vec::new()),
+        Request::List(l) => by_list(topo, l, allow_cpu0, floor, &min_why)?,
     };
     let isolated: CpuList = picked
         .iter()
@@ -95,11 +138,33 @@ pub fn choose(topo: &Topology, req: &Request, allow_cpu0: bool) -> Result<Choice
             topo.node_name(n)
         ));
     }
-    if topo.l3.iter().any(|d| d.keeps_housekeeping) {
+    match housekeeping.len() < min {
+        true => warnings.push(format!(
+            "--allow-small-housekeeping: {} housekeeping CPU(s), fewer than the minimum: {min_why}",
+            housekeeping.len()
+        )),
+        false => reasons.push(min_why),
+    }
+    if topo.l3.iter().any(|d| d.split_package) {
+        let whole: Vec<String> = topo
+            .l3
+            .iter()
+            .filter(|d| d.cpus.as_slice().iter().all(|c| isolated.contains(*c)))
+            .map(|d| d.cpus.to_string())
+            .collect();
         reasons.push(format!(
-            "a package holds several L3 caches ({} in all): each keeps at least one housekeeping core",
-            topo.l3.len()
+            "a package holds several L3 caches ({} in all): whole L3 domains are isolated first, away from CPU 0's, so housekeeping's cache traffic stays out of them{}",
+            topo.l3.len(),
+            match whole.is_empty() {
+                true => String::new(),
+                false => format!(" (isolated whole: {})", whole.join(" ")),
+            }
         ));
+    }
+    if picked.iter().any(|&i| topo.cores[i].l2_cluster.is_some()) {
+        reasons.push(
+            "efficient cores are isolated by whole L2 cluster: the cores of a cluster share their L2, so housekeeping on one of them would evict the workload's cache on the others".into(),
+        );
     }
     if let Some(c0) = topo.core_of(0) {
         match c0.cpus.as_slice().iter().any(|c| isolated.contains(*c)) {
@@ -151,40 +216,61 @@ pub fn choose(topo: &Topology, req: &Request, allow_cpu0: bool) -> Result<Choice
     })
 }
 
-/// Core indices in the order they are isolated: P-cores first, then by
-/// number (the lowest CPUs after CPU 0's core, as people number them).
-fn candidates(topo: &Topology, allow_cpu0: bool) -> Vec<usize> {
+/// Groups of core indices in the order they are isolated, each taken whole:
+/// P-cores first; where a package holds several L3s, the L3 domains away
+/// from CPU 0's first; a hybrid part's efficient cores by L2 cluster; then
+/// by number (the lowest CPUs after CPU 0's core, as people number them).
+fn candidates(topo: &Topology, allow_cpu0: bool) -> Vec<Vec<usize>> {
+    let cpu0_l3 = topo.core_of(0).and_then(|c| c.l3);
+    let split = topo.l3.iter().any(|d| d.split_package);
     let mut v: Vec<usize> = (0..topo.cores.len())
         .filter(|&i| allow_cpu0 || !topo.cores[i].cpus.contains(0))
         .collect();
-    v.sort_by_key(|&i| (topo.cores[i].rank, topo.cores[i].cpus.first()));
-    v
-}
-
-/// Greedy: take each candidate core that fits the count and leaves its node
-/// (and its L3, where kept) a housekeeping core.
-fn greedy(topo: &Topology, n: usize, allow_cpu0: bool) -> Vec<usize> {
-    let mut node_hk = vec![0usize; topo.nodes.len()];
-    let mut l3_hk = vec![0usize; topo.l3.len()];
-    for c in &topo.cores {
-        node_hk[c.node] += 1;
-        if let Some(d) = c.l3 {
-            l3_hk[d] += 1;
+    v.sort_by_key(|&i| {
+        let c = &topo.cores[i];
+        (
+            c.rank,
+            split && c.l3.is_some() && c.l3 == cpu0_l3,
+            c.l3.filter(|_| split),
+            c.cpus.first(),
+        )
+    });
+    let mut units: Vec<Vec<usize>> = Vec::new();
+    for i in v {
+        let cluster = &topo.cores[i].l2_cluster;
+        match units
+            .iter_mut()
+            .find(|u| cluster.is_some() && topo.cores[u[0]].l2_cluster == *cluster)
+        {
+            Some(u) => u.push(i),
+            None => units.push(vec![i]),
         }
     }
+    units
+}
+
+/// Greedy: take each candidate group that fits the count, leaves its node a
+/// housekeeping core and housekeeping at least `floor` CPUs.
+fn greedy(topo: &Topology, n: usize, allow_cpu0: bool, floor: usize) -> Vec<usize> {
+    let mut node_hk = vec![0usize; topo.nodes.len()];
+    for c in &topo.cores {
+        node_hk[c.node] += 1;
+    }
     let mut left = n;
+    let mut hk = topo.online.len();
     let mut picked = Vec::new();
-    for i in candidates(topo, allow_cpu0) {
-        let c = &topo.cores[i];
-        let l3_ok =
-            c.l3.is_none_or(|d| !topo.l3[d].keeps_housekeeping || l3_hk[d] > 1);
-        if c.cpus.len() <= left && node_hk[c.node] > 1 && l3_ok {
-            node_hk[c.node] -= 1;
-            if let Some(d) = c.l3 {
-                l3_hk[d] -= 1;
-            }
-            left -= c.cpus.len();
-            picked.push(i);
+    for unit in candidates(topo, allow_cpu0) {
+        let size: usize = unit.iter().map(|&i| topo.cores[i].cpus.len()).sum();
+        let mut after = node_hk.clone();
+        for &i in &unit {
+            after[topo.cores[i].node] = after[topo.cores[i].node].saturating_sub(1);
+        }
+        let nodes_ok = unit.iter().all(|&i| after[topo.cores[i].node] > 0);
+        if size <= left && nodes_ok && hk >= floor + size {
+            node_hk = after;
+            left -= size;
+            hk -= size;
+            picked.extend(unit);
             if left == 0 {
                 break;
             }
@@ -197,24 +283,35 @@ fn cpus_of(topo: &Topology, picked: &[usize]) -> usize {
     picked.iter().map(|&i| topo.cores[i].cpus.len()).sum()
 }
 
-fn by_count(topo: &Topology, n: usize, allow_cpu0: bool) -> Result<Vec<usize>> {
-    let picked = greedy(topo, n, allow_cpu0);
+fn by_count(
+    topo: &Topology,
+    n: usize,
+    allow_cpu0: bool,
+    floor: usize,
+    min_why: &str,
+) -> Result<Vec<usize>> {
+    let picked = greedy(topo, n, allow_cpu0, floor);
     if cpus_of(topo, &picked) == n {
         return Ok(picked);
     }
-    let max = cpus_of(topo, &greedy(topo, usize::MAX, allow_cpu0));
+    let max = cpus_of(topo, &greedy(topo, usize::MAX, allow_cpu0, floor));
     let keeps = format!(
-        "whole cores only, housekeeping kept on each of the {} NUMA node(s){}{}",
-        topo.nodes.len(),
-        if topo.l3.iter().any(|d| d.keeps_housekeeping) {
-            format!(" and each of the {} L3 caches", topo.l3.len())
+        "whole cores only{}, housekeeping kept on each of the {} NUMA node(s); {min_why}{}{}",
+        if topo.cores.iter().any(|c| c.l2_cluster.is_some()) {
+            " and whole L2 clusters of efficient cores"
         } else {
-            String::new()
+            ""
+        },
+        topo.nodes.len(),
+        if floor > 1 {
+            " (--allow-small-housekeeping lifts that)"
+        } else {
+            ""
         },
         if allow_cpu0 {
             ""
         } else {
-            ", CPU 0's core kept (--allow-cpu0 lifts that)"
+            "; CPU 0's core kept (--allow-cpu0 lifts that)"
         }
     );
     if max == 0 {
@@ -229,7 +326,7 @@ fn by_count(topo: &Topology, n: usize, allow_cpu0: bool) -> Result<Vec<usize>> {
             topo.online.len()
         );
     }
-    let reachable = |m: usize| cpus_of(topo, &greedy(topo, m, allow_cpu0)) == m;
+    let reachable = |m: usize| cpus_of(topo, &greedy(topo, m, allow_cpu0, floor)) == m;
     let below = (1..n).rev().find(|&m| reachable(m));
     let above = (n + 1..=max).find(|&m| reachable(m));
     let near: Vec<String> = [below, above]
@@ -243,7 +340,13 @@ fn by_count(topo: &Topology, n: usize, allow_cpu0: bool) -> Result<Vec<usize>> {
     )
 }
 
-fn by_list(topo: &Topology, list: &CpuList, allow_cpu0: bool) -> Result<(Vec<usize>, Vec<String>)> {
+fn by_list(
+    topo: &Topology,
+    list: &CpuList,
+    allow_cpu0: bool,
+    floor: usize,
+    min_why: &str,
+) -> Result<(Vec<usize>, Vec<String>)> {
     let mut problems = Vec::new();
     for &c in list.as_slice() {
         if !topo.present.contains(c) && !topo.online.contains(c) {
@@ -302,6 +405,17 @@ fn by_list(topo: &Topology, list: &CpuList, allow_cpu0: bool) -> Result<(Vec<usi
             ));
         }
     }
+    let hk = topo
+        .online
+        .as_slice()
+        .iter()
+        .filter(|c| !list.contains(**c))
+        .count();
+    if hk < floor {
+        problems.push(format!(
+            "it leaves {hk} housekeeping CPU(s), fewer than the minimum: {min_why}; isolate fewer CPUs, or pass --allow-small-housekeeping"
+        ));
+    }
     if !problems.is_empty() {
         bail!(
             "--cpus {list} is refused, nothing was written:\n  {}",
@@ -309,12 +423,14 @@ fn by_list(topo: &Topology, list: &CpuList, allow_cpu0: bool) -> Result<(Vec<usi
         );
     }
     let mut warnings = Vec::new();
-    for d in topo.l3.iter().filter(|d| d.keeps_housekeeping) {
-        if d.cpus.as_slice().iter().all(|c| list.contains(*c)) {
-            warnings.push(format!(
-                "the L3 shared by CPUs {} keeps no housekeeping core: accepted as asked (a whole L3 for the workload keeps housekeeping's cache traffic out of it), but its cache-local kernel work runs elsewhere",
-                d.cpus
-            ));
+    for c in &topo.cores {
+        let Some(l2) = &c.l2_cluster else { continue };
+        let inside = l2.as_slice().iter().filter(|x| list.contains(**x)).count();
+        let w = format!(
+            "the list splits the efficient-core L2 cluster {l2}: its cores share their L2, so housekeeping work there evicts the workload's cache"
+        );
+        if inside > 0 && inside < l2.len() && !warnings.contains(&w) {
+            warnings.push(w);
         }
     }
     if topo.is_hybrid() {

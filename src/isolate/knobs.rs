@@ -8,6 +8,33 @@ use super::choose::Choice;
 use super::topology::Topology;
 use crate::cpulist::CpuList;
 
+/// The flags of `isolcpus=` (kernel-parameters.txt): `domain` takes the
+/// CPUs out of scheduler load balancing, which the kernel documents as
+/// deprecated in favour of cpusets and NTO adds only for static isolation;
+/// `managed_irq` keeps managed interrupts off them where it can.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolcpus {
+    /// No `isolcpus=`: nohz_full, rcu_nocbs and irqaffinity only.
+    None,
+    /// `isolcpus=managed_irq,LIST`.
+    #[default]
+    ManagedIrq,
+    /// `isolcpus=managed_irq,domain,LIST`.
+    Domain,
+}
+
+impl Isolcpus {
+    pub fn parse(text: &str) -> Option<Isolcpus> {
+        match text {
+            "none" => Some(Isolcpus::None),
+            "managed_irq" => Some(Isolcpus::ManagedIrq),
+            "domain" => Some(Isolcpus::Domain),
+            _ => None,
+        }
+    }
+}
+
 /// One knob file of the fragment.
 #[derive(Clone, Debug)]
 pub struct KnobFile {
@@ -75,23 +102,45 @@ fn list(cpus: &CpuList) -> Value {
 
 /// The knobs, in the order to review them: the boot-time partition first,
 /// then what moves running work off the isolated CPUs.
-pub fn fragment(topo: &Topology, choice: &Choice, cx: &Context) -> Vec<KnobFile> {
+pub fn fragment(
+    topo: &Topology,
+    choice: &Choice,
+    isolcpus: Isolcpus,
+    cx: &Context,
+) -> Vec<KnobFile> {
     let (iso, hk) = (&choice.isolated, &choice.housekeeping);
-    let add = vec![
-        format!("isolcpus=managed_irq,domain,{iso}"),
+    let mut add = match isolcpus {
+        Isolcpus::None => vec![],
+        Isolcpus::ManagedIrq => vec![format!("isolcpus=managed_irq,{iso}")],
+        Isolcpus::Domain => vec![format!("isolcpus=managed_irq,domain,{iso}")],
+    };
+    // Under nohz=off no CPU enters NOHZ mode (tick-sched.c
+    // tick_nohz_activate), so nohz_full= cannot stop the tick: tuned's
+    // cpu-partitioning and NTO write nohz=on beside it, as here.
+    add.extend([
+        "nohz=on".to_string(),
         format!("nohz_full={iso}"),
         format!("rcu_nocbs={iso}"),
         format!("irqaffinity={hk}"),
         "skew_tick=1".to_string(),
-    ];
-    let mut cmdline_caveats = vec![
-        "takes effect at the next boot: audit says pending-reboot until then".to_string(),
-        format!(
-            "isolcpus=domain takes CPUs {iso} out of scheduler load balancing: only work pinned there (taskset, a unit's CPUAffinity=) runs there, so pin every thread of the workload, and not more threads than CPUs"
-        ),
-        "managed_irq keeps managed interrupts (nvme queues, many multi-queue NICs) off the isolated CPUs where the kernel can; an irq-affinity write cannot move those".to_string(),
+    ]);
+    let mut cmdline_caveats =
+        vec!["takes effect at the next boot: audit says pending-reboot until then".to_string()];
+    match isolcpus {
+        Isolcpus::Domain => cmdline_caveats.push(format!(
+            "isolcpus=domain (--isolcpus domain) takes CPUs {iso} out of scheduler load balancing: only work pinned there (taskset, a unit's CPUAffinity=) runs there, so pin every thread of the workload, and not more threads than CPUs; kernel-parameters.txt calls it deprecated in favour of cpusets"
+        )),
+        _ => cmdline_caveats.push(format!(
+            "CPUs {iso} stay in scheduler load balancing (no isolcpus=domain; --isolcpus domain adds it): keep other work off them with the services' and threads' affinity (the knobs below) or a cpuset"
+        )),
+    }
+    cmdline_caveats.extend([
+        match isolcpus {
+            Isolcpus::None => "no isolcpus=managed_irq (--isolcpus none): managed interrupts (nvme queues, many multi-queue NICs) may stay on the isolated CPUs, and an irq-affinity write cannot move those".to_string(),
+            _ => "managed_irq keeps managed interrupts (nvme queues, many multi-queue NICs) off the isolated CPUs where the kernel can; an irq-affinity write cannot move those".to_string(),
+        },
         "skew_tick=1 staggers the CPUs' ticks so they do not contend for the same timekeeping locks at once (the RHEL for Real Time tuning guide, tuned's realtime profile); it costs some power on idle hosts, since ticks no longer coincide: drop it from `add` where power matters more".to_string(),
-    ];
+    ]);
     if !topo.nohz_full_exposed {
         cmdline_caveats.push(
             "this kernel exposes no /sys/devices/system/cpu/nohz_full: it may be built without CONFIG_NO_HZ_FULL, and then ignores nohz_full= (rcu_nocbs= needs CONFIG_RCU_NOCB_CPU likewise)".into(),

@@ -12,8 +12,8 @@ use serde::Serialize;
 use crate::cpulist::CpuList;
 use crate::inventory::Inventory;
 
-pub use choose::{Choice, Request};
-pub use knobs::{Context, KnobFile};
+pub use choose::{Choice, Options, Request};
+pub use knobs::{Context, Isolcpus, KnobFile};
 pub use topology::Topology;
 
 /// The chosen split, its reasons and the knobs made from it (`--format json`).
@@ -45,6 +45,10 @@ pub struct Asked {
     /// `--cpus LIST`.
     pub cpus: Option<CpuList>,
     pub allow_cpu0: bool,
+    /// `--allow-small-housekeeping`.
+    pub allow_small_housekeeping: bool,
+    /// `--isolcpus`: the flags of `isolcpus=` (`none`: no such parameter).
+    pub isolcpus: Isolcpus,
 }
 
 /// The layout the choice was made from.
@@ -53,7 +57,7 @@ pub struct Layout {
     pub online: CpuList,
     pub cores: usize,
     pub numa_nodes: Vec<Split>,
-    /// L3 instances, listed where a package holds several (each keeps housekeeping).
+    /// L3 instances, listed where a package holds several (whole ones are isolated first).
     pub l3_domains: Vec<Split>,
     /// Performance cores (`cpu_core`) on a hybrid part; `null` elsewhere.
     pub performance_cores: Option<CpuList>,
@@ -83,12 +87,13 @@ pub struct PlannedKnob {
 pub fn plan(
     inv: &Inventory,
     req: &Request,
-    allow_cpu0: bool,
+    opts: Options,
+    isolcpus: Isolcpus,
     cx: &Context,
 ) -> anyhow::Result<IsolatePlan> {
     let topo = Topology::from_inventory(inv)?;
-    let choice = choose::choose(&topo, req, allow_cpu0)?;
-    let files = knobs::fragment(&topo, &choice, cx);
+    let choice = choose::choose(&topo, req, opts)?;
+    let files = knobs::fragment(&topo, &choice, isolcpus, cx);
     let split = |id: Option<u32>, cpus: &CpuList| {
         let part = |set: &CpuList| -> CpuList {
             cpus.as_slice()
@@ -116,7 +121,9 @@ pub fn plan(
                 Request::List(l) => Some(l.clone()),
                 Request::Count(_) => None,
             },
-            allow_cpu0,
+            allow_cpu0: opts.allow_cpu0,
+            allow_small_housekeeping: opts.allow_small_housekeeping,
+            isolcpus,
         },
         isolated: choice.isolated.clone(),
         housekeeping: choice.housekeeping.clone(),
@@ -128,7 +135,7 @@ pub fn plan(
             l3_domains: topo
                 .l3
                 .iter()
-                .filter(|d| d.keeps_housekeeping)
+                .filter(|d| d.split_package)
                 .map(|d| split(None, &d.cpus))
                 .collect(),
             performance_cores: topo.is_hybrid().then(|| {

@@ -16,6 +16,9 @@ pub struct Core {
     pub node: usize,
     /// Index into [`Topology::l3`].
     pub l3: Option<usize>,
+    /// The cores sharing this core's L2 (itself included) where several do:
+    /// a hybrid part's efficient-core cluster.
+    pub l2_cluster: Option<CpuList>,
     /// 0 for a performance core (or any core of a part with one type), 1 for
     /// an efficient core, 2 for a low-power efficient core.
     pub rank: u8,
@@ -35,7 +38,7 @@ pub struct Topology {
     pub present: CpuList,
     pub cores: Vec<Core>,
     pub nodes: Vec<Node>,
-    /// L3 instances; each keeps housekeeping only where its package has several.
+    /// L3 instances.
     pub l3: Vec<L3>,
     /// `cpu_core`, `cpu_atom`, `cpu_lowpower` CPUs on hybrid parts.
     pub hybrid: Option<Vec<(String, CpuList)>>,
@@ -48,8 +51,9 @@ pub struct Topology {
 #[derive(Clone, Debug)]
 pub struct L3 {
     pub cpus: CpuList,
-    /// Its package holds more than one L3: it keeps a housekeeping core.
-    pub keeps_housekeeping: bool,
+    /// Its package holds more than one L3 (a CCD, a cluster): the planner
+    /// isolates whole ones where it can.
+    pub split_package: bool,
 }
 
 impl Topology {
@@ -101,6 +105,7 @@ impl Topology {
 
         let packages: Vec<&CpuList> = cpu.topology.package_cpus.iter().map(|p| &p.cpus).collect();
         let l3 = l3_domains(&inv.caches, &online, &packages);
+        let l2 = level_lists(&inv.caches, 2, "index2", &online);
         let hybrid = cpu.hybrid.as_ref().map(|h| {
             h.iter()
                 .map(|k| (k.kind.clone(), k.cpus.clone()))
@@ -128,6 +133,12 @@ impl Topology {
                         .position(|n| n.cpus.contains(first))
                         .unwrap_or(0),
                     l3: l3.iter().position(|d| d.cpus.contains(first)),
+                    // Only an efficient core's L2 is shared by several cores.
+                    l2_cluster: l2
+                        .iter()
+                        .find(|l| l.contains(first) && l.len() > cpus.len())
+                        .filter(|_| rank_of(first) > 0)
+                        .cloned(),
                     rank: rank_of(first),
                     cpus,
                 }
@@ -167,12 +178,33 @@ impl Topology {
 /// The L3 instances: caches of level 3, or `index3` where a capture lacks the
 /// level (index0-3 are L1d, L1i, L2, L3 on x86, the hosts with several L3s).
 fn l3_domains(caches: &[Cache], online: &CpuList, packages: &[&CpuList]) -> Vec<L3> {
+    let lists = level_lists(caches, 3, "index3", online);
+    let mut per_package: BTreeMap<usize, usize> = BTreeMap::new();
+    let package_of = |l: &CpuList| {
+        let first = l.first().unwrap_or(0);
+        packages.iter().position(|p| p.contains(first)).unwrap_or(0)
+    };
+    for l in &lists {
+        *per_package.entry(package_of(l)).or_default() += 1;
+    }
+    lists
+        .into_iter()
+        .map(|cpus| L3 {
+            split_package: per_package.get(&package_of(&cpus)).is_some_and(|n| *n > 1),
+            cpus,
+        })
+        .collect()
+}
+
+/// The online CPU lists sharing a cache of `level` (`index` where a capture
+/// lacks levels), each once, by first CPU.
+fn level_lists(caches: &[Cache], level: u32, index: &str, online: &CpuList) -> Vec<CpuList> {
     let levels_known = caches.iter().any(|c| c.level.is_some());
     let mut lists: Vec<CpuList> = caches
         .iter()
         .filter(|c| match levels_known {
-            true => c.level == Some(3),
-            false => c.index == "index3",
+            true => c.level == Some(level) && c.kind.as_deref() != Some("Instruction"),
+            false => c.index == index,
         })
         .flat_map(|c| c.shared_cpu_lists.iter().cloned())
         .map(|l| {
@@ -186,19 +218,5 @@ fn l3_domains(caches: &[Cache], online: &CpuList, packages: &[&CpuList]) -> Vec<
         .collect();
     lists.sort_by_key(|l| l.first());
     lists.dedup();
-    let mut per_package: BTreeMap<usize, usize> = BTreeMap::new();
-    let package_of = |l: &CpuList| {
-        let first = l.first().unwrap_or(0);
-        packages.iter().position(|p| p.contains(first)).unwrap_or(0)
-    };
-    for l in &lists {
-        *per_package.entry(package_of(l)).or_default() += 1;
-    }
     lists
-        .into_iter()
-        .map(|cpus| L3 {
-            keeps_housekeeping: per_package.get(&package_of(&cpus)).is_some_and(|n| *n > 1),
-            cpus,
-        })
-        .collect()
 }

@@ -52,7 +52,7 @@ pub fn assignment(text: &str) -> Option<(usize, String)> {
 }
 
 /// The last assignment of `var` (line index, unquoted value).
-fn assignment_of(text: &str, var: &str) -> Option<(usize, String)> {
+pub fn assignment_of(text: &str, var: &str) -> Option<(usize, String)> {
     let lines: Vec<&str> = text.lines().collect();
     lines.iter().enumerate().rev().find_map(|(i, l)| {
         let rest = l.trim_start().strip_prefix("export ").unwrap_or(l.trim_start());

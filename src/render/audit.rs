@@ -200,11 +200,12 @@ fn beside_lines(k: &KnobReport) -> Vec<String> {
         lines.push(match t.agrees {
             true => format!("  tuned agrees: {} ({} there)", t.cite(), t.sets),
             false => format!(
-                "  tuned fights this knob: {} ({} on {}, this knob {}); apply refuses without --force",
+                "  tuned fights this knob: {} ({} on {}, this knob {}); apply refuses without --force={}",
                 t.cite(),
                 t.sets,
                 t.path,
-                k.desired
+                k.desired,
+                k.id
             ),
         });
     }

@@ -28,6 +28,7 @@ impl Guard<'_, '_> {
         lock_held: true,
         // A leg goes back to as found; tuned's profile is audit's and apply's concern.
         force: true,
+        force_knobs: Vec::new(),
     };
 
     pub(super) fn set(&mut self, leg: Leg, knob: &Knob) -> Result<()> {

@@ -7,14 +7,16 @@ use std::path::{Path, PathBuf};
 
 use crate::support::*;
 
-const PROFILES: &[&str] = &[
-    "latency-performance",
-    "network-latency",
-    "cpu-partitioning",
-    "realtime",
-    "throughput-performance",
-    "hpc-compute",
-];
+/// Every profile Debian's tuned ships (a directory with a tuned.conf).
+fn profiles(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| dir.join(n).join("tuned.conf").is_file())
+        .collect();
+    v.sort();
+    v
+}
 
 /// tuned's profiles, or one printed line saying why the test skips.
 fn tuned_dir() -> Option<PathBuf> {
@@ -45,14 +47,21 @@ fn cp(from: &Path, to: &Path) {
 fn host_with_tuned(host: &str, isolated: &str) -> (tempfile::TempDir, PathBuf) {
     let (tmp, root) = copy_host(host);
     cp(Path::new("/usr/lib/tuned"), &root.join("usr/lib/tuned"));
-    let vars = format!("isolated_cores={isolated}\nisolate_managed_irq=Y\n");
-    write_files(
-        &root,
-        &[
-            ("etc/tuned/cpu-partitioning-variables.conf", vars.as_str()),
-            ("etc/tuned/realtime-variables.conf", vars.as_str()),
-        ],
+    let vars = format!(
+        "isolated_cores={isolated}\nisolate_managed_irq=Y\nmax_power_state=cstate.name:C1|10\n"
     );
+    let files: Vec<String> = [
+        "cpu-partitioning",
+        "cpu-partitioning-powersave",
+        "realtime",
+        "realtime-virtual-guest",
+        "realtime-virtual-host",
+    ]
+    .iter()
+    .map(|p| format!("etc/tuned/{p}-variables.conf"))
+    .collect();
+    let files: Vec<(&str, &str)> = files.iter().map(|f| (f.as_str(), vars.as_str())).collect();
+    write_files(&root, &files);
     (tmp, root)
 }
 
@@ -156,11 +165,20 @@ fn includes(root: &Path, profile: &str) -> Vec<String> {
     let f = format!("/usr/lib/tuned/{profile}/tuned.conf");
     let text = read(&root.join(f.trim_start_matches('/')));
     let mut v = vec![f];
-    if let Some(inc) = text.lines().find_map(|l| {
+    if let Some(mut inc) = text.lines().find_map(|l| {
         l.trim()
             .strip_prefix("include")
             .map(|r| r.trim_start_matches([' ', '=']).trim().to_string())
     }) {
+        // openshift: ${f:virt_check:GUEST:BARE}, by the hypervisor CPU flag.
+        if let Some(args) = inc
+            .strip_prefix("${f:virt_check:")
+            .and_then(|a| a.strip_suffix('}'))
+        {
+            let guest = read(&root.join("proc/cpuinfo")).contains(" hypervisor");
+            let (g, b) = args.split_once(':').unwrap();
+            inc = if guest { g } else { b }.to_string();
+        }
         v.extend(includes(root, &inc));
     }
     v
@@ -171,7 +189,10 @@ fn plans(host: &str, isolated: &str) {
     let (_tmp, root) = host_with_tuned(host, isolated);
     give_debian_boot_and_irqbalance(&root);
     let outs = tempfile::tempdir().unwrap();
-    for profile in PROFILES {
+    let all = profiles(&root.join("usr/lib/tuned"));
+    assert!(all.len() >= 30, "{all:?}");
+    for profile in &all {
+        let profile = profile.as_str();
         let dir = outs.path().join(profile);
         let o = import(&root, host, profile, &dir);
         ok(&o);
@@ -202,7 +223,7 @@ fn plans(host: &str, isolated: &str) {
             "{host} {profile}: {n_imp} of {} option lines imported ({pct}%)",
             lines.len()
         );
-        match *profile {
+        match profile {
             // cpu-partitioning: 47 of 52; not [script] script, the initrd_*
             // lines and the ${f:exec} variable feeding them.
             "latency-performance" | "network-latency" | "realtime" | "cpu-partitioning" => {
@@ -210,7 +231,21 @@ fn plans(host: &str, isolated: &str) {
             }
             _ => {}
         }
+        // No command line over the kernel's 2048 characters (x86).
+        let cmdline = dir.join(format!("tuned-{profile}-bootloader-cmdline.yaml"));
+        if cmdline.exists() {
+            let add = cmdline_words(&dir, &format!("tuned-{profile}-bootloader-cmdline"));
+            assert!(add.len() < 1024, "{host} {profile}: {add}");
+        }
         give_sysctls(&root, &dir);
+        if ids(&dir).is_empty() {
+            // tuned's `default` sets nothing: nothing to load or plan.
+            assert!(
+                not_knob_free(&dir),
+                "{host} {profile}: no knob, yet imported lines"
+            );
+            continue;
+        }
         // Loads and plans on the host.
         let state = format!("/{STATE_DIR}");
         let o = run(
@@ -570,4 +605,128 @@ fn import_tuned_thread_moves_are_never_wider_than_tuneds() {
         imp.contains("tuned moves no thread, so no thread-affinity knob"),
         "{imp}"
     );
+}
+
+/// The words a kernel-cmdline knob of an import adds, joined as on the line.
+fn cmdline_words(dir: &Path, id: &str) -> String {
+    let k = knob(dir, id);
+    k["set"]["add"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Issue 31 item 3: on spr1 (320 CPUs) with the isolated CPUs given one by
+/// one, as tuned's calc_isolated_cores gave them before 2.25, the CPU lists
+/// are packed into ranges and the command line fits the kernel's
+/// COMMAND_LINE_SIZE (2048 on x86) with the capture's own line.
+#[test]
+fn import_tuned_cpu_lists_are_packed_so_the_command_line_fits_on_spr1() {
+    let Some(_) = tuned_dir() else { return };
+    let one_by_one: Vec<String> = (2..160).chain(162..320).map(|c| c.to_string()).collect();
+    let (_tmp, root) = host_with_tuned("spr1", &one_by_one.join(","));
+    let current = std::fs::read_to_string(root.join("proc/cmdline")).unwrap_or_default();
+    let outs = tempfile::tempdir().unwrap();
+    for profile in ["cpu-partitioning", "realtime-virtual-host"] {
+        let dir = outs.path().join(profile);
+        ok(&import(&root, "spr1", profile, &dir));
+        let add = cmdline_words(&dir, &format!("tuned-{profile}-bootloader-cmdline"));
+        let nohz = add
+            .split(' ')
+            .find_map(|w| w.strip_prefix("nohz_full="))
+            .unwrap();
+        assert!(nohz.contains('-') && !nohz.contains(",2,3,"), "{nohz}");
+        let line = current.trim().len() + 1 + add.len();
+        assert!(line < 2048, "{profile}: {line} characters: {add}");
+        println!("spr1 {profile}: command line {line} characters");
+    }
+}
+
+/// Imports the profile `p` (TEXT) from a --from directory on the VM capture
+/// and dry-runs it there: the out directory.
+fn import_and_plan(text: &str) -> tempfile::TempDir {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    let from = tempfile::tempdir().unwrap();
+    write_files(from.path(), &[("p/tuned.conf", text)]);
+    let out = tempfile::tempdir().unwrap();
+    ok(&import_from(&root, "p", from.path(), out.path()));
+    give_sysctls(&root, out.path());
+    let state = format!("/{STATE_DIR}");
+    let o = run(
+        &root,
+        out.path(),
+        &["--state-dir", &state, "apply", "--all", "--dry-run"],
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    out
+}
+
+/// An import without knobs imported no line as a knob either.
+fn not_knob_free(dir: &Path) -> bool {
+    !read(&dir.join("IMPORTED.md")).contains("| knob `")
+}
+
+fn ids(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().into_string().unwrap();
+            n.strip_suffix(".yaml").map(str::to_string)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Issue 31 item 5: `[cpu] boost` is the turbo kind (tuned >= 2.24 writes
+/// policyN/boost and intel_pstate/no_turbo); `irq_process=false`,
+/// `kthread_process=false` and `default_irq_smp_affinity` change what is
+/// emitted; `cmdline_X=-word` is folded into the merged line, never a knob
+/// the loader rejects.
+#[test]
+fn import_tuned_boost_irq_process_kthread_process_and_cmdline_removal() {
+    // As OpenShift's openshift-node-performance sets them.
+    let out = import_and_plan(
+        "[main]\nsummary=s\n[cpu]\nboost=0\n[scheduler]\nisolated_cores=1\nirq_process=false\n\
+         kthread_process=false\n[bootloader]\ncmdline_a=+nosoftlockup\ncmdline_b=-nosoftlockup\n",
+    );
+    let b = knob(out.path(), "tuned-p-cpu-boost");
+    assert_eq!(
+        (b["kind"].as_str(), b["set"].as_str()),
+        (Some("turbo"), Some("off"))
+    );
+    assert_eq!(ids(out.path()), vec!["tuned-p-cpu-boost"]);
+    let imp = read(&out.path().join("IMPORTED.md"));
+    assert!(imp.contains("tuned moves no IRQ"), "{imp}");
+    assert!(
+        imp.contains("no word is left, so no kernel-cmdline knob"),
+        "{imp}"
+    );
+    let not = read(&out.path().join("NOT-IMPORTED.md"));
+    assert!(
+        not.contains("| `kthread_process` | thread moves not imported: kthread_process=false"),
+        "{not}"
+    );
+    // default_irq_smp_affinity=ignore: the IRQs move, the default stays.
+    let out = import_and_plan(
+        "[main]\nsummary=s\n[scheduler]\nisolated_cores=1\ndefault_irq_smp_affinity=ignore\n",
+    );
+    let k = knob(out.path(), "tuned-p-scheduler-isolated-cores");
+    assert_eq!(k["target"]["all"], true);
+    assert!(k["target"].get("default").is_none(), "{k:?}");
+    // A list: the default mask as given, beside the IRQs.
+    let out = import_and_plan(
+        "[main]\nsummary=s\n[scheduler]\nisolated_cores=1\ndefault_irq_smp_affinity=0-1\n",
+    );
+    let d = knob(out.path(), "tuned-p-scheduler-default-irq-smp-affinity");
+    assert_eq!(
+        (d["target"]["default"].as_bool(), d["set"].as_str()),
+        (Some(true), Some("0-1"))
+    );
+    assert!(d["target"].get("all").is_none());
+    let k = knob(out.path(), "tuned-p-scheduler-isolated-cores");
+    assert!(k["target"].get("default").is_none(), "{k:?}");
 }

@@ -140,6 +140,12 @@ fn set_of(v: &serde_yaml::Value) -> Set {
 
 /// `isolate --cpus 8 --out DIR` on `host`, checked against its topology.
 fn eight_on(host: &str) -> (Set, Set, Topo) {
+    n_on(host, 8)
+}
+
+/// `isolate --cpus N --out DIR` on HOST, checked: (isolated, housekeeping, topology).
+fn n_on(host: &str, n: usize) -> (Set, Set, Topo) {
+    let count = n.to_string();
     let root = corpus_host(host);
     let before = snapshot(&root);
     let out = tempfile::tempdir().unwrap();
@@ -151,7 +157,7 @@ fn eight_on(host: &str) -> (Set, Set, Topo) {
         host,
         "isolate",
         "--cpus",
-        "8",
+        &count,
         "--out",
         dir.to_str().unwrap(),
     ]);
@@ -208,7 +214,9 @@ fn eight_on(host: &str) -> (Set, Set, Topo) {
     };
     let iso = parse_list(arg("nohz_full="));
     let hk = parse_list(arg("irqaffinity="));
-    assert_eq!(parse_list(arg("isolcpus=managed_irq,domain,")), iso);
+    // --isolcpus managed_irq, the default: no `domain`; nohz=on beside nohz_full=.
+    assert_eq!(parse_list(arg("isolcpus=managed_irq,")), iso);
+    assert!(args.contains(&"nohz=on"), "{host}: {args:?}");
     assert_eq!(parse_list(arg("rcu_nocbs=")), iso);
     assert_eq!(set_of(&knobs["isolate-irqbalance"]["set"]), iso);
     for id in [
@@ -226,7 +234,7 @@ fn eight_on(host: &str) -> (Set, Set, Topo) {
     );
 
     let t = topo(&root);
-    assert_eq!(iso.len(), 8, "{host}: {iso:?}");
+    assert_eq!(iso.len(), n, "{host}: {iso:?}");
     assert!(iso.is_disjoint(&hk), "{host}");
     assert_eq!(iso.union(&hk).copied().collect::<Set>(), t.online, "{host}");
     for core in &t.cores {
@@ -247,9 +255,8 @@ fn eight_on(host: &str) -> (Set, Set, Topo) {
             "{host}: node {node:?} has no housekeeping"
         );
     }
-    for l3 in &t.split_l3 {
-        assert!(!l3.is_subset(&iso), "{host}: L3 {l3:?} has no housekeeping");
-    }
+    // The housekeeping minimum: one core per node and 1 in 16 CPUs.
+    assert!(hk.len() >= t.online.len().div_ceil(16), "{host}: {hk:?}");
     (iso, hk, t)
 }
 
@@ -269,7 +276,9 @@ fn isolate_spr1_eight_cpus_whole_cores_housekeeping_on_four_nodes() {
 
 #[test]
 fn isolate_adl0_chooses_the_performance_cores_first() {
-    let (iso, _, t) = eight_on("adl0");
+    // 8 cannot be made: 6 P-core CPUs, then E-cores by L2 cluster of 4.
+    refused(&corpus_host("adl0"), &["--cpus", "8"], "ask for 6 or 10");
+    let (iso, _, t) = n_on("adl0", 10);
     let p = t.pcores.clone().expect("adl0 is hybrid");
     // Every P-core but CPU 0's is isolated before any E-core is.
     for core in t
@@ -279,13 +288,90 @@ fn isolate_adl0_chooses_the_performance_cores_first() {
     {
         assert!(core.is_subset(&iso), "P-core {core:?} left out of {iso:?}");
     }
+    // The efficient cores came as one whole L2 cluster.
+    let e: Set = iso.difference(&p).copied().collect();
+    assert_eq!(e, parse_list("8-11"), "{iso:?}");
 }
 
+/// Issue 31 item 10: no "housekeeping core per L3" rule (no kernel basis):
+/// a whole L3 away from CPU 0's is isolated first, and genoa0 gives more
+/// than 96 of its 128 CPUs.
 #[test]
-fn isolate_genoa0_keeps_housekeeping_on_every_l3() {
-    let (_, hk, t) = eight_on("genoa0");
+fn isolate_genoa0_isolates_whole_l3_domains_and_more_than_96() {
+    let (iso, _, t) = eight_on("genoa0");
     assert!(t.split_l3.len() > 2, "genoa0 has several L3 per package");
-    assert!(t.split_l3.iter().all(|d| !d.is_disjoint(&hk)));
+    assert!(t.split_l3.contains(&iso), "{iso:?} is not one whole L3");
+    assert!(!iso.contains(&0) && !iso.contains(&1));
+    let (iso, hk, _) = n_on("genoa0", 112);
+    assert_eq!((iso.len(), hk.len()), (112, 16));
+}
+
+/// Issue 31 item 10: a split below the housekeeping minimum is refused
+/// with the reason unless --allow-small-housekeeping; --isolcpus chooses
+/// the flags.
+#[test]
+fn isolate_refuses_small_housekeeping_and_takes_the_isolcpus_mode() {
+    let spr = corpus_host("spr1");
+    let r = spr.to_str().unwrap();
+    // spr1: 320 CPUs on 4 nodes: at least 20 housekeeping CPUs (1 in 16).
+    refused(&spr, &["--cpus", "310"], "at least 20 CPU(s)");
+    refused(
+        &spr,
+        &[
+            "--cpus",
+            "1-39,41-79,81-119,121-159,161-199,201-239,241-279,281-319",
+        ],
+        "it leaves 8 housekeeping CPU(s), fewer than the minimum",
+    );
+    let o = hostknob(&[
+        "--root",
+        r,
+        "--host",
+        "h",
+        "isolate",
+        "--cpus",
+        "310",
+        "--allow-small-housekeeping",
+        "--format",
+        "json",
+    ]);
+    let v = json_of(&o);
+    assert_eq!(v["request"]["allow_small_housekeeping"], true);
+    assert!(
+        v["warnings"]
+            .to_string()
+            .contains("--allow-small-housekeeping: 10 housekeeping CPU(s)"),
+        "{v:#}"
+    );
+    let cmdline = |mode: &str| {
+        let v = json_of(&hostknob(&[
+            "--root",
+            r,
+            "--host",
+            "h",
+            "isolate",
+            "--cpus",
+            "8",
+            "--isolcpus",
+            mode,
+            "--format",
+            "json",
+        ]));
+        let doc = v["knobs"][0]["document"].as_str().unwrap().to_string();
+        assert_eq!(v["request"]["isolcpus"], mode);
+        let k: serde_yaml::Value = serde_yaml::from_str(&doc).unwrap();
+        let add: Vec<String> = k["set"]["add"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect();
+        add.join(" ")
+    };
+    assert!(cmdline("domain").contains("isolcpus=managed_irq,domain,"));
+    assert!(!cmdline("none").contains("isolcpus="));
+    assert!(cmdline("managed_irq").contains("isolcpus=managed_irq,"));
+    assert!(cmdline("managed_irq").contains("nohz=on nohz_full="));
 }
 
 #[test]
@@ -552,11 +638,9 @@ fn isolate_accepts_a_list_filling_an_l3_or_choosing_e_cores_with_a_warning() {
     // genoa0: CPUs 4-7,68-71 are one whole L3 (a CCX).
     let v = json_for("genoa0", "4-7,68-71");
     assert_eq!(v["isolated"], "4-7,68-71");
-    let w = v["warnings"].to_string();
-    assert!(
-        w.contains("the L3 shared by CPUs 4-7,68-71 keeps no housekeeping core"),
-        "{w}"
-    );
+    let r = v["reasons"].to_string();
+    assert!(r.contains("isolated whole: 4-7,68-71"), "{r}");
+    assert!(v["warnings"].as_array().unwrap().is_empty(), "{v:#}");
     // adl0: E-cores 12-15 while P-cores 2-7 stay housekeeping.
     let v = json_for("adl0", "12-15");
     let w = v["warnings"].to_string();

@@ -296,3 +296,207 @@ fn tuned_profile_that_cannot_be_read_is_named_and_nothing_is_compared() {
     ok(&run(&root, m.path(), &["apply", "swappiness"]));
     assert_eq!(read(&root, "proc/sys/vm/swappiness"), "30");
 }
+
+/// The VM with tuned enabled on an operator's profile `hk` in /etc/tuned
+/// (TEXT), its sysctls given values.
+fn host_with_profile(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, root) = host(true);
+    write_files(
+        &root,
+        &[
+            ("etc/tuned/hk/tuned.conf", text),
+            ("etc/tuned/active_profile", "hk\n"),
+            ("proc/sys/vm/dirty_ratio", "20\n"),
+        ],
+    );
+    (tmp, root)
+}
+
+const HK: &str = "[main]\nsummary=hk\n[sysctl]\nvm.swappiness=10\nvm.dirty_ratio=10\n\
+[systemd]\ncpu_affinity=0\n[scheduler]\nisolated_cores=1\nirq_process=false\n\
+[bootloader]\ncmdline_hk=skew_tick=1 tsc=reliable\n";
+
+/// Issue 31 item 6: no false fights. tuned only adds its own words to the
+/// command line; systemd reads a hostknob drop-in after tuned's
+/// CPUAffinity=; reapply_sysctl=1 has tuned write /etc/sysctl.d (a
+/// sysctl.d knob's file) after its profile; irq_process=false moves no IRQ.
+#[test]
+fn tuned_fights_only_where_tuneds_write_stands() {
+    let Some(_) = tuned_conf() else { return };
+    let (_tmp, root) = host_with_profile(HK);
+    let m = knobs(&[
+        (
+            "words",
+            "persistence: cmdline\nkind: kernel-cmdline\nset: {add: [nosoftlockup]}\n",
+        ),
+        (
+            "tsc",
+            "persistence: cmdline\nkind: kernel-cmdline\nset: {add: [tsc=unstable]}\n",
+        ),
+        (
+            "skew",
+            "persistence: cmdline\nkind: kernel-cmdline\nset: {add: [skew_tick=1]}\n",
+        ),
+        (
+            "services",
+            "persistence: systemd-dropin\nkind: systemd-cpu-affinity\nset: \"1\"\n",
+        ),
+        (
+            "swap-file",
+            "persistence: sysctl.d\nkind: sysctl\ntarget: {name: vm.swappiness}\nset: 30\n",
+        ),
+        (
+            "swap-now",
+            "persistence: runtime\nkind: sysctl\ntarget: {name: vm.swappiness}\nset: 30\n",
+        ),
+        (
+            "irqs",
+            "persistence: runtime\nkind: irq-affinity\ntarget: {all: true}\nset: 0-1\n",
+        ),
+    ]);
+    let (report, _) = audit_json(&root, m.path(), None);
+    let t = |id: &str| knob(&report, id)["tuned"].clone();
+    assert!(t("words").is_null(), "{:#}", t("words"));
+    assert!(t("irqs").is_null(), "{:#}", t("irqs"));
+    assert_eq!(t("skew")["agrees"], true, "{:#}", t("skew"));
+    assert_eq!(
+        (t("tsc")["agrees"].as_bool(), t("tsc")["sets"].as_str()),
+        (Some(false), Some("tsc=reliable"))
+    );
+    // tuned's own drop-in is another file: never a fight.
+    assert_ne!(t("services")["agrees"], false, "{:#}", t("services"));
+    assert!(
+        t("services").is_null()
+            || t("services")["sets"]
+                .as_str()
+                .unwrap()
+                .contains("drop-in overrides")
+    );
+    assert_eq!(t("swap-file")["agrees"], true, "{:#}", t("swap-file"));
+    assert_eq!(t("swap-now")["agrees"], false, "{:#}", t("swap-now"));
+    // tuned >= 2.28 writes its own drop-in; hostknob's sorts after it.
+    write_files(
+        &root,
+        &[(
+            "etc/systemd/system.conf.d/00-tuned.conf",
+            "[Manager]\nCPUAffinity=0\n",
+        )],
+    );
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_ne!(knob(&report, "services")["tuned"]["agrees"], false);
+    // reapply_sysctl=0: tuned's value stands.
+    write_files(
+        &root,
+        &[("etc/tuned/tuned-main.conf", "reapply_sysctl = 0\n")],
+    );
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_eq!(knob(&report, "swap-file")["tuned"]["agrees"], false);
+    let o = run(&root, m.path(), &["apply", "words", "skew", "--dry-run"]);
+    let text = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(!text.contains("tuned profile hk"), "{text}");
+}
+
+/// `--force=KNOB` overrides that knob's fight only; an unknown name is refused.
+#[test]
+fn tuned_force_one_named_knob() {
+    let Some(_) = tuned_conf() else { return };
+    let (_tmp, root) = host_with_profile(HK);
+    let m = knobs(&[
+        (
+            "swap",
+            "persistence: runtime\nkind: sysctl\ntarget: {name: vm.swappiness}\nset: 30\n",
+        ),
+        (
+            "dirty",
+            "persistence: runtime\nkind: sysctl\ntarget: {name: vm.dirty_ratio}\nset: 30\n",
+        ),
+    ]);
+    let before = snapshot(&root);
+    refused(
+        &run(&root, m.path(), &["apply", "swap", "dirty", "--force=swap"]),
+        &[
+            "dirty: tuned profile hk sets vm.dirty_ratio=10",
+            "--force=KNOB",
+        ],
+    );
+    refused(
+        &run(&root, m.path(), &["apply", "swap", "--force=nope"]),
+        &["--force=nope: no knob of this apply is named nope"],
+    );
+    assert_eq!(snapshot(&root), before);
+    let out = ok(&run(&root, m.path(), &["apply", "swap", "--force=swap"]));
+    assert!(
+        out.contains("overriding tuned: swap: tuned profile hk"),
+        "{out}"
+    );
+    assert_eq!(read(&root, "proc/sys/vm/swappiness"), "30");
+    // Plain --force, as before: every fight.
+    ok(&run(&root, m.path(), &["apply", "dirty", "--force"]));
+    assert_eq!(read(&root, "proc/sys/vm/dirty_ratio"), "30");
+}
+
+/// irqbalance's evidence on an irq-affinity knob keeping IRQs off CPU 1.
+fn irqbalance_evidence(root: &Path) -> String {
+    let m = knobs(&[(
+        "irqs",
+        "persistence: runtime\nkind: irq-affinity\ntarget: {all: true}\nset: \"0\"\n",
+    )]);
+    let (report, _) = audit_json(root, m.path(), None);
+    let ms = knob(&report, "irqs")["managers"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let i = ms
+        .iter()
+        .find(|m| m["name"] == "irqbalance")
+        .expect("irqbalance named");
+    i["evidence"].as_str().unwrap().to_string()
+}
+
+/// Issue 31 item 7: audit judges irqbalance's banned CPUs as irqbalance
+/// does (cputree.c setup_banned_cpus): the IRQBALANCE_BANNED_CPUS mask
+/// first, and with no list the isolated and nohz_full CPUs banned itself.
+#[test]
+fn tuned_irqbalance_banned_cpus_read_as_irqbalance_does() {
+    let (_tmp, root) = vm();
+    let wants = root.join("etc/systemd/system/multi-user.target.wants");
+    std::fs::create_dir_all(&wants).unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/lib/systemd/system/irqbalance.service",
+        wants.join("irqbalance.service"),
+    )
+    .unwrap();
+    // tuned 2.20's mask beside an empty list: the mask counts.
+    write_files(
+        &root,
+        &[(
+            "etc/default/irqbalance",
+            "IRQBALANCE_BANNED_CPUS=00000002\nIRQBALANCE_BANNED_CPULIST=\n",
+        )],
+    );
+    let e = irqbalance_evidence(&root);
+    assert!(
+        e.contains("its banned list covers") && e.contains("IRQBALANCE_BANNED_CPUS=\"00000002\""),
+        "{e}"
+    );
+    // No list: irqbalance bans the isolated CPUs itself.
+    write_files(
+        &root,
+        &[
+            ("etc/default/irqbalance", "#IRQBALANCE_BANNED_CPULIST=\n"),
+            ("sys/devices/system/cpu/isolated", "1\n"),
+        ],
+    );
+    let e = irqbalance_evidence(&root);
+    assert!(
+        e.contains("its banned list covers") && e.contains("bans the kernel's isolated CPUs (1)"),
+        "{e}"
+    );
+    // An empty list set: irqbalance bans nothing, isolated or not.
+    write_files(
+        &root,
+        &[("etc/default/irqbalance", "IRQBALANCE_BANNED_CPULIST=\n")],
+    );
+    let e = irqbalance_evidence(&root);
+    assert!(e.contains("does not cover CPUs 1"), "{e}");
+}

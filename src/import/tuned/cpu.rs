@@ -172,7 +172,10 @@ pub fn option(o: &Opt, v: &str, cpus: &Value, facts: &Facts, out: &mut Out) -> R
         "energy_perf_bias" => {
             let alts: Vec<&str> = v.split('|').map(str::trim).collect();
             let Some(e) = alts.iter().find_map(|a| epb_name(a)) else {
-                return Err(format!("none of {} is an energy_perf_bias value (intel_epb.rst)", alts.join(", ")));
+                return Err(format!(
+                    "none of {} is an energy_perf_bias value (intel_epb.rst)",
+                    alts.join(", ")
+                ));
             };
             out.knob(
                 o,
@@ -184,14 +187,27 @@ pub fn option(o: &Opt, v: &str, cpus: &Value, facts: &Facts, out: &mut Out) -> R
             );
         }
         "min_perf_pct" | "max_perf_pct" | "no_turbo" => sysfs(out, &o.key),
-        "boost" => out.knob(
-            o,
-            "sysfs",
-            Some(map(&[("path", s("/sys/devices/system/cpu/cpufreq/boost"))])),
-            s(v),
-            "tmpfiles",
-            "tuned writes cpufreq/boost (acpi-cpufreq, amd-pstate); not-applicable where the driver has none".into(),
-        ),
+        "boost" => {
+            // tuned's get_bool (tuned/utils/commands.py).
+            let on = match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "y" | "on" => "on",
+                "0" | "false" | "no" | "n" | "off" => "off",
+                _ => {
+                    return Err(format!(
+                        "`{v}` is not a boolean tuned reads (1/0, true/false, yes/no, on/off)"
+                    ));
+                }
+            };
+            let target = (cpus.as_str() != Some("all")).then(|| map(&[("cpus", cpus.clone())]));
+            out.knob(
+                o,
+                "turbo",
+                target,
+                s(on),
+                "tmpfiles",
+                "tuned (>= 2.24, plugin_cpu.py `_set_boost`) writes each CPU's policyN/boost where the kernel has it (6.11+) and, on intel_pstate, no_turbo (the inverse); the turbo kind writes the driver's switch the same way".into(),
+            );
+        }
         "pm_qos_resume_latency_us" => out.knob(
             o,
             "pm-qos-resume-latency",

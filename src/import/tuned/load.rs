@@ -236,9 +236,9 @@ fn read_chain(
     {
         let inc = main.options.remove(i);
         // Includes are expanded with the variables known so far; tuned's
-        // profiles name includes literally.
-        for n in inc
-            .value
+        // profiles name includes literally, but for virt_check (openshift).
+        let names = virt_check(src, &inc.value);
+        for n in names
             .split([',', ';'])
             .map(str::trim)
             .filter(|n| !n.is_empty())
@@ -250,6 +250,33 @@ fn read_chain(
     stack.pop();
     parts.push((shown, sections));
     Ok(())
+}
+
+/// `${f:virt_check:VIRTUAL:BARE}` in an include (tuned's openshift
+/// profile): tuned runs virt-what; an import runs nothing, so the
+/// `hypervisor` CPU flag of /proc/cpuinfo (x86 guests carry it) decides.
+fn virt_check(src: &Source, value: &str) -> String {
+    let Some(i) = value.find("${f:virt_check:") else {
+        return value.to_string();
+    };
+    let Some(end) = value[i..].find('}').map(|e| i + e) else {
+        return value.to_string();
+    };
+    let args: Vec<&str> = value[i + 15..end].split(':').collect();
+    let cpuinfo = src.root.read_string("/proc/cpuinfo").unwrap_or_default();
+    let guest = cpuinfo
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor"));
+    let pick = match guest {
+        true => args.first(),
+        false => args.get(1),
+    };
+    format!(
+        "{}{}{}",
+        &value[..i],
+        pick.copied().unwrap_or_default(),
+        &value[end + 1..]
+    )
 }
 
 impl Source<'_> {

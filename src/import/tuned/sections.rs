@@ -50,11 +50,11 @@ pub fn option(ty: &str, o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
         "sysfs" => sysfs(o, v, out)?,
         "irqbalance" if o.key == "banned_cpus" => {
             let l = cpus(v)?;
-            out.knob(o, "irqbalance", None, s(&l), "runtime", "tuned writes IRQBALANCE_BANNED_CPULIST into irqbalance's environment file and restarts it".into());
+            out.knob(o, "irqbalance", None, s(&l), "runtime", "tuned >= 2.24 (commit 7825b11) writes IRQBALANCE_BANNED_CPULIST into irqbalance's environment file and restarts it; tuned 2.20-2.23 (Debian 12 ships 2.20) writes the hex mask IRQBALANCE_BANNED_CPUS instead, which irqbalance reads first (cputree.c): remove a line tuned left there, or this knob's list is ignored".into());
         }
         "systemd" if o.key == "cpu_affinity" => {
             let l = cpus(v)?;
-            out.knob(o, "systemd-cpu-affinity", None, s(&l), "systemd-dropin", "tuned writes CPUAffinity= into /etc/systemd/system.conf; takes effect at the next boot".into());
+            out.knob(o, "systemd-cpu-affinity", None, s(&l), "systemd-dropin", "tuned 2.20-2.27 writes CPUAffinity= into /etc/systemd/system.conf, tuned >= 2.28 into /etc/systemd/system.conf.d/00-tuned.conf (commit a8a9d38); this knob's drop-in sorts after both, so it wins; takes effect at the next boot".into());
         }
         "scheduler" => {
             return Err(format!(
@@ -238,9 +238,22 @@ pub fn bootloader(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
     let mut add: Vec<String> = Vec::new();
     for w in words {
         add.retain(|a| key(a) != key(&w));
-        add.push(w);
+        add.push(packed(&w));
     }
     let first = lines[0].clone();
+    if add.is_empty() {
+        // `cmdline_X=-word` removing every word added before: tuned adds
+        // nothing, and a knob adding nothing is one the loader refuses.
+        for o in &lines {
+            out.fate(
+                o,
+                Fate::Used(
+                    "merged as tuned does (`-` removes words added before): no word is left, so no kernel-cmdline knob".into(),
+                ),
+            );
+        }
+        return Ok(());
+    }
     out.knob(
         &first,
         "kernel-cmdline",
@@ -262,6 +275,39 @@ pub fn bootloader(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Parameters taking a CPU list (kernel-parameters.txt, "cpu lists"),
+/// written packed (`1-4,161-164`): the same CPUs in fewer characters, as the
+/// kernel's command line holds at most COMMAND_LINE_SIZE (2048 on x86).
+const CPU_LIST_PARAMS: &[&str] = &[
+    "isolcpus",
+    "nohz_full",
+    "rcu_nocbs",
+    "irqaffinity",
+    "kthread_cpus",
+    "systemd.cpu_affinity",
+];
+
+fn packed(word: &str) -> String {
+    let Some((k, v)) = word.split_once('=') else {
+        return word.to_string();
+    };
+    if !CPU_LIST_PARAMS.contains(&k) {
+        return word.to_string();
+    }
+    // isolcpus= may lead with flags (`managed_irq,domain,1-4`).
+    let (flags, list): (Vec<&str>, Vec<&str>) = v
+        .split(',')
+        .partition(|p| p.chars().next().is_some_and(|c| c.is_ascii_alphabetic()));
+    match unpack(&list.join(",")) {
+        Ok(cpus) if !cpus.is_empty() && !list.iter().any(|p| p.starts_with("0x")) => {
+            let mut parts: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+            parts.push(pack(&cpus));
+            format!("{k}={}", parts.join(","))
+        }
+        _ => word.to_string(),
+    }
+}
+
 /// `[scheduler]` `isolated_cores` with its `ps_blacklist` and
 /// `ps_whitelist` (plugin_scheduler.py): every IRQ and
 /// `default_smp_affinity` off the isolated CPUs (irq-affinity), and every
@@ -271,7 +317,8 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
     let patterns = [("ps_whitelist", "include"), ("ps_blacklist", "exclude")];
     // Without the isolated CPUs tuned moves no thread: the patterns go too.
     let refuse_patterns = |out: &mut Out, why: &dyn Fn(&str) -> String| {
-        for (k, _) in patterns {
+        let more = ["irq_process", "default_irq_smp_affinity", "kthread_process"];
+        for k in patterns.iter().map(|p| p.0).chain(more) {
             if let Some(o) = get(k) {
                 out.fate(&o, Fate::Not(why(k)));
             }
@@ -283,7 +330,7 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
     };
     let Some(iso) = get("isolated_cores") else {
         refuse_patterns(out, &|k| {
-            format!("{k} without isolated_cores: tuned moves no threads")
+            format!("{k} without isolated_cores: tuned moves no IRQs and no threads")
         });
         return Ok(());
     };
@@ -304,18 +351,8 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
         }
     };
     let (iso_list, rest) = (pack(&rest.0), pack(&rest.1));
-    out.knob(
-        &iso,
-        "irq-affinity",
-        Some(map(&[("all", Value::Bool(true)), ("default", Value::Bool(true))])),
-        s(&rest),
-        "boot",
-        format!(
-            "tuned's scheduler plugin moves every IRQ and default_smp_affinity off the isolated CPUs {iso_list}; \
-             the non-isolated online CPUs here are {rest}"
-        ),
-    );
-    let irq = out.knobs.last().expect("just pushed").id.clone();
+    let irq = irqs(&get, vars, &iso, &iso_list, &rest, out)?;
+    let irq = irq.as_str();
     // The threads: refused whole when tuned would choose threads hostknob
     // cannot tell apart, never imported wider than tuned moves them.
     let mut target: Vec<(&str, Value)> = Vec::new();
@@ -323,6 +360,27 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
     let mut refused: Option<String> = get("cgroup_ps_blacklist").map(|_| {
         "cgroup_ps_blacklist leaves the threads of matching cgroups alone, and hostknob does not match cgroups".to_string()
     });
+    // tuned >= 2.25.1 (commit e16400e): kthread_process=false leaves every
+    // kernel thread alone; thread-affinity cannot tell them apart by name.
+    if let Some(o) = get("kthread_process") {
+        match value(&o, vars)?.map(|v| truthy(&v)) {
+            Ok(Some(false)) => {
+                refused.get_or_insert(
+                    "kthread_process=false leaves kernel threads where they are, and hostknob's thread-affinity chooses threads by name only".into(),
+                );
+                lines.push(o);
+            }
+            Ok(Some(true)) => out.fate(
+                &o,
+                Fate::Used("kernel threads are moved too (tuned's default)".into()),
+            ),
+            Ok(None) => out.fate(
+                &o,
+                Fate::Not(format!("`{}` is not a boolean tuned reads", o.value)),
+            ),
+            Err(r) => out.fate(&o, Fate::Not(r)),
+        }
+    }
     let mut moves_none = None;
     for (k, field) in patterns {
         let Some(o) = get(k) else { continue };
@@ -355,18 +413,18 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
     }
     if let Some(o) = moves_none {
         out.fate(&o, Fate::Used("an empty pattern matches every name: tuned moves no thread, so no thread-affinity knob".into()));
-        out.fate(&iso, Fate::Knob(irq));
+        iso_fate(out, &iso, irq, None);
         return Ok(());
     }
     if let Some(why) = refused {
         for o in &lines[1..] {
             out.fate(o, Fate::Not(format!("thread moves not imported: {why}")));
         }
-        out.fate(
+        iso_fate(
+            out,
             &iso,
-            Fate::Used(format!(
-                "knob `{irq}` (IRQs); its thread moves are not imported: {why}"
-            )),
+            irq,
+            Some(&format!("its thread moves are not imported: {why}")),
         );
         return Ok(());
     }
@@ -387,14 +445,139 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
     ));
     k.lines = lines.clone();
     let threads = k.id.clone();
-    out.fate(
-        &iso,
-        Fate::Used(format!("knobs `{irq}` (IRQs) and `{threads}` (threads)")),
-    );
+    iso_fate(out, &iso, irq, Some(&format!("knob `{threads}` (threads)")));
     for o in &lines[1..] {
         out.fate(o, Fate::Knob(threads.clone()));
     }
     Ok(())
+}
+
+/// tuned's get_bool; `None` for a word it does not read.
+fn truthy(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "y" | "on" => Some(true),
+        "0" | "false" | "no" | "n" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// What `isolated_cores` became: `irq` is the IRQ knob's id, empty when
+/// tuned moves no IRQ (irq_process=false).
+fn iso_fate(out: &mut Out, iso: &Opt, irq: &str, threads: Option<&str>) {
+    let irqs = match irq.is_empty() {
+        true => "no IRQ knob (irq_process=false)".to_string(),
+        false => format!("knob `{irq}` (IRQs)"),
+    };
+    let f = match threads {
+        None if !irq.is_empty() => Fate::Knob(irq.to_string()),
+        None => Fate::Used(format!("{irqs}; tuned moves no thread")),
+        Some(t) => Fate::Used(format!("{irqs}; {t}")),
+    };
+    out.fate(iso, f);
+}
+
+/// The IRQ side of `isolated_cores` (plugin_scheduler.py
+/// `_set_all_irq_affinity`): every IRQ and, unless
+/// `default_irq_smp_affinity=ignore`, default_smp_affinity (a given list as
+/// given); nothing with `irq_process=false` (tuned >= 2.22, commit
+/// 11d1f1c). Returns the IRQ knob's id, empty when there is none.
+fn irqs(
+    get: &dyn Fn(&str) -> Option<Opt>,
+    vars: &Vars,
+    iso: &Opt,
+    iso_list: &str,
+    rest: &str,
+    out: &mut Out,
+) -> anyhow::Result<String> {
+    let dia = get("default_irq_smp_affinity");
+    if let Some(o) = get("irq_process") {
+        match value(&o, vars)?.map(|v| truthy(&v)) {
+            Ok(Some(false)) => {
+                out.fate(
+                    &o,
+                    Fate::Used(
+                        "tuned moves no IRQ and leaves default_smp_affinity: no irq-affinity knob"
+                            .into(),
+                    ),
+                );
+                if let Some(d) = &dia {
+                    out.fate(
+                        d,
+                        Fate::Used(
+                            "irq_process=false: tuned leaves default_smp_affinity too".into(),
+                        ),
+                    );
+                }
+                return Ok(String::new());
+            }
+            Ok(Some(true)) => out.fate(&o, Fate::Used("IRQs are moved (tuned's default)".into())),
+            Ok(None) => out.fate(
+                &o,
+                Fate::Not(format!(
+                    "`{}` is not a boolean tuned reads; IRQs are moved as by default",
+                    o.value
+                )),
+            ),
+            Err(r) => out.fate(&o, Fate::Not(r)),
+        }
+    }
+    // `calc` (the default), `ignore`, or a CPU list written as given.
+    let mut default = Ok(true);
+    if let Some(d) = &dia {
+        default = match value(d, vars)? {
+            Ok(v) if v.trim() == "calc" => Ok(true),
+            Ok(v) if v.trim() == "ignore" => Ok(false),
+            Ok(v) => match unpack(&v) {
+                Ok(l) if !l.is_empty() => Err(pack(&l)),
+                _ => {
+                    out.fate(
+                        d,
+                        Fate::Not(format!("`{v}` is neither calc, ignore nor a CPU list")),
+                    );
+                    Ok(true)
+                }
+            },
+            Err(r) => {
+                out.fate(d, Fate::Not(r));
+                Ok(true)
+            }
+        };
+    }
+    let mut target = vec![("all", Value::Bool(true))];
+    if default == Ok(true) {
+        target.push(("default", Value::Bool(true)));
+    }
+    out.knob(
+        iso,
+        "irq-affinity",
+        Some(map(&target)),
+        s(rest),
+        "boot",
+        format!(
+            "tuned's scheduler plugin moves every IRQ{} off the isolated CPUs {iso_list}; \
+             the non-isolated online CPUs here are {rest}",
+            if default == Ok(true) {
+                " and default_smp_affinity"
+            } else {
+                ""
+            }
+        ),
+    );
+    let irq = out.knobs.last().expect("just pushed").id.clone();
+    match (&dia, default) {
+        (Some(d), Ok(false)) => out.fate(d, Fate::Used(format!("default_smp_affinity left alone: knob `{irq}` has no `default`"))),
+        (Some(d), Ok(true)) => out.fate(d, Fate::Used(format!("default_smp_affinity with the IRQs: knob `{irq}`"))),
+        (Some(d), Err(list)) => out.knob(
+            d,
+            "irq-affinity",
+            Some(map(&[("default", Value::Bool(true))])),
+            s(&list),
+            "boot",
+            format!("tuned writes default_smp_affinity as given, CPUs {list}, whatever the isolated CPUs"),
+        ),
+        (None, _) => {}
+    }
+    Ok(irq)
 }
 
 /// (isolated, the other online CPUs), or why not.

@@ -284,7 +284,12 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         if u.ty == "scheduler"
             && matches!(
                 o.key.as_str(),
-                "isolated_cores" | "ps_blacklist" | "ps_whitelist"
+                "isolated_cores"
+                    | "ps_blacklist"
+                    | "ps_whitelist"
+                    | "irq_process"
+                    | "default_irq_smp_affinity"
+                    | "kthread_process"
             )
         {
             continue;
