@@ -148,7 +148,7 @@ impl Param {
         let mut of_key = words.iter().copied().filter(|w| self.same_key(w));
         match self.first_wins() {
             true => of_key.next(),
-            false => of_key.last(),
+            false => of_key.next_back(),
         }
     }
 }

@@ -36,7 +36,7 @@ fn spr1_with_irqs(irqs: &[(u32, &str, &str)]) -> (tempfile::TempDir, std::path::
     table += &format!("LOC:{zeros} Local timer interrupts\n");
     files.push(("proc/interrupts".into(), table));
     // 320 bits in 32-bit words, as the kernel prints a mask.
-    let mask = vec!["ffffffff"; 10].join(",");
+    let mask = ["ffffffff"; 10].join(",");
     files.push(("proc/irq/default_smp_affinity".into(), format!("{mask}\n")));
     let refs: Vec<(&str, &str)> = files
         .iter()
