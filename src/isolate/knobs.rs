@@ -100,15 +100,13 @@ fn list(cpus: &CpuList) -> Value {
     Value::String(cpus.to_string())
 }
 
-/// The knobs, in the order to review them: the boot-time partition first,
-/// then what moves running work off the isolated CPUs.
-pub fn fragment(
+/// The isolation command line's words and their caveats.
+fn cmdline(
     topo: &Topology,
-    choice: &Choice,
+    iso: &CpuList,
+    hk: &CpuList,
     isolcpus: Isolcpus,
-    cx: &Context,
-) -> Vec<KnobFile> {
-    let (iso, hk) = (&choice.isolated, &choice.housekeeping);
+) -> (Vec<String>, Vec<String>) {
     let mut add = match isolcpus {
         Isolcpus::None => vec![],
         Isolcpus::ManagedIrq => vec![format!("isolcpus=managed_irq,{iso}")],
@@ -146,6 +144,19 @@ pub fn fragment(
             "this kernel exposes no /sys/devices/system/cpu/nohz_full: it may be built without CONFIG_NO_HZ_FULL, and then ignores nohz_full= (rcu_nocbs= needs CONFIG_RCU_NOCB_CPU likewise)".into(),
         );
     }
+    (add, cmdline_caveats)
+}
+
+/// The knobs, in the order to review them: the boot-time partition first,
+/// then what moves running work off the isolated CPUs.
+pub fn fragment(
+    topo: &Topology,
+    choice: &Choice,
+    isolcpus: Isolcpus,
+    cx: &Context,
+) -> Vec<KnobFile> {
+    let (iso, hk) = (&choice.isolated, &choice.housekeeping);
+    let (add, cmdline_caveats) = cmdline(topo, iso, hk, isolcpus);
     let specs: Vec<Spec> = vec![
         (
             "isolate-kernel-cmdline",
