@@ -634,7 +634,7 @@ fn the_wake_split_says_when_the_idle_exit_lands_in_run_delay() {
     // Before 6.0, with the waker in the sleeper's last-level cache.
     let (_w, old) = vm();
     std::fs::write(old.join("proc/sys/kernel/osrelease"), "5.15.0-91-generic\n").unwrap();
-    let llc = format!("sys/devices/system/cpu/cpu1/cache/index9");
+    let llc = "sys/devices/system/cpu/cpu1/cache/index9";
     write_files(
         &old,
         &[
