@@ -255,9 +255,9 @@ fn competing_managers_are_in_the_audit_and_the_metrics() {
     let o = run_on(&root, m.path(), &["audit", "--format", "prometheus"]);
     let p = out(&o);
     assert!(
-        p.contains(&format!(
-            "hostknob_competing_manager{{manager=\"tuned\",profile=\"throughput-performance\"}} 1"
-        )),
+        p.contains(
+            "hostknob_competing_manager{manager=\"tuned\",profile=\"throughput-performance\"} 1"
+        ),
         "{p}"
     );
     assert_eq!(p.matches("hostknob_competing_manager{").count(), 3, "{p}");
