@@ -508,6 +508,14 @@ pub struct ReportArgs {
     /// per host) for CI gates.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
+    /// Exit 1 when an input cannot be read (empty, truncated, another
+    /// schema). Without it such files are listed in a section of their own
+    /// and every readable host is reported.
+    #[arg(long)]
+    pub strict: bool,
+    /// Hosts audited longer ago than this are listed as stale (30m, 2h, 1d).
+    #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = humantime::parse_duration)]
+    pub max_age: std::time::Duration,
 }
 
 #[derive(Args, Debug)]

@@ -9,7 +9,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         return compare(dirs, args.format);
     }
     let files = report::input_files(&args.inputs)?;
-    let r = report::build(&files)?;
+    let r = report::build(&files, std::time::SystemTime::now(), args.max_age)?;
     // Hosts, ids and values come from audit JSON files: escaped for the terminal.
     let text = match args.format {
         ReportFormat::Table => render::escape_controls(&report::table(&r)).into_owned(),
@@ -20,7 +20,19 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         ReportFormat::Yaml => machine(Format::Yaml, &r)?,
     };
     print!("{text}");
-    Ok(r.exit_code())
+    if !r.unreadable.is_empty() {
+        eprintln!(
+            "hostknob: {} of {} input files could not be read (listed in the report){}",
+            r.unreadable.len(),
+            files.len(),
+            if args.strict {
+                "; --strict: exit 1"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(r.exit_code(args.strict))
 }
 
 fn machine<T: serde::Serialize + crate::contract::Contract>(f: Format, v: &T) -> Result<String> {

@@ -12,7 +12,7 @@ use crate::audit::{Report, Status};
 /// The file `--textfile DIR` writes.
 pub const TEXTFILE: &str = "hostknob.prom";
 
-/// Verdicts `verify` gives; each is one series of the verdict metric.
+/// Verdicts `verify` gives; the verdict metric's label takes one of them.
 const VERDICTS: [&str; 4] = [
     "improved",
     "regressed",
@@ -38,26 +38,29 @@ fn seconds(rfc3339: &str) -> Option<f64> {
 }
 
 /// The audit as metrics; `now` is the audit's time in seconds since the epoch.
+///
+/// No series but `hostknob_build_info` carries the host name: node_exporter's
+/// `instance` already tells hosts apart, and a second host label only doubles
+/// what a 5,000-host Prometheus stores. Join with
+/// `* on(instance) group_left(host) hostknob_build_info` where a name is needed.
 pub fn metrics(r: &Report, now: f64) -> String {
-    let host = escape(&r.host);
     let mut out = String::new();
 
+    // One series per knob, its status a label: a status change replaces the
+    // series instead of keeping nine per knob (0 for every other status).
     family(
         &mut out,
         "hostknob_knob_status",
-        "1 for the knob's audit status on this host, 0 for every other status.",
+        "1, one series per knob targeting this host, labelled with its audit status.",
     );
     for k in &r.knobs {
-        for s in Status::ALL {
-            let _ = writeln!(
-                out,
-                "hostknob_knob_status{{host=\"{host}\",knob=\"{}\",kind=\"{}\",status=\"{}\"}} {}",
-                escape(&k.id),
-                k.kind,
-                s.as_str(),
-                u8::from(k.status == s)
-            );
-        }
+        let _ = writeln!(
+            out,
+            "hostknob_knob_status{{knob=\"{}\",kind=\"{}\",status=\"{}\"}} 1",
+            escape(&k.id),
+            k.kind,
+            k.status.as_str(),
+        );
     }
 
     family(
@@ -68,7 +71,7 @@ pub fn metrics(r: &Report, now: f64) -> String {
     for s in Status::ALL {
         let _ = writeln!(
             out,
-            "hostknob_knobs{{host=\"{host}\",status=\"{}\"}} {}",
+            "hostknob_knobs{{status=\"{}\"}} {}",
             s.as_str(),
             r.summary.get(&s).copied().unwrap_or(0)
         );
@@ -79,21 +82,22 @@ pub fn metrics(r: &Report, now: f64) -> String {
         "hostknob_audit_knobs_targeting",
         "Knobs of the manifest that target this host (0: the audit checked nothing here).",
     );
-    let _ = writeln!(
-        out,
-        "hostknob_audit_knobs_targeting{{host=\"{host}\"}} {}",
-        r.knobs.len()
-    );
-    audit_error(&mut out, &host, false);
+    let _ = writeln!(out, "hostknob_audit_knobs_targeting {}", r.knobs.len());
+    audit_outcome(&mut out, &r.host, r.exit_code());
+    // Only where knobs were checked: a failed load claims nothing about them.
     family(
         &mut out,
-        "hostknob_manifest_info",
-        "1, labelled with the manifest's revision (git:COMMIT of a checkout, else sha256: of its knob files).",
+        "hostknob_audit_failing",
+        "1 when the audit exits 2 (a knob drifts, is unsupported or was lost on reboot).",
     );
     let _ = writeln!(
-        out,
-        "hostknob_manifest_info{{host=\"{host}\",revision=\"{}\"}} 1",
-        escape(r.manifest_revision.as_deref().unwrap_or("unreadable"))
+        &mut out,
+        "hostknob_audit_failing {}",
+        u8::from(r.exit_code() == 2)
+    );
+    manifest_info(
+        &mut out,
+        r.manifest_revision.as_deref().unwrap_or("unreadable"),
     );
     if !r.competing_managers.is_empty() {
         family(
@@ -104,74 +108,13 @@ pub fn metrics(r: &Report, now: f64) -> String {
         for m in &r.competing_managers {
             let _ = writeln!(
                 out,
-                "hostknob_competing_manager{{host=\"{host}\",manager=\"{}\",profile=\"{}\"}} 1",
+                "hostknob_competing_manager{{manager=\"{}\",profile=\"{}\"}} 1",
                 escape(&m.name),
                 escape(m.profile.as_deref().unwrap_or(""))
             );
         }
     }
-
-    family(
-        &mut out,
-        "hostknob_audit_failing",
-        "1 when the audit exits 2 (a knob drifts, is unsupported or was lost on reboot).",
-    );
-    let _ = writeln!(
-        out,
-        "hostknob_audit_failing{{host=\"{host}\"}} {}",
-        u8::from(r.exit_code() == 2)
-    );
-
-    let verified: Vec<_> = r
-        .knobs
-        .iter()
-        .filter_map(|k| Some((k, k.evidence.as_ref()?)))
-        .collect();
-    if !verified.is_empty() {
-        family(
-            &mut out,
-            "hostknob_knob_verify_verdict",
-            "1 for the verdict of the knob's latest verify on this host, 0 for the others.",
-        );
-        for (k, e) in &verified {
-            for v in VERDICTS {
-                let _ = writeln!(
-                    out,
-                    "hostknob_knob_verify_verdict{{host=\"{host}\",knob=\"{}\",verdict=\"{v}\"}} {}",
-                    escape(&k.id),
-                    u8::from(e.verdict.as_deref() == Some(v))
-                );
-            }
-        }
-        family(
-            &mut out,
-            "hostknob_knob_verify_ratio",
-            "Ratio applied / as found (geometric mean over rounds) of the knob's latest verify (below 1: lower latency).",
-        );
-        for (k, e) in &verified {
-            if let Some(ratio) = e.ratio {
-                let _ = writeln!(
-                    out,
-                    "hostknob_knob_verify_ratio{{host=\"{host}\",knob=\"{}\"}} {ratio}",
-                    escape(&k.id)
-                );
-            }
-        }
-        family(
-            &mut out,
-            "hostknob_knob_verify_timestamp_seconds",
-            "When the knob's latest verify ran, in seconds since the epoch.",
-        );
-        for (k, e) in &verified {
-            if let Some(t) = seconds(&e.timestamp) {
-                let _ = writeln!(
-                    out,
-                    "hostknob_knob_verify_timestamp_seconds{{host=\"{host}\",knob=\"{}\"}} {t}",
-                    escape(&k.id)
-                );
-            }
-        }
-    }
+    verify_evidence(&mut out, r);
 
     if let Some(boot) = r.boot_time.as_deref().and_then(seconds) {
         family(
@@ -179,81 +122,133 @@ pub fn metrics(r: &Report, now: f64) -> String {
             "hostknob_boot_timestamp_seconds",
             "When the audited host booted, in seconds since the epoch.",
         );
-        let _ = writeln!(
-            out,
-            "hostknob_boot_timestamp_seconds{{host=\"{host}\"}} {boot}"
-        );
+        let _ = writeln!(out, "hostknob_boot_timestamp_seconds {boot}");
     }
 
-    audit_timestamp(&mut out, &host, now);
+    audit_timestamp(&mut out, now);
     out
 }
 
-fn audit_timestamp(out: &mut String, escaped_host: &str, now: f64) {
+fn verify_evidence(out: &mut String, r: &Report) {
+    let verified: Vec<_> = r
+        .knobs
+        .iter()
+        .filter_map(|k| Some((k, k.evidence.as_ref()?)))
+        .collect();
+    if verified.is_empty() {
+        return;
+    }
+    family(
+        out,
+        "hostknob_knob_verify_verdict",
+        "1, one series per verified knob, labelled with the verdict of its latest verify on this host.",
+    );
+    for (k, e) in &verified {
+        if let Some(v) = e.verdict.as_deref().filter(|v| VERDICTS.contains(v)) {
+            let _ = writeln!(
+                out,
+                "hostknob_knob_verify_verdict{{knob=\"{}\",verdict=\"{v}\"}} 1",
+                escape(&k.id),
+            );
+        }
+    }
+    family(
+        out,
+        "hostknob_knob_verify_ratio",
+        "Ratio applied / as found (geometric mean over rounds) of the knob's latest verify (below 1: lower latency).",
+    );
+    for (k, e) in &verified {
+        if let Some(ratio) = e.ratio {
+            let _ = writeln!(
+                out,
+                "hostknob_knob_verify_ratio{{knob=\"{}\"}} {ratio}",
+                escape(&k.id)
+            );
+        }
+    }
+    family(
+        out,
+        "hostknob_knob_verify_timestamp_seconds",
+        "When the knob's latest verify ran, in seconds since the epoch.",
+    );
+    for (k, e) in &verified {
+        if let Some(t) = seconds(&e.timestamp) {
+            let _ = writeln!(
+                out,
+                "hostknob_knob_verify_timestamp_seconds{{knob=\"{}\"}} {t}",
+                escape(&k.id)
+            );
+        }
+    }
+}
+
+fn manifest_info(out: &mut String, revision: &str) {
+    family(
+        out,
+        "hostknob_manifest_info",
+        "1, labelled with the manifest's revision (git:COMMIT of a checkout, else sha256: of its knob files).",
+    );
+    let _ = writeln!(
+        out,
+        "hostknob_manifest_info{{revision=\"{}\"}} 1",
+        escape(revision)
+    );
+}
+
+fn audit_timestamp(out: &mut String, now: f64) {
     family(
         out,
         "hostknob_audit_timestamp_seconds",
         "When this audit ran, in seconds since the epoch.",
     );
-    let _ = writeln!(
-        out,
-        "hostknob_audit_timestamp_seconds{{host=\"{escaped_host}\"}} {now}"
-    );
+    let _ = writeln!(out, "hostknob_audit_timestamp_seconds {now}");
 }
 
-fn audit_error(out: &mut String, escaped_host: &str, error: bool) {
+/// Success, error and failing from the audit's exit code: 1 (could not run,
+/// or a knob unreadable), 2 (drift), 0. An audit that exits 1 never reports
+/// success, whatever it could check.
+fn audit_outcome(out: &mut String, host: &str, exit_code: i32) {
     family(
         out,
         "hostknob_audit_success",
-        "1 when the audit ran (whatever it found), 0 when it could not run (exit 1).",
+        "1 when the audit exits 0 or 2 (it checked every knob, whatever it found), 0 when it exits 1 (it could not run, or a knob is unreadable).",
     );
-    let _ = writeln!(
+    let _ = writeln!(out, "hostknob_audit_success {}", u8::from(exit_code != 1));
+    family(
         out,
-        "hostknob_audit_success{{host=\"{escaped_host}\"}} {}",
-        u8::from(!error)
+        "hostknob_audit_exit_code",
+        "The audit's exit code: 0 all as declared, 2 a knob fails (drift, unsupported, lost on reboot), 1 an error.",
     );
+    let _ = writeln!(out, "hostknob_audit_exit_code {exit_code}");
     family(
         out,
         "hostknob_build_info",
-        "1, labelled with the version of the hostknob that wrote these metrics.",
+        "1, labelled with the version of the hostknob that wrote these metrics and the host name it audited (the one series with a host label).",
     );
     let _ = writeln!(
         out,
-        "hostknob_build_info{{host=\"{escaped_host}\",version=\"{}\"}} 1",
+        "hostknob_build_info{{host=\"{}\",version=\"{}\"}} 1",
+        escape(host),
         env!("CARGO_PKG_VERSION")
     );
     family(
         out,
         "hostknob_audit_error",
-        "1 when the audit could not run (a manifest or host error; exit 1): nothing was checked.",
+        "1 when the audit exits 1 (a manifest or host error, or an unreadable knob).",
     );
-    let _ = writeln!(
-        out,
-        "hostknob_audit_error{{host=\"{escaped_host}\"}} {}",
-        u8::from(error)
-    );
+    let _ = writeln!(out, "hostknob_audit_error {}", u8::from(exit_code == 1));
 }
 
 /// The metrics of an audit that failed before checking anything, so the
 /// textfile does not keep an earlier audit's green figures.
 pub fn error_metrics(host: &str, revision: Option<&str>, now: f64) -> String {
-    let host = escape(host);
     let mut out = String::new();
-    audit_error(&mut out, &host, true);
+    audit_outcome(&mut out, host, 1);
     // Which review it failed on, when the knob files can still be read.
     if let Some(rev) = revision {
-        family(
-            &mut out,
-            "hostknob_manifest_info",
-            "1, labelled with the manifest's revision (git:COMMIT of a checkout, else sha256: of its knob files).",
-        );
-        let _ = writeln!(
-            out,
-            "hostknob_manifest_info{{host=\"{host}\",revision=\"{}\"}} 1",
-            escape(rev)
-        );
+        manifest_info(&mut out, rev);
     }
-    audit_timestamp(&mut out, &host, now);
+    audit_timestamp(&mut out, now);
     out
 }
 

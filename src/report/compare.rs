@@ -74,8 +74,20 @@ fn statuses(r: &FleetReport) -> BTreeMap<&str, BTreeMap<&str, Status>> {
 }
 
 pub fn compare(old_inputs: &[PathBuf], new_inputs: &[PathBuf]) -> Result<FleetChange> {
-    let old = build(&super::input_files(old_inputs)?)?;
-    let new = build(&super::input_files(new_inputs)?)?;
+    // Every file must read: a host whose audit is unreadable would show as gone.
+    let whole = |inputs: &[PathBuf]| -> Result<FleetReport> {
+        let r = build(
+            &super::input_files(inputs)?,
+            std::time::SystemTime::now(),
+            std::time::Duration::MAX,
+        )?;
+        match r.unreadable.first() {
+            Some(u) => anyhow::bail!("{}: {}", u.file, u.reason),
+            None => Ok(r),
+        }
+    };
+    let old = whole(old_inputs)?;
+    let new = whole(new_inputs)?;
     let (was, now) = (statuses(&old), statuses(&new));
     let before: BTreeSet<&str> = was.keys().copied().collect();
     let after: BTreeSet<&str> = now.keys().copied().collect();

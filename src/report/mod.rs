@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -39,6 +40,18 @@ pub struct FleetReport {
     pub manifest_revisions: Vec<HostSet>,
     /// Tuning managers found on hosts (`NAME` or `NAME PROFILE`), with the hosts.
     pub competing_managers: Vec<HostSet>,
+    /// Hosts per hostknob version that wrote their audit (`unknown`: not said).
+    pub hostknob_versions: Vec<HostSet>,
+    /// Hosts whose `audited_at` is older than `--max-age` (value: the age limit).
+    pub stale: HostSet,
+    /// Inputs that could not be read, with why; the other hosts are reported.
+    pub unreadable: Vec<UnreadableInput>,
+}
+
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct UnreadableInput {
+    pub file: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -130,9 +143,12 @@ pub struct HostEvidence {
 }
 
 impl FleetReport {
-    /// 2 when any host fails its audit, as `audit` exits for one host.
-    pub fn exit_code(&self) -> i32 {
-        if self.hosts.iter().any(|h| h.fails) {
+    /// 2 when any host fails its audit, as `audit` exits for one host; 1
+    /// with `strict` when an input could not be read.
+    pub fn exit_code(&self, strict: bool) -> i32 {
+        if strict && !self.unreadable.is_empty() {
+            1
+        } else if self.hosts.iter().any(|h| h.fails) {
             2
         } else {
             0
@@ -156,22 +172,50 @@ fn host_set(value: String, mut hosts: Vec<String>) -> HostSet {
     }
 }
 
+fn read_host(f: &std::path::Path) -> Result<HostIn> {
+    let audit = read_one(f)?;
+    let statuses = audit
+        .knobs
+        .iter()
+        .map(|k| parse_status(f, &k.id, &k.status))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(HostIn {
+        file: f.to_path_buf(),
+        audit,
+        statuses,
+    })
+}
+
+type ReadAll = (
+    BTreeMap<String, HostIn>,
+    Vec<HostClash>,
+    Vec<UnreadableInput>,
+);
+
 /// Reads every file; entries are keyed by host name, or by `HOST (FILE)`
-/// when two files name one host (both kept, the clash listed).
-fn read_all(files: &[PathBuf]) -> Result<(BTreeMap<String, HostIn>, Vec<HostClash>)> {
+/// when two files name one host (both kept, the clash listed). A file that
+/// cannot be read is listed with why; only when none can is it an error.
+fn read_all(files: &[PathBuf]) -> Result<ReadAll> {
     let mut read = Vec::new();
+    let mut unreadable = Vec::new();
+    let mut first_error = None;
     for f in files {
-        let audit = read_one(f)?;
-        let statuses = audit
-            .knobs
-            .iter()
-            .map(|k| parse_status(f, &k.id, &k.status))
-            .collect::<Result<Vec<_>>>()?;
-        read.push(HostIn {
-            file: f.clone(),
-            audit,
-            statuses,
-        });
+        match read_host(f) {
+            Ok(h) => read.push(h),
+            Err(e) => {
+                let file = f.display().to_string();
+                let text = format!("{e:#}");
+                let reason = text
+                    .strip_prefix(&format!("{file}: "))
+                    .unwrap_or(&text)
+                    .to_string();
+                unreadable.push(UnreadableInput { file, reason });
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let (true, Some(e)) = (read.is_empty(), first_error) {
+        return Err(e);
     }
     let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, h) in read.iter().enumerate() {
@@ -211,12 +255,22 @@ fn read_all(files: &[PathBuf]) -> Result<(BTreeMap<String, HostIn>, Vec<HostClas
                 .collect(),
         });
     }
-    Ok((labels.into_iter().zip(read).collect(), clashes))
+    Ok((labels.into_iter().zip(read).collect(), clashes, unreadable))
 }
 
-/// Reads every file and builds the fleet view.
-pub fn build(files: &[PathBuf]) -> Result<FleetReport> {
-    let (hosts, clashes) = read_all(files)?;
+/// Whether an audit's `audited_at` is older than `max_age` at `now` (an
+/// audit that does not say when it ran is not called stale).
+fn is_stale(audited_at: Option<&str>, now: SystemTime, max_age: Duration) -> bool {
+    audited_at
+        .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
+        .and_then(|t| now.duration_since(t).ok())
+        .is_some_and(|age| age > max_age)
+}
+
+/// Reads every file and builds the fleet view; hosts audited more than
+/// `max_age` before `now` are listed as stale.
+pub fn build(files: &[PathBuf], now: SystemTime, max_age: Duration) -> Result<FleetReport> {
+    let (hosts, clashes, unreadable) = read_all(files)?;
 
     let mut knob_ids: Vec<String> = Vec::new();
     for h in hosts.values() {
@@ -232,6 +286,8 @@ pub fn build(files: &[PathBuf]) -> Result<FleetReport> {
     let mut lines = Vec::new();
     let mut revisions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut managers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut stale = Vec::new();
     // Per host: knob -> (status, current); hosts with equal maps form a group.
     let mut fingerprints: BTreeMap<Vec<(String, Status, String)>, Vec<String>> = BTreeMap::new();
     for (name, h) in &hosts {
@@ -260,6 +316,18 @@ pub fn build(files: &[PathBuf]) -> Result<FleetReport> {
             .collect();
         for m in &competing {
             managers.entry(m.clone()).or_default().push(name.clone());
+        }
+        versions
+            .entry(
+                h.audit
+                    .hostknob_version
+                    .clone()
+                    .unwrap_or_else(|| "unknown".into()),
+            )
+            .or_default()
+            .push(name.clone());
+        if is_stale(h.audit.audited_at.as_deref(), now, max_age) {
+            stale.push(name.clone());
         }
         lines.push(HostLine {
             host: name.clone(),
@@ -308,6 +376,9 @@ pub fn build(files: &[PathBuf]) -> Result<FleetReport> {
         summary,
         manifest_revisions: by_size(revisions.into_iter().map(|(v, h)| host_set(v, h)).collect()),
         competing_managers: by_size(managers.into_iter().map(|(v, h)| host_set(v, h)).collect()),
+        hostknob_versions: by_size(versions.into_iter().map(|(v, h)| host_set(v, h)).collect()),
+        stale: host_set(humantime::format_duration(max_age).to_string(), stale),
+        unreadable,
     })
 }
 

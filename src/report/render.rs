@@ -45,20 +45,14 @@ fn sections(r: &FleetReport) -> Vec<(String, Vec<&'static str>, Vec<Vec<String>>
                 g.status.as_str().to_string(),
                 g.current.clone(),
                 g.count.to_string(),
-                g.compressed.clone(),
+                cut(&g.compressed),
             ]);
         }
     }
     let group_rows = r
         .host_groups
         .iter()
-        .map(|g| {
-            vec![
-                g.count.to_string(),
-                g.compressed.clone(),
-                counts(&g.summary),
-            ]
-        })
+        .map(|g| vec![g.count.to_string(), cut(&g.compressed), counts(&g.summary)])
         .collect();
     let reboot_rows = r
         .knobs
@@ -98,10 +92,30 @@ fn sections(r: &FleetReport) -> Vec<(String, Vec<&'static str>, Vec<Vec<String>>
         .collect();
     let set_rows = |sets: &[super::HostSet]| -> Vec<Vec<String>> {
         sets.iter()
-            .map(|s| vec![s.value.clone(), s.count.to_string(), s.compressed.clone()])
+            .map(|s| vec![s.value.clone(), s.count.to_string(), cut(&s.compressed)])
             .collect()
     };
+    let unreadable_rows = r
+        .unreadable
+        .iter()
+        .map(|u| vec![u.file.clone(), u.reason.clone()])
+        .collect();
+    let stale_rows = if r.stale.hosts.is_empty() {
+        Vec::new()
+    } else {
+        set_rows(std::slice::from_ref(&r.stale))
+    };
     vec![
+        (
+            "Unreadable inputs (not in this report)".into(),
+            vec!["file", "why"],
+            unreadable_rows,
+        ),
+        (
+            format!("Stale audits (older than {})", r.stale.value),
+            vec!["older than", "count", "hosts"],
+            stale_rows,
+        ),
         (
             "Knobs, hosts grouped where they agree".into(),
             vec!["knob", "status", "current", "count", "hosts"],
@@ -133,6 +147,15 @@ fn sections(r: &FleetReport) -> Vec<(String, Vec<&'static str>, Vec<Vec<String>>
             set_rows(&r.manifest_revisions),
         ),
         (
+            "hostknob versions that wrote the audits".into(),
+            vec!["version", "count", "hosts"],
+            if r.hostknob_versions.len() > 1 {
+                set_rows(&r.hostknob_versions)
+            } else {
+                Vec::new()
+            },
+        ),
+        (
             "Competing tuning managers".into(),
             vec!["manager", "count", "hosts"],
             set_rows(&r.competing_managers),
@@ -150,7 +173,7 @@ fn stale_text(stale: &BTreeMap<String, String>) -> String {
         by.entry(what.as_str()).or_default().push(host.clone());
     }
     by.iter()
-        .map(|(what, hosts)| format!("{what}: {}", super::compress(hosts)))
+        .map(|(what, hosts)| format!("{what}: {}", cut(&super::compress(hosts))))
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -159,8 +182,27 @@ fn or_none(hosts: &[String]) -> String {
     if hosts.is_empty() {
         "-".into()
     } else {
-        super::compress(hosts)
+        cut(&super::compress(hosts))
     }
+}
+
+/// The most of a host list a table cell shows: thousands of unrelated names
+/// compress badly, and a 30,000-character line helps no one.
+const LIST_CAP: usize = 160;
+
+/// `list` cut after its last whole entry within [`LIST_CAP`] characters,
+/// saying so; machine formats keep every name.
+fn cut(list: &str) -> String {
+    if list.chars().count() <= LIST_CAP {
+        return list.to_string();
+    }
+    // Entries are joined by ", "; commas inside `[...]` have no space.
+    let mut limit = LIST_CAP;
+    while !list.is_char_boundary(limit) {
+        limit -= 1;
+    }
+    let end = list[..limit].rfind(", ").unwrap_or(0);
+    format!("{}, ... (cut; --format json lists all)", &list[..end])
 }
 
 fn hosts_with(r: &FleetReport, id: &str) -> usize {
@@ -186,9 +228,40 @@ fn headline(r: &FleetReport) -> String {
         if failing.is_empty() {
             "no host drifts".to_string()
         } else {
-            format!("drifting: {}", super::compress(&failing))
+            format!("drifting: {}", cut(&super::compress(&failing)))
         }
     );
+    if !r.unreadable.is_empty() {
+        line.push_str(&format!(
+            "\n{} input {} could not be read and {} not in this report (listed below)",
+            r.unreadable.len(),
+            if r.unreadable.len() == 1 {
+                "file"
+            } else {
+                "files"
+            },
+            if r.unreadable.len() == 1 { "is" } else { "are" },
+        ));
+    }
+    if r.stale.count > 0 {
+        line.push_str(&format!(
+            "\nstale: {} audited more than {} ago",
+            crate::render::plural(r.stale.count, "host"),
+            r.stale.value
+        ));
+    }
+    for (what, sets) in [
+        ("hostknob versions", &r.hostknob_versions),
+        ("manifest revisions", &r.manifest_revisions),
+    ] {
+        if sets.len() > 1 {
+            let each: Vec<String> = sets
+                .iter()
+                .map(|s| format!("{} on {}", s.value, crate::render::plural(s.count, "host")))
+                .collect();
+            line.push_str(&format!("\n{} {what}: {}", sets.len(), each.join(", ")));
+        }
+    }
     for c in &r.clashes {
         line.push_str(&format!(
             "\nhost {} is named by {} files ({}): each kept as its own entry, `{} (FILE)`",
@@ -285,6 +358,13 @@ pub fn csv(r: &FleetReport) -> String {
         out.push_str(&fields.join(","));
         out.push_str("\r\n");
     }
+    // An input that could not be read: no host, status unreadable, why in `current`.
+    for u in &r.unreadable {
+        let row = ["", &u.file, "", "unreadable", "true", &u.reason, ""];
+        let fields: Vec<String> = row.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&fields.join(","));
+        out.push_str("\r\n");
+    }
     out
 }
 
@@ -331,10 +411,20 @@ pub fn junit(r: &FleetReport) -> String {
     };
     let all: Vec<_> = per_host.values().flatten().cloned().collect();
     let mut out = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"hostknob report\" tests=\"{total}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"hostknob report\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"{}\">\n",
+        total + r.unreadable.len(),
         failed(&all),
-        skipped(&all)
+        skipped(&all),
+        r.unreadable.len()
     );
+    // An input that could not be read is an error of its own suite.
+    for u in &r.unreadable {
+        out.push_str(&format!(
+            "  <testsuite name=\"{0}\" tests=\"1\" failures=\"0\" skipped=\"0\" errors=\"1\" file=\"{0}\">\n    <testcase classname=\"{0}\" name=\"read\">\n      <error type=\"unreadable\" message=\"{1}\"/>\n    </testcase>\n  </testsuite>\n",
+            xml(&u.file),
+            xml(&u.reason)
+        ));
+    }
     for h in &r.hosts {
         let cases = &per_host[h.host.as_str()];
         out.push_str(&format!(

@@ -137,12 +137,12 @@ fn metrics_carry_success_build_and_manifest_info_and_a_failure_replaces_them() {
     let prom = std::fs::read_to_string(text.path().join("hostknob.prom")).unwrap();
     let rev = sha256sum_of(&[("thp.yaml", THP)]);
     for line in [
-        format!("hostknob_audit_success{{host=\"{VM_HOST}\"}} 1"),
+        "hostknob_audit_success 1".to_string(),
         format!(
             "hostknob_build_info{{host=\"{VM_HOST}\",version=\"{}\"}} 1",
             env!("CARGO_PKG_VERSION")
         ),
-        format!("hostknob_manifest_info{{host=\"{VM_HOST}\",revision=\"{rev}\"}} 1"),
+        format!("hostknob_manifest_info{{revision=\"{rev}\"}} 1"),
     ] {
         assert!(prom.lines().any(|l| l == line), "{line} not in\n{prom}");
     }
@@ -154,9 +154,7 @@ fn metrics_carry_success_build_and_manifest_info_and_a_failure_replaces_them() {
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     let after = std::fs::read_to_string(text.path().join("hostknob.prom")).unwrap();
     assert!(
-        after
-            .lines()
-            .any(|l| l == format!("hostknob_audit_success{{host=\"{VM_HOST}\"}} 0")),
+        after.lines().any(|l| l == "hostknob_audit_success 0"),
         "{after}"
     );
     assert!(after.contains("hostknob_build_info{"), "{after}");
@@ -165,6 +163,35 @@ fn metrics_carry_success_build_and_manifest_info_and_a_failure_replaces_them() {
     assert!(!after.contains(&rev), "{after}");
     assert!(!after.contains("hostknob_knob_status"), "{after}");
     assert!(!after.contains("hostknob_audit_failing"), "{after}");
+}
+
+#[test]
+fn an_unreadable_knob_is_an_audit_error_in_the_metrics() {
+    // Issue 35 item 4: audit exited 1 while the textfile said success 1, so
+    // no rule fired.
+    let (_t, root) = copy_host(VM);
+    std::fs::write(
+        root.join("sys/kernel/mm/transparent_hugepage/enabled"),
+        b"always [madv\xffise] never\n",
+    )
+    .unwrap();
+    let m = manifest(&[("thp.yaml", THP)]);
+    let text = tempfile::tempdir().unwrap();
+    let o = run_on(
+        &root,
+        m.path(),
+        &["audit", "--textfile", text.path().to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let prom = std::fs::read_to_string(text.path().join("hostknob.prom")).unwrap();
+    for line in [
+        "hostknob_audit_success 0",
+        "hostknob_audit_error 1",
+        "hostknob_audit_exit_code 1",
+        "hostknob_knob_status{knob=\"thp-m\",kind=\"thp\",status=\"unreadable\"} 1",
+    ] {
+        assert!(prom.lines().any(|l| l == line), "{line} not in\n{prom}");
+    }
 }
 
 /// tuned with a profile, power-profiles-daemon's state, saptune's applied notes.
@@ -228,9 +255,9 @@ fn competing_managers_are_in_the_audit_and_the_metrics() {
     let o = run_on(&root, m.path(), &["audit", "--format", "prometheus"]);
     let p = out(&o);
     assert!(
-        p.contains(&format!(
-            "hostknob_competing_manager{{host=\"{VM_HOST}\",manager=\"tuned\",profile=\"throughput-performance\"}} 1"
-        )),
+        p.contains(
+            "hostknob_competing_manager{manager=\"tuned\",profile=\"throughput-performance\"} 1"
+        ),
         "{p}"
     );
     assert_eq!(p.matches("hostknob_competing_manager{").count(), 3, "{p}");

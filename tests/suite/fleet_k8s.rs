@@ -36,6 +36,38 @@ fn rendered() -> (Value, Value) {
     (all[0].clone(), all[1].clone())
 }
 
+/// What hostknob's audit reads on a node (strace of `audit` and the paths in
+/// src/), each a hostPath of this type. `DirectoryOrCreate` only where the
+/// directory may be absent and empty means the same as absent.
+const AUDIT_READS: [(&str, &str); 26] = [
+    ("/sys", "Directory"),
+    ("/proc/sys", "Directory"),
+    ("/proc/irq", "Directory"),
+    ("/proc/cmdline", "File"),
+    ("/proc/stat", "File"),
+    ("/proc/interrupts", "File"),
+    ("/proc/cpuinfo", "File"),
+    ("/proc/meminfo", "File"),
+    ("/proc/version", "File"),
+    ("/etc/machine-id", "File"),
+    ("/etc/os-release", "File"),
+    ("/etc/systemd", "Directory"),
+    ("/etc/tmpfiles.d", "Directory"),
+    ("/etc/sysctl.d", "Directory"),
+    ("/etc/udev", "Directory"),
+    ("/etc/default", "Directory"),
+    ("/etc/tuned", "DirectoryOrCreate"),
+    ("/etc/hostknob", "DirectoryOrCreate"),
+    ("/usr/lib/systemd", "Directory"),
+    ("/usr/lib/tmpfiles.d", "Directory"),
+    ("/usr/lib/sysctl.d", "Directory"),
+    ("/usr/lib/udev", "Directory"),
+    ("/run/systemd/system", "Directory"),
+    ("/boot", "Directory"),
+    ("/var/lib/hostknob", "DirectoryOrCreate"),
+    ("/var/lib/power-profiles-daemon", "DirectoryOrCreate"),
+];
+
 fn s(v: &Value) -> &str {
     v.as_str().unwrap_or_else(|| panic!("not a string: {v:?}"))
 }
@@ -73,8 +105,10 @@ fn the_daemonset_reads_the_node_read_only_with_no_capability() {
         pod["securityContext"]["seccompProfile"]["type"],
         Value::from("RuntimeDefault")
     );
-    // hostPath volumes: where each is mounted, and only the textfile directory writable.
-    let volumes: Vec<(String, String)> = pod["volumes"]
+    // Issue 35 item 1: the pod mounted the whole host /etc and /proc (shadow,
+    // kubelet keys, process environments). Now exactly what the audit reads,
+    // each at /host<path>, read-only; only the textfile directory writable.
+    let volumes: Vec<(String, String, String)> = pod["volumes"]
         .as_sequence()
         .unwrap()
         .iter()
@@ -83,6 +117,7 @@ fn the_daemonset_reads_the_node_read_only_with_no_capability() {
             (
                 s(&v["name"]).to_string(),
                 s(&v["hostPath"]["path"]).to_string(),
+                s(&v["hostPath"]["type"]).to_string(),
             )
         })
         .collect();
@@ -93,24 +128,39 @@ fn the_daemonset_reads_the_node_read_only_with_no_capability() {
             .find(|m| s(&m["name"]) == name)
             .unwrap_or_else(|| panic!("{name} is not mounted"))
     };
-    for (host, inside) in [
-        ("/sys", "/host/sys"),
-        ("/proc", "/host/proc"),
-        ("/etc", "/host/etc"),
-    ] {
-        let (name, _) = volumes
-            .iter()
-            .find(|(_, p)| p == host)
-            .unwrap_or_else(|| panic!("no hostPath {host}"));
-        assert_eq!(s(&mount(name)["mountPath"]), inside);
-    }
+    let mut read_only = Vec::new();
     let mut writable = Vec::new();
-    for (name, path) in &volumes {
-        if mount(name)["readOnly"] != Value::Bool(true) {
+    for (name, path, kind) in &volumes {
+        if mount(name)["readOnly"] == Value::Bool(true) {
+            assert_eq!(s(&mount(name)["mountPath"]), format!("/host{path}"));
+            read_only.push((path.as_str(), kind.as_str()));
+        } else {
             writable.push(path.clone());
         }
     }
+    read_only.sort();
+    let mut want = AUDIT_READS.to_vec();
+    want.sort();
+    assert_eq!(read_only, want);
     assert_eq!(writable, ["/var/lib/prometheus/node-exporter"]);
+    for secret in [
+        "/etc",
+        "/proc",
+        "/etc/shadow",
+        "/etc/kubernetes",
+        "/root",
+        "/var/lib/kubelet",
+    ] {
+        assert!(
+            !read_only.iter().any(|(p, _)| *p == secret),
+            "{secret} is mounted"
+        );
+    }
+    // No host network, no toleration unless asked, and the pod names no
+    // process namespace of the host.
+    assert_eq!(pod["hostNetwork"], Value::Bool(false));
+    assert!(pod.get("tolerations").is_none(), "tolerations are opt-in");
+    assert!(pod.get("hostPID").is_none() && pod.get("hostIPC").is_none());
     assert_eq!(s(&mount("manifest")["mountPath"]), "/manifest");
     assert_eq!(mount("manifest")["readOnly"], Value::Bool(true));
     // The loop runs audit, never a command that changes the node.
@@ -168,8 +218,9 @@ fn configmap_volume(dir: &Path, data: &serde_yaml::Mapping) {
     }
 }
 
-#[test]
-fn the_pods_loop_audits_a_corpus_copy_into_the_textfile_and_changes_nothing() {
+/// One round of the pod's loop on `host` (a corpus copy laid out as the pod
+/// sees it), ended by SIGTERM once it sleeps: (stdout, stderr, textfile dir).
+fn one_round(host: &Path, pod: &Path) -> (String, String, PathBuf) {
     let (cm, ds) = rendered();
     let c = &ds["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
@@ -177,16 +228,28 @@ fn the_pods_loop_audits_a_corpus_copy_into_the_textfile_and_changes_nothing() {
         &vec![Value::from("/bin/sh"), Value::from("-c")]
     );
     let script = s(&c["args"][0]);
-    let (_keep, host) = copy_host("adl0");
-    let before = tree(&host);
-    let pod = tempfile::tempdir().unwrap();
-    let manifest = pod.path().join("manifest");
+    let manifest = pod.join("manifest");
     configmap_volume(&manifest, cm["data"].as_mapping().unwrap());
-    let textfile = pod.path().join("textfile");
+    let textfile = pod.join("textfile");
     std::fs::create_dir(&textfile).unwrap();
-    let bin_dir = pod.path().join("bin");
+    let bin_dir = pod.join("bin");
     std::fs::create_dir(&bin_dir).unwrap();
     std::os::unix::fs::symlink(bin(), bin_dir.join("hostknob")).unwrap();
+    // `sleep` marks the end of the round, then sleeps as the image's would.
+    let slept = pod.join("slept");
+    std::fs::write(
+        bin_dir.join("sleep"),
+        format!(
+            "#!/bin/sh\ntouch '{}'\nexec /bin/sleep \"$@\"\n",
+            slept.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin_dir.join("sleep"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     // The container's environment, its paths moved to this pod directory.
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(script).env_clear();
@@ -211,22 +274,31 @@ fn the_pods_loop_audits_a_corpus_copy_into_the_textfile_and_changes_nothing() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let prom = textfile.join("hostknob.prom");
     let start = std::time::Instant::now();
-    while !prom.exists() && start.elapsed() < std::time::Duration::from_secs(120) {
+    while !slept.exists() && start.elapsed() < std::time::Duration::from_secs(120) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     // The loop now sleeps INTERVAL_SECONDS; SIGTERM ends it (the trap exits 0).
     std::thread::sleep(std::time::Duration::from_millis(200));
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    (stdout, stderr, textfile)
+}
+
+#[test]
+fn the_pods_loop_audits_a_corpus_copy_into_the_textfile_and_changes_nothing() {
+    let (_keep, host) = copy_host("adl0");
+    let before = tree(&host);
+    let pod = tempfile::tempdir().unwrap();
+    let (stdout, stderr, textfile) = one_round(&host, pod.path());
+    let prom = textfile.join("hostknob.prom");
     let metrics = std::fs::read_to_string(&prom).expect("the loop wrote the textfile");
     assert!(
         metrics.contains(
-            "hostknob_knob_status{host=\"adl0\",knob=\"cpufreq-governor-performance\",\
+            "hostknob_knob_status{knob=\"cpufreq-governor-performance\",\
              kind=\"cpufreq-governor\",status=\"drift\"} 1"
         ),
         "{metrics}"
@@ -240,6 +312,67 @@ fn the_pods_loop_audits_a_corpus_copy_into_the_textfile_and_changes_nothing() {
         std::fs::read_dir(&textfile).unwrap().count(),
         1,
         "only hostknob.prom"
+    );
+}
+
+#[test]
+fn where_the_nodes_timer_writes_the_textfile_the_pod_does_not() {
+    // Issue 35 item 1: the DaemonSet and hostknob-audit.timer both wrote
+    // hostknob.prom, each replacing the other's figures.
+    let (_keep, host) = copy_host("adl0");
+    let wants = host.join("etc/systemd/system/timers.target.wants");
+    std::fs::create_dir_all(&wants).unwrap();
+    // As systemctl enable makes it: an absolute link the pod cannot follow.
+    std::os::unix::fs::symlink(
+        "/usr/lib/systemd/system/hostknob-audit.timer",
+        wants.join("hostknob-audit.timer"),
+    )
+    .unwrap();
+    let before = tree(&host);
+    let pod = tempfile::tempdir().unwrap();
+    let (stdout, stderr, textfile) = one_round(&host, pod.path());
+    assert_eq!(std::fs::read_dir(&textfile).unwrap().count(), 0);
+    assert!(stdout.contains(" drift"), "the pod still audits: {stdout}");
+    assert!(
+        stderr.contains("hostknob-audit.timer is enabled on this node"),
+        "{stderr}"
+    );
+    assert_tree(&before, &host, "the pod's audit");
+}
+
+#[test]
+fn the_image_recipe_values_yaml_names_builds_a_static_binary_on_busybox() {
+    let values = std::fs::read_to_string(repo().join("deploy/helm/hostknob/values.yaml")).unwrap();
+    assert!(
+        values.contains("deploy/container/Containerfile"),
+        "{values}"
+    );
+    assert!(values.contains("imagePullSecrets: []"), "{values}");
+    let template =
+        std::fs::read_to_string(repo().join("deploy/helm/hostknob/templates/daemonset.yaml"))
+            .unwrap();
+    assert!(template.contains("with .Values.imagePullSecrets"));
+    let recipe = std::fs::read_to_string(repo().join("deploy/container/Containerfile")).unwrap();
+    let stages: Vec<&str> = recipe.lines().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(stages.len(), 2, "{recipe}");
+    assert!(stages[1].contains("busybox"), "{recipe}");
+    assert!(
+        recipe.contains("cargo build --release --locked"),
+        "{recipe}"
+    );
+    assert!(recipe.contains("COPY --from=build /out/hostknob /usr/local/bin/hostknob"));
+    // The binary the recipe copies is what this build makes: no interpreter,
+    // nothing NEEDED, so busybox's image runs it.
+    let o = Command::new("readelf")
+        .arg("-ld")
+        .arg(bin())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let elf = out(&o);
+    assert!(
+        !elf.contains("INTERP") && !elf.contains("(NEEDED)"),
+        "{elf}"
     );
 }
 

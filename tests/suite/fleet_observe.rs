@@ -330,6 +330,12 @@ fn the_rules_and_the_dashboard_query_only_metrics_hostknob_writes() {
     let in_rules = queried(&exprs);
     let unknown: Vec<_> = in_rules.difference(&have).collect();
     assert!(
+        exprs
+            .iter()
+            .any(|e| e.contains("node_textfile_scrape_error")),
+        "no rule on node_exporter's textfile errors"
+    );
+    assert!(
         unknown.is_empty(),
         "the rules query {unknown:?}, not written by hostknob"
     );
@@ -340,6 +346,33 @@ fn the_rules_and_the_dashboard_query_only_metrics_hostknob_writes() {
     ] {
         assert!(in_rules.contains(needed), "{needed}: {in_rules:?}");
     }
+}
+
+#[test]
+fn the_dashboard_aggregates_so_5000_hosts_stay_readable() {
+    // Issue 35 item 5: panels drew one line per host and filtered on a host
+    // label the metrics no longer carry.
+    let board: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dist("grafana/hostknob.json")).unwrap())
+            .unwrap();
+    let mut exprs = Vec::new();
+    strings_under(&board["panels"], "expr", &mut exprs);
+    assert!(exprs.len() >= 10, "{exprs:?}");
+    for e in &exprs {
+        assert!(
+            ["count", "sum", "max", "quantile", "topk", "sort_desc"]
+                .iter()
+                .any(|a| e.starts_with(&format!("{a}(")) || e.starts_with(&format!("{a} by"))),
+            "a panel plots per-host series: {e}"
+        );
+        assert!(!e.contains("host=~"), "no host label to filter on: {e}");
+    }
+    let mut var = Vec::new();
+    strings_under(&board["templating"], "definition", &mut var);
+    assert_eq!(
+        var,
+        ["label_values(hostknob_audit_timestamp_seconds, instance)"]
+    );
 }
 
 #[test]
@@ -363,4 +396,60 @@ fn the_alert_rules_pass_their_promtool_tests() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}{}", out(&o), err(&o));
+}
+
+#[test]
+fn the_audit_unit_waits_for_a_knob_file_and_the_readme_names_the_ledgers_home() {
+    // Issue 35 item 9: the package's README made the directory condition
+    // true, so the unit failed until knobs arrived; the README said the
+    // ledger was written into the manifest directory.
+    let unit = audit_unit();
+    assert!(
+        settings(&unit, "ConditionPathIsDirectory").is_empty(),
+        "{unit}"
+    );
+    let globs = settings(&unit, "ConditionPathExistsGlob");
+    assert_eq!(
+        globs,
+        [
+            "|/etc/hostknob/manifest/*.yaml",
+            "|/etc/hostknob/manifest/*.yml"
+        ]
+    );
+    // The globs as the shell (and systemd, fnmatch) reads them: a directory
+    // holding only the README matches neither; one knob file matches.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(dist("etc/manifest-README"), dir.path().join("README")).unwrap();
+    let matches = || {
+        let script: Vec<String> = globs
+            .iter()
+            .map(|g| {
+                let g = g
+                    .trim_start_matches('|')
+                    .replace("/etc/hostknob/manifest", "$D");
+                format!("for f in {g}; do [ -e \"$f\" ] && echo \"$f\"; done")
+            })
+            .collect();
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(script.join("; "))
+            .env("D", dir.path())
+            .output()
+            .unwrap();
+        out(&o).lines().count()
+    };
+    assert_eq!(matches(), 0);
+    std::fs::write(dir.path().join("thp.yaml"), THP).unwrap();
+    assert_eq!(matches(), 1);
+    let readme = std::fs::read_to_string(dist("etc/manifest-README")).unwrap();
+    assert!(readme.contains("/var/lib/hostknob/ledger.yaml"), "{readme}");
+    assert!(!readme.contains("is written here"), "{readme}");
+    // The role installs the same unit.
+    assert_eq!(
+        std::fs::read_to_string(repo().join(
+            "ansible/ansible_collections/hostknob/hostknob/roles/install/files/hostknob-audit.service"
+        ))
+        .unwrap(),
+        unit
+    );
 }

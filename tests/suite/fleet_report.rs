@@ -225,3 +225,136 @@ fn bad_inputs_are_one_line_naming_the_file() {
     let e = one_line_error(&report(&[], &[&d.join("missing.json")]));
     assert!(e.contains("missing.json: No such file"), "{e}");
 }
+
+/// `report ARGS INPUTS`, the arguments after the subcommand.
+fn rep(args: &[&str], inputs: &[&Path]) -> Output {
+    hostknob_command(&["report"])
+        .args(args)
+        .args(inputs)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_5000_host_report_names_an_empty_a_schema_2_and_a_stale_file_and_reports_the_rest() {
+    // Issue 35 item 3: one bad file made report exit 1 with no report at all,
+    // and the table printed 30,000-character lines.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let audits: Vec<Value> = ["adl0", "genoa0", "fc-haltpoll-2cpu", "spr1"]
+        .iter()
+        .map(|h| {
+            let o = run(
+                &corpus_host(h),
+                &shipped(),
+                &["--host", h, "--format", "json", "audit"],
+            );
+            serde_json::from_slice(&o.stdout).unwrap()
+        })
+        .collect();
+    let roles = ["web", "db", "cache", "edge", "rpc"];
+    for i in 0..4997 {
+        let mut a = audits[i % audits.len()].clone();
+        // Names that compress badly, as a real fleet's do.
+        a["host"] = format!("{}-{}", roles[i % roles.len()], (i * 7919) % 100_003).into();
+        if i % 1000 == 0 {
+            a["hostknob_version"] = "0.0.9".into();
+        }
+        std::fs::write(d.join(format!("h{i:04}.json")), a.to_string()).unwrap();
+    }
+    std::fs::write(d.join("empty.json"), "").unwrap();
+    let mut newer = audits[0].clone();
+    newer["schema"] = 2.into();
+    newer["host"] = "future-1".into();
+    std::fs::write(d.join("newer.json"), newer.to_string()).unwrap();
+    let mut old = audits[1].clone();
+    old["host"] = "stale-1".into();
+    old["audited_at"] = "2020-01-01T00:00:00Z".into();
+    std::fs::write(d.join("stale.json"), old.to_string()).unwrap();
+
+    let o = rep(&["--format", "json", "--max-age", "2h"], &[d]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["hosts"].as_array().unwrap().len(), 4998);
+    let unreadable: Vec<(String, String)> = r["unreadable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["file"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                u["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(unreadable.len(), 2, "{unreadable:?}");
+    assert_eq!(unreadable[0].0, "empty.json");
+    assert!(unreadable[0].1.contains("not JSON"), "{unreadable:?}");
+    assert_eq!(unreadable[1].0, "newer.json");
+    assert!(
+        unreadable[1]
+            .1
+            .contains("field `schema`: 2 is not audit schema 1"),
+        "{unreadable:?}"
+    );
+    assert_eq!(r["stale"]["hosts"], serde_json::json!(["stale-1"]));
+    assert_eq!(r["stale"]["value"], "2h");
+    let versions: Vec<&str> = r["hostknob_versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, [env!("CARGO_PKG_VERSION"), "0.0.9"]);
+    assert!(
+        err(&o).contains("2 of 5000 input files could not be read"),
+        "{}",
+        err(&o)
+    );
+
+    // The table: a summary first, the three named, no line past a screen's worth.
+    let o = rep(&["--max-age", "2h"], &[d]);
+    assert_eq!(o.status.code(), Some(2));
+    let table = out(&o);
+    let first = table.lines().next().unwrap();
+    assert!(first.starts_with("4998 hosts, "), "{first}");
+    for needle in [
+        "2 input files could not be read and are not in this report",
+        "stale: 1 host audited more than 2h ago",
+        "2 hostknob versions: ",
+        "Unreadable inputs (not in this report)",
+        "empty.json",
+        "newer.json",
+        "stale-1",
+        "(cut; --format json lists all)",
+    ] {
+        assert!(table.contains(needle), "{needle}");
+    }
+    let longest = table.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(longest < 400, "a {longest}-character line");
+
+    // CI gates see the two files too; --strict makes them an exit 1.
+    let csv = out(&rep(&["--format", "csv"], &[d]));
+    assert_eq!(
+        csv.lines()
+            .filter(|l| l.contains(",unreadable,true,"))
+            .count(),
+        2
+    );
+    let junit = out(&rep(&["--format", "junit"], &[d]));
+    assert!(junit.contains("errors=\"2\""), "{}", &junit[..300]);
+    let o = rep(&["--strict", "--format", "json"], &[d]);
+    assert_eq!(o.status.code(), Some(1));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        r["hosts"].as_array().unwrap().len(),
+        4998,
+        "reported all the same"
+    );
+}
