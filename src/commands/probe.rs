@@ -415,7 +415,10 @@ mod tests {
                 assert_eq!(l.probe(), p);
             } else {
                 let e = latency.err().unwrap().to_string();
-                assert!(e.contains("use the wakeup, timer or rpc probe"), "{e}");
+                assert!(
+                    e.contains("use the wakeup, timer, rpc or noise probe"),
+                    "{e}"
+                );
             }
         }
     }

@@ -7,8 +7,8 @@
 //! starting with [`GENERATED_PREFIX`] carries the time; `--check` ignores it.
 
 pub mod knobs;
-pub mod paths;
 mod noise;
+pub mod paths;
 mod platform;
 pub mod settings;
 

@@ -333,7 +333,8 @@ pub fn windows(start: u64, end: u64, gaps: &[(u64, u64)]) -> Vec<u64> {
 pub fn verify_cpus(
     root: &Root,
     given: &CpuList,
-    placed: &crate::verify::placement::Placement,
+    sleeper: u32,
+    target_cpus: Option<&CpuList>,
 ) -> CpuList {
     if !given.is_empty() {
         return given.clone();
@@ -348,10 +349,10 @@ pub fn verify_cpus(
         .as_slice()
         .iter()
         .copied()
-        .filter(|&c| placed.target_cpus.as_ref().is_some_and(|t| !t.contains(c)))
+        .filter(|&c| target_cpus.is_some_and(|t| !t.contains(c)))
         .collect();
     if outside.is_empty() {
-        std::iter::once(placed.sleeper).collect()
+        std::iter::once(sleeper).collect()
     } else {
         outside
     }

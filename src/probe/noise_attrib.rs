@@ -487,10 +487,10 @@ mod tests {
             gaps: vec![(0, 50_000), (100, 50_000)],
         };
         let (s, unexplained) = by_counts(&before, &after, &spin).into_sources(100_000);
-        assert_eq!(s[0].name, "noisy");
-        assert_eq!((s[0].time_ns, s[0].count, s[0].pid), (40_000, 4, Some(77)));
-        // 60 µs left for 40 events of 50 µs: scaled, LOC 3/4 of it.
-        assert_eq!((s[1].name.as_str(), s[1].time_ns), ("LOC", 45_000));
+        // Largest first: 60 µs left for 40 events of 50 µs, scaled, LOC 3/4 of it.
+        assert_eq!((s[0].name.as_str(), s[0].time_ns), ("LOC", 45_000));
+        assert_eq!(s[1].name, "noisy");
+        assert_eq!((s[1].time_ns, s[1].count, s[1].pid), (40_000, 4, Some(77)));
         assert_eq!((s[2].name.as_str(), s[2].time_ns), ("CAL", 15_000));
         assert_eq!(unexplained, 0);
         assert!(s.iter().all(|x| x.name != "elsewhere"));

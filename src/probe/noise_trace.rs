@@ -306,24 +306,21 @@ pub fn mask(cpus: &CpuList) -> String {
 /// `TASK-PID [CPU] FLAGS SECS.USECS: EVENT: FIELDS`; the timestamp is the
 /// first `N.N:` followed by an event name (a task name may hold anything).
 pub fn parse_line(line: &str) -> Option<Event> {
-    let close = line.find("] ")?;
-    let mut rest = &line[close + 2..];
-    loop {
-        let word_end = rest.find(": ")?;
-        let word = rest[..word_end].rsplit(' ').next()?;
-        rest = &rest[word_end + 2..];
-        if let Some((secs, frac)) = word.split_once('.')
-            && let (Ok(s), Ok(f)) = (secs.parse::<u64>(), frac.parse::<u64>())
-        {
-            let scale = 10u64.pow(9u32.saturating_sub(frac.len() as u32));
-            let (name, fields) = rest.split_once(": ").unwrap_or((rest, ""));
-            return Some(Event {
-                ts: s * 1_000_000_000 + f * scale,
-                name: name.trim().to_string(),
-                fields: fields.to_string(),
-            });
-        }
-    }
+    // `TASK-PID [CPU] FLAGS SECS.FRAC: EVENT: FIELDS`; TASK may hold any
+    // character, so the first `-PID [CPU]` after it anchors the rest.
+    static LINE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = LINE.get_or_init(|| {
+        regex::Regex::new(r"^.*?-\d+\s+\[\d+\]\s+(?:\S+\s+)?(\d+)\.(\d+): ([^:\s]+):? ?(.*)$")
+            .expect("a valid pattern")
+    });
+    let c = re.captures(line)?;
+    let (secs, frac) = (c[1].parse::<u64>().ok()?, &c[2]);
+    let scale = 10u64.pow(9u32.saturating_sub(frac.len() as u32));
+    Some(Event {
+        ts: secs * 1_000_000_000 + frac.parse::<u64>().ok()? * scale,
+        name: c[3].to_string(),
+        fields: c[4].to_string(),
+    })
 }
 
 fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {

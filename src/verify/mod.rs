@@ -15,6 +15,7 @@ pub mod energy;
 pub mod expect;
 pub mod honoured;
 mod legs;
+mod looks;
 mod multi;
 pub mod noise;
 pub mod order;
@@ -293,30 +294,7 @@ fn run_locked(
             .collect();
         legs.energy.keep_packages(session.root(), &under_test);
     }
-    let mut analysis = None;
-    'looks: for at in rule.looks() {
-        while legs.rounds.len() < at {
-            legs.round(at, rule.max_rounds, progress)?;
-            if legs.interrupted {
-                break 'looks;
-            }
-        }
-        let a = paired::analyze(&legs.rounds, metric, rule);
-        // A `lower`/`higher` by a margin is decided by the interval: rounds
-        // go on while it straddles the margin (the looks' alpha split holds).
-        let more = a.decision == Decision::MoreRounds
-            || (at < rule.max_rounds && margin_open(knob, &legs.rounds, rule));
-        if more {
-            progress(&format!(
-                "after {at} rounds: {}; more rounds",
-                a.verdict_words()
-            ));
-        }
-        analysis = Some(a);
-        if !more {
-            break;
-        }
-    }
+    let analysis = looks::run(&mut legs, knob, metric, rule, progress)?;
     let interrupted = legs.interrupted.then(|| {
         probe::interrupt::signal()
             .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
@@ -350,7 +328,7 @@ fn run_locked(
     if let Some(d) = overrule {
         analysis.overrule(d, interrupted.is_some());
     }
-    let mut expectations = check_expectations(knob, &legs.rounds, rule, overrule);
+    let mut expectations = looks::check_expectations(knob, &legs.rounds, rule, overrule);
     let blind = opts.command.is_none()
         && blind::account(knob, &opts.probe, &mut expectations, &mut warnings);
     let honoured = honoured::conclude(
@@ -495,7 +473,12 @@ fn place_probe(
         }
         LatencyProbe::Timer(o) => o.cpu = Some(placed.sleeper),
         LatencyProbe::Noise(o) => {
-            o.cpus = probe::noise::verify_cpus(session.root(), &o.cpus, &placed)
+            o.cpus = probe::noise::verify_cpus(
+                session.root(),
+                &o.cpus,
+                placed.sleeper,
+                placed.target_cpus.as_ref(),
+            )
         }
     }
     Ok((p, placed))
@@ -598,46 +581,6 @@ pub(crate) fn held_request(knob: &Knob) -> Option<u32> {
     (knob.kind == crate::knob::KindName::PmQos)
         .then(|| knob.spec.desired().parse().ok())
         .flatten()
-}
-
-/// Is a `lower`/`higher` expectation still inconclusive (its interval across its margin)?
-fn margin_open(knob: &Knob, rounds: &[(Vec<u64>, Vec<u64>)], rule: Rule) -> bool {
-    use crate::schema::expect::Change;
-    knob.verify.as_ref().is_some_and(|v| {
-        v.expect.0.iter().any(|e| {
-            matches!(e.change, Change::Lower | Change::Higher)
-                && expect::check(e, &paired::analyze(rounds, e.metric, rule)).outcome
-                    == rule::Outcome::Inconclusive
-        })
-    })
-}
-
-/// Each of the manifest's `verify.expect`, checked on an analysis of its own metric.
-fn check_expectations(
-    knob: &Knob,
-    rounds: &[(Vec<u64>, Vec<u64>)],
-    rule: Rule,
-    overrule: Option<Decision>,
-) -> Vec<ExpectationCheck> {
-    let Some(v) = &knob.verify else {
-        return Vec::new();
-    };
-    v.expect
-        .0
-        .iter()
-        .map(|e| {
-            let mut a = paired::analyze(rounds, e.metric, rule);
-            if let Some(d) = overrule {
-                let partial = a.partial;
-                a.overrule(d, partial);
-            }
-            ExpectationCheck {
-                text: e.to_string(),
-                check: expect::check(e, &a),
-                verdict_words: a.verdict_words(),
-            }
-        })
-        .collect()
 }
 
 /// Is the knob about idle states (what a CPU that never idles cannot show)?

@@ -147,7 +147,7 @@ fn the_round_cap_is_capped() {
 }
 
 /// One run as verify runs it with a `lower by` margin: looks go on while
-/// the verdict or the margin is undecided (`verify::margin_open`).
+/// the verdict or the margin is undecided (`verify::looks::margin_open`).
 fn run_margin(rng: &mut ChaCha8Rng, rule: &Rule, effect: f64, sd: f64, limit: f64) -> Decided {
     let mut logs = Vec::new();
     let mut d = None;
