@@ -95,6 +95,23 @@ fn reapply_sysctl(host: &HostCtx) -> bool {
         })
 }
 
+impl Setting {
+    /// This setting as audit names it: its profile line, the file, what it sets there.
+    fn found(&self, path: String, sets: String, agrees: bool) -> TunedSetting {
+        TunedSetting {
+            profile: self.profile.clone(),
+            file: self.opt.file.clone(),
+            line: self.opt.line,
+            section: self.opt.section.clone(),
+            key: self.opt.key.clone(),
+            value: self.opt.value.clone(),
+            path,
+            sets,
+            agrees,
+        }
+    }
+}
+
 impl ActiveTuned {
     /// `None` when tuned is neither running nor enabled.
     pub fn read(host: &HostCtx) -> Option<ActiveTuned> {
@@ -212,17 +229,7 @@ impl ActiveTuned {
                 let Some(theirs) = s.words.iter().find(|t| key(t) == key(w)) else {
                     continue;
                 };
-                let found = TunedSetting {
-                    profile: s.profile.clone(),
-                    file: s.opt.file.clone(),
-                    line: s.opt.line,
-                    section: s.opt.section.clone(),
-                    key: s.opt.key.clone(),
-                    value: s.opt.value.clone(),
-                    path: path.clone(),
-                    sets: theirs.clone(),
-                    agrees: theirs == w,
-                };
+                let found = s.found(path.clone(), theirs.clone(), theirs == w);
                 if !found.agrees {
                     return Some(found);
                 }
@@ -246,17 +253,7 @@ impl ActiveTuned {
                 continue;
             };
             let agrees = same(knob, &t.desired, theirs);
-            let found = TunedSetting {
-                profile: s.profile.clone(),
-                file: s.opt.file.clone(),
-                line: s.opt.line,
-                section: s.opt.section.clone(),
-                key: s.opt.key.clone(),
-                value: s.opt.value.clone(),
-                path: t.path.clone(),
-                sets: theirs.desired.clone(),
-                agrees,
-            };
+            let found = s.found(t.path.clone(), theirs.desired.clone(), agrees);
             if !agrees {
                 return Some(found);
             }
