@@ -189,10 +189,10 @@ pub fn option(o: &Opt, v: &str, cpus: &Value, facts: &Facts, out: &mut Out) -> R
         "min_perf_pct" | "max_perf_pct" | "no_turbo" => sysfs(out, &o.key),
         "boost" => {
             // tuned's get_bool (tuned/utils/commands.py).
-            let on = match v.trim().to_ascii_lowercase().as_str() {
-                "1" | "true" | "yes" | "y" | "on" => "on",
-                "0" | "false" | "no" | "n" | "off" => "off",
-                _ => {
+            let on = match super::sections::truthy(v) {
+                Some(true) => "on",
+                Some(false) => "off",
+                None => {
                     return Err(format!(
                         "`{v}` is not a boolean tuned reads (1/0, true/false, yes/no, on/off)"
                     ));

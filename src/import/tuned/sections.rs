@@ -453,7 +453,7 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
 }
 
 /// tuned's get_bool; `None` for a word it does not read.
-fn truthy(v: &str) -> Option<bool> {
+pub(super) fn truthy(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "y" | "on" => Some(true),
         "0" | "false" | "no" | "n" | "off" => Some(false),
