@@ -402,7 +402,7 @@ fn the_shipped_catalog_on_this_vms_capture() {
 fn the_shipped_catalog_on_gnr0_as_an_rpc_host() {
     let host = corpus_host("gnr0");
     let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifest");
-    let (r, code) = audit_json(&host, &catalog, Some("rpc-ap-1"));
+    let (r, code) = audit_json(&host, &catalog, Some("rpc-1.example"));
     assert_eq!(code, 2);
     let status = |id: &str| knob(&r, id)["status"].as_str().unwrap().to_string();
     // gnr0's deepest state exits in 210 µs: the 300 µs knob selects nothing there.

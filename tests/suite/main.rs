@@ -63,6 +63,7 @@ mod probe_rss;
 mod probe_wake_split;
 mod profiles;
 mod readme_tour;
+mod shipped_catalog;
 mod tables_width;
 mod thread_affinity;
 mod tuned_coexist;
