@@ -18,8 +18,7 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
     for w in &inv.warnings {
         eprintln!("hostknob: warning: {}", render::escape_controls(w));
     }
-    let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()[..10]
-        .to_string();
+    let date = crate::manifest::ledger::today();
     let command = format!(
         "hostknob isolate --cpus {}{}{}{}",
         args.cpus.trim(),

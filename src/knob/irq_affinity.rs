@@ -469,14 +469,18 @@ impl IrqAffinity {
         }
         for s in &selected {
             let t = self.target_for(host, s);
-            if t.in_effect
+            // Outside the IRQ's own list: after an apply (the knob's CPUs) and
+            // after a revert (the restored list) alike, the kernel moves it
+            // only at its next interrupt.
+            if let Some(current) = t.current.as_deref().and_then(|c| CpuList::parse(c).ok())
                 && let Some(e) = host
                     .text(&format!("/proc/irq/{}/effective_affinity_list", s.row.irq))
                     .and_then(|t| CpuList::parse(&t).ok())
-                && e.as_slice().iter().any(|c| !self.cpus.contains(*c))
+                && e.as_slice().iter().any(|c| !current.contains(*c))
             {
                 survey.notes.push(format!(
-                    "{}: effective affinity still {e}: the kernel moves it at its next interrupt",
+                    "{}: effective affinity still {e}, outside its list {current}: the kernel \
+                     moves it at its next interrupt",
                     Self::describe(s.row)
                 ));
             }

@@ -476,6 +476,11 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+/// Today (UTC, `YYYY-MM-DD`): the `date:` of history a command writes now.
+pub fn today() -> String {
+    now_rfc3339()[..10].to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -253,6 +253,17 @@ fn irq_diffs_are_grouped_and_revert_says_where_an_interrupt_still_is() {
     );
     // IRQs whose effective CPU lies within their restored list: nothing to say.
     assert!(!text.contains("/proc/irq/29: effective"), "{text}");
+    // Audit after the revert says the same (issue 38 item 9), not only apply.
+    let audit = out(&run(&root, m.path(), &["audit", "virtio-home"]));
+    assert!(
+        audit.contains("effective affinity still 0, outside its list 1"),
+        "{audit}"
+    );
+    assert_eq!(
+        audit.matches("effective affinity still").count(),
+        1,
+        "{audit}"
+    );
 }
 
 #[test]

@@ -476,6 +476,47 @@ fn import_tuned_values_per_kind() {
     );
 }
 
+/// Issue 38 item 5: history is dated by the import, as every writer dates it;
+/// the profile file's own date is only in the note.
+#[test]
+fn import_tuned_dates_history_with_the_import_not_the_profile() {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    let from = tempfile::tempdir().unwrap();
+    write_files(
+        from.path(),
+        &[(
+            "old/tuned.conf",
+            "[main]\nsummary=old\n[sysctl]\nvm.swappiness=10\n",
+        )],
+    );
+    let conf = from.path().join("old/tuned.conf");
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_676_592_000); // 2023-02-17
+    std::fs::File::options()
+        .write(true)
+        .open(&conf)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let before = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let out = tempfile::tempdir().unwrap();
+    ok(&import_from(&root, "old", from.path(), out.path()));
+    let after = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let k = knob(out.path(), "tuned-old-sysctl-vm-swappiness");
+    let h = &k["history"][0];
+    let date = h["date"].as_str().unwrap();
+    assert!(
+        date == &before[..10] || date == &after[..10],
+        "{date}, not today"
+    );
+    assert!(
+        h["note"]
+            .as_str()
+            .unwrap()
+            .contains("(modified 2023-02-17)"),
+        "{h:?}"
+    );
+}
+
 #[test]
 fn import_tuned_dirty_bytes_percent_is_the_ratio_tuned_writes() {
     let (_tmp, root) = copy_host("fc-haltpoll-2cpu");

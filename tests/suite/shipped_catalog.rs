@@ -17,7 +17,12 @@ fn every_shipped_file_is_named_after_its_knob() {
     assert!(m.knobs.len() >= 5, "{} knobs", m.knobs.len());
     for k in &m.knobs {
         let name = k.source.file.file_name().unwrap().to_string_lossy();
-        assert_eq!(name, format!("{}.yaml", k.id), "{}", k.source.file.display());
+        assert_eq!(
+            name,
+            format!("{}.yaml", k.id),
+            "{}",
+            k.source.file.display()
+        );
         assert_eq!(k.source.first_line, 1, "{}: one knob per file", k.id);
     }
 }
@@ -61,7 +66,11 @@ fn no_shipped_knob_names_a_real_host_or_carries_a_labs_history() {
                 );
             }
         }
-        assert!(k.history.is_empty(), "{}: a lab's history in the shipped catalog", k.id);
+        assert!(
+            k.history.is_empty(),
+            "{}: a lab's history in the shipped catalog",
+            k.id
+        );
         for lab in ["rpc-ap", "fc-haltpoll"] {
             assert!(!k.source.text.contains(lab), "{}: mentions {lab}", k.id);
         }

@@ -32,6 +32,7 @@ pub struct Import {
     pub total: usize,
 }
 
+/// The profile file's modification date, for the note (not the history's date).
 fn mtime_date(root: &Root, shown: &str, from: Option<&Path>) -> String {
     let path = match from {
         Some(_) => std::path::PathBuf::from(shown),
@@ -55,10 +56,13 @@ pub fn import(root: &Root, from: Option<&Path>, name: &str, host: &str) -> Resul
         .map(|o| o.value.clone())
         .unwrap_or_else(|| "no summary".into());
     let top = p.files.last().cloned().unwrap_or_default();
-    let date = mtime_date(root, &top, from);
+    let date = crate::manifest::ledger::today();
+    let profile_date = mtime_date(root, &top, from);
     let cx = write::Context {
         host,
         date: &date,
+        profile_file: &top,
+        profile_date: &profile_date,
         summary: &summary,
     };
     let mut outputs: Vec<(String, String)> = out

@@ -33,9 +33,11 @@ struct History {
 
 pub struct Context<'a> {
     pub host: &'a str,
-    /// The profile file's modification date (`YYYY-MM-DD`): the same input
-    /// gives the same output.
+    /// The import's date (`YYYY-MM-DD`), as every writer of history dates it.
     pub date: &'a str,
+    /// The profile file read last, and its modification date, for the note.
+    pub profile_file: &'a str,
+    pub profile_date: &'a str,
     pub summary: &'a str,
 }
 
@@ -79,7 +81,10 @@ pub fn knob_file(k: &KnobOut, p: &Profile, cx: &Context) -> String {
             date: cx.date.to_string(),
             action: "noted",
             hosts: "*",
-            note: format!("imported by `hostknob import tuned {}` on {}", p.name, cx.host),
+            note: format!(
+                "imported by `hostknob import tuned {}` on {} from {} (modified {})",
+                p.name, cx.host, cx.profile_file, cx.profile_date
+            ),
         }],
     };
     let body = serde_yaml::to_string(&doc).unwrap_or_default();
