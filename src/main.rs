@@ -107,7 +107,27 @@ fn parse_read_command(args: &[OsString]) -> Option<Cli> {
     Some(Cli { command })
 }
 
+/// A reader that stops early (`hostknob schema | head`) closes the pipe: exit
+/// as a shell expects (128 + SIGPIPE), without a panic and its backtrace.
+/// SIGPIPE itself stays ignored: a probe's socket must get EPIPE, not a kill.
+fn quiet_when_stdout_closes() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() {
+    quiet_when_stdout_closes();
     let args = hoist(std::env::args_os().collect());
     let cli = match parse(args) {
         Ok(cli) => cli,

@@ -261,3 +261,27 @@ fn usage_errors_name_the_mistake_and_exit_1() {
     assert_eq!(hostknob(&["--version"]).status.code(), Some(0));
     assert_eq!(hostknob(&["probe", "--help"]).status.code(), Some(0));
 }
+
+/// `hostknob ... | head`: the reader closes the pipe early. hostknob exits
+/// 141 (128 + SIGPIPE, as a shell expects) and prints no panic.
+#[test]
+fn a_reader_that_stops_early_gets_exit_141_and_no_panic() {
+    let host = corpus_host("gnr0");
+    let mut child = hostknob_command(&[
+        "--root",
+        host.to_str().unwrap(),
+        "inventory",
+        "--format",
+        "json",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // More than a pipe's 64 KiB follows, so a write meets the closed end.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
