@@ -145,6 +145,9 @@ for h in "${drifting[@]}" "${clean[@]}"; do
   echo "$h: identical after revert ($("$tests/tree-hash.sh" "$work/hosts/$h"))"
 done
 
+echo "== ansible: hostknob_ledger_merge on hostile files (hard links, linked directory, torn item, id clash)"
+"$python" "$tests/ledger_merge.py"
+
 echo "== ansible: collect-ledgers.yml: every host's ledger into a repository, append-only, by id or text"
 repo=$work/repo
 mkdir -p "$repo"

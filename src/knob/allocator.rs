@@ -205,13 +205,7 @@ impl Spec for Allocator {
                 "missing: give target.service (e.g. rpc-node.service)",
             )
         })?;
-        check_name("target.service", &t.service, "systemd service")?;
-        if !t.service.ends_with(".service") {
-            return Err(FieldError::new(
-                "target.service",
-                format!("{:?} is not a service unit name (NAME.service)", t.service),
-            ));
-        }
+        super::check_service_name("target.service", &t.service)?;
         let variable = t.variable.unwrap_or_else(|| "MALLOC_CONF".into());
         let var_ok = variable.ends_with("MALLOC_CONF")
             && variable

@@ -53,8 +53,8 @@ pub fn assignment(text: &str) -> Option<(usize, String)> {
 
 /// The last assignment of `var` (line index, unquoted value).
 pub fn assignment_of(text: &str, var: &str) -> Option<(usize, String)> {
-    let lines: Vec<&str> = text.lines().collect();
-    lines.iter().enumerate().rev().find_map(|(i, l)| {
+    // No vector of lines: a file of many short lines would cost 16 bytes each.
+    text.lines().enumerate().filter_map(|(i, l)| {
         let rest = l.trim_start().strip_prefix("export ").unwrap_or(l.trim_start());
         let v = rest.strip_prefix(var)?.strip_prefix('=')?;
         let v = v.trim();
@@ -65,6 +65,20 @@ pub fn assignment_of(text: &str, var: &str) -> Option<(usize, String)> {
             .unwrap_or(v);
         Some((i, v.to_string()))
     })
+    .last()
+}
+
+/// The first line (1-based) that ends in an unescaped backslash: systemd's
+/// `EnvironmentFile=` joins it with the next (systemd.exec(5), "Lines ending
+/// in a backslash are concatenated"; comments too, src/basic/env-file.c), so
+/// rewriting one line could cut a continued value.
+pub fn continued_line(text: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let l = l.strip_suffix('\r').unwrap_or(l);
+            (l.len() - l.trim_end_matches('\\').len()) % 2 == 1
+        })
+        .map(|i| i + 1)
 }
 
 /// The banned CPUs a file configures, in CPU-list words (`unset` when none).
@@ -176,6 +190,24 @@ impl KnobKind for Irqbalance {
                 return Ok(survey);
             }
         };
+        let refused = super::too_large_to_rewrite(file, &text).or_else(|| {
+            continued_line(&text).map(|n| {
+                super::Blocker::Unsupported(format!(
+                    "{file}:{n} ends with a backslash, which continues it on the next line for \
+                     systemd's EnvironmentFile= (systemd.exec(5)): hostknob rewrites single-line \
+                     assignments only; join the continued lines, then apply"
+                ))
+            })
+        });
+        if let Some(blocker) = refused {
+            survey.targets.push(Target {
+                label: Some(VAR.into()),
+                mode: super::WriteMode::File,
+                blocker: Some(blocker),
+                ..Target::absent(file.into(), None, &desired, String::new())
+            });
+            return Ok(survey);
+        }
         let current = banned(&text);
         // irqbalance's setup_banned_cpus (cputree.c) reads a non-empty
         // IRQBALANCE_BANNED_CPUS first and stops there: the list is then ignored.
@@ -225,6 +257,9 @@ mod tests {
         );
         assert_eq!(with_value("A=1", "3"), "A=1\nIRQBALANCE_BANNED_CPULIST=\"3\"\n");
         assert_eq!(banned("export IRQBALANCE_BANNED_CPULIST='0,2,3'\n"), "0,2-3");
+        assert_eq!(continued_line("A=1\nB=\"x \\\nC=2\"\n"), Some(2));
+        assert_eq!(continued_line("A=\\\\\nB=1\r\n"), None);
+        assert_eq!(continued_line("# note \\\r\nB=1\n"), Some(1));
         assert!(Irqbalance::new(None, Scalar("".into())).is_err());
         assert!(Irqbalance::new(None, Scalar("x".into())).is_err());
     }

@@ -283,7 +283,20 @@ impl KernelCmdline {
                     entries.len()
                 ));
                 for path in entries {
-                    out.push(self.bls_entry(host, &path));
+                    let entry = self.bls_entry(host, &path);
+                    // A link that leads nowhere: the boot loader cannot read it either.
+                    if entry.text.is_none()
+                        && entry.blocker.is_none()
+                        && let Ok(Some(to)) = host.root.link_target(&path)
+                    {
+                        notes.push(format!(
+                            "{path} is a symbolic link to {}, which does not exist: skipped \
+                             (not changed, and no boot loader reads it)",
+                            to.display()
+                        ));
+                        continue;
+                    }
+                    out.push(entry);
                 }
                 if kernel_cmdline {
                     out.push(self.kernel_cmdline_file(host));
@@ -370,9 +383,14 @@ impl KernelCmdline {
 
     fn bls_entry(&self, host: &HostCtx, path: &str) -> BootFile {
         let mut f = self.read_file(host, path, "BLS entry");
-        let Some(text) = f.text.clone() else {
+        let Some(text) = f.text.take() else {
             return f;
         };
+        if let Some(b) = super::too_large_to_rewrite(path, &text) {
+            f.blocker = Some(b);
+            f.text = Some(text);
+            return f;
+        }
         let env = grubenv(host);
         let (words, lines) = bootloader::bls_options(&text);
         // Judged as the kernel gets them: GRUB variables expanded.
@@ -388,7 +406,9 @@ impl KernelCmdline {
             self.too_long(host, &line, &format!("{path}:{}", f.line))
         });
         f.write = Some(new);
-        if words.contains(&"$kernelopts") {
+        let kernelopts = words.contains(&"$kernelopts");
+        f.text = Some(text);
+        if kernelopts {
             f.blocker = Some(Blocker::Unsupported(format!(
                 "{path}:{}: options take $kernelopts from GRUB's environment block \
                  (/boot/grub2/grubenv, RHEL 8's layout), which hostknob does not edit: use \
@@ -401,6 +421,14 @@ impl KernelCmdline {
 
     fn kernel_cmdline_file(&self, host: &HostCtx) -> BootFile {
         let mut f = self.read_file(host, KERNEL_CMDLINE, "kernel-install");
+        if let Some(b) = f
+            .text
+            .as_deref()
+            .and_then(|t| super::too_large_to_rewrite(KERNEL_CMDLINE, t))
+        {
+            f.blocker = Some(b);
+            return f;
+        }
         if let Some(text) = f.text.clone() {
             let words: Vec<&str> = text.split_whitespace().collect();
             f.holds = self.edit.holds(&words);

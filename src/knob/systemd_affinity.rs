@@ -171,13 +171,7 @@ impl Spec for SystemdCpuAffinity {
                 ));
             }
             for name in u {
-                super::check_name("target.units", name, "systemd unit")?;
-                if !name.ends_with(".service") {
-                    return Err(FieldError::new(
-                        "target.units",
-                        format!("{name:?} is not a service unit name (NAME.service)"),
-                    ));
-                }
+                super::check_service_name("target.units", name)?;
             }
         }
         let property = match (property.as_deref(), &units) {

@@ -366,7 +366,7 @@ impl Manifest {
 /// How deep the manifest directory may nest.
 const MAX_DEPTH: usize = 16;
 /// The most one manifest file may hold (a knob is a few hundred bytes).
-const FILE_CAP: usize = 4 << 20;
+pub const FILE_CAP: usize = 4 << 20;
 
 /// The YAML files of a manifest directory, sorted; `ledger/` and hidden
 /// entries left out. Each real directory and file is visited once (a link

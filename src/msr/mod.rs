@@ -83,7 +83,12 @@ impl<'r> Msrs<'r> {
             }
             Err(e) => return Err(format!("{INDEX}: {e}")),
         };
-        let index = parse_index(&text)?;
+        let possible = root
+            .read_string("/sys/devices/system/cpu/possible")
+            .ok()
+            .and_then(|t| CpuList::parse(t.trim()).ok())
+            .map_or(MAX_POSSIBLE, |l| l.len().max(1));
+        let index = parse_index_capped(&text, possible)?;
         // A capture of a host whose registers could not be read keeps the reason.
         if index.is_empty()
             && let Some(why) = text.lines().find_map(|l| l.strip_prefix(UNAVAILABLE))
@@ -186,9 +191,25 @@ fn check_regular(path: &str, fd: i32) -> Result<(), String> {
     Ok(())
 }
 
+/// The most registers an index may list: Linux's
+/// arch/x86/include/asm/msr-index.h names fewer than a thousand, and a
+/// capture holds only the few inventory reads.
+pub const MAX_REGISTERS: usize = 1024;
+
+/// The CPUs assumed possible when the tree does not say (the kernel's
+/// NR_CPUS is at most 8192, arch/x86/Kconfig).
+const MAX_POSSIBLE: usize = 8192;
+
 /// `<register> <CPU list>` lines; `#` starts a comment.
 pub fn parse_index(text: &str) -> Result<BTreeMap<u32, CpuList>, String> {
+    parse_index_capped(text, MAX_POSSIBLE)
+}
+
+/// [`parse_index`], refusing more than [`MAX_REGISTERS`] registers or more
+/// (register, CPU) entries than a host of `possible` CPUs can have; one pass.
+pub fn parse_index_capped(text: &str, possible: usize) -> Result<BTreeMap<u32, CpuList>, String> {
     let mut index = BTreeMap::new();
+    let mut entries = 0usize;
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -203,8 +224,19 @@ pub fn parse_index(text: &str) -> Result<BTreeMap<u32, CpuList>, String> {
             .and_then(|h| u32::from_str_radix(h, 16).ok())
             .ok_or_else(|| bad("the register is not a hex address such as 0x1fc"))?;
         let cpus = CpuList::parse(cpus.trim()).map_err(|e| bad(&e.to_string()))?;
+        entries += cpus.len();
+        if entries > MAX_REGISTERS * possible {
+            return Err(bad(&format!(
+                "more (register, CPU) entries than {MAX_REGISTERS} registers on {possible} possible CPUs"
+            )));
+        }
         if index.insert(reg, cpus).is_some() {
             return Err(bad("register listed twice"));
+        }
+        if index.len() > MAX_REGISTERS {
+            return Err(bad(&format!(
+                "more than {MAX_REGISTERS} registers: no host has that many (Linux's msr-index.h names fewer)"
+            )));
         }
     }
     Ok(index)

@@ -229,13 +229,14 @@ impl Msrs<'_> {
         write_error(&device(cpu), cpu, reg, e)
     }
 
-    /// Live: the msr driver's device only. In a tree: a regular file, never a device.
+    /// Live: the msr driver's device only. In a tree: a regular file, never a
+    /// device, never a symbolic link (`O_NOFOLLOW`, as whole files).
     fn open_for_write(&self, cpu: u32) -> Result<File, String> {
         let path = device(cpu);
         let shown = generic(&path, cpu);
         let fd = self
             .root
-            .open_raw(&path, libc::O_WRONLY | libc::O_NOCTTY, 0)
+            .open_raw(&path, libc::O_WRONLY | libc::O_NOCTTY | libc::O_NOFOLLOW, 0)
             .map_err(|e| write_error(&path, cpu, 0, &e))?;
         if self.is_live() {
             let st = fstat(fd.as_raw_fd()).map_err(|e| format!("{shown}: {e}"))?;
@@ -269,6 +270,10 @@ fn write_error(path: &str, cpu: u32, reg: u32, e: &std::io::Error) -> String {
         Some(libc::EIO) => {
             format!("MSR {reg:#x}: the write faults (EIO: the CPU or the hypervisor refuses it)")
         }
+        // The rule of whole files: never written through a symbolic link.
+        Some(libc::ELOOP) => format!(
+            "{shown} is a symbolic link: MSR files are written only as themselves, never through a link"
+        ),
         _ => format!("{shown}: {e}"),
     }
 }

@@ -323,8 +323,9 @@ fn pairs(r: &FleetReport) -> Vec<(&str, &str, Status, &str, String)> {
 }
 
 fn csv_field(v: &str) -> String {
-    // RFC 4180; a leading = + - @ is quoted with a ' so a spreadsheet does not run it.
-    let v = if v.starts_with(['=', '+', '-', '@']) {
+    // RFC 4180; a leading = + - @ TAB CR is quoted with a ' so a spreadsheet
+    // does not run it (OWASP "CSV Injection" lists all six).
+    let v = if v.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{v}")
     } else {
         v.to_string()

@@ -25,6 +25,7 @@ mod fleet_report;
 mod fleet_scale;
 mod fleet_schemas;
 mod hostile;
+mod hostile_bounds;
 mod hostile_links;
 mod housekeeping;
 mod import_tuned;

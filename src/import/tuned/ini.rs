@@ -3,6 +3,8 @@
 //! `strict=False`, keys case-kept), with the line of every option kept so each
 //! imported knob can cite it.
 
+use std::collections::HashMap;
+
 use anyhow::{Result, bail};
 
 /// One `key = value` line (or a value continued on indented lines).
@@ -44,6 +46,9 @@ fn strip_inline(value: &str) -> &str {
 /// win, as with `strict=False`). Errors name `file:line`.
 pub fn parse(file: &str, text: &str) -> Result<Vec<Section>> {
     let mut sections: Vec<Section> = Vec::new();
+    // Indexes by name, so a file of many sections or keys reads in linear time.
+    let mut section_at: HashMap<String, usize> = HashMap::new();
+    let mut key_at: HashMap<(usize, String), usize> = HashMap::new();
     let mut current: Option<usize> = None;
     // The option a continuation line extends: (section, option index, indent).
     let mut open: Option<(usize, usize, usize)> = None;
@@ -62,7 +67,11 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Section>> {
         {
             let opt = &mut sections[s].options[o];
             let more = strip_inline(trimmed).trim_end();
-            opt.value = format!("{}\n{more}", opt.value).trim().to_string();
+            // Appended in place: a long continued value stays linear.
+            if !opt.value.is_empty() {
+                opt.value.push('\n');
+            }
+            opt.value.push_str(more);
             continue;
         }
         open = None;
@@ -71,16 +80,13 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Section>> {
                 bail!("{file}:{n}: malformed section header {trimmed:?} (no closing `]`)");
             };
             let name = name.0.to_string();
-            current = Some(match sections.iter().position(|s| s.name == name) {
-                Some(p) => p,
-                None => {
-                    sections.push(Section {
-                        name,
-                        options: Vec::new(),
-                    });
-                    sections.len() - 1
-                }
-            });
+            current = Some(*section_at.entry(name.clone()).or_insert_with(|| {
+                sections.push(Section {
+                    name,
+                    options: Vec::new(),
+                });
+                sections.len() - 1
+            }));
             continue;
         }
         let Some(s) = current else {
@@ -105,12 +111,13 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Section>> {
         };
         let opts = &mut sections[s].options;
         // strict=False: a key given twice keeps its first place, the last value.
-        match opts.iter().position(|o| o.key == opt.key) {
-            Some(p) => {
+        match key_at.get(&(s, opt.key.clone())) {
+            Some(&p) => {
                 opts[p] = opt;
                 open = Some((s, p, indent));
             }
             None => {
+                key_at.insert((s, opt.key.clone()), opts.len());
                 opts.push(opt);
                 open = Some((s, opts.len() - 1, indent));
             }

@@ -319,10 +319,19 @@ fn merge(p: &mut Profile, sections: Vec<Section>) {
         old.uname_regex = unit.uname_regex.or(old.uname_regex.take());
         old.options.retain(|o| !drop.contains(&o.key));
         old.keywords.extend(unit.keywords);
+        let mut at: std::collections::HashMap<String, usize> = old
+            .options
+            .iter()
+            .enumerate()
+            .map(|(j, m)| (m.key.clone(), j))
+            .collect();
         for o in unit.options {
-            match old.options.iter().position(|m| m.key == o.key) {
-                Some(j) => old.options[j] = o,
-                None => old.options.push(o),
+            match at.get(&o.key) {
+                Some(&j) => old.options[j] = o,
+                None => {
+                    at.insert(o.key.clone(), old.options.len());
+                    old.options.push(o);
+                }
             }
         }
     }

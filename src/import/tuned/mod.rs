@@ -78,6 +78,17 @@ pub fn import(root: &Root, from: Option<&Path>, name: &str, host: &str) -> Resul
     outputs.push(("IMPORTED.md".into(), imp));
     outputs.push(("NOT-IMPORTED.md".into(), not));
     outputs.sort();
+    // Never a knob or profile file the manifest loader would refuse.
+    if let Some((name, text)) = outputs
+        .iter()
+        .find(|(n, t)| n.ends_with(".yaml") && t.len() > crate::manifest::FILE_CAP)
+    {
+        bail!(
+            "{name} would be {} bytes, over the manifest's {} MiB cap for one file: nothing was written",
+            text.len(),
+            crate::manifest::FILE_CAP >> 20
+        );
+    }
     Ok(Import {
         profile: p.name.clone(),
         files: p.files.clone(),
@@ -126,6 +137,14 @@ pub fn list(root: &Root, from: Option<&Path>) -> Result<Vec<(String, String, Str
 /// whole; an earlier import's knob files there that this one does not write
 /// are named, never removed.
 pub fn write_dir(dir: &Path, imp: &Import) -> Result<Vec<String>> {
+    // As `capture OUT`: a link as the directory would put the files wherever
+    // it points; refused, not followed.
+    if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        bail!(
+            "--out {}: is a symbolic link; import writes into a directory, never through a link: name the directory itself; nothing was written",
+            dir.display()
+        );
+    }
     if dir.exists() && !dir.is_dir() {
         bail!(
             "--out {}: not a directory; nothing was written",

@@ -235,11 +235,17 @@ pub fn bootloader(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
     }
     // One word per key, the last (the kernel reads the last of most keys).
     let key = |w: &str| w.split('=').next().unwrap_or(w).replace('_', "-");
-    let mut add: Vec<String> = Vec::new();
+    // The last word of each key, in the order of the last words (an index
+    // per key, so many words stay linear).
+    let mut last: Vec<Option<String>> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for w in words {
-        add.retain(|a| key(a) != key(&w));
-        add.push(packed(&w));
+        if let Some(i) = at.insert(key(&w), last.len()) {
+            last[i] = None;
+        }
+        last.push(Some(packed(&w)));
     }
+    let add: Vec<String> = last.into_iter().flatten().collect();
     let first = lines[0].clone();
     if add.is_empty() {
         // `cmdline_X=-word` removing every word added before: tuned adds

@@ -2,6 +2,8 @@
 //! (docs/knob-kinds.md); every option line ends as a knob, as used (a
 //! variable, an include, a unit keyword) or as not imported with the reason.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_yaml::{Mapping, Value};
 
 use super::facts::Facts;
@@ -36,6 +38,9 @@ pub struct Out {
     pub profile: String,
     pub knobs: Vec<KnobOut>,
     pub fates: Vec<(Opt, Fate)>,
+    /// (file, line) -> index in `fates`; knob ids taken: linear in the lines.
+    fate_at: HashMap<(String, usize), usize>,
+    ids: HashSet<String>,
 }
 
 pub fn map(pairs: &[(&str, Value)]) -> Value {
@@ -64,9 +69,14 @@ pub fn slug(text: &str) -> String {
 
 impl Out {
     pub fn fate(&mut self, o: &Opt, f: Fate) {
-        self.fates
-            .retain(|(p, _)| !(p.file == o.file && p.line == o.line));
-        self.fates.push((o.clone(), f));
+        match self.fate_at.get(&(o.file.clone(), o.line)) {
+            Some(&i) => self.fates[i] = (o.clone(), f),
+            None => {
+                self.fate_at
+                    .insert((o.file.clone(), o.line), self.fates.len());
+                self.fates.push((o.clone(), f));
+            }
+        }
     }
 
     /// A knob from one option line; its id `tuned-PROFILE-SECTION-KEY`.
@@ -86,9 +96,10 @@ impl Out {
             slug(&o.section),
             slug(key)
         ));
-        if self.knobs.iter().any(|k| k.id == id) {
+        if self.ids.contains(&id) {
             id = short_id(format!("{id}-{}", self.knobs.len()));
         }
+        self.ids.insert(id.clone());
         self.fate(o, Fate::Knob(id.clone()));
         self.knobs.push(KnobOut {
             id,

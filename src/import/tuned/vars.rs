@@ -4,7 +4,7 @@
 //! function that runs a program (`exec`, `virt_check`) is refused: the value
 //! that needs it is not imported, with the reason.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::facts::Facts;
 use crate::root::Root;
@@ -20,26 +20,39 @@ pub enum Fail {
 
 type Val = Result<String, Fail>;
 
+/// The longest value an expansion may reach: tuned's own values are a CPU
+/// list or a command line (the kernel's is 2048 bytes on x86); ten levels of
+/// ten copies of a variable would otherwise reach gigabytes.
+pub const MAX_VALUE: usize = 64 << 10;
+
+/// The highest CPU number a CPU list may name: the kernel's NR_CPUS is at
+/// most 8192 (arch/x86/Kconfig `NR_CPUS_RANGE_END` with MAXSMP); a shared
+/// profile may name CPUs this host lacks, so the cap is not the host's.
+pub const MAX_CPU: u32 = 8191;
+
+fn too_long(what: &str, len: usize) -> Fail {
+    Fail::Refused(format!(
+        "{what} expands to more than {} KiB ({len} bytes so far): not imported",
+        MAX_VALUE >> 10
+    ))
+}
+
 pub struct Vars<'f> {
     facts: &'f Facts,
-    /// name -> value, in definition order; a refused value keeps its reason.
-    vars: Vec<(String, Val)>,
+    /// name -> value; a refused value keeps its reason.
+    vars: HashMap<String, Val>,
 }
 
 impl<'f> Vars<'f> {
     pub fn new(facts: &'f Facts) -> Vars<'f> {
         Vars {
             facts,
-            vars: Vec::new(),
+            vars: HashMap::new(),
         }
     }
 
     pub fn get(&self, name: &str) -> Option<&Val> {
-        self.vars
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v)
+        self.vars.get(name)
     }
 
     /// variables.py `add_variable`: the value is expanded when defined.
@@ -53,8 +66,7 @@ impl<'f> Vars<'f> {
         if let Err(Fail::Error(e)) = &v {
             return Err(Fail::Error(e.clone()));
         }
-        self.vars.retain(|(n, _)| n != name);
-        self.vars.push((name.to_string(), v));
+        self.vars.insert(name.to_string(), v);
         Ok(())
     }
 
@@ -105,11 +117,15 @@ impl<'f> Vars<'f> {
             if closes && !escaped {
                 let name = &after[..name_len];
                 if let Some(v) = self.get(name) {
-                    out.push_str(&rest[..i]);
-                    out.push_str(&v.clone().map_err(|e| match e {
+                    let v = v.as_ref().map_err(|e| match e {
                         Fail::Refused(r) => Fail::Refused(format!("uses ${{{name}}}: {r}")),
-                        e => e,
-                    })?);
+                        e => e.clone(),
+                    })?;
+                    if out.len() + i + v.len() > MAX_VALUE {
+                        return Err(too_long("the value", out.len() + i + v.len()));
+                    }
+                    out.push_str(&rest[..i]);
+                    out.push_str(v);
                     rest = &after[name_len + 1..];
                     continue;
                 }
@@ -151,6 +167,9 @@ fn expand_functions(s: &str, facts: &Facts) -> Val {
                 let inner: String = str[from..cnt].iter().collect();
                 if let Some(r) = call(&inner, facts)? {
                     let r: Vec<char> = r.chars().collect();
+                    if str.len() + r.len() > MAX_VALUE {
+                        return Err(too_long("a ${f:...} call", str.len() + r.len()));
+                    }
                     let old = cnt - from + 1;
                     str.splice(from..=cnt, r.iter().copied());
                     cnt = (cnt + r.len()).saturating_sub(old);
@@ -347,6 +366,13 @@ fn only(cpus: &[u32], set: &[u32]) -> Vec<u32> {
 
 fn unmask(mask: &str) -> Result<Vec<u32>, Fail> {
     let m = mask.trim().trim_start_matches("0x").replace(',', "");
+    let digits = m.trim_start_matches('0').len();
+    if digits > (MAX_CPU as usize + 1) / 4 {
+        return Err(Fail::Refused(format!(
+            "CPU mask of {digits} hex digits names CPUs beyond {MAX_CPU}, the most a kernel has (NR_CPUS 8192)"
+        )));
+    }
+    let m = m.trim_start_matches('0');
     let mut cpus = Vec::new();
     for (i, ch) in m.chars().rev().enumerate() {
         let d = ch
@@ -396,19 +422,28 @@ pub fn unpack(list: &str) -> Result<Vec<u32>, Fail> {
     }
     items.extend(mask);
     let (mut keep, mut drop) = (BTreeSet::new(), BTreeSet::new());
+    let capped = |n: u32| {
+        if n > MAX_CPU {
+            Err(Fail::Refused(format!(
+                "CPU {n} in CPU list {list:?} is beyond {MAX_CPU}, the most a kernel has (NR_CPUS 8192)"
+            )))
+        } else {
+            Ok(n)
+        }
+    };
     for v in items.iter().map(|v| v.trim()).filter(|v| !v.is_empty()) {
         if v.starts_with("0x") {
             keep.extend(unmask(v)?);
         } else if let Some(n) = v.strip_prefix(['^', '!']) {
-            drop.insert(n.trim().parse::<u32>().map_err(|_| bad(v))?);
+            drop.insert(capped(n.trim().parse::<u32>().map_err(|_| bad(v))?)?);
         } else if let Some((a, b)) = v.split_once('-') {
             let (a, b): (u32, u32) = (
                 a.trim().parse().map_err(|_| bad(v))?,
                 b.trim().parse().map_err(|_| bad(v))?,
             );
-            keep.extend(a..=b);
+            keep.extend(capped(a)?..=capped(b)?);
         } else {
-            keep.insert(v.parse::<u32>().map_err(|_| bad(v))?);
+            keep.insert(capped(v.parse::<u32>().map_err(|_| bad(v))?)?);
         }
     }
     Ok(keep.difference(&drop).copied().collect())

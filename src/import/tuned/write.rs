@@ -120,13 +120,6 @@ pub fn profile_file(knobs: &[KnobOut], p: &Profile, cx: &Context) -> String {
     )
 }
 
-fn fate_of<'a>(out: &'a Out, file: &str, line: usize) -> Option<&'a Fate> {
-    out.fates
-        .iter()
-        .find(|(o, _)| o.file == file && o.line == line)
-        .map(|(_, f)| f)
-}
-
 /// (IMPORTED.md, NOT-IMPORTED.md, the not-imported lines for stderr,
 /// imported count, total count).
 pub fn accounting(p: &Profile, out: &Out) -> (String, String, Vec<String>, usize, usize) {
@@ -141,11 +134,16 @@ pub fn accounting(p: &Profile, out: &Out) -> (String, String, Vec<String>, usize
         p.name
     );
     let (mut stderr, mut n_imp, mut total) = (Vec::new(), 0, 0);
+    let fates: std::collections::HashMap<(&str, usize), &Fate> = out
+        .fates
+        .iter()
+        .map(|(o, f)| ((o.file.as_str(), o.line), f))
+        .collect();
     for (file, text) in &p.texts {
         for (line, key) in option_lines(text) {
             total += 1;
             let at = format!("{file}:{line}");
-            let fate = fate_of(out, file, line).cloned().unwrap_or_else(|| {
+            let fate = fates.get(&(file.as_str(), line)).copied().cloned().unwrap_or_else(|| {
                 if key == "summary" || key == "description" {
                     return Fate::Used("an included profile's description, replaced by the profile's own".into());
                 }
