@@ -14,9 +14,9 @@ use super::{
 use crate::cpulist::CpuList;
 use crate::root::Root;
 
-/// Reads the sections asked for (all when `only` is empty). Host, CPU, memory
-/// and idle are always read (the others need the online CPUs); the rest are
-/// left empty when not asked for.
+/// Reads the sections asked for (all when `only` is empty). Host, CPU and
+/// memory are always read (the others need the online CPUs); the rest, idle
+/// states included, are left empty when not asked for.
 pub fn collect_only(root: &Root, only: &[Section]) -> anyhow::Result<Inventory> {
     collect_then(root, only, &|_| ()).map(|(inv, ())| inv)
 }
@@ -38,6 +38,10 @@ pub fn collect_then<R: Send>(
     early: &(dyn Fn(&mut Inventory) -> R + Sync),
 ) -> anyhow::Result<(Inventory, R)> {
     let want = |s: Section| s.wanted(only);
+    // The idle states (7,680 files on a 512-CPU host) and the PM QoS request
+    // are read only for the sections that show them: the table's idle
+    // section is shown for either.
+    let shows_idle = want(Section::Idle) || want(Section::PmQos);
     let ctx: [Reader; 11] = std::array::from_fn(|_| Reader::new(root));
     let [
         host_ctx,
@@ -91,7 +95,7 @@ pub fn collect_then<R: Send>(
             }));
         },
         &|| {
-            if let Some(online) = online() {
+            if shows_idle && let Some(online) = online() {
                 p.idle.put(cpuidle::read(idle_ctx, &online));
             }
         },
@@ -119,7 +123,11 @@ pub fn collect_then<R: Send>(
                 p.network.put(network::read(net_ctx));
             }
         },
-        &|| p.pm_qos.put(pm_qos_request(qos_ctx)),
+        &|| {
+            if shows_idle {
+                p.pm_qos.put(pm_qos_request(qos_ctx));
+            }
+        },
         &|| {
             if want(Section::Platform)
                 && let Some(online) = online()
@@ -229,7 +237,15 @@ impl Parts {
             caches,
             numa: self.numa.take().unwrap_or(Numa { nodes: Vec::new() }),
             memory: self.memory.take().expect("the memory job ran"),
-            idle: self.idle.take().expect("the idle job ran"),
+            idle: self.idle.take().unwrap_or_else(|| Idle {
+                driver: None,
+                governor: None,
+                available_governors: None,
+                states: Vec::new(),
+                cpus_with_states: CpuList::default(),
+                state_tables: None,
+                pm_qos_resume_latency_us: Vec::new(),
+            }),
             frequency: self.frequency.take().flatten(),
             vulnerabilities: self.vulnerabilities.take().unwrap_or_default(),
             network: self.network.take().unwrap_or_default(),

@@ -39,7 +39,7 @@ pub use read::READ_CAP;
 pub use write::APPEND_LIMIT_VAR;
 pub use write::{append, proc_write_allowed, symlink_refused};
 
-use resolve::{PROC_SUPER_MAGIC, SYSFS_MAGIC, open_fs, walk_forced};
+use resolve::{PROC_SUPER_MAGIC, SYSFS_MAGIC, nodev_view, open_fs, walk_forced};
 
 pub struct Root {
     base: PathBuf,
@@ -53,6 +53,9 @@ pub struct Root {
     /// (checked once at open): see [`Root::kernel_file`].
     live_sys: Option<OwnedFd>,
     live_proc: Option<OwnedFd>,
+    /// In a tree, a view of it where no device node opens: see
+    /// [`resolve::nodev_view`].
+    nodev: Option<OwnedFd>,
 }
 
 /// How a recorded path was used, so `capture` can mirror it faithfully.
@@ -88,13 +91,16 @@ impl Root {
             Some(OwnedFd::from(f))
         };
         let live = base_fd.is_none();
+        let walk = walk_forced();
+        let nodev = base_fd.as_ref().filter(|_| !walk).and_then(nodev_view);
         let root = Root {
             base: canonical,
             base_fd,
             recorder: None,
-            walk: AtomicBool::new(walk_forced()),
+            walk: AtomicBool::new(walk),
             live_sys: live.then(|| open_fs("/sys", SYSFS_MAGIC)).flatten(),
             live_proc: live.then(|| open_fs("/proc", PROC_SUPER_MAGIC)).flatten(),
+            nodev,
         };
         if !root.exists("/sys") && !root.exists("/proc") {
             bail!(
@@ -125,6 +131,7 @@ impl Root {
             walk: AtomicBool::new(false),
             live_sys: None,
             live_proc: None,
+            nodev: None,
         })
     }
 

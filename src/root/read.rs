@@ -31,7 +31,12 @@ impl Root {
     pub fn read_capped(&self, logical: &str, cap: usize) -> io::Result<Vec<u8>> {
         let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
         let single_shot = logical.starts_with("/sys/");
-        if let Some(opened) = self.kernel_file(logical, flags) {
+        // A kernel file (live) or a file in a tree's nodev view: no device
+        // is opened, and the kind is checked only when a read gives nothing.
+        let direct = self
+            .kernel_file(logical, flags)
+            .or_else(|| self.nodev_file(logical, flags));
+        if let Some(opened) = direct {
             let fd = self.record_result(logical, Access::File, opened)?;
             return read_checked(&File::from(fd), single_shot, cap, true);
         }

@@ -24,6 +24,55 @@ pub(super) fn open_fs(path: &str, magic: libc::c_long) -> Option<OwnedFd> {
     ok.then(|| OwnedFd::from(fd))
 }
 
+/// A view of the tree at `base` on which no device node can be opened: a
+/// detached copy of its mounts with `nodev` set (`open_tree` and
+/// `mount_setattr`, root on Linux 5.12 or later), or `base` itself when its
+/// mount is `nodev` already. Opened through it without crossing a mount
+/// (`RESOLVE_NO_XDEV`), a name is opened for reading at once: a device node
+/// fails with EACCES before any driver is reached, so the `O_PATH` check of
+/// [`guarded_open`] (four system calls more per file) is needed only then.
+pub(super) fn nodev_view(base: &OwnedFd) -> Option<OwnedFd> {
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    const MOUNT_ATTR_NODEV: u64 = 0x4;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatvfs(base.as_raw_fd(), &mut st) } == 0 && st.f_flag & libc::ST_NODEV != 0
+    {
+        return base.try_clone().ok();
+    }
+    let empty = c"";
+    let flags = OPEN_TREE_CLONE
+        | libc::O_CLOEXEC as libc::c_uint
+        | libc::AT_EMPTY_PATH as libc::c_uint
+        | AT_RECURSIVE;
+    // SAFETY: a NUL-terminated empty path and plain flags.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, base.as_raw_fd(), empty.as_ptr(), flags) };
+    if fd < 0 {
+        return None;
+    }
+    let view = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // struct mount_attr: attr_set, attr_clr, propagation, userns_fd.
+    let attr: [u64; 4] = [MOUNT_ATTR_NODEV, 0, 0, 0];
+    // SAFETY: `attr` outlives the call and its size is passed.
+    let set = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            view.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+            attr.as_ptr(),
+            std::mem::size_of_val(&attr),
+        )
+    };
+    (set == 0).then_some(view)
+}
+
+/// An open through a [`nodev_view`] to be made again the checked way: a
+/// device node (EACCES), and what [`not_vouched`] names.
+pub(super) fn nodev_not_vouched(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EACCES) || not_vouched(e)
+}
+
 /// `openat2(dir, rel)` with `flags` (close-on-exec added), `mode` when
 /// creating, and the `resolve` rules.
 pub(super) fn openat2(
@@ -275,6 +324,23 @@ impl Root {
         }
         match open_beneath_same_mount(mount, rel, flags) {
             Err(e) if not_vouched(&e) => None,
+            r => Some(r),
+        }
+    }
+
+    /// `logical` in a tree opened through its [`nodev_view`] (reads and
+    /// directory handles only), without crossing a mount; `None`: open it the
+    /// checked way (no view, the component walk, a device node, a mount).
+    pub(super) fn nodev_file(&self, logical: &str, flags: i32) -> Option<io::Result<OwnedFd>> {
+        let view = self.nodev.as_ref()?;
+        if self.walk.load(Ordering::Relaxed) {
+            return None;
+        }
+        let rel = logical.trim_start_matches('/');
+        let rel = if rel.is_empty() { "." } else { rel };
+        let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_NO_XDEV;
+        match openat2(view, rel, flags, 0, resolve) {
+            Err(e) if nodev_not_vouched(&e) => None,
             r => Some(r),
         }
     }
