@@ -68,6 +68,14 @@ pub struct ApplyOutcome {
     pub forced: Vec<String>,
     pub journal: Option<String>,
     pub ledger: Option<String>,
+    /// `apply --boot`: knobs for this host it leaves alone (their
+    /// persistence is not a write at boot), with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_at_boot: Vec<super::KnobNote>,
+    /// `apply --boot`: knobs whose own apply failed (each was refused or
+    /// rolled back alone; the others stand). Exit 1.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<super::KnobNote>,
 }
 
 /// The knobs `ids` names (or, with `all`, every knob for this host),
@@ -188,6 +196,8 @@ pub fn apply(
         forced: Vec::new(),
         journal: None,
         ledger: None,
+        not_at_boot: Vec::new(),
+        failed: Vec::new(),
     };
     outcome.forced = forced;
     outcome.warnings.extend(
