@@ -78,6 +78,24 @@ pub struct ApplyOutcome {
     pub failed: Vec<super::KnobNote>,
 }
 
+impl ApplyOutcome {
+    /// An outcome with no knob planned and nothing written yet.
+    pub(super) fn nothing_yet(s: &Session, opts: &ApplyOptions) -> ApplyOutcome {
+        ApplyOutcome {
+            host: s.ctx.name.clone(),
+            dry_run: opts.dry_run,
+            knobs: Vec::new(),
+            written: 0,
+            warnings: Vec::new(),
+            forced: Vec::new(),
+            journal: None,
+            ledger: None,
+            not_at_boot: Vec::new(),
+            failed: Vec::new(),
+        }
+    }
+}
+
 /// The knobs `ids` names (or, with `all`, every knob for this host),
 /// checked: each exists and targets this host.
 pub fn select<'m>(
@@ -183,22 +201,12 @@ pub fn apply(
         }),
         false => Ok(()),
     });
-    let mut outcome = ApplyOutcome {
-        host: s.ctx.name.clone(),
-        dry_run: opts.dry_run,
-        knobs: planned
-            .knobs
-            .iter()
-            .map(|p| knob_apply(p, &s.ctx))
-            .collect(),
-        written: 0,
-        warnings: Vec::new(),
-        forced: Vec::new(),
-        journal: None,
-        ledger: None,
-        not_at_boot: Vec::new(),
-        failed: Vec::new(),
-    };
+    let mut outcome = ApplyOutcome::nothing_yet(s, opts);
+    outcome.knobs = planned
+        .knobs
+        .iter()
+        .map(|p| knob_apply(p, &s.ctx))
+        .collect();
     outcome.forced = forced;
     outcome.warnings.extend(
         fights

@@ -35,18 +35,7 @@ fn not_at_boot(p: Persistence) -> Option<&'static str> {
 /// Applies each persistent knob of `knobs` on its own: the outcome holds
 /// what was applied, the knobs left out and the knobs that failed.
 pub fn apply_each(s: &Session, knobs: &[&Knob], opts: &ApplyOptions) -> ApplyOutcome {
-    let mut all = ApplyOutcome {
-        host: s.ctx.name.clone(),
-        dry_run: opts.dry_run,
-        knobs: Vec::new(),
-        written: 0,
-        warnings: Vec::new(),
-        forced: Vec::new(),
-        journal: None,
-        ledger: None,
-        not_at_boot: Vec::new(),
-        failed: Vec::new(),
-    };
+    let mut all = ApplyOutcome::nothing_yet(s, opts);
     for k in knobs {
         if let Some(why) = not_at_boot(k.persistence) {
             all.not_at_boot.push(KnobNote {
