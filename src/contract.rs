@@ -40,3 +40,26 @@ impl<'a, T: Contract> Versioned<'a, T> {
         }
     }
 }
+
+/// A command that failed, on stdout when `--format json` (or yaml) was asked
+/// for: automation reads the reason there, as it reads the output on success.
+/// The same line goes to stderr.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ErrorReport {
+    /// What failed, as hostknob says it on stderr (without the `hostknob: ` prefix).
+    pub error: String,
+    /// The process's exit code (1).
+    pub exit_code: i32,
+}
+
+impl ErrorReport {
+    /// The report as `format` asks (`json` or `yaml`); None for the others.
+    pub fn render(&self, format: &str) -> Option<String> {
+        let v = Versioned::new(self);
+        match format {
+            "json" => serde_json::to_string_pretty(&v).ok().map(|t| t + "\n"),
+            "yaml" => serde_yaml::to_string(&v).ok(),
+            _ => None,
+        }
+    }
+}

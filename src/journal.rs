@@ -25,7 +25,7 @@ use crate::knob::WriteMode;
 use crate::root::Root;
 
 mod lock;
-pub use lock::{LOCK_FILE, Lock, LockError};
+pub use lock::{LOCK_FILE, Lock, LockError, set_wait_limit};
 
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// Beside the journal: the bytes of a torn last record, kept for a person to read.

@@ -129,7 +129,7 @@ fn quiet_when_stdout_closes() {
 fn main() {
     quiet_when_stdout_closes();
     let args = hoist(std::env::args_os().collect());
-    let cli = match parse(args) {
+    let cli = match parse(args.clone()) {
         Ok(cli) => cli,
         // Usage errors exit 1, not clap's 2: exit 2 means drift or a stale
         // document to the automation that runs hostknob.
@@ -139,13 +139,41 @@ fn main() {
             std::process::exit(code);
         }
     };
+    let format = asked_format(&args);
     match hostknob::commands::run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("hostknob: {e:#}");
+            // A machine asked for JSON or YAML: the error is that too, on stdout.
+            let report = hostknob::contract::ErrorReport {
+                error: format!("{e:#}"),
+                exit_code: 1,
+            };
+            if let Some(text) = format.and_then(|f| report.render(f)) {
+                print!("{text}");
+            }
             std::process::exit(1);
         }
     }
+}
+
+/// The value of `--format` on the command line (after the subcommand's name;
+/// knob ids after `--` are not options).
+fn asked_format(args: &[OsString]) -> Option<&str> {
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| a.to_str().unwrap_or_default())
+        .collect();
+    let end = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    let mut value = None;
+    for (i, &a) in args[..end].iter().enumerate() {
+        if a == "--format" {
+            value = args.get(i + 1).copied();
+        } else if let Some(v) = a.strip_prefix("--format=") {
+            value = Some(v);
+        }
+    }
+    value
 }
 
 #[cfg(test)]

@@ -95,6 +95,17 @@ ansible-playbook -i "$work/inventory.ini" --forks 6 --limit fleet ansible/playbo
   -e hostknob_report_dir="$work/audits"
 n=$(ls "$work/audits"/*.json | wc -l)
 [ "$n" -eq 6 ] || { echo "audit.yml wrote $n files, not 6"; exit 1; }
+# Every task of a rerun with no drift that moved reports changed=0 on every host.
+recap_unchanged() {
+  local moved
+  moved=$(grep -E '^[^ ]+ +: ok=' "$1" | grep -v ' changed=0 ' || true)
+  [ -z "$moved" ] || { cat "$1"; echo "$2 reported changes on a rerun: $moved"; exit 1; }
+  grep -qE '^[^ ]+ +: ok=' "$1" || { cat "$1"; echo "$2: no recap"; exit 1; }
+}
+ansible-playbook -i "$work/inventory.ini" --forks 6 --limit fleet ansible/playbooks/audit.yml \
+  -e hostknob_report_dir="$work/audits" > "$work/audit-again.log" 2>&1
+recap_unchanged "$work/audit-again.log" "audit.yml"
+echo "audit.yml again: changed=0 on every host"
 
 echo "== hostknob report over the fetched audits"
 set +e
@@ -133,6 +144,15 @@ cmp -s "$work/check-before" "$work/check-after" || { echo "rollout --check wrote
 n=$(grep -c "scaling_governor: performance" "$work/rollout-check.log" || true)
 [ "$n" -ge "${#drifting[@]}" ] || { cat "$work/rollout-check.log"; echo "rollout --check --diff showed $n governor diffs"; exit 1; }
 grep -q "failed=0" "$work/rollout-check.log" || { echo "rollout --check failed a host"; exit 1; }
+# serial [1, 5, "10%"] by default: one host, then the other four; a variable changes it.
+batches=$(grep -c '^PLAY \[Roll out hostknob knobs\]' "$work/rollout-check.log" || true)
+[ "$batches" -eq 2 ] || { echo "rollout --check ran in $batches batches, not 2 (serial [1, 5, \"10%\"])"; exit 1; }
+ansible-playbook -i "$work/inventory.ini" hostknob.hostknob.rollout --check \
+  --limit "$(IFS=,; echo "${drifting[*]}")" \
+  -e '{"hostknob_become": false, "hostknob_rollout_serial": 2, "knob_rollout_knobs": ["cpufreq-governor-performance"]}' \
+  > "$work/rollout-serial.log" 2>&1 || { cat "$work/rollout-serial.log"; echo "rollout --check with serial 2 failed"; exit 1; }
+batches=$(grep -c '^PLAY \[Roll out hostknob knobs\]' "$work/rollout-serial.log" || true)
+[ "$batches" -eq 3 ] || { echo "hostknob_rollout_serial=2 ran $batches batches, not 3"; exit 1; }
 echo "rollout --check --diff: ${#drifting[@]} hosts, $n governor diffs, nothing written"
 
 echo "== ansible: fleet.yml (audit, check mode, apply, audit, apply again, revert), forks 6"
@@ -171,6 +191,7 @@ done
 [ "$n" -ge 5 ] || { echo "only $n ledgers collected"; exit 1; }
 collected=$("$tests/tree-hash.sh" --all "$repo")
 collect
+recap_unchanged "$work/collect.log" "collect-ledgers.yml"
 [ "$("$tests/tree-hash.sh" --all "$repo")" = "$collected" ] || { echo "collecting twice changed the repository"; exit 1; }
 grep -q "adl0: 0 new entries, $(entries "$repo/ledger/adl0.yaml") already collected" "$work/collect.log" \
   || { cat "$work/collect.log"; echo "the second collection did not say it had everything"; exit 1; }
@@ -295,6 +316,25 @@ for h in adl0 spr1; do
   "$bin" --root "$work/hosts/$h" --manifest "$work/manifest" --host "$h" audit cpufreq-epp-performance >/dev/null \
     || { echo "$h: knob not in effect after the rollout"; exit 1; }
 done
+
+echo "== ansible: rollout.yml where verify passes (a recorded improved verdict), then apply"
+# verify measures the machine it runs on, so on a copy the verdict is a
+# recording (files/verify-exit0-improved.json, checked against the verify
+# schema by the suite); every other command is the real binary.
+cat > "$work/verify-passes.sh" <<WRAPPER
+#!/usr/bin/env bash
+case " \$* " in *" --format=json verify "*) cat "$tests/files/verify-exit0-improved.json"; exit 0 ;; esac
+exec "$bin" "\$@"
+WRAPPER
+chmod +x "$work/verify-passes.sh"
+ansible-playbook -i "$work/inventory.ini" ansible/playbooks/rollout.yml --limit genoa0 \
+  -e "{\"hostknob_become\": false, \"hostknob_binary\": \"$work/verify-passes.sh\",
+       \"knob_rollout_knobs\": [\"cpufreq-governor-performance\"]}" > "$work/rollout-verified.log" 2>&1 \
+  || { cat "$work/rollout-verified.log"; echo "rollout with a passing verify failed"; exit 1; }
+grep -q "ok: \[genoa0\] => (item=cpufreq-governor-performance)" "$work/rollout-verified.log" \
+  || { cat "$work/rollout-verified.log"; echo "the verify gate did not run and pass"; exit 1; }
+"$bin" --root "$work/hosts/genoa0" --manifest "$work/manifest" --host genoa0 audit cpufreq-governor-performance >/dev/null \
+  || { echo "genoa0: knob not in effect after a verify that passed"; exit 1; }
 
 echo "== ansible: rollout.yml persists: after it, audit says ok (not unpersisted) on six hosts"
 rolled=("${drifting[@]}" persist0)

@@ -68,6 +68,32 @@ pub struct ApplyOutcome {
     pub forced: Vec<String>,
     pub journal: Option<String>,
     pub ledger: Option<String>,
+    /// `apply --boot`: knobs for this host it leaves alone (their
+    /// persistence is not a write at boot), with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_at_boot: Vec<super::KnobNote>,
+    /// `apply --boot`: knobs whose own apply failed (each was refused or
+    /// rolled back alone; the others stand). Exit 1.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<super::KnobNote>,
+}
+
+impl ApplyOutcome {
+    /// An outcome with no knob planned and nothing written yet.
+    pub(super) fn nothing_yet(s: &Session, opts: &ApplyOptions) -> ApplyOutcome {
+        ApplyOutcome {
+            host: s.ctx.name.clone(),
+            dry_run: opts.dry_run,
+            knobs: Vec::new(),
+            written: 0,
+            warnings: Vec::new(),
+            forced: Vec::new(),
+            journal: None,
+            ledger: None,
+            not_at_boot: Vec::new(),
+            failed: Vec::new(),
+        }
+    }
 }
 
 /// The knobs `ids` names (or, with `all`, every knob for this host),
@@ -175,20 +201,12 @@ pub fn apply(
         }),
         false => Ok(()),
     });
-    let mut outcome = ApplyOutcome {
-        host: s.ctx.name.clone(),
-        dry_run: opts.dry_run,
-        knobs: planned
-            .knobs
-            .iter()
-            .map(|p| knob_apply(p, &s.ctx))
-            .collect(),
-        written: 0,
-        warnings: Vec::new(),
-        forced: Vec::new(),
-        journal: None,
-        ledger: None,
-    };
+    let mut outcome = ApplyOutcome::nothing_yet(s, opts);
+    outcome.knobs = planned
+        .knobs
+        .iter()
+        .map(|p| knob_apply(p, &s.ctx))
+        .collect();
     outcome.forced = forced;
     outcome.warnings.extend(
         fights

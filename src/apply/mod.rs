@@ -18,6 +18,7 @@
 
 #[allow(clippy::module_inception)]
 mod apply;
+mod boot;
 pub(crate) mod group;
 mod hooks;
 pub(crate) mod install;
@@ -29,6 +30,7 @@ pub(crate) mod validate;
 pub(crate) mod write;
 
 pub use apply::{ApplyOutcome, KnobApply, Skipped, apply, caveats, select};
+pub use boot::{KnobNote, apply_each};
 pub use others::{others_on_files, tuned_fights};
 pub use record::{ledger_entry, who};
 pub use revert::{KnobRevert, LeftAlone, RevertOutcome, Stale, revert, revert_with};

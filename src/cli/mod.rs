@@ -267,6 +267,10 @@ pub struct KnobChoice {
     /// Wait for another apply or revert to finish instead of failing at once.
     #[arg(long)]
     pub wait: bool,
+    /// With --wait: give up (changing nothing) when the lock is still held
+    /// after DURATION (`90s`, `2min`), as a unit at boot must.
+    #[arg(long, value_name = "DURATION", requires = "wait", value_parser = humantime::parse_duration)]
+    pub wait_limit: Option<std::time::Duration>,
 }
 
 #[derive(Args, Debug)]
@@ -276,6 +280,12 @@ pub struct ApplyArgs {
     /// Show the plan and check it; write nothing, take no lock.
     #[arg(long)]
     pub dry_run: bool,
+    /// What the boot unit runs: every knob for this host that persists
+    /// (not `persistence: runtime`), each applied on its own, so one that
+    /// fails (named, exit 1) leaves the others applied. Knobs persisted by
+    /// the command line, a drop-in or `hold` are left to their own mechanism.
+    #[arg(long, conflicts_with_all = ["knobs", "all"])]
+    pub boot: bool,
     /// Apply a knob that tuned's active profile sets differently (without it
     /// such a knob is refused: tuned would undo it on its next reapply):
     /// `--force=KNOB` for that knob only (repeatable); plain `--force`

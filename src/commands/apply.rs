@@ -11,8 +11,11 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
     let session = t.session(&g.state);
     let ids = &args.choice.knobs;
     super::in_profile(&manifest, ids)?;
+    if let Some(limit) = args.choice.wait_limit {
+        crate::journal::set_wait_limit(limit);
+    }
     // `--profile NAME` alone: every knob of the profile for this host.
-    let all = args.choice.all || (manifest.profile.is_some() && ids.is_empty());
+    let all = args.boot || args.choice.all || (manifest.profile.is_some() && ids.is_empty());
     let knobs = apply::select(&manifest, &t.host, ids, all)?;
     let opts = ApplyOptions {
         dry_run: args.dry_run,
@@ -26,7 +29,11 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
             .collect(),
         ..ApplyOptions::default()
     };
-    let outcome = apply::apply(&session, &knobs, &opts).map_err(|e| name_override(e, &knobs))?;
+    let outcome = if args.boot {
+        apply::apply_each(&session, &knobs, &opts)
+    } else {
+        apply::apply(&session, &knobs, &opts).map_err(|e| name_override(e, &knobs))?
+    };
     match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
         None => print!(
@@ -34,7 +41,14 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
             render::wrap_prose(&render::apply::apply_table(&outcome))
         ),
     }
-    Ok(0)
+    // Each failure is said on stderr too: the journal of a boot unit shows it.
+    for f in &outcome.failed {
+        eprintln!(
+            "hostknob: {}: {} (the other knobs were applied)",
+            f.id, f.why
+        );
+    }
+    Ok(if outcome.failed.is_empty() { 0 } else { 1 })
 }
 
 /// A refusal about an overridden knob says where its value came from.

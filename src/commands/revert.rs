@@ -8,6 +8,9 @@ use crate::render;
 pub fn run(args: &RevertArgs) -> Result<i32> {
     let g = &args.change;
     let c = &args.choice;
+    if let Some(limit) = c.wait_limit {
+        crate::journal::set_wait_limit(limit);
+    }
     let profile = g.target.profile.is_some();
     if c.knobs.is_empty() && !c.all && !profile {
         bail!("name the knobs to revert, or pass --all or --profile NAME: nothing was changed");

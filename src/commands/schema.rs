@@ -58,6 +58,7 @@ contracts! {
     "probe-rss" => crate::probe::rss::PidResult,
     "probe-rss-self" => crate::probe::rss::SelfBurstResult,
     "verify" => crate::verify::Report,
+    "error" => crate::contract::ErrorReport,
     "verify-sweep" => crate::verify::sweep::SweepReport,
     "verify-bundle" => crate::verify::bundle::BundleReport,
     "report" => crate::report::FleetReport,

@@ -9,6 +9,8 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -16,6 +18,24 @@ use super::{join, make_state_dir, open_state_file, state_open_error};
 use crate::root::Root;
 
 pub const LOCK_FILE: &str = "lock";
+
+/// How long `--wait` waits, in milliseconds (0: until the holder is done).
+/// Set once from the command line (`--wait-limit`): a boot unit must not
+/// stall boot behind a held lock, and every lock taker honours it.
+static WAIT_LIMIT_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Bounds every later wait for the lock (`--wait-limit`).
+pub fn set_wait_limit(limit: Duration) {
+    let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX).max(1);
+    WAIT_LIMIT_MS.store(ms, Ordering::Relaxed);
+}
+
+fn wait_limit() -> Option<Duration> {
+    match WAIT_LIMIT_MS.load(Ordering::Relaxed) {
+        0 => None,
+        ms => Some(Duration::from_millis(ms)),
+    }
+}
 
 /// An exclusive lock on the state directory, held until dropped.
 pub struct Lock {
@@ -99,7 +119,8 @@ impl Lock {
 
     fn take(root: &Root, path: &str, mut file: File, wait: bool) -> Result<Lock, LockError> {
         let shown = root.host_path(path);
-        let flags = if wait {
+        let limit = wait.then(wait_limit).flatten();
+        let flags = if wait && limit.is_none() {
             libc::LOCK_EX
         } else {
             libc::LOCK_EX | libc::LOCK_NB
@@ -108,10 +129,19 @@ impl Lock {
             let what = format!("waiting for the lock {}", shown.display());
             crate::progress::Ticker::start(&what, None, || {})
         });
-        if unsafe { libc::flock(file.as_raw_fd(), flags) } != 0 {
+        let start = Instant::now();
+        while unsafe { libc::flock(file.as_raw_fd(), flags) } != 0 {
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                return Err(held(root, path, file));
+                // A bounded wait polls (flock has no timeout of its own).
+                match limit {
+                    Some(l) if start.elapsed() < l => {
+                        std::thread::sleep(Duration::from_millis(50));
+                        continue;
+                    }
+                    Some(l) => return Err(held_after(root, path, file, l)),
+                    None => return Err(held(root, path, file)),
+                }
             }
             return Err(LockError::Unavailable(
                 anyhow::Error::new(err).context(format!("{}: cannot lock", shown.display())),
@@ -135,14 +165,29 @@ impl Lock {
     }
 }
 
-fn held(root: &Root, path: &str, mut file: File) -> LockError {
+fn holder(mut file: File) -> String {
     let mut holder = String::new();
     let _ = (&mut file).take(64).read_to_string(&mut holder);
-    let holder = holder.trim();
+    match holder.trim() {
+        "" => "unknown".into(),
+        h => h.into(),
+    }
+}
+
+fn held(root: &Root, path: &str, file: File) -> LockError {
     LockError::Held(format!(
         "another hostknob (pid {}) holds {}: it is applying or reverting; try again when it is done, or pass --wait",
-        if holder.is_empty() { "unknown" } else { holder },
+        holder(file),
         root.host_path(path).display()
+    ))
+}
+
+fn held_after(root: &Root, path: &str, file: File, limit: Duration) -> LockError {
+    LockError::Held(format!(
+        "another hostknob (pid {}) still holds {} after --wait-limit {}: nothing was changed",
+        holder(file),
+        root.host_path(path).display(),
+        humantime::format_duration(limit)
     ))
 }
 

@@ -166,6 +166,12 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
             out += &format!("  NOT HONOURED: the kernel takes this value and ignores it: {w}\n");
         }
     }
+    for n in &o.not_at_boot {
+        out += &format!("{}: not applied at boot: {}\n", n.id, n.why);
+    }
+    for f in &o.failed {
+        out += &format!("{}: FAILED, the other knobs stand: {}\n", f.id, f.why);
+    }
     out.push('\n');
     if o.dry_run {
         out += &format!(

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod apply_boot;
 mod apply_corpus;
 mod apply_crash;
 mod apply_faults;
