@@ -186,7 +186,7 @@ pub fn add(root: &Path, nic: &Nic) {
     ] {
         w(&net.join(f), &format!("{v}\n"));
     }
-    symlink("../../../", net.join("device")).unwrap();
+    symlink("../..", net.join("device")).unwrap();
     let mask = format!("{}\n", empty_mask(nic.cpus));
     for q in 0..nic.queues {
         w(&net.join(format!("queues/rx-{q}/rps_cpus")), &mask);
