@@ -173,7 +173,7 @@ pub fn add(root: &Path, nic: &Nic) {
     let drv = root.join("sys/bus/pci/drivers").join(nic.driver);
     fs::create_dir_all(&drv).unwrap();
     symlink(
-        format!("../../../bus/pci/drivers/{}", nic.driver),
+        format!("../../../../bus/pci/drivers/{}", nic.driver),
         dev.join("driver"),
     )
     .unwrap();
