@@ -72,6 +72,7 @@ pub fn mirror_recorded(root: &Root, out: &Path, host: Option<&str>) -> Result<Ca
         }
     }
     report.files += crate::msr::capture::mirror(root, out, &msr_cpus)?;
+    report.files += mirror_ethtool(root, out, &mut report.skipped)?;
     let meta = Metadata {
         host,
         captured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
@@ -84,6 +85,30 @@ pub fn mirror_recorded(root: &Root, out: &Path, host: Option<&str>) -> Result<Ca
     fs::write(out.join(METADATA_FILE), serde_yaml::to_string(&meta)?)
         .with_context(|| format!("writing {}", out.join(METADATA_FILE).display()))?;
     Ok(report)
+}
+
+/// Each interface's ethtool state (read live through the ioctl, which
+/// leaves no file to copy) as its state file, `crate::ethtool::state_path`.
+fn mirror_ethtool(root: &Root, out: &Path, skipped: &mut Vec<String>) -> Result<usize> {
+    let names = root.read_dir("/sys/class/net").unwrap_or_default();
+    let mut written = 0;
+    for name in names {
+        let state = match crate::ethtool::read(root, &name) {
+            Ok(Some(s)) => s,
+            Ok(None) => continue,
+            Err(e) => {
+                skipped.push(e);
+                continue;
+            }
+        };
+        let file = out.join(crate::ethtool::state_path(&name).trim_start_matches('/'));
+        let dir = file.parent().expect("a state file has a directory");
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        fs::write(&file, crate::ethtool::to_text(&state))
+            .with_context(|| format!("writing {}", file.display()))?;
+        written += 1;
+    }
+    Ok(written)
 }
 
 /// N of `/dev/cpu/N/msr`.

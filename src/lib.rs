@@ -13,6 +13,7 @@ pub mod commands;
 pub mod contract;
 pub mod cpulist;
 pub(crate) mod doc;
+pub mod ethtool;
 pub mod import;
 pub mod inventory;
 pub mod isolate;

@@ -17,6 +17,8 @@ use support::*;
 
 #[path = "live/irq.rs"]
 mod irq;
+#[path = "live/nic.rs"]
+mod nic;
 #[path = "live/noise.rs"]
 mod noise;
 #[path = "live/sweep.rs"]

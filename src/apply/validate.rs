@@ -49,6 +49,8 @@ pub fn permissions<'p>(
         // An MSR field is written through its CPU's device (or captured file).
         let r = if let Some((cpu, _)) = crate::msr::write::parse_path(path) {
             root.probe_write(&crate::msr::device(cpu))
+        } else if crate::ethtool::Field::parse(path).is_some() {
+            crate::ethtool::probe_write(root, path)
         } else if crate::task::parse_path(path).is_some() {
             crate::task::probe(root, path)
         } else if whole_file && !root.exists(path) {

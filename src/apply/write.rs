@@ -95,6 +95,14 @@ pub fn put(
                 let why = describe_write_error(path, &e);
                 return Err(refused(e, why));
             }
+            // An ethtool value: the ioctl, or a capture's state file, replaced whole.
+            if crate::ethtool::Field::parse(path).is_some() {
+                if let Err(e) = crate::ethtool::set(root, path, text) {
+                    let why = describe_write_error(path, &e);
+                    return Err(refused(e, why));
+                }
+                return read_back().map_err(|why| fail(true, format!("{path}: {why}")));
+            }
             let mut f = root
                 .open_write(path)
                 .map_err(|e| fail(false, describe_write_error(path, &e)))?;
@@ -179,6 +187,9 @@ pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
     if task::parse_path(path).is_some() {
         return task::content(root, path);
     }
+    if crate::ethtool::Field::parse(path).is_some() {
+        return crate::ethtool::content(root, path);
+    }
     if msr::parse_path(path).is_some() {
         return msr::read_field(root, path)
             .map(|bits| Some(msr::field_text(bits)))
@@ -247,9 +258,10 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
                     "{path}: the journal holds no value to restore"
                 )));
             };
-            let kernel = root
-                .is_kernel_file(path)
-                .map_err(|e| fail(format!("cannot open {path}: {e}")))?;
+            let kernel = crate::ethtool::Field::parse(path).is_some()
+                || root
+                    .is_kernel_file(path)
+                    .map_err(|e| fail(format!("cannot open {path}: {e}")))?;
             if kernel {
                 put(root, path, Put::Attribute(before), || {
                     holds(root, path, Some(found), true)

@@ -37,7 +37,11 @@ pub fn run(args: &InventoryArgs) -> Result<i32> {
         None => {
             let mut v = serde_json::to_value(&inv)?;
             if let Some(map) = v.as_object_mut() {
-                map.retain(|k, _| k == "schema" || only.iter().any(|s| s.key() == k));
+                map.retain(|k, _| {
+                    k == "schema"
+                        || only.iter().any(|s| s.key() == k)
+                        || (k == "net_core" && only.contains(&inventory::Section::Network))
+                });
             }
             render::machine(format, &Sections(v))?
         }

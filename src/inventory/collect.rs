@@ -7,9 +7,9 @@ use std::sync::{Mutex, OnceLock};
 
 use super::par::{self, Shared, in_order};
 use super::{
-    Cache, Cpu, Frequency, Host, Idle, Interface, Inventory, Memory, Notes, Numa, Platform, PmQos,
-    Process, Reader, SCHEMA_VERSION, Section, cache, cpu, cpufreq, cpuidle, host, memory, network,
-    platform, pm_qos_request, processes,
+    Cache, Cpu, Frequency, Host, Idle, Interface, Inventory, Memory, NetCore, Notes, Numa,
+    Platform, PmQos, Process, Reader, SCHEMA_VERSION, Section, cache, cpu, cpufreq, cpuidle, host,
+    memory, network, platform, pm_qos_request, processes,
 };
 use crate::cpulist::CpuList;
 use crate::root::Root;
@@ -121,6 +121,7 @@ pub fn collect_then<R: Send>(
         &|| {
             if want(Section::Network) {
                 p.network.put(network::read(net_ctx));
+                p.net_core.put(network::read_core(net_ctx));
             }
         },
         &|| {
@@ -221,6 +222,7 @@ struct Parts {
     memory: Slot<Memory>,
     vulnerabilities: Slot<BTreeMap<String, String>>,
     network: Slot<Vec<Interface>>,
+    net_core: Slot<NetCore>,
     pm_qos: Slot<Option<i64>>,
     platform: Slot<Platform>,
 }
@@ -249,6 +251,7 @@ impl Parts {
             frequency: self.frequency.take().flatten(),
             vulnerabilities: self.vulnerabilities.take().unwrap_or_default(),
             network: self.network.take().unwrap_or_default(),
+            net_core: self.net_core.take(),
             pm_qos: PmQos {
                 cpu_dma_latency_us: self.pm_qos.take().flatten(),
             },

@@ -44,7 +44,7 @@ pub use idle_states::{
     CpuIdleDir, StateFacts, cpu_indices, cpu_states, cpuidle_dir, state_indices, state_path,
 };
 pub use memory::{HugePages, Memory, Numa, NumaNode, ThpSize, thp_size_dirs};
-pub use network::{Interface, Irq};
+pub use network::{Interface, Irq, NetCore, RxQueue, TxQueue};
 pub use par::{Shared, affinity_words, in_order, par_map};
 pub use platform::{FactGroup, Platform, PlatformFact, prefetchers};
 pub use pm_qos::{
@@ -76,6 +76,9 @@ pub struct Inventory {
     #[serde(with = "absent", default)]
     #[schemars(with = "Option<Vec<Interface>>")]
     pub network: Vec<Interface>,
+    /// Busy polling and RFS (`net.core`); `null` when the network section was not asked for.
+    #[serde(default)]
+    pub net_core: Option<NetCore>,
     pub pm_qos: PmQos,
     /// Power facts from MSRs; `null` when the section was not asked for.
     #[serde(default)]

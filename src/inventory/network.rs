@@ -1,4 +1,7 @@
-//! Network interfaces with their driver, MTU, IRQs and the IRQs' CPU affinity.
+//! Network interfaces with their driver, MTU, IRQs and the IRQs' CPU
+//! affinity; their ethtool state (channels, coalescing, rings, offloads:
+//! `crate::ethtool`), per-queue RPS/XPS, and the stack's busy-poll and RFS
+//! sysctls.
 //!
 //! An interface's IRQs are the `/proc/interrupts` lines whose action names
 //! carry the interface name (`eth0-TxRx-0`) or its device's name
@@ -23,6 +26,94 @@ pub struct Interface {
     pub speed_mbps: Option<i64>,
     pub tx_queue_len: Option<u32>,
     pub irqs: Vec<Irq>,
+    /// `physical`, `virtual` (no device: veth, bridge, ifb) or `loopback`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The device's NUMA node; `null` when the device does not say (or says -1).
+    #[serde(default)]
+    pub numa_node: Option<u32>,
+    /// `ethtool -i/-l/-c/-g/-k`; `null` in a capture that holds none.
+    #[serde(default)]
+    pub ethtool: Option<crate::ethtool::State>,
+    #[serde(default)]
+    pub rx_queues: Vec<RxQueue>,
+    #[serde(default)]
+    pub tx_queues: Vec<TxQueue>,
+}
+
+/// `queues/rx-N`: receive packet steering (RPS) and its flow table (RFS).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct RxQueue {
+    pub queue: u32,
+    /// `rps_cpus` as a CPU list (empty: RPS off).
+    pub rps_cpus: Option<CpuList>,
+    pub rps_flow_cnt: Option<u32>,
+}
+
+/// `queues/tx-N`: transmit packet steering (XPS), by CPUs or by receive queues.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct TxQueue {
+    pub queue: u32,
+    /// `null` where the file is absent (a single-queue device).
+    pub xps_cpus: Option<CpuList>,
+    pub xps_rxqs: Option<CpuList>,
+}
+
+/// The stack's sysctls for busy polling and RFS (Documentation/admin-guide/sysctl/net.rst).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct NetCore {
+    /// `net.core.busy_poll`, µs (0: off).
+    pub busy_poll_us: Option<u32>,
+    /// `net.core.busy_read`, µs (0: off).
+    pub busy_read_us: Option<u32>,
+    /// `net.core.rps_sock_flow_entries` (0: RFS off).
+    pub rps_sock_flow_entries: Option<u32>,
+}
+
+pub fn read_core(ctx: &Reader) -> NetCore {
+    NetCore {
+        busy_poll_us: ctx.parse("/proc/sys/net/core/busy_poll"),
+        busy_read_us: ctx.parse("/proc/sys/net/core/busy_read"),
+        rps_sock_flow_entries: ctx.parse("/proc/sys/net/core/rps_sock_flow_entries"),
+    }
+}
+
+/// Its queues, from `queues/rx-N` and `queues/tx-N`, in queue order.
+fn queues(ctx: &Reader, d: &str) -> (Vec<RxQueue>, Vec<TxQueue>) {
+    let names = ctx.dir(&format!("{d}/queues")).unwrap_or_default();
+    let mask = |p: String| ctx.text(&p).and_then(|t| CpuList::parse_mask(&t).ok());
+    let rx = super::numbered(&names, "rx-")
+        .into_iter()
+        .map(|q| RxQueue {
+            queue: q,
+            rps_cpus: mask(format!("{d}/queues/rx-{q}/rps_cpus")),
+            rps_flow_cnt: ctx.parse(&format!("{d}/queues/rx-{q}/rps_flow_cnt")),
+        })
+        .collect();
+    let tx = super::numbered(&names, "tx-")
+        .into_iter()
+        .map(|q| TxQueue {
+            queue: q,
+            xps_cpus: mask(format!("{d}/queues/tx-{q}/xps_cpus")),
+            xps_rxqs: mask(format!("{d}/queues/tx-{q}/xps_rxqs")),
+        })
+        .collect();
+    (rx, tx)
+}
+
+/// `loopback` (ARPHRD_LOOPBACK, include/uapi/linux/if_arp.h), `virtual` or `physical`.
+fn kind_of(ctx: &Reader, d: &str, device: Option<&str>) -> Option<String> {
+    if ctx.text(&format!("{d}/type")).as_deref() == Some("772") {
+        return Some("loopback".into());
+    }
+    device.map(|dev| {
+        if dev == "virtual" {
+            "virtual"
+        } else {
+            "physical"
+        }
+        .to_string()
+    })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -89,7 +180,22 @@ pub fn read(ctx: &Reader) -> Vec<Interface> {
                     fired_on: Some(table.fired_on(l)),
                 })
                 .collect();
+            let (rx_queues, tx_queues) = queues(ctx, &d);
+            let ethtool = match crate::ethtool::read(ctx.root, &name) {
+                Ok(s) => s,
+                Err(e) => {
+                    ctx.warn(e);
+                    None
+                }
+            };
             Interface {
+                kind: kind_of(ctx, &d, device.as_deref()),
+                numa_node: ctx
+                    .text(&format!("{d}/device/numa_node"))
+                    .and_then(|t| t.parse().ok()),
+                ethtool,
+                rx_queues,
+                tx_queues,
                 mtu: ctx.parse(&format!("{d}/mtu")),
                 operstate: ctx.text(&format!("{d}/operstate")),
                 speed_mbps: ctx

@@ -10,6 +10,7 @@ pub mod bootloader;
 mod ctx;
 pub mod ignored;
 pub(crate) mod msr_field;
+pub(crate) mod nic;
 pub mod rules;
 
 use std::fmt;
@@ -82,6 +83,11 @@ kinds! {
     msr_hwp_max::HwpMax => HwpMax "hwp-max",
     msr_prefetchers::Prefetchers => Prefetchers "prefetchers",
     thread_affinity::ThreadAffinity => ThreadAffinity "thread-affinity",
+    nic_channels::NicChannels => NicChannels "nic-channels",
+    nic_coalesce::NicCoalesce => NicCoalesce "nic-coalesce",
+    nic_ring::NicRing => NicRing "nic-ring",
+    nic_feature::NicFeature => NicFeature "nic-feature",
+    rps::Rps => Rps "rps",
 }
 
 impl KindName {

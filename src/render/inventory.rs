@@ -451,6 +451,7 @@ fn network(inv: &Inventory, _: Want) -> String {
         ],
         net_rows,
     );
+    out += &super::network::nic_settings(inv);
     out
 }
 

@@ -5,6 +5,7 @@ pub mod apply;
 pub mod audit;
 pub mod inventory;
 pub mod markdown;
+pub mod network;
 pub mod noise;
 pub mod probe;
 pub mod prometheus;

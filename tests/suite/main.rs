@@ -52,6 +52,7 @@ mod manifest_bad;
 mod manifest_kinds;
 mod msr_knobs;
 mod newcomer;
+mod nic;
 mod packaging;
 mod persist;
 mod persist_order;

@@ -76,6 +76,12 @@ pub fn phase(path: &str) -> u8 {
     if crate::msr::write::parse_path(path).is_some() {
         return MSR_PHASE;
     }
+    // Channels create and remove the per-queue files and the queue IRQs.
+    if crate::ethtool::Field::parse(path)
+        .is_some_and(|f| f.section == crate::ethtool::Section::Channels)
+    {
+        return 0;
+    }
     match path.rsplit('/').next() {
         Some("scaling_governor") => 1,
         Some("energy_performance_preference") => 3,

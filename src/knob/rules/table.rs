@@ -9,6 +9,11 @@ const MSR_PERSISTS: &str = "boot unit (registers reset at every boot; the unit n
 const PEPC_MSR_SCOPES: &str = "pepc `pepclibs/msr/PowerCtl.py`, `PCStateConfigCtl.py` (bits; `sname`: package I/O scope on Xeon Phi, `_FeaturedMSR.get_clx_ap_adjusted_msr_scope`: die on CLX-AP), 5be60112; arch/x86/include/asm/msr-index.h; arch/x86/kernel/msr.c (taint, `allow_writes`); drivers/idle/intel_idle.c (`intel_idle_cpu_init`)";
 const PEPC_MSR_HWP: &str = "pepc `pepclibs/msr/HWPRequest.py` (`is_feature_pkg_controlled`), `HWPCapabilities.py`, `PMEnable.py`, 5be60112; Intel SDM vol. 3B 15.4 (HWP); drivers/cpufreq/intel_pstate.c (`intel_pstate_hwp_set`, HWP dynamic boost, `intel_cpufreq_hwp_update`); arch/x86/kernel/msr.c (taint)";
 
+/// NIC settings are lost when the driver reloads or the interface is
+/// re-created, not only at reboot (issue 34, item 4: not built yet).
+const NIC_PERSISTS: &str =
+    "runtime only for now: lost at reboot, driver reload or when the interface is re-created";
+
 pub const RULES: &[KindRules] = &[
     KindRules {
         kind: KindName::CpuidleState,
@@ -233,5 +238,45 @@ pub const RULES: &[KindRules] = &[
         read_back: "`Cpus_allowed_list` of the thread's `status` as a CPU list; the kernel keeps it within the thread's cpuset",
         persists: "runtime only (threads started later inherit their parent's mask: `systemd-cpu-affinity` covers what systemd starts)",
         sources: "sched_setaffinity(2); proc(5) (`/proc/PID/task/TID/stat` flags and starttime, `status` Cpus_allowed_list); include/linux/sched.h (PF_NO_SETAFFINITY); tuned/plugins/plugin_scheduler.py (`_set_all_obj_affinity`, `_get_intersect_affinity`, ps_whitelist/ps_blacklist); kernel/sched/syscalls.c (`dl_task_check_affinity`: EBUSY)",
+    },
+    KindRules {
+        kind: KindName::NicChannels,
+        scope: "interface (by name glob, driver, PCI address or every physical NIC); one value per channel type",
+        depends_on: "written before every per-queue file (`rps`) and `irq-affinity`: the count creates and removes `queues/rx-N`, `tx-N` and the queue IRQs; above the reported maximum (`ethtool -l`) refused at plan time (the kernel's EINVAL)",
+        read_back: "`ETHTOOL_GCHANNELS` (the state file in a capture), as a number",
+        persists: NIC_PERSISTS,
+        sources: "include/uapi/linux/ethtool.h (`struct ethtool_channels`); net/ethtool/ioctl.c (`ethtool_set_channels`: above max is EINVAL); net/ethtool/channels.c; tuned/plugins/plugin_net.py (`channels`)",
+    },
+    KindRules {
+        kind: KindName::NicCoalesce,
+        scope: "interface; any field of `struct ethtool_coalesce` by `ethtool -c`'s name",
+        depends_on: "none; a field the driver does not support is refused by the kernel (EOPNOTSUPP) when written, and apply rolls back",
+        read_back: "`ETHTOOL_GCOALESCE`, a number; `adaptive-rx`/`adaptive-tx` as on or off",
+        persists: NIC_PERSISTS,
+        sources: "include/uapi/linux/ethtool.h (`struct ethtool_coalesce`); net/ethtool/ioctl.c (`ethtool_set_coalesce_supported`); tuned/plugins/plugin_net.py (`coalesce`)",
+    },
+    KindRules {
+        kind: KindName::NicRing,
+        scope: "interface; rx, tx, rx-mini, rx-jumbo",
+        depends_on: "above the reported maximum (`ethtool -g`) refused at plan time (the kernel's EINVAL); 0 refused when loading",
+        read_back: "`ETHTOOL_GRINGPARAM`, a number",
+        persists: NIC_PERSISTS,
+        sources: "include/uapi/linux/ethtool.h (`struct ethtool_ringparam`); net/ethtool/ioctl.c (`ethtool_set_ringparam`); tuned/plugins/plugin_net.py (`ring`)",
+    },
+    KindRules {
+        kind: KindName::NicFeature,
+        scope: "interface; one offload by the kernel's name (`rx-gro`) or ethtool's (`gro`, `lro`, `gso`, `tso`)",
+        depends_on: "a feature the driver reports fixed (not in `hw_features`) is refused at plan time",
+        read_back: "the feature's active bit (`ETHTOOL_GFEATURES`) as on or off; a request the driver does not honour reads back its old value and the apply rolls back",
+        persists: NIC_PERSISTS,
+        sources: "include/uapi/linux/ethtool.h (`ETHTOOL_GFEATURES`, `ETHTOOL_SFEATURES`, `ETH_SS_FEATURES`); net/core/dev.c (`netdev_update_features`); ethtool.c (`off_flag_def`, legacy names); tuned/plugins/plugin_net.py (`features`)",
+    },
+    KindRules {
+        kind: KindName::Rps,
+        scope: "receive queue (`/sys/class/net/IF/queues/rx-N`), the queues present at plan time",
+        depends_on: "after `nic-channels` (which creates the queues); CPUs must be online; `flow_cnt` must be a power of two",
+        read_back: "`rps_cpus` as a CPU list (the kernel prints a hex mask), `rps_flow_cnt` as a number (rounded up to a power of two by the kernel)",
+        persists: "runtime; tmpfiles.d (lost when the interface is re-created)",
+        sources: "Documentation/networking/scaling.rst (RPS, RFS); net/core/net-sysfs.c (`store_rps_map`, `store_rps_dev_flow_table_cnt`: roundup_pow_of_two)",
     },
 ];

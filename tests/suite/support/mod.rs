@@ -9,6 +9,7 @@ pub mod corpus;
 pub mod ledger;
 pub mod manifest;
 pub mod msr;
+pub mod nic;
 pub mod probe;
 pub mod run;
 pub mod threads;

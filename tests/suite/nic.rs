@@ -1,0 +1,345 @@
+//! Issue 34: NICs. `inventory network` on this VM against the real
+//! `ethtool` (read only: eth0 is never changed), the capture's ethtool
+//! state files, and apply/revert of every NIC kind on hand-built
+//! multi-queue NICs (support/nic.rs) in copies of corpus hosts: byte-identical
+//! reverts, refusals at plan time from the reported maxima.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::nic::{ICE, MLX5, host_with};
+use crate::support::*;
+
+fn inventory_nic(root: Option<&Path>, ifname: &str) -> serde_json::Value {
+    let mut args = vec![];
+    let r;
+    if let Some(root) = root {
+        r = root.to_str().unwrap().to_string();
+        args.extend(["--root", r.as_str()]);
+    }
+    args.extend(["inventory", "network", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&hostknob(&args))).unwrap();
+    v["network"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == ifname)
+        .unwrap_or_else(|| panic!("no {ifname} in {v:#}"))
+        .clone()
+}
+
+/// `ethtool OPT eth0` as `key: value` lines (sections' headings dropped).
+fn ethtool(opt: &str) -> Vec<(String, String)> {
+    let out = Command::new("ethtool")
+        .args([opt, "eth0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ethtool {opt} eth0: {out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            Some((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// The value ethtool printed under `key` after `heading` (`Pre-set maximums`).
+fn after(lines: &[(String, String)], heading: &str, key: &str) -> String {
+    let start = lines.iter().position(|(k, _)| k == heading).unwrap();
+    lines[start..]
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| panic!("no {key} after {heading}"))
+}
+
+fn num_or_na(v: &serde_json::Value) -> String {
+    match v.as_u64().unwrap() {
+        0 => "n/a".into(),
+        n => n.to_string(),
+    }
+}
+
+#[test]
+fn eth0_agrees_with_ethtool_field_by_field() {
+    if !Path::new("/sys/class/net/eth0").exists()
+        || Command::new("ethtool").arg("--version").output().is_err()
+    {
+        eprintln!("no eth0 or no ethtool here: nothing to compare");
+        return;
+    }
+    let nic = inventory_nic(None, "eth0");
+    let e = &nic["ethtool"];
+    // -i
+    let info: BTreeMap<_, _> = ethtool("-i").into_iter().collect();
+    for (ours, theirs) in [
+        ("driver", "driver"),
+        ("version", "version"),
+        ("firmware-version", "firmware-version"),
+        ("bus-info", "bus-info"),
+    ] {
+        assert_eq!(e[ours].as_str().unwrap(), info[theirs], "{ours}");
+    }
+    // -l and -g: maximum then current, per type (ethtool prints 0 as n/a).
+    let l = ethtool("-l");
+    for (key, ours) in [
+        ("RX", "rx"),
+        ("TX", "tx"),
+        ("Other", "other"),
+        ("Combined", "combined"),
+    ] {
+        let c = &e["channels"][ours];
+        assert_eq!(
+            after(&l, "Pre-set maximums", key),
+            num_or_na(&c["max"]),
+            "max {key}"
+        );
+        assert_eq!(
+            after(&l, "Current hardware settings", key),
+            num_or_na(&c["current"]),
+            "{key}"
+        );
+    }
+    let g = ethtool("-g");
+    for (key, ours) in [
+        ("RX", "rx"),
+        ("RX Mini", "rx-mini"),
+        ("RX Jumbo", "rx-jumbo"),
+        ("TX", "tx"),
+    ] {
+        let r = &e["rings"][ours];
+        assert_eq!(
+            after(&g, "Pre-set maximums", key),
+            num_or_na(&r["max"]),
+            "ring max {key}"
+        );
+        assert_eq!(
+            after(&g, "Current hardware settings", key),
+            num_or_na(&r["current"]),
+            "ring {key}"
+        );
+    }
+    // -c: every field ethtool shows as a number (the rest the driver does not support).
+    let c = ethtool("-c");
+    let mut compared = 0;
+    for (k, v) in &c {
+        if let Ok(n) = v.parse::<u64>() {
+            assert_eq!(e["coalesce"][k.as_str()].as_u64(), Some(n), "coalesce {k}");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 2, "ethtool -c showed no numbers: {c:?}");
+    let adaptive = c
+        .iter()
+        .find(|(k, _)| k == "Adaptive RX")
+        .unwrap()
+        .1
+        .clone();
+    let rx_on = e["coalesce"]["adaptive-rx"].as_u64().unwrap() != 0;
+    assert!(
+        adaptive.starts_with(if rx_on { "on" } else { "off" }),
+        "{adaptive}"
+    );
+    // -k: every feature by the kernel's name, in ethtool's words.
+    let k = ethtool("-k");
+    let features = e["features"].as_object().unwrap();
+    let mut same = 0;
+    for (name, word) in &k {
+        if let Some(ours) = features.get(name.as_str()) {
+            assert_eq!(ours.as_str().unwrap(), word, "feature {name}");
+            same += 1;
+        }
+    }
+    // ethtool's legacy names are the kernel's single features.
+    let legacy: BTreeMap<_, _> = k.iter().cloned().collect();
+    assert_eq!(features["rx-gro"], legacy["generic-receive-offload"]);
+    assert_eq!(features["rx-lro"], legacy["large-receive-offload"]);
+    assert_eq!(
+        features["tx-generic-segmentation"],
+        legacy["generic-segmentation-offload"]
+    );
+    assert!(same > 20, "only {same} features compared");
+    // The queues and their steering, from sysfs.
+    let rx = std::fs::read_dir("/sys/class/net/eth0/queues")
+        .unwrap()
+        .filter(|d| {
+            d.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("rx-")
+        })
+        .count();
+    assert_eq!(nic["rx_queues"].as_array().unwrap().len(), rx);
+    let flows = std::fs::read_to_string("/sys/class/net/eth0/queues/rx-0/rps_flow_cnt").unwrap();
+    assert_eq!(
+        nic["rx_queues"][0]["rps_flow_cnt"]
+            .as_u64()
+            .unwrap()
+            .to_string(),
+        flows.trim()
+    );
+    assert_eq!(nic["kind"], "physical");
+    let lo = inventory_nic(None, "lo");
+    assert_eq!(lo["kind"], "loopback");
+}
+
+#[test]
+fn a_capture_holds_each_interfaces_ethtool_state_and_reads_it_back() {
+    if !Path::new("/sys/class/net/eth0").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c");
+    ok(&hostknob(&["capture", out.to_str().unwrap()]));
+    let file = out.join("hostknob-capture/ethtool/eth0.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("driver:"), "{text}");
+    let live = inventory_nic(None, "eth0");
+    let captured = inventory_nic(Some(&out), "eth0");
+    assert_eq!(captured["ethtool"], live["ethtool"]);
+    assert_eq!(captured["rx_queues"], live["rx_queues"]);
+}
+
+#[test]
+fn the_hand_built_mlx5_shows_63_channels_and_its_queues() {
+    let (_t, root) = host_with("spr1", &MLX5);
+    let nic = inventory_nic(Some(&root), MLX5.ifname);
+    assert_eq!(nic["driver"], "mlx5_core");
+    assert_eq!(nic["kind"], "physical");
+    assert_eq!(nic["numa_node"], 0);
+    assert_eq!(nic["ethtool"]["channels"]["combined"]["max"], 63);
+    assert_eq!(nic["rx_queues"].as_array().unwrap().len(), 63);
+    assert_eq!(nic["rx_queues"][62]["rps_cpus"], "");
+    let table = ok(&hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "inventory",
+        "network",
+    ]));
+    assert!(table.contains("combined 63/63"), "{table}");
+    assert!(table.contains("adaptive rx on tx on"), "{table}");
+}
+
+const ICE_KNOBS: &[(&str, &str)] = &[
+    (
+        "queues",
+        "persistence: runtime\nkind: nic-channels\ntarget: {driver: ice}\nset: {combined: 8}\n",
+    ),
+    (
+        "moderation",
+        "persistence: runtime\nkind: nic-coalesce\ntarget: {interfaces: ens2f*}\nset: {adaptive-rx: off, rx-usecs: 0}\n",
+    ),
+    (
+        "rings",
+        "persistence: runtime\nkind: nic-ring\ntarget: {pci: \"0000:17:00.0\"}\nset: {rx: 4096, tx: 512}\n",
+    ),
+    (
+        "nogro",
+        "persistence: runtime\nkind: nic-feature\ntarget: {physical: true, driver: ice}\nset: {gro: off}\n",
+    ),
+    (
+        "steer",
+        "persistence: runtime\nkind: rps\ntarget: {interfaces: ens2f0, queues: 0-3}\nset: {cpus: 2-3, flow_cnt: 4096}\n",
+    ),
+];
+
+#[test]
+fn every_nic_kind_applies_reads_back_and_reverts_byte_identical_on_ice() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let pristine = tree(&root);
+    let m = knobs(ICE_KNOBS);
+    let applied = ok(&run(&root, m.path(), &["apply", "--all"]));
+    assert!(applied.contains("wrote and read back"), "{applied}");
+    // Channels first: they make the queues the per-queue kinds write.
+    let paths = journal_paths(&root);
+    assert!(
+        paths[0].ends_with("@ethtool/channels/combined"),
+        "{paths:?}"
+    );
+    let nic = inventory_nic(Some(&root), ICE.ifname);
+    let e = &nic["ethtool"];
+    assert_eq!(e["channels"]["combined"]["current"], 8);
+    assert_eq!(e["coalesce"]["adaptive-rx"], 0);
+    assert_eq!(e["rings"]["rx"]["current"], 4096);
+    assert_eq!(e["rings"]["tx"]["current"], 512);
+    assert_eq!(e["features"]["rx-gro"], "off");
+    assert_eq!(nic["rx_queues"][3]["rps_cpus"], "2-3");
+    assert_eq!(nic["rx_queues"][3]["rps_flow_cnt"], 4096);
+    assert_eq!(nic["rx_queues"][4]["rps_cpus"], "");
+    let (report, code) = audit_json(&root, m.path(), None);
+    for (id, _) in ICE_KNOBS {
+        // In effect; `unpersisted` is audit's word for a runtime-only knob in effect.
+        let status = knob(&report, id)["status"].as_str().unwrap().to_string();
+        assert!(
+            ["ok", "unpersisted"].contains(&status.as_str()),
+            "{id}: {report:#}"
+        );
+    }
+    assert_ne!(code, 2, "no drift");
+    ok(&run(&root, m.path(), &["revert", "--all"]));
+    assert_tree(&pristine, &root, "ice after revert");
+}
+
+#[test]
+fn values_above_the_reported_maxima_and_fixed_features_are_refused_at_plan_time() {
+    let (_t, root) = host_with("spr1", &MLX5);
+    let pristine = tree(&root);
+    for (body, says) in [
+        (
+            "kind: nic-channels\ntarget: {driver: mlx5_core}\nset: {combined: 64}\n",
+            "combined 64 is above the maximum 63 mlx5_core reports (ethtool -l ens1f0np0)",
+        ),
+        (
+            "kind: nic-channels\ntarget: {interfaces: ens1f0np0}\nset: {rx: 4}\n",
+            "rx 4 is above the maximum 0",
+        ),
+        (
+            "kind: nic-ring\ntarget: {interfaces: ens1*}\nset: {rx: 8193}\n",
+            "rx 8193 is above the maximum 8192",
+        ),
+    ] {
+        let m = knobs(&[("k", &format!("persistence: runtime\n{body}"))]);
+        let o = run(&root, m.path(), &["apply", "--all"]);
+        assert_eq!(o.status.code(), Some(1), "{body}: {o:?}");
+        assert!(err(&o).contains(says), "{body}: {}", err(&o));
+        assert_tree(&pristine, &root, body);
+    }
+    let (_t2, ice) = host_with("adl0", &ICE);
+    let m = knobs(&[(
+        "k",
+        "persistence: runtime\nkind: nic-feature\ntarget: {driver: ice}\nset: {lro: on}\n",
+    )]);
+    let o = run(&ice, m.path(), &["apply", "--all"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("rx-lro is fixed off by ice"),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn mlx5_channels_and_every_queues_rps_round_trip_byte_identical() {
+    let (_t, root) = host_with("spr1", &MLX5);
+    let pristine = tree(&root);
+    let m = knobs(&[
+        (
+            "ch",
+            "persistence: runtime\nkind: nic-channels\ntarget: {physical: true, driver: mlx5_core}\nset: {combined: 16}\n",
+        ),
+        (
+            "rps",
+            "persistence: runtime\nkind: rps\ntarget: {driver: mlx5_core}\nset: {cpus: 0-31}\n",
+        ),
+    ]);
+    ok(&run(&root, m.path(), &["apply", "--all"]));
+    let q = std::fs::read_to_string(root.join("sys/class/net/ens1f0np0/queues/rx-62/rps_cpus"))
+        .unwrap();
+    assert_eq!(q, "ffffffff", "the mask in the kernel's words");
+    ok(&run(&root, m.path(), &["revert", "--all"]));
+    assert_tree(&pristine, &root, "mlx5 after revert");
+}
