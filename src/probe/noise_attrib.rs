@@ -85,6 +85,7 @@ type Key = (&'static str, String, Option<u32>);
 /// A thread as `/proc/PID/task/TID` shows it at one instant.
 #[derive(Clone, Debug, Default)]
 struct Thread {
+    comm: String,
     /// The CPU it last ran on (`stat` field 39).
     cpu: u32,
     switches: u64,
@@ -98,8 +99,9 @@ struct Thread {
 #[derive(Default)]
 struct Snapshot {
     events: HashMap<(u32, Key), u64>,
-    /// Per thread, wherever it ran: its CPU, switches, run time and allowed CPUs.
-    threads: HashMap<(u32, String), Thread>,
+    /// Per thread id, wherever it ran: its CPU, switches, run time and allowed
+    /// CPUs. By id alone: a kworker's name changes with its work item.
+    threads: HashMap<u32, Thread>,
     steal_ticks: HashMap<u32, u64>,
 }
 
@@ -158,8 +160,8 @@ impl Snapshot {
         // onto it during the run is charged its run since the start, not
         // its whole life.
         for (pid, tid) in crate::task::threads(root) {
-            if let Some((comm, t)) = thread(root, pid, tid) {
-                s.threads.insert((tid, comm), t);
+            if let Some(t) = thread(root, pid, tid) {
+                s.threads.insert(tid, t);
             }
         }
         s
@@ -168,7 +170,7 @@ impl Snapshot {
 
 /// A thread's name, CPU (field 39 of `stat`), context switches, run time
 /// and allowed CPUs.
-fn thread(root: &Root, pid: u32, tid: u32) -> Option<(String, Thread)> {
+fn thread(root: &Root, pid: u32, tid: u32) -> Option<Thread> {
     let dir = format!("/proc/{pid}/task/{tid}");
     let stat = String::from_utf8_lossy(&root.read(&format!("{dir}/stat")).ok()?).into_owned();
     let comm = stat.get(stat.find('(')? + 1..stat.rfind(')')?)?.to_string();
@@ -195,15 +197,13 @@ fn thread(root: &Root, pid: u32, tid: u32) -> Option<(String, Thread)> {
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
         .and_then(|v| CpuList::parse(v.trim()).ok())
         .unwrap_or_default();
-    Some((
+    Some(Thread {
         comm,
-        Thread {
-            cpu,
-            switches,
-            run_ns,
-            allowed,
-        },
-    ))
+        cpu,
+        switches,
+        run_ns,
+        allowed,
+    })
 }
 
 /// The part of a thread's run time charged to `cpu`. /proc keeps a thread's
@@ -396,15 +396,22 @@ pub fn by_overlap(gaps: &[(u64, u64)], intervals: &[Interval]) -> Attributed {
 fn by_counts(before: &Snapshot, after: &Snapshot, s: &Spin) -> Attributed {
     let lost: u64 = s.gaps.iter().map(|g| g.1).sum();
     let mut out = Vec::new();
-    for ((tid, comm), t) in &after.threads {
-        let b = before.threads.get(&(*tid, comm.clone()));
+    for (tid, t) in &after.threads {
+        let b = before.threads.get(tid);
         if *tid == s.tid || (t.cpu != s.cpu && b.is_none_or(|b| b.cpu != s.cpu)) {
             continue;
         }
         let dsw = t.switches.saturating_sub(b.map_or(0, |b| b.switches));
         let drun = charged(s.cpu, b, t);
         if drun > 0 {
-            out.push(source("thread", comm.clone(), Some(*tid), dsw, drun, true));
+            out.push(source(
+                "thread",
+                t.comm.clone(),
+                Some(*tid),
+                dsw,
+                drun,
+                true,
+            ));
         }
     }
     scale(&mut out, lost);
@@ -510,8 +517,9 @@ mod tests {
         assert_eq!(s[0].share, 0.52);
     }
 
-    fn th(cpu: u32, switches: u64, run_ns: u64, allowed: &str) -> Thread {
+    fn th(comm: &str, cpu: u32, switches: u64, run_ns: u64, allowed: &str) -> Thread {
         Thread {
+            comm: comm.into(),
             cpu,
             switches,
             run_ns,
@@ -521,29 +529,28 @@ mod tests {
 
     #[test]
     fn a_thread_free_to_run_elsewhere_is_charged_its_share_not_its_whole_run_time() {
-        // Under load: an unbound kworker ran 300 ms on CPUs 0-1 and was last
+        // Under load: an unbound kworker (renamed by its work item) ran 300 ms on CPUs 0-1 and was last
         // seen on CPU 1; a neighbour pinned to CPU 1 ran 100 ms; a thread on
         // CPU 0 at the start moved onto CPU 1 (its life's 5 s ran before).
         let mut before = Snapshot::default();
         let mut after = Snapshot::default();
         before
             .threads
-            .insert((10, "kworker/u4:1".into()), th(0, 0, 1_000_000, "0-1"));
+            .insert(10, th("kworker/u4:1-events", 0, 0, 1_000_000, "0-1"));
+        after.threads.insert(
+            10,
+            th("kworker/u4:1-events_unbound", 1, 90, 301_000_000, "0-1"),
+        );
+        before.threads.insert(20, th("hk-noisy", 1, 0, 0, "1"));
         after
             .threads
-            .insert((10, "kworker/u4:1".into()), th(1, 90, 301_000_000, "0-1"));
+            .insert(20, th("hk-noisy", 1, 500, 100_000_000, "1"));
         before
             .threads
-            .insert((20, "hk-noisy".into()), th(1, 0, 0, "1"));
+            .insert(30, th("rustc", 0, 0, 5_000_000_000, "0-1"));
         after
             .threads
-            .insert((20, "hk-noisy".into()), th(1, 500, 100_000_000, "1"));
-        before
-            .threads
-            .insert((30, "rustc".into()), th(0, 0, 5_000_000_000, "0-1"));
-        after
-            .threads
-            .insert((30, "rustc".into()), th(1, 3, 5_020_000_000, "0-1"));
+            .insert(30, th("rustc", 1, 3, 5_020_000_000, "0-1"));
         let spin = Spin {
             cpu: 1,
             tid: 5,
@@ -562,7 +569,7 @@ mod tests {
         );
         assert_eq!(
             (s[1].name.as_str(), s[1].time_ns),
-            ("kworker/u4:1", 75_000_000)
+            ("kworker/u4:1-events_unbound", 75_000_000)
         );
         assert_eq!((s[2].name.as_str(), s[2].time_ns), ("rustc", 5_000_000));
         assert!(s.iter().all(|x| x.estimated), "{s:?}");
@@ -576,15 +583,9 @@ mod tests {
         before.events.insert(key("LOC"), 100);
         after.events.insert(key("LOC"), 130);
         after.events.insert(key("CAL"), 10);
-        before
-            .threads
-            .insert((77, "noisy".into()), th(1, 5, 1_000, ""));
-        after
-            .threads
-            .insert((77, "noisy".into()), th(1, 9, 41_000, ""));
-        after
-            .threads
-            .insert((78, "elsewhere".into()), th(0, 9, 41_000, ""));
+        before.threads.insert(77, th("noisy", 1, 5, 1_000, ""));
+        after.threads.insert(77, th("noisy", 1, 9, 41_000, ""));
+        after.threads.insert(78, th("elsewhere", 0, 9, 41_000, ""));
         let spin = Spin {
             cpu: 1,
             tid: 5,
