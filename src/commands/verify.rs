@@ -1,5 +1,3 @@
-use std::io::IsTerminal;
-
 use anyhow::{Result, bail};
 use clap::Parser;
 
@@ -89,18 +87,22 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
     if !args.sweep.is_empty() || !args.more.is_empty() {
         return super::verify_multi::run(args, &manifest, &t.host, &session, knob, &opts);
     }
-    // Progress per leg only for a person watching: not into a file or a pipe.
-    let show = !g.quiet.quiet && std::io::stderr().is_terminal();
+    // A line per round, with the time left, wherever stderr goes: a run
+    // redirected to a file still says how far it is.
+    let quiet = g.quiet.quiet;
     let mut report = verify::run(&session, knob, &opts, &mut |line| {
-        if show {
+        if !quiet {
             eprintln!("hostknob: {line}")
         }
     })?;
     match &report.interrupted {
         Some(sig) => eprintln!(
-            "hostknob: verify {}: interrupted by {sig} after {} complete rounds; {}; the report is PARTIAL and nothing is recorded",
+            "hostknob: verify {}: interrupted by {sig} {}; {}; the report is PARTIAL and nothing is recorded",
             knob.id,
-            report.rounds,
+            match report.rounds {
+                0 => "before the first complete round (no complete round)".to_string(),
+                n => format!("after {n} complete rounds"),
+            },
             if report.restored {
                 "the knob was reverted and read back"
             } else {

@@ -82,12 +82,26 @@ impl Attributed {
 /// Key of a counted source: kind, name, thread id.
 type Key = (&'static str, String, Option<u32>);
 
+/// A thread as `/proc/PID/task/TID` shows it at one instant.
+#[derive(Clone, Debug, Default)]
+struct Thread {
+    comm: String,
+    /// The CPU it last ran on (`stat` field 39).
+    cpu: u32,
+    switches: u64,
+    /// Run time on any CPU (`schedstat`), ns.
+    run_ns: u64,
+    /// `Cpus_allowed_list` (`status`); empty when unreadable.
+    allowed: CpuList,
+}
+
 /// Counters read once: per CPU and source.
 #[derive(Default)]
 struct Snapshot {
     events: HashMap<(u32, Key), u64>,
-    /// Per thread: (CPU it last ran on, context switches, run time ns).
-    threads: HashMap<(u32, String), (u32, u64, u64)>,
+    /// Per thread id, wherever it ran: its CPU, switches, run time and allowed
+    /// CPUs. By id alone: a kworker's name changes with its work item.
+    threads: HashMap<u32, Thread>,
     steal_ticks: HashMap<u32, u64>,
 }
 
@@ -127,7 +141,7 @@ fn table(text: &str, kind: &'static str, out: &mut HashMap<(u32, Key), u64>) {
 }
 
 impl Snapshot {
-    fn read(root: &Root, cpus: &CpuList) -> Snapshot {
+    fn read(root: &Root) -> Snapshot {
         let mut s = Snapshot::default();
         let text = |p: &str| root.read_string(p).unwrap_or_default();
         table(&text("/proc/interrupts"), "irq", &mut s.events);
@@ -142,17 +156,21 @@ impl Snapshot {
                 s.steal_ticks.insert(cpu, steal);
             }
         }
+        // Every thread, not only those on the target now: one that moves
+        // onto it during the run is charged its run since the start, not
+        // its whole life.
         for (pid, tid) in crate::task::threads(root) {
-            if let Some(t) = thread(root, pid, tid).filter(|t| cpus.contains(t.0)) {
-                s.threads.insert((tid, t.3.clone()), (t.0, t.1, t.2));
+            if let Some(t) = thread(root, pid, tid) {
+                s.threads.insert(tid, t);
             }
         }
         s
     }
 }
 
-/// A thread's CPU (field 39 of `stat`), context switches and run time.
-fn thread(root: &Root, pid: u32, tid: u32) -> Option<(u32, u64, u64, String)> {
+/// A thread's name, CPU (field 39 of `stat`), context switches, run time
+/// and allowed CPUs.
+fn thread(root: &Root, pid: u32, tid: u32) -> Option<Thread> {
     let dir = format!("/proc/{pid}/task/{tid}");
     let stat = String::from_utf8_lossy(&root.read(&format!("{dir}/stat")).ok()?).into_owned();
     let comm = stat.get(stat.find('(')? + 1..stat.rfind(')')?)?.to_string();
@@ -174,12 +192,42 @@ fn thread(root: &Root, pid: u32, tid: u32) -> Option<(u32, u64, u64, String)> {
         .filter(|l| l.contains("ctxt_switches:"))
         .filter_map(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
         .sum();
-    Some((cpu, switches, run_ns, comm))
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .and_then(|v| CpuList::parse(v.trim()).ok())
+        .unwrap_or_default();
+    Some(Thread {
+        comm,
+        cpu,
+        switches,
+        run_ns,
+        allowed,
+    })
+}
+
+/// The part of a thread's run time charged to `cpu`. /proc keeps a thread's
+/// run time over all CPUs and only the CPU it last ran on, so: all of it when
+/// the thread may run on `cpu` alone (a per-CPU kworker, a pinned
+/// neighbour); else an even share over the CPUs it may run on, counted once
+/// per snapshot (start, end) that saw it on `cpu`. An estimate: schedstat
+/// cannot say where the time was spent.
+fn charged(cpu: u32, before: Option<&Thread>, after: &Thread) -> u64 {
+    let run = after.run_ns.saturating_sub(before.map_or(0, |b| b.run_ns));
+    let seen = [before.map(|b| b.cpu), Some(after.cpu)]
+        .iter()
+        .filter(|c| **c == Some(cpu))
+        .count() as u64;
+    let allowed = after.allowed.as_slice();
+    match allowed {
+        [only] if *only == cpu => run,
+        [] => run * seen / 2,
+        _ => run * seen / (2 * allowed.len() as u64),
+    }
 }
 
 /// The attribution of one run: started before the threads, finished after.
 pub struct Attribution {
-    cpus: CpuList,
     before: Snapshot,
     trace: Option<noise_trace::Session>,
     note: Option<String>,
@@ -199,8 +247,7 @@ impl Attribution {
         let refused = (method == Method::Tracefs && trace.is_none())
             .then(|| note.clone().unwrap_or_default());
         Attribution {
-            cpus: cpus.clone(),
-            before: Snapshot::read(root, cpus),
+            before: Snapshot::read(root),
             trace,
             note,
             refused,
@@ -228,7 +275,7 @@ impl Attribution {
         root: &Root,
         spins: &[Spin],
     ) -> (Method, Option<String>, HashMap<u32, Attributed>) {
-        let after = Snapshot::read(root, &self.cpus);
+        let after = Snapshot::read(root);
         let ticks = super::idle_cpu::clock_ticks_per_s().max(1);
         let steal = |cpu: u32| -> u64 {
             let d = after
@@ -349,17 +396,22 @@ pub fn by_overlap(gaps: &[(u64, u64)], intervals: &[Interval]) -> Attributed {
 fn by_counts(before: &Snapshot, after: &Snapshot, s: &Spin) -> Attributed {
     let lost: u64 = s.gaps.iter().map(|g| g.1).sum();
     let mut out = Vec::new();
-    for ((tid, comm), &(cpu, sw, run)) in &after.threads {
-        if cpu != s.cpu || *tid == s.tid {
+    for (tid, t) in &after.threads {
+        let b = before.threads.get(tid);
+        if *tid == s.tid || (t.cpu != s.cpu && b.is_none_or(|b| b.cpu != s.cpu)) {
             continue;
         }
-        let (b_sw, b_run) = before
-            .threads
-            .get(&(*tid, comm.clone()))
-            .map_or((0, 0), |b| (b.1, b.2));
-        let (dsw, drun) = (sw.saturating_sub(b_sw), run.saturating_sub(b_run));
-        if dsw > 0 || drun > 0 {
-            out.push(source("thread", comm.clone(), Some(*tid), dsw, drun, true));
+        let dsw = t.switches.saturating_sub(b.map_or(0, |b| b.switches));
+        let drun = charged(s.cpu, b, t);
+        if drun > 0 {
+            out.push(source(
+                "thread",
+                t.comm.clone(),
+                Some(*tid),
+                dsw,
+                drun,
+                true,
+            ));
         }
     }
     scale(&mut out, lost);
@@ -465,6 +517,64 @@ mod tests {
         assert_eq!(s[0].share, 0.52);
     }
 
+    fn th(comm: &str, cpu: u32, switches: u64, run_ns: u64, allowed: &str) -> Thread {
+        Thread {
+            comm: comm.into(),
+            cpu,
+            switches,
+            run_ns,
+            allowed: CpuList::parse(allowed).unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn a_thread_free_to_run_elsewhere_is_charged_its_share_not_its_whole_run_time() {
+        // Under load: an unbound kworker (renamed by its work item) ran 300 ms on CPUs 0-1 and was last
+        // seen on CPU 1; a neighbour pinned to CPU 1 ran 100 ms; a thread on
+        // CPU 0 at the start moved onto CPU 1 (its life's 5 s ran before).
+        let mut before = Snapshot::default();
+        let mut after = Snapshot::default();
+        before
+            .threads
+            .insert(10, th("kworker/u4:1-events", 0, 0, 1_000_000, "0-1"));
+        after.threads.insert(
+            10,
+            th("kworker/u4:1-events_unbound", 1, 90, 301_000_000, "0-1"),
+        );
+        before.threads.insert(20, th("hk-noisy", 1, 0, 0, "1"));
+        after
+            .threads
+            .insert(20, th("hk-noisy", 1, 500, 100_000_000, "1"));
+        before
+            .threads
+            .insert(30, th("rustc", 0, 0, 5_000_000_000, "0-1"));
+        after
+            .threads
+            .insert(30, th("rustc", 1, 3, 5_020_000_000, "0-1"));
+        let spin = Spin {
+            cpu: 1,
+            tid: 5,
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+            loops: 1,
+            gaps: vec![(0, 200_000_000), (1, 200_000_000)],
+        };
+        let (s, _) = by_counts(&before, &after, &spin).into_sources(400_000_000);
+        // The pinned neighbour, all of its time; the kworker, seen on CPU 1
+        // once of two looks and free on 2 CPUs, a quarter; rustc its run
+        // during the probe (20 ms), a quarter of that.
+        assert_eq!(
+            (s[0].name.as_str(), s[0].time_ns),
+            ("hk-noisy", 100_000_000)
+        );
+        assert_eq!(
+            (s[1].name.as_str(), s[1].time_ns),
+            ("kworker/u4:1-events_unbound", 75_000_000)
+        );
+        assert_eq!((s[2].name.as_str(), s[2].time_ns), ("rustc", 5_000_000));
+        assert!(s.iter().all(|x| x.estimated), "{s:?}");
+    }
+
     #[test]
     fn counted_events_share_what_threads_leave() {
         let mut before = Snapshot::default();
@@ -473,11 +583,9 @@ mod tests {
         before.events.insert(key("LOC"), 100);
         after.events.insert(key("LOC"), 130);
         after.events.insert(key("CAL"), 10);
-        before.threads.insert((77, "noisy".into()), (1, 5, 1_000));
-        after.threads.insert((77, "noisy".into()), (1, 9, 41_000));
-        after
-            .threads
-            .insert((78, "elsewhere".into()), (0, 9, 41_000));
+        before.threads.insert(77, th("noisy", 1, 5, 1_000, ""));
+        after.threads.insert(77, th("noisy", 1, 9, 41_000, ""));
+        after.threads.insert(78, th("elsewhere", 0, 9, 41_000, ""));
         let spin = Spin {
             cpu: 1,
             tid: 5,

@@ -32,10 +32,19 @@ pub fn table(r: &NoiseResult) -> String {
         ("clock".into(), s.clock.clone()),
         (
             "attribution".into(),
-            match &r.attribution_note {
-                Some(n) => format!("{} ({n})", r.attribution),
-                None => r.attribution.clone(),
-            },
+            format!(
+                "{}{}{}",
+                r.attribution,
+                if r.attribution == "counts" {
+                    " (an estimate: counts say how often, and a thread free to run elsewhere gets a share of its run time)"
+                } else {
+                    ""
+                },
+                r.attribution_note
+                    .as_ref()
+                    .map(|n| format!("; {n}"))
+                    .unwrap_or_default()
+            ),
         ),
         pm_qos(&s.pm_qos, &s.host),
     ];

@@ -15,6 +15,67 @@ fn unit(r: &Report, ns: f64) -> String {
     }
 }
 
+/// The metric's name as a person knows it: the last step of a JSON path
+/// (`.lat.p50_us` is `p50_us`), else the regex that captures it.
+fn metric_name(c: &command::Placed) -> String {
+    match c.metric.strip_prefix("json ") {
+        Some(path) => {
+            let path = path.split(" in ").next().unwrap_or(path);
+            path.rsplit('.')
+                .find(|s| !s.is_empty())
+                .unwrap_or(path)
+                .to_string()
+        }
+        None => format!("the value {}", c.metric),
+    }
+}
+
+/// The leg table's title and columns. A command's runs each give one value
+/// of its metric (a p50, say): their p95/p99/max are the spread across
+/// runs, not the service's tail, and are labelled so.
+fn leg_heads(r: &Report) -> (String, Vec<String>) {
+    let Some(c) = &r.command else {
+        return (
+            "Each leg: the median across rounds of each round's p50, p95, p99, max".into(),
+            [
+                "leg",
+                "samples",
+                "p50",
+                "p95",
+                "p99",
+                "max",
+                "CV of round p50s",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+    };
+    let better = match c.better {
+        crate::schema::command::Better::Higher => "higher is better, so the worse side is low",
+        crate::schema::command::Better::Lower => "lower is better",
+    };
+    (
+        format!(
+            "Each leg: {} of your command `{}` ({}; {better}), {} runs a leg: the median across rounds of each round's median run and of the spread of its runs (p95, p99, worst). One value per run: this is how much the runs differ, not your service's tail",
+            metric_name(c),
+            c.argv.join(" "),
+            c.metric,
+            c.samples
+        ),
+        [
+            "leg",
+            "runs",
+            "median run",
+            "runs' p95 (worse side)",
+            "runs' p99 (worse side)",
+            "worst run",
+            "CV of round medians",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+}
+
 /// Where the probe ran, in words.
 fn placement(r: &Report) -> (String, String) {
     let p = &r.placement;
@@ -76,6 +137,9 @@ pub fn table(r: &Report) -> String {
             ),
         ],
     );
+    if r.rounds == 0 {
+        return out + &facts("Verdict", &no_round_rows(r)) + &warnings(r);
+    }
     let row = |name: &str, l: &crate::verify::paired::LegFigures| {
         vec![
             name.to_string(),
@@ -87,30 +151,10 @@ pub fn table(r: &Report) -> String {
             format!("{:.1}%", l.cv * 100.0),
         ]
     };
-    let title = match &r.command {
-        Some(c) if c.better == crate::schema::command::Better::Higher => format!(
-            "Each leg: the median across rounds of each round's p50, p95, p99, max of `{}` ({}; higher is better, so p95-max are the lowest runs)",
-            c.argv.join(" "),
-            c.metric
-        ),
-        Some(c) => format!(
-            "Each leg: the median across rounds of each round's p50, p95, p99, max of `{}` ({}; lower is better)",
-            c.argv.join(" "),
-            c.metric
-        ),
-        None => "Each leg: the median across rounds of each round's p50, p95, p99, max".into(),
-    };
+    let (title, heads) = leg_heads(r);
     out += &grid(
         &title,
-        &[
-            "leg",
-            "samples",
-            "p50",
-            "p95",
-            "p99",
-            "max",
-            "CV of round p50s",
-        ],
+        &heads.iter().map(String::as_str).collect::<Vec<_>>(),
         vec![row("as found", &a.baseline), row("applied", &a.applied)],
     );
     let m = a.metric.as_str();
@@ -145,10 +189,68 @@ pub fn table(r: &Report) -> String {
     out += &hardware_table(r);
     out += &split_table(r);
     out += &facts("Verdict", &verdict_rows(r));
-    for w in &r.warnings {
-        out += &format!("warning: {w}\n");
-    }
+    out += &warnings(r);
     out.trim_end().to_string() + "\n"
+}
+
+fn warnings(r: &Report) -> String {
+    r.warnings
+        .iter()
+        .map(|w| format!("warning: {w}\n"))
+        .collect()
+}
+
+/// An interrupt before the first round ended: no figures to show, only
+/// that, what the kernel was seen to do and whether the host is as found.
+fn no_round_rows(r: &Report) -> Vec<(String, String)> {
+    vec![
+        (
+            "verdict".into(),
+            format!(
+                "no complete round: interrupted by {} before the first round's two legs ended; nothing to compare, nothing recorded",
+                r.interrupted.as_deref().unwrap_or("a signal")
+            ),
+        ),
+        ("honoured".into(), honoured_words(r)),
+        restored_row(r),
+    ]
+}
+
+fn restored_row(r: &Report) -> (String, String) {
+    (
+        "host restored".into(),
+        if r.restored {
+            "yes: the knob's files read as before".into()
+        } else {
+            "NO: check `hostknob audit`".into()
+        },
+    )
+}
+
+fn honoured_words(r: &Report) -> String {
+    match r.honoured.findings.as_slice() {
+        [] if r.honoured.status == "not-checked" && r.interrupted.is_some() => {
+            "not checked: no applied leg ran to its end".into()
+        }
+        [] if r.honoured.status == "not-checked" => {
+            "not checked: the CPU entered no idle state, so there was nothing to check".into()
+        }
+        [] => "yes: the kernel did what the knob asked in every applied leg".into(),
+        f => format!(
+            "NOT HONOURED: {}{}{}",
+            f[0],
+            if f.len() > 1 {
+                format!(" (and {} more)", f.len() - 1)
+            } else {
+                String::new()
+            },
+            r.honoured
+                .cause
+                .as_ref()
+                .map(|c| format!("; likely cause: {c}"))
+                .unwrap_or_default()
+        ),
+    }
 }
 
 /// The wakeup probe's wake and wait for the CPU, per leg.
@@ -292,30 +394,7 @@ fn verdict_rows(r: &Report) -> Vec<(String, String)> {
             ),
         ),
         ("verdict".into(), r.verdict_words.clone()),
-        (
-            "honoured".into(),
-            match r.honoured.findings.as_slice() {
-                [] if r.honoured.status == "not-checked" => {
-                    "not checked: the CPU entered no idle state, so there was nothing to check"
-                        .into()
-                }
-                [] => "yes: the kernel did what the knob asked in every applied leg".into(),
-                f => format!(
-                    "NOT HONOURED: {}{}{}",
-                    f[0],
-                    if f.len() > 1 {
-                        format!(" (and {} more)", f.len() - 1)
-                    } else {
-                        String::new()
-                    },
-                    r.honoured
-                        .cause
-                        .as_ref()
-                        .map(|c| format!("; likely cause: {c}"))
-                        .unwrap_or_default()
-                ),
-            },
-        ),
+        ("honoured".into(), honoured_words(r)),
     ];
     if let Some(n) = &r.note {
         rows.push(("note".into(), n.clone()));
@@ -368,14 +447,7 @@ fn verdict_rows(r: &Report) -> Vec<(String, String)> {
     if let Some(n) = &r.noise {
         rows.push(("noise".into(), crate::verify::noise::words(n)));
     }
-    rows.push((
-        "host restored".into(),
-        if r.restored {
-            "yes: the knob's files read as before".into()
-        } else {
-            "NO: check `hostknob audit`".into()
-        },
-    ));
+    rows.push(restored_row(r));
     if let Some(l) = &r.ledger {
         rows.push(("recorded in".into(), l.clone()));
     }

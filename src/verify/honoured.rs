@@ -155,11 +155,14 @@ pub(super) fn conclude(
     findings: Vec<String>,
     cpus: Vec<u32>,
     overrule: Option<super::Decision>,
+    applied_legs: usize,
     warnings: &mut Vec<String>,
 ) -> super::Honoured {
     let honoured = super::Honoured {
         status: match (findings.is_empty(), overrule) {
             (false, _) => "not-honoured",
+            // No applied leg ran to its end (an interrupt): no evidence either way.
+            (true, _) if applied_legs == 0 => "not-checked",
             // Nothing entered, nothing to check: not a "yes".
             (true, Some(super::Decision::NotExercised)) => "not-checked",
             (true, _) => "honoured",

@@ -122,6 +122,10 @@ pub(super) struct Legs<'a, 's> {
     pub(super) command: Option<super::command::Placed>,
     pub(super) energy: super::energy::Legs,
     pub(super) noise: super::noise::Pool,
+    /// When the first round began: the time left is estimated from it.
+    pub(super) started: Option<Instant>,
+    /// Applied legs that ran to their end (their counters were checked).
+    pub(super) applied_legs: usize,
 }
 
 impl<'a, 's> Legs<'a, 's> {
@@ -149,6 +153,8 @@ impl<'a, 's> Legs<'a, 's> {
             command: None,
             energy: super::energy::Legs::new(session.root()),
             noise: super::noise::Pool::default(),
+            started: None,
+            applied_legs: 0,
         }
     }
 
@@ -212,6 +218,7 @@ impl<'a, 's> Legs<'a, 's> {
         progress: &mut dyn FnMut(&str),
     ) -> Result<()> {
         let round = self.rounds.len();
+        let started = *self.started.get_or_insert_with(Instant::now);
         self.hw.open_once(self.guard.session.root(), &self.watched);
         let legs = if self.order_rng.applied_first() {
             [Leg::Applied, Leg::Baseline]
@@ -279,28 +286,59 @@ impl<'a, 's> Legs<'a, 's> {
             if self.settings.is_null() {
                 self.settings = run.settings;
             }
-            let p50 = crate::stats::Summary::from_ns(&run.samples_ns)
-                .map(|s| s.p50_ns)
-                .unwrap_or(0);
-            progress(&format!(
-                "round {}/{} (cap {cap}): {:<8} p50 {:>9.1} µs ({} samples)",
-                round + 1,
-                look,
-                leg.as_str(),
-                p50 as f64 / 1e3,
-                run.samples_ns.len()
-            ));
             residency::leg_gate(round * 2 + k, leg == Leg::Applied);
             let d = honoured::delta(&counters, &honoured::read(root, &self.watched));
             honoured::accumulate(&mut self.idle[(leg == Leg::Applied) as usize], &d);
             let hw = self.hw.end(leg == Leg::Applied, &hw);
             if leg == Leg::Applied {
                 self.check_applied(round, &d, &hw);
+                self.applied_legs += 1;
             }
             got[(leg == Leg::Applied) as usize] = run.samples_ns;
         }
+        let line = self.round_done(&got, started.elapsed(), look, cap);
+        progress(&line);
         let [b, a] = got;
         self.rounds.push((b, a));
         Ok(())
+    }
+
+    /// One line per complete round: rounds done, each leg's p50 and the
+    /// time left to the next look (the mean round so far times the rounds left).
+    fn round_done(
+        &self,
+        got: &[Vec<u64>; 2],
+        elapsed: Duration,
+        look: usize,
+        cap: usize,
+    ) -> String {
+        let done = self.rounds.len() + 1;
+        let p50 = |s: &[u64]| {
+            let ns = crate::stats::Summary::from_ns(s).map_or(0, |s| s.p50_ns) as f64;
+            match &self.command {
+                Some(c) => format!("{:.4} {}", super::command::value_of(c, ns), c.unit),
+                None => format!("{:.1} µs", ns / 1e3),
+            }
+        };
+        let left = elapsed.mul_f64(look.saturating_sub(done) as f64 / done as f64);
+        format!(
+            "round {done} of {look} done (cap {cap}): as found p50 {}, applied p50 {}; {}",
+            p50(&got[0]),
+            p50(&got[1]),
+            if done >= look {
+                format!("the look at round {look} now")
+            } else {
+                format!("about {} left to the look at round {look}", eta_words(left))
+            }
+        )
+    }
+}
+
+/// A time left, to the second: `42 s`, `3 min 5 s`.
+pub(super) fn eta_words(d: Duration) -> String {
+    let s = d.as_secs_f64().round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        _ => format!("{} min {} s", s / 60, s % 60),
     }
 }

@@ -337,6 +337,7 @@ fn run_locked(
         std::mem::take(&mut legs.findings),
         legs.watched.clone(),
         overrule,
+        legs.applied_legs,
         &mut warnings,
     );
     let flat = |k: usize| -> Vec<u64> {

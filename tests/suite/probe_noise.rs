@@ -113,6 +113,7 @@ fn noise_table_names_lost_time_and_sources() {
         "who took the time",
         "unexplained",
         "attribution",
+        "counts (an estimate",
     ] {
         assert!(out.contains(want), "{want} missing:\n{out}");
     }

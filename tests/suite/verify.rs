@@ -385,6 +385,59 @@ fn sigint_stops_the_run_and_restores_the_tree() {
 }
 
 #[test]
+fn an_interrupt_before_the_first_complete_round_says_no_complete_round_and_claims_nothing() {
+    let (_t, root) = vm();
+    let m = knobs(&[KNOB]);
+    let before = tree(&root);
+    // A leg lasts seconds: the signal lands inside round 1.
+    let args = verify_args(
+        &["--rounds", "6", "--seed", "42"],
+        &["--samples", "2000", "--gap-us", "2000..4000"],
+    );
+    for format in ["table", "json"] {
+        let mut a = args.clone();
+        a[3] = format;
+        let mut child = command(&root, m.path(), &a)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_until_applied(&root, &mut child);
+        std::thread::sleep(Duration::from_millis(50));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(130), "{}", err(&o));
+        assert!(
+            err(&o).contains("before the first complete round (no complete round)"),
+            "{}",
+            err(&o)
+        );
+        let t = out(&o);
+        if format == "table" {
+            assert!(t.contains("no complete round"), "{t}");
+            // No figures of nothing, no claim without an applied leg.
+            for bad in ["0.0000", "0.0 µs", "NaN", "inf", "yes: the kernel"] {
+                assert!(!t.contains(bad), "{bad}: {t}");
+            }
+            assert!(
+                t.contains("not checked: no applied leg ran to its end"),
+                "{t}"
+            );
+        } else {
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+            assert_eq!(v["rounds"], 0, "{v}");
+            assert_eq!(v["honoured"]["status"], "not-checked", "{v}");
+        }
+        assert_tree(&before, &root, &format!("after SIGINT ({format})"));
+    }
+    assert!(nothing_recorded(&root, m.path()));
+}
+
+#[test]
 fn after_sigkill_revert_restores_the_tree_from_the_journal() {
     let (_t, root) = vm();
     let m = knobs(&[KNOB]);
@@ -500,8 +553,15 @@ fn no_higher_is_met_only_inside_its_tolerance_else_inconclusive_with_exit_3() {
         "{t}"
     );
     assert!(t.contains("geometric mean"), "{t}");
-    // stderr is a pipe here: no per-round progress.
-    assert!(!err(&o).contains("round 1/"), "{}", err(&o));
+    // stderr is a pipe here, and still a line per round with the time left.
+    let e = err(&o);
+    assert!(
+        e.contains("round 1 of 5 done") && e.contains("left to the look at round 5"),
+        "{e}"
+    );
+    assert!(e.contains("round 5 of 5 done"), "{e}");
+    // Not a line per leg: one per round.
+    assert_eq!(e.matches(" done (cap 5)").count(), 5, "{e}");
 }
 
 #[test]
@@ -651,4 +711,22 @@ fn the_wake_split_says_when_the_idle_exit_lands_in_run_delay() {
         "{}",
         v["wake_split"]
     );
+}
+
+#[test]
+fn verify_help_leads_with_how_to_run_it_and_leaves_the_statistics_to_the_docs() {
+    let h = ok(&hostknob(&["verify", "--help"]));
+    let body: Vec<&str> = h.lines().filter(|l| !l.trim().is_empty()).collect();
+    // The first paragraph is how to run it.
+    assert!(
+        body[0].starts_with("How to run it: `sudo hostknob verify KNOB`"),
+        "{h}"
+    );
+    assert!(h.contains("docs/verify.md"), "{h}");
+    for stats in ["Student t", "Bonferroni", "floored at 2 %", "ChaCha8"] {
+        assert!(!h.contains(stats), "{stats} belongs in docs/verify.md: {h}");
+    }
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/verify.md")).unwrap();
+    assert!(doc.contains("Student t") && doc.contains("no complete round"));
 }

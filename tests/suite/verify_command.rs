@@ -208,6 +208,45 @@ fn higher_is_better_is_compared_the_right_way_round() {
 }
 
 #[test]
+fn a_command_leg_table_names_the_metric_and_labels_the_spread_across_runs() {
+    let (t, root) = vm();
+    let bench = fake(t.path(), &root, 1.3, 5);
+    let m = knob(&probe_yaml(&bench, ""));
+    let o = run(
+        &root,
+        m.path(),
+        &[
+            "--host",
+            "vm",
+            "verify",
+            "thp-never",
+            "--settle",
+            "1ms",
+            "--rounds",
+            "5",
+            "--seed",
+            "1",
+        ],
+    );
+    let table = out(&o);
+    // The header names the metric as the user knows it, and what the columns are.
+    assert!(
+        table.contains("p50_us of your command") && table.contains("3 runs a leg"),
+        "{table}"
+    );
+    assert!(table.contains("not your service's tail"), "{table}");
+    for col in ["median run", "runs' p95", "runs' p99", "worst run"] {
+        assert!(table.contains(col), "{col}: {table}");
+    }
+    // No column reads as a tail of the service itself.
+    let head = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("leg "))
+        .unwrap();
+    assert!(!head.contains(" p95 ") && !head.contains(" max"), "{head}");
+}
+
+#[test]
 fn the_metric_from_a_file_and_a_shell_command() {
     let (t, root) = vm();
     let file = t.path().join("result.json");
