@@ -318,7 +318,8 @@ fn global_bound(
         return Ok(());
     };
     let pct = |f: &str| number(host, &format!("{PSTATE}/{f}"));
-    let ceiling = pct("max_perf_pct").map(|p| (top * p / 100).div_ceil(STEP) * STEP);
+    let ceiling =
+        pct("max_perf_pct").map(|p| crate::inventory::perf_pct_ceiling_khz(top, p));
     let floor = pct("min_perf_pct").map(|p| top * p / 100);
     let why = match (ceiling, floor) {
         (Some(c), _) if khz > c => format!(
