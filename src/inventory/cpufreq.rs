@@ -70,6 +70,19 @@ pub fn perf_pct_ceiling_khz(top: u64, pct: u64) -> u64 {
     (top * pct / 100).div_ceil(STEP) * STEP
 }
 
+/// `2100000` kHz as `2.1 GHz`, `800 MHz`, `2100001 kHz`.
+pub fn show_khz(khz: u64) -> String {
+    if !khz.is_multiple_of(1_000) {
+        return format!("{khz} kHz");
+    }
+    let mhz = khz / 1_000;
+    if mhz < 1_000 {
+        return format!("{mhz} MHz");
+    }
+    let ghz = format!("{}.{:03}", mhz / 1_000, mhz % 1_000);
+    format!("{} GHz", ghz.trim_end_matches('0').trim_end_matches('.'))
+}
+
 impl Frequency {
     /// intel_pstate's global limits in words, `None` where the driver has none:
     /// `min 21 %, max 50 % of the hardware max (at most 1.9 GHz)`.
@@ -79,7 +92,7 @@ impl Frequency {
         let ceiling = top
             .filter(|_| max < 100)
             .map(|t| {
-                let c = crate::knob::cpufreq_limit::show_khz(perf_pct_ceiling_khz(t, max.into()));
+                let c = show_khz(perf_pct_ceiling_khz(t, max.into()));
                 format!(" (at most {c})")
             })
             .unwrap_or_default();
