@@ -260,6 +260,13 @@ fn frequencies(d: &DocInput) -> String {
             if let Some(s) = &f.intel_pstate_status {
                 rows.push(vec!["intel_pstate mode".into(), "all".into(), s.clone()]);
             }
+            if let Some(s) = f.perf_pct_text() {
+                rows.push(vec!["intel_pstate perf limits".into(), "all".into(), s]);
+            }
+            if let Some(b) = f.hwp_dynamic_boost {
+                let b = if b { "on" } else { "off" };
+                rows.push(vec!["hwp_dynamic_boost".into(), "all".into(), b.into()]);
+            }
             if let Some(s) = &f.amd_pstate_status {
                 rows.push(vec!["amd_pstate mode".into(), "all".into(), s.clone()]);
             }

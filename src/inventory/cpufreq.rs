@@ -46,12 +46,64 @@ pub struct Frequency {
     /// Turbo / boost enabled: `cpufreq/boost`, else the inverse of `intel_pstate/no_turbo`.
     pub boost: Option<bool>,
     pub intel_pstate_status: Option<String>,
+    /// intel_pstate's global `max_perf_pct`/`min_perf_pct`: in active mode
+    /// every policy's range is cut to these percentages of the highest level
+    /// (Documentation/admin-guide/pm/intel_pstate.rst, "Global Attributes").
+    pub max_perf_pct: Option<u32>,
+    pub min_perf_pct: Option<u32>,
+    /// intel_pstate's `hwp_dynamic_boost`: the driver raises the HWP floor
+    /// after I/O waits, rewriting IA32_HWP_REQUEST.
+    pub hwp_dynamic_boost: Option<bool>,
     pub amd_pstate_status: Option<String>,
     /// `power/energy_perf_bias` (0 = performance .. 15 = power saving).
     #[serde(with = "super::absent", default)]
     #[schemars(with = "Option<Vec<Group<u32>>>")]
     pub energy_perf_bias: Vec<Group<u32>>,
     pub policies: usize,
+}
+
+/// The kernel's rounding of a `max_perf_pct` to a P-state: the ceiling in
+/// kHz of `pct` percent of `top` (intel_pstate.c `intel_pstate_update_perf_limits`
+/// rounds the ratio up; a P-state is 100 MHz).
+pub fn perf_pct_ceiling_khz(top: u64, pct: u64) -> u64 {
+    const STEP: u64 = 100_000;
+    (top * pct / 100).div_ceil(STEP) * STEP
+}
+
+/// `2100000` kHz as `2.1 GHz`, `800 MHz`, `2100001 kHz`.
+pub fn show_khz(khz: u64) -> String {
+    if !khz.is_multiple_of(1_000) {
+        return format!("{khz} kHz");
+    }
+    let mhz = khz / 1_000;
+    if mhz < 1_000 {
+        return format!("{mhz} MHz");
+    }
+    let ghz = format!("{}.{:03}", mhz / 1_000, mhz % 1_000);
+    format!("{} GHz", ghz.trim_end_matches('0').trim_end_matches('.'))
+}
+
+impl Frequency {
+    /// intel_pstate's global limits in words, `None` where the driver has none:
+    /// `min 21 %, max 50 % of the hardware max (at most 1.9 GHz)`.
+    pub fn perf_pct_text(&self) -> Option<String> {
+        let (min, max) = (self.min_perf_pct?, self.max_perf_pct?);
+        let top = self.max_khz.iter().map(|g| g.value).max();
+        let ceiling = top
+            .filter(|_| max < 100)
+            .map(|t| {
+                let c = show_khz(perf_pct_ceiling_khz(t, max.into()));
+                format!(" (at most {c})")
+            })
+            .unwrap_or_default();
+        let mode = match self.intel_pstate_status.as_deref() {
+            Some("active") | None => "",
+            Some(_) => "; not in force outside active mode",
+        };
+        Some(format!(
+            "min {min} %, max {max} % of the hardware max{ceiling}{mode}"
+        ))
+    }
 }
 
 struct Policy {
@@ -131,13 +183,11 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
         .flatten(),
     );
     let intel_pstate_status = ctx.text(&format!("{CPU_DIR}/intel_pstate/status"));
+    let pstate = |f: &str| ctx.parse::<u32>(&format!("{CPU_DIR}/intel_pstate/{f}"));
     let boost = ctx
         .parse::<u32>(&format!("{CPUFREQ_DIR}/boost"))
         .map(|v| v == 1)
-        .or_else(|| {
-            ctx.parse::<u32>(&format!("{CPU_DIR}/intel_pstate/no_turbo"))
-                .map(|v| v == 0)
-        });
+        .or_else(|| pstate("no_turbo").map(|v| v == 0));
     Some(Frequency {
         driver: drivers.first().map(|g| g.value.clone()),
         drivers,
@@ -152,6 +202,9 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
         scaling_max_khz: by(&policies, |p| p.smax),
         boost,
         intel_pstate_status,
+        max_perf_pct: pstate("max_perf_pct"),
+        min_perf_pct: pstate("min_perf_pct"),
+        hwp_dynamic_boost: pstate("hwp_dynamic_boost").map(|v| v == 1),
         amd_pstate_status: ctx.text(&format!("{CPU_DIR}/amd_pstate/status")),
         energy_perf_bias: epb,
         policies: ids.len(),

@@ -37,7 +37,7 @@ pub use arch::CoreType;
 pub use cache::Cache;
 pub use collect::{collect_only, collect_then};
 pub use cpu::{Cpu, CpuTopology, Hybrid, Smt};
-pub use cpufreq::Frequency;
+pub use cpufreq::{Frequency, perf_pct_ceiling_khz, show_khz};
 pub use cpuidle::{Idle, IdleState};
 pub use host::Host;
 pub use idle_states::{

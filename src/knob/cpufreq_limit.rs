@@ -106,18 +106,7 @@ pub fn parse_freq(field: &str, text: &str, specials: &[&str]) -> Result<Freq, Fi
     }
 }
 
-/// `2100000` kHz as `2.1 GHz`, `800 MHz`, `2100001 kHz`.
-pub fn show_khz(khz: u64) -> String {
-    if !khz.is_multiple_of(1_000) {
-        return format!("{khz} kHz");
-    }
-    let mhz = khz / 1_000;
-    if mhz < 1_000 {
-        return format!("{mhz} MHz");
-    }
-    let ghz = format!("{}.{:03}", mhz / 1_000, mhz % 1_000);
-    format!("{} GHz", ghz.trim_end_matches('0').trim_end_matches('.'))
-}
+pub use crate::inventory::show_khz;
 
 /// A file's kHz in the words `desired` uses (`2.1 GHz`); other text as it is.
 pub fn shown(raw: &str) -> String {
@@ -318,7 +307,8 @@ fn global_bound(
         return Ok(());
     };
     let pct = |f: &str| number(host, &format!("{PSTATE}/{f}"));
-    let ceiling = pct("max_perf_pct").map(|p| (top * p / 100).div_ceil(STEP) * STEP);
+    let ceiling =
+        pct("max_perf_pct").map(|p| crate::inventory::perf_pct_ceiling_khz(top, p));
     let floor = pct("min_perf_pct").map(|p| top * p / 100);
     let why = match (ceiling, floor) {
         (Some(c), _) if khz > c => format!(

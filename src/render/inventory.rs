@@ -225,19 +225,24 @@ fn frequency(inv: &Inventory, _: Want) -> String {
                     ("base".into(), khz(&f.base_khz)),
                     ("scaling min".into(), khz(&f.scaling_min_khz)),
                     ("scaling max".into(), khz(&f.scaling_max_khz)),
-                    (
-                        "boost".into(),
-                        f.boost
-                            .map(|b| if b { "on" } else { "off" }.to_string())
-                            .unwrap_or(NOT_EXPOSED.into()),
-                    ),
+                    ("boost".into(), on_off(f.boost)),
                     ("intel_pstate".into(), opt(&f.intel_pstate_status)),
+                    (
+                        "intel_pstate perf".into(),
+                        f.perf_pct_text().unwrap_or(NOT_EXPOSED.into()),
+                    ),
+                    ("hwp_dynamic_boost".into(), on_off(f.hwp_dynamic_boost)),
                     ("energy_perf_bias".into(), grouped(&f.energy_perf_bias)),
                 ],
             )
         }
     }
     out
+}
+
+fn on_off(b: Option<bool>) -> String {
+    b.map(|b| if b { "on" } else { "off" }.to_string())
+        .unwrap_or(NOT_EXPOSED.into())
 }
 
 fn idle(inv: &Inventory, _: Want) -> String {

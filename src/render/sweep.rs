@@ -140,6 +140,12 @@ pub fn bundle_table(r: &BundleReport) -> String {
             }
         }
     }
+    for d in &r.not_jointly_droppable {
+        out += &format!(
+            "Keep with the candidates dropped: {}: {}\n",
+            d.knob, d.reason
+        );
+    }
     if let Some(w) = &r.interaction {
         out += &format!("Shares: {w}\n");
     }

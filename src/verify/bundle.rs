@@ -44,6 +44,20 @@ pub struct Drop {
     pub reason: String,
 }
 
+/// One re-test of the backward elimination: a candidate's share in the
+/// reduced bundle (the knobs kept so far / the same without it).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Retest {
+    /// The reduced bundle the candidate was re-tested in.
+    pub bundle: Vec<String>,
+    pub knob: String,
+    /// Reduced bundle / reduced bundle without the knob (below 1: it helps).
+    pub ratio: f64,
+    pub interval: [f64; 2],
+    pub verdict: Verdict,
+    pub words: String,
+}
+
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct BundleReport {
     pub host: String,
@@ -61,7 +75,14 @@ pub struct BundleReport {
     pub together: Analysis,
     pub together_words: String,
     pub shares: Vec<Share>,
+    /// Knobs shown droppable together: the first pass's weakest candidate,
+    /// then each one the reduced bundle, re-tested, still shows no need of.
     pub drop_candidates: Vec<Drop>,
+    /// First-pass candidates the reduced bundle needs (or was not re-tested
+    /// for): not to be dropped with the others.
+    pub not_jointly_droppable: Vec<Drop>,
+    /// The backward elimination's re-tests, in order.
+    pub elimination: Vec<Retest>,
     /// The shares' fractions summed (null when any is undefined): near 1 the
     /// shares add up; far from it the knobs interact.
     pub fractions_sum: Option<f64>,
@@ -149,9 +170,93 @@ pub fn run(
         done(0, 1) && (2..n).all(|v| done(v, 1))
     };
     let run = multi::run(session, &legs, place_on, opts, rule, &decided, progress)?;
-    Ok(report(
-        session, knobs, opts, &legs, run, split, plan, metric,
-    ))
+    let not_exercised = run.not_exercised;
+    let mut r = report(session, knobs, opts, &legs, run, split, plan, metric);
+    if r.interrupted.is_none() && !not_exercised && r.drop_candidates.len() > 1 {
+        let base = Base {
+            session,
+            knobs,
+            place_on,
+            opts,
+            rule,
+            metric,
+        };
+        backward(&base, &mut r, progress)?;
+    }
+    Ok(r)
+}
+
+/// What a re-test run needs of the bundle's.
+struct Base<'a> {
+    session: &'a Session<'a>,
+    knobs: &'a [&'a Knob],
+    place_on: &'a Knob,
+    opts: &'a Options,
+    rule: super::paired::Rule,
+    metric: super::paired::Metric,
+}
+
+/// Runs [`eliminate`] with real re-test runs: legs the reduced bundle and
+/// it without each candidate, the run's error rate split over the candidates.
+fn backward(b: &Base, r: &mut BundleReport, progress: &mut dyn FnMut(&str)) -> Result<()> {
+    let ids: Vec<String> = b.knobs.iter().map(|k| k.id.clone()).collect();
+    let (mut restored, mut warnings, mut interrupted) = (true, Vec::new(), None);
+    let mut retest = |kept: &[String], cands: &[String]| -> Result<Option<Vec<Analysis>>> {
+        let kept: Vec<&Knob> = b
+            .knobs
+            .iter()
+            .copied()
+            .filter(|k| kept.contains(&k.id))
+            .collect();
+        let mut legs = vec![Variant {
+            label: "reduced".into(),
+            knobs: kept.clone(),
+        }];
+        legs.extend(cands.iter().map(|c| Variant {
+            label: format!("reduced without {c}"),
+            knobs: kept.iter().copied().filter(|k| k.id != *c).collect(),
+        }));
+        progress(&format!(
+            "re-testing {} in the reduced bundle {}",
+            cands.join(", "),
+            kept.iter()
+                .map(|k| k.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let split = multi::split_rule(b.rule, cands.len());
+        let (n, metric) = (legs.len(), b.metric);
+        let decided = move |rr: &multi::Rounds| {
+            (1..n).all(|v| {
+                super::paired::analyze(&rr.against(v, 0), metric, split).decision
+                    != Decision::MoreRounds
+            })
+        };
+        let run = multi::run(
+            b.session, &legs, b.place_on, b.opts, b.rule, &decided, progress,
+        )?;
+        restored &= run.restored;
+        warnings.extend(run.warnings.iter().cloned());
+        if run.interrupted.is_some() {
+            interrupted = run.interrupted;
+            return Ok(None);
+        }
+        Ok(Some(
+            (1..n)
+                .map(|v| multi::compare(&run, v, 0, metric, split))
+                .collect(),
+        ))
+    };
+    let e = eliminate(&ids, &r.shares, &mut retest)?;
+    r.drop_candidates = e.drops;
+    r.not_jointly_droppable = e.needed;
+    r.elimination = e.retests;
+    r.restored &= restored;
+    r.warnings.extend(warnings);
+    if interrupted.is_some() {
+        r.interrupted = interrupted;
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -199,6 +304,8 @@ fn report(
         together_words: format!("all / as found: {}", together.verdict_words()),
         together,
         drop_candidates: drop_candidates(&shares),
+        not_jointly_droppable: Vec::new(),
+        elimination: Vec::new(),
         fractions_sum: fractions_sum(&shares),
         interaction: interaction(&shares),
         shares,
@@ -260,6 +367,104 @@ pub fn drop_candidates(shares: &[Share]) -> Vec<Drop> {
     out
 }
 
+/// What the backward elimination leaves: the knobs droppable together, the
+/// candidates the reduced bundle needs, and the re-tests.
+pub struct Elimination {
+    pub drops: Vec<Drop>,
+    pub needed: Vec<Drop>,
+    pub retests: Vec<Retest>,
+}
+
+/// A re-test run: for the reduced bundle `kept` and each candidate, the
+/// analysis of kept / kept without it; `None` when the run did not finish.
+pub type RetestRun<'a> = dyn FnMut(&[String], &[String]) -> Result<Option<Vec<Analysis>>> + 'a;
+
+/// Backward elimination over the first pass's candidates: drop the weakest
+/// (the highest all / without ratio: the bundle gains least from it), re-test
+/// every other candidate in the bundle without it, keep those that still show
+/// no need, and repeat. A candidate the reduced bundle needs (improved, or
+/// inconclusive) is not droppable together with those dropped before it.
+pub fn eliminate(
+    knobs: &[String],
+    shares: &[Share],
+    retest: &mut RetestRun,
+) -> Result<Elimination> {
+    let ratio = |k: &str| shares.iter().find(|s| s.knob == k).map_or(1.0, |s| s.ratio);
+    let mut remaining: Vec<(Drop, f64)> = single_drops(shares)
+        .into_iter()
+        .map(|d| {
+            let r = ratio(&d.knob);
+            (d, r)
+        })
+        .collect();
+    let mut out = Elimination {
+        drops: Vec::new(),
+        needed: Vec::new(),
+        retests: Vec::new(),
+    };
+    if remaining.len() < 2 {
+        out.drops = remaining.into_iter().map(|(d, _)| d).collect();
+        return Ok(out);
+    }
+    let mut kept: Vec<String> = knobs.to_vec();
+    loop {
+        // The weakest first; ties keep the bundle's order.
+        let w = (0..remaining.len())
+            .rev()
+            .max_by(|&a, &b| remaining[a].1.total_cmp(&remaining[b].1))
+            .unwrap_or(0);
+        let (d, _) = remaining.remove(w);
+        kept.retain(|k| *k != d.knob);
+        out.drops.push(d);
+        if remaining.is_empty() {
+            return Ok(out);
+        }
+        let dropped: Vec<&str> = out.drops.iter().map(|d| d.knob.as_str()).collect();
+        let dropped = dropped.join(", ");
+        let names: Vec<String> = remaining.iter().map(|(d, _)| d.knob.clone()).collect();
+        let Some(analyses) = retest(&kept, &names)? else {
+            for (mut d, _) in remaining {
+                d.reason += &format!(
+                    "; not shown droppable together with {dropped}: the re-test of the bundle without {dropped} did not finish"
+                );
+                out.needed.push(d);
+            }
+            return Ok(out);
+        };
+        let mut still = Vec::new();
+        for ((mut d, _), a) in remaining.into_iter().zip(analyses) {
+            let words = format!(
+                "{} / without {}: {}",
+                kept.join("+"),
+                d.knob,
+                a.verdict_words()
+            );
+            out.retests.push(Retest {
+                bundle: kept.clone(),
+                knob: d.knob.clone(),
+                ratio: a.ratio,
+                interval: a.interval,
+                verdict: a.verdict,
+                words: words.clone(),
+            });
+            if matches!(a.verdict, Verdict::NoDetectableEffect | Verdict::Regressed) {
+                d.reason +=
+                    &format!("; re-tested without {dropped}: still no need of it ({words})");
+                still.push((d, a.ratio));
+            } else {
+                d.reason = format!(
+                    "not droppable together with {dropped}: re-tested in the bundle without {dropped}, {words}"
+                );
+                out.needed.push(d);
+            }
+        }
+        if still.is_empty() {
+            return Ok(out);
+        }
+        remaining = still;
+    }
+}
+
 fn single_drops(shares: &[Share]) -> Vec<Drop> {
     shares
         .iter()
@@ -309,6 +514,121 @@ mod tests {
             words: String::new(),
             analysis: a,
         }
+    }
+
+    /// The simulated bundle: the metric of a set of knobs, where `a` and
+    /// `b` do the same thing (either gives 0.8) and `c` gives 0.9 of its own.
+    fn metric_of(set: &[&str]) -> f64 {
+        let has = |k| set.contains(&k);
+        100_000.0 * if has("a") || has("b") { 0.8 } else { 1.0 } * if has("c") { 0.9 } else { 1.0 }
+    }
+
+    /// Analysis of `set` against `set` without `knob`, by the code's own rule.
+    fn simulated(set: &[&str], knob: &str, model: fn(&[&str]) -> f64) -> Analysis {
+        let without: Vec<&str> = set.iter().copied().filter(|k| *k != knob).collect();
+        let rounds: Vec<_> = (0..12)
+            .map(|r| {
+                let wobble = 1.0 + (r % 2) as f64 * 0.002;
+                let b = (model(&without) * wobble) as u64;
+                let a = (model(set) * (1.0 + (r % 3) as f64 * 0.001)) as u64;
+                (vec![b; 9], vec![a; 9])
+            })
+            .collect();
+        analyze(&rounds, Metric::P50, Rule::for_rounds(12))
+    }
+
+    fn eliminated(model: fn(&[&str]) -> f64) -> (Elimination, Vec<Vec<String>>) {
+        let all = ["a", "b", "c"];
+        let shares: Vec<Share> = all
+            .iter()
+            .map(|k| {
+                let a = simulated(&all, k, model);
+                let mut s = share(k, 1.0, None);
+                (s.ratio, s.interval, s.verdict) = (a.ratio, a.interval, a.verdict);
+                s.analysis = a;
+                s
+            })
+            .collect();
+        let ids: Vec<String> = all.iter().map(|k| k.to_string()).collect();
+        let mut asked = Vec::new();
+        let mut retest = |kept: &[String], cands: &[String]| -> Result<Option<Vec<Analysis>>> {
+            asked.push(kept.to_vec());
+            let kept: Vec<&str> = kept.iter().map(String::as_str).collect();
+            Ok(Some(
+                cands.iter().map(|c| simulated(&kept, c, model)).collect(),
+            ))
+        };
+        let e = eliminate(&ids, &shares, &mut retest).unwrap();
+        (e, asked)
+    }
+
+    #[test]
+    fn backward_elimination_drops_one_of_two_redundant_knobs_and_keeps_the_other() {
+        // First pass: without a, or without b, the bundle keeps its effect.
+        let (e, asked) = eliminated(metric_of);
+        // a (first of the tied weakest) goes; b is re-tested in {b, c}, where
+        // without it the metric goes from 72 to 90 µs: needed.
+        let drops: Vec<&str> = e.drops.iter().map(|d| d.knob.as_str()).collect();
+        assert_eq!(drops, ["a"]);
+        assert_eq!(asked, [vec!["b".to_string(), "c".to_string()]]);
+        assert_eq!(e.needed.len(), 1);
+        assert_eq!(e.needed[0].knob, "b");
+        assert!(
+            e.needed[0].reason.contains("not droppable together with a")
+                && e.needed[0].reason.contains("b+c / without b: improved"),
+            "{}",
+            e.needed[0].reason
+        );
+        assert_eq!(e.retests.len(), 1);
+        assert_eq!(e.retests[0].verdict, Verdict::Improved);
+        assert!(
+            (e.retests[0].ratio - 0.8).abs() < 0.01,
+            "{}",
+            e.retests[0].ratio
+        );
+    }
+
+    #[test]
+    fn backward_elimination_drops_knobs_that_are_useless_together() {
+        // a and b do nothing at all: dropping one leaves the other useless.
+        fn only_c(set: &[&str]) -> f64 {
+            100_000.0 * if set.contains(&"c") { 0.9 } else { 1.0 }
+        }
+        let (e, asked) = eliminated(only_c);
+        let drops: Vec<&str> = e.drops.iter().map(|d| d.knob.as_str()).collect();
+        assert_eq!(drops, ["a", "b"]);
+        assert!(e.needed.is_empty());
+        assert_eq!(asked.len(), 1);
+        assert!(
+            e.drops[1]
+                .reason
+                .contains("re-tested without a: still no need of it"),
+            "{}",
+            e.drops[1].reason
+        );
+        // One candidate: nothing to re-test.
+        let mut never = |_: &[String], _: &[String]| -> Result<Option<Vec<Analysis>>> {
+            panic!("no re-test with one candidate")
+        };
+        let one = [share("a", 1.0, Some(0.0)), share("c", 0.7, Some(1.0))];
+        let ids = ["a".to_string(), "c".to_string()];
+        let e = eliminate(&ids, &one, &mut never).unwrap();
+        assert_eq!(e.drops.len(), 1);
+        // A re-test that did not finish: the rest keep the old caveat.
+        let mut cut = |_: &[String], _: &[String]| -> Result<Option<Vec<Analysis>>> { Ok(None) };
+        let two = [
+            share("a", 1.0, Some(0.0)),
+            share("b", 1.0, Some(0.0)),
+            share("c", 0.7, Some(1.0)),
+        ];
+        let ids = ["a".to_string(), "b".to_string(), "c".to_string()];
+        let e = eliminate(&ids, &two, &mut cut).unwrap();
+        assert_eq!(e.drops.len(), 1);
+        assert!(
+            e.needed[0].reason.contains("did not finish"),
+            "{}",
+            e.needed[0].reason
+        );
     }
 
     #[test]

@@ -188,8 +188,9 @@ impl Legs {
     }
 
     /// The report: watts per leg and what the applied leg's power bought.
-    /// `metric_us`: each leg's compared metric in µs (a time metric only).
-    pub fn report(&self, metric_us: Option<[f64; 2]>) -> Energy {
+    /// `metric_us`: each leg's compared metric in µs (a time metric only);
+    /// `ratio_interval`: the verdict's interval of applied / as found.
+    pub fn report(&self, metric_us: Option<[f64; 2]>, ratio_interval: [f64; 2]) -> Energy {
         if let Some(why) = self.missing.as_ref().filter(|_| self.zones.is_empty()) {
             return Energy {
                 exposed: false,
@@ -199,6 +200,7 @@ impl Legs {
                 watts: None,
                 power_interval: None,
                 us_saved_per_watt: None,
+                us_saved_per_watt_interval: None,
                 words: format!("energy not exposed: {why}"),
             };
         }
@@ -219,17 +221,30 @@ impl Legs {
                 )
             },
         );
-        let cost = match (saved, per_watt) {
-            (Some(_), Some(p)) => format!("; {p:.2} µs saved per extra watt ({iv})"),
-            (Some(_), None) if !resolved => {
+        // µs saved over the verdict's ratio interval, W over the power
+        // interval: each holds at 1 - alpha, both together at 1 - 2 alpha.
+        let per_watt_interval = match (metric_us, diff) {
+            (Some([b, _]), Some(w)) if per_watt.is_some() => Some(quotient_interval(
+                [b * (1.0 - ratio_interval[1]), b * (1.0 - ratio_interval[0])],
+                w,
+            )),
+            _ => None,
+        };
+        let cost = match (saved, per_watt, per_watt_interval) {
+            (Some(_), Some(p), Some([lo, hi])) => format!(
+                "; {p:.2} µs saved per extra watt ({:.1} % interval {lo:.2} to {hi:.2} µs/W; power {iv})",
+                (1.0 - 2.0 * ALPHA) * 100.0
+            ),
+            (Some(_), Some(p), None) => format!("; {p:.2} µs saved per extra watt ({iv})"),
+            (Some(_), None, _) if !resolved => {
                 format!("; µs saved per watt withheld: the power difference is not resolved ({iv})")
             }
-            (Some(s), None) => format!(
+            (Some(s), None, _) => format!(
                 "; {s:.2} µs saved at no extra power ({:.2} W {}; {iv})",
                 extra.abs(),
                 if extra < 0.0 { "less" } else { "more" }
             ),
-            (None, _) => String::new(),
+            (None, _, _) => String::new(),
         };
         Energy {
             exposed: true,
@@ -243,6 +258,7 @@ impl Legs {
             watts: Some(watts),
             power_interval: diff,
             us_saved_per_watt: per_watt,
+            us_saved_per_watt_interval: per_watt_interval,
         }
     }
 }
@@ -262,6 +278,17 @@ fn power_interval(w: &[Vec<f64>; 2]) -> Option<[f64; 2]> {
     let t = StudentsT::new(0.0, 1.0, (d.len() - 1) as f64).ok()?;
     let half = t.inverse_cdf(1.0 - ALPHA / 2.0) * sd / (d.len() as f64).sqrt();
     Some([mean - half, mean + half])
+}
+
+/// The interval of s / w for s in `s` and w in `w`, when w > 0 throughout
+/// (a resolved, positive power difference): the extremes of the quotient lie
+/// at the corners.
+fn quotient_interval(s: [f64; 2], w: [f64; 2]) -> [f64; 2] {
+    let q = [s[0] / w[0], s[0] / w[1], s[1] / w[0], s[1] / w[1]];
+    [
+        q.iter().copied().fold(f64::INFINITY, f64::min),
+        q.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    ]
 }
 
 /// Package energy over the probe runs of each leg (as found, applied).
@@ -284,6 +311,11 @@ pub struct Energy {
     /// W), when the applied leg draws more power, `power_interval` excludes
     /// 0 (else withheld: null) and the metric is a time.
     pub us_saved_per_watt: Option<f64>,
+    /// The interval of `us_saved_per_watt`: the µs saved over the verdict's
+    /// ratio interval divided by `power_interval` (at 1 − 2 × 0.5 %, as two
+    /// intervals at 1 − 0.5 % each hold together at least that often);
+    /// null when `us_saved_per_watt` is.
+    pub us_saved_per_watt_interval: Option<[f64; 2]>,
     pub words: String,
 }
 
@@ -325,8 +357,9 @@ mod tests {
             // +0.05 W on average, but rounds disagree on its sign.
             round_watts: [vec![1.0, 1.0, 1.0, 1.0], vec![1.5, 0.6, 1.4, 0.7]],
         };
-        let e = l.report(Some([100.0, 80.0]));
+        let e = l.report(Some([100.0, 80.0]), [0.7, 0.9]);
         assert_eq!(e.us_saved_per_watt, None, "{}", e.words);
+        assert_eq!(e.us_saved_per_watt_interval, None, "{}", e.words);
         assert!(
             e.words
                 .contains("withheld: the power difference is not resolved"),
@@ -338,15 +371,31 @@ mod tests {
         // Every round 0.5 W more: resolved, and given with its interval.
         l.round_watts[1] = vec![1.5, 1.49, 1.51, 1.5];
         l.joules[1] = 15.0;
-        let e = l.report(Some([100.0, 80.0]));
+        let e = l.report(Some([100.0, 80.0]), [0.7, 0.9]);
         assert!(
             (e.us_saved_per_watt.unwrap() - 40.0).abs() < 1e-9,
             "{}",
             e.words
         );
+        // Its own interval: 10..30 µs saved (ratio 0.7..0.9 of 100 µs) over
+        // the power interval's bounds, which lie either side of 0.5 W.
+        let [lo, hi] = e.us_saved_per_watt_interval.unwrap();
+        let [wlo, whi] = e.power_interval.unwrap();
+        assert!(0.0 < wlo && wlo < 0.5 && whi > 0.5, "{wlo} {whi}");
+        assert!((lo - 10.0 / whi).abs() < 1e-9 && (hi - 30.0 / wlo).abs() < 1e-9);
+        assert!(lo < 40.0 && 40.0 < hi, "{}", e.words);
         assert!(
+            e.words.contains(&format!(
+                "40.00 µs saved per extra watt (99.0 % interval {lo:.2} to {hi:.2} µs/W; power 99.50 % interval"
+            )),
+            "{}",
             e.words
-                .contains("40.00 µs saved per extra watt (99.50 % interval"),
+        );
+        // A saving whose ratio interval reaches past 1 (a possible loss)
+        // gives an interval that reaches below 0.
+        let e = l.report(Some([100.0, 80.0]), [0.7, 1.05]);
+        assert!(
+            e.us_saved_per_watt_interval.unwrap()[0] < 0.0,
             "{}",
             e.words
         );

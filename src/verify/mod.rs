@@ -347,9 +347,10 @@ fn run_locked(
             .copied()
             .collect()
     };
-    let energy = legs
-        .energy
-        .report(command::metric_us(legs.command.as_ref(), &analysis));
+    let energy = legs.energy.report(
+        command::metric_us(legs.command.as_ref(), &analysis),
+        analysis.interval,
+    );
     let placed = legs.command.take().map(|p| command::finish(p, &analysis));
     let split_limit = split::not_applicable(session.root(), placement.sleeper, placement.waker);
     Ok(Report {

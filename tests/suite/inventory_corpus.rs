@@ -275,6 +275,15 @@ fn check_host(host: &str) -> Vec<String> {
             for_cpu(&f["base_khz"], 0).as_u64(),
             ef["base_frequency_khz"].as_u64(),
         );
+        let ep = &exp["intel_pstate"];
+        for field in ["max_perf_pct", "min_perf_pct"] {
+            c.eq(field, f[field].as_u64(), ep[field].as_u64());
+        }
+        c.eq(
+            "hwp_dynamic_boost",
+            f["hwp_dynamic_boost"].as_bool(),
+            ep["hwp_dynamic_boost"].as_u64().map(|v| v == 1),
+        );
         if let Some(n) = exp["cpufreq_policies"].as_u64() {
             c.eq("policies", f["policies"].as_u64(), Some(n));
         }

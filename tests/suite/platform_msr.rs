@@ -3,6 +3,7 @@
 //! materialized (`support::msr`). Scopes and bits are decoded here from the
 //! trees' own files and pepc's dumps, independently of hostknob.
 
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::msr_knobs::{logged, logged_cpus, msr_copy, read_regs, refused, set_bits};
@@ -356,6 +357,71 @@ fn msr_writes_come_after_every_sysfs_write_of_the_apply() {
 }
 
 #[test]
+fn an_msr_value_changed_after_its_write_fails_the_final_re_read_and_rolls_back() {
+    // The MSRs are read again once every write is done: here a second writer
+    // (standing for intel_pstate or firmware rewriting 0x774) puts one CPU's
+    // HWP min back after hostknob's own read-back of it succeeded and before
+    // the apply ends. The test-only write gate holds the apply at that point.
+    let (tmp, root, dump) = msr_copy("spr1", |_| {});
+    set_driver(&root, "acpi-cpufreq");
+    let before = tree(&root);
+    let m = knobs(&[
+        ("a-floor", "kind: hwp-min\nset: 20\npersistence: runtime\n"),
+        (
+            "z-cap",
+            "kind: cpufreq-max\nset: base\npersistence: runtime\n",
+        ),
+    ]);
+    let log = tmp.path().join("writes.log");
+    let gate = tempfile::tempdir().unwrap();
+    let child = command(&root, m.path(), &["apply", "--all"])
+        .env(hostknob::apply::GATE_VAR, gate.path())
+        .env(hostknob::apply::LOG_VAR, &log)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Step by step until one 0x774 write is done and another write is pending.
+    let mut k = 0;
+    let cpu = loop {
+        wait_for(&gate.path().join(format!("at-{k}")));
+        if let Some(&cpu) = logged_cpus(&log, HWP_REQ).first() {
+            break cpu;
+        }
+        std::fs::write(gate.path().join(format!("go-{k}")), "").unwrap();
+        k += 1;
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(root.join(format!("dev/cpu/{cpu}/msr")))
+        .unwrap();
+    let mut b = [0u8; 8];
+    f.read_exact_at(&mut b, HWP_REQ as u64 * 8).unwrap();
+    let now = u64::from_le_bytes(b);
+    assert_eq!(now & 0xff, 20, "CPU {cpu} written: {now:#x}");
+    f.write_all_at(&dump[&HWP_REQ][&cpu].to_le_bytes(), HWP_REQ as u64 * 8)
+        .unwrap();
+    drop(f);
+    // Every later write goes through.
+    open_gate(gate.path(), k + 10_000);
+    let o = child.wait_with_output().unwrap();
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}{}", stdout(&o));
+    assert!(
+        e.contains(&format!("/dev/cpu/{cpu}/msr@0x774"))
+            && e.contains("after every write of the apply")
+            && e.contains("read back"),
+        "{e}"
+    );
+    assert!(e.contains("restored"), "{e}");
+    // Rolled back: the sysfs limit and every CPU's register as before.
+    assert_eq!(read_regs(&root, &dump), dump);
+    assert_tree(&before, &root, "rolled-back apply");
+    assert!(journal(&root).is_empty(), "{:#?}", journal(&root));
+}
+
+#[test]
 fn msr_writes_refused_by_the_driver_filter_are_said_at_plan_time() {
     // msr.allow_writes=off: the driver returns EPERM to every write
     // (arch/x86/kernel/msr.c filter_write), which is not a missing capability.
@@ -529,4 +595,44 @@ fn tpmi_domain_writes_outside_the_root_domains_limits_are_refused_gnr0() {
         "persistence: runtime\nkind: uncore-freq\ntarget: {bound: max, packages: \"1\"}\nset: 2 GHz\n",
     )]);
     ok(&run(&root, m.path(), &["apply", "ceiling1", "--dry-run"]));
+}
+
+#[test]
+fn inventory_shows_intel_pstates_global_limits_spr1() {
+    // spr1 as captured: max_perf_pct 100, min_perf_pct 21, hwp_dynamic_boost 1.
+    let (_t, root) = copy_host("spr1");
+    let f = |root: &Path| json_of(&inventory_json(root))["frequency"].clone();
+    let as_captured = f(&root);
+    assert_eq!(as_captured["max_perf_pct"], 100, "{as_captured:#}");
+    assert_eq!(as_captured["min_perf_pct"], 21, "{as_captured:#}");
+    assert_eq!(as_captured["hwp_dynamic_boost"], true, "{as_captured:#}");
+    write_files(
+        &root,
+        &[
+            ("sys/devices/system/cpu/intel_pstate/max_perf_pct", "50\n"),
+            (
+                "sys/devices/system/cpu/intel_pstate/hwp_dynamic_boost",
+                "0\n",
+            ),
+        ],
+    );
+    let capped = f(&root);
+    assert_eq!(capped["max_perf_pct"], 50, "{capped:#}");
+    assert_eq!(capped["hwp_dynamic_boost"], false, "{capped:#}");
+    // The table says what the CPUs get: half of cpuinfo_max_freq's 3.8 GHz.
+    let text = ok(&hostknob(&[
+        "--root",
+        root.to_str().unwrap(),
+        "inventory",
+        "frequency",
+    ]));
+    assert!(
+        text.contains("min 21 %, max 50 % of the hardware max (at most 1.9 GHz)"),
+        "{text}"
+    );
+    assert!(text.contains("hwp_dynamic_boost"), "{text}");
+    // A driver without them (the VM's) shows none.
+    let (_t2, vm) = copy_host("fc-haltpoll-2cpu");
+    let vm_f = f(&vm);
+    assert!(vm_f.is_null() || vm_f["max_perf_pct"].is_null(), "{vm_f:#}");
 }

@@ -332,15 +332,31 @@ fn a_bundle_runs_all_leave_one_out_legs_and_names_its_shares() {
     // Three comparisons, each at a third of the run's error rate.
     let c = v["together"]["confidence"].as_f64().unwrap();
     assert!((c - (1.0 - 0.005 / 3.0)).abs() < 1e-12, "{v}");
-    // A drop candidate is exactly a share with no detectable effect or a regression.
-    for s in shares {
-        let named = v["drop_candidates"]
+    // A share with no detectable effect or a regression is a drop candidate,
+    // or, when the reduced bundle re-tested needs it, not jointly droppable;
+    // nothing else is named.
+    let listed = |field: &str, knob: &serde_json::Value| {
+        v[field]
             .as_array()
             .unwrap()
             .iter()
-            .any(|d| d["knob"] == s["knob"]);
+            .any(|d| d["knob"] == *knob)
+    };
+    let mut candidates = 0;
+    for s in shares {
+        let named = listed("drop_candidates", &s["knob"]);
+        let kept = listed("not_jointly_droppable", &s["knob"]);
         let no_share = s["verdict"] == "no-detectable-effect" || s["verdict"] == "regressed";
-        assert_eq!(named, no_share, "{v}");
+        assert_eq!(named || kept, no_share, "{v}");
+        assert!(!(named && kept), "{v}");
+        candidates += no_share as usize;
+    }
+    // Two candidates: the second was re-tested without the first.
+    let retests = v["elimination"].as_array().unwrap();
+    assert_eq!(retests.len(), (candidates == 2) as usize, "{v}");
+    if let Some(r) = retests.first() {
+        assert_eq!(r["bundle"].as_array().unwrap().len(), 1, "{v}");
+        assert!(err(&o).contains("re-testing"), "{}", err(&o));
     }
     let entries = ledger_entries(&root);
     assert_eq!(entries.len(), 2, "one entry per knob: {entries:?}");
