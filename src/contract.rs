@@ -41,6 +41,12 @@ impl<'a, T: Contract> Versioned<'a, T> {
     }
 }
 
+/// Set when the command rendered its own document (`render::machine`): a
+/// probe that prints a partial result and then fails gets no second document
+/// after it, so stdout stays one parseable document.
+pub static DOCUMENT_RENDERED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// A command that failed, on stdout when `--format json` (or yaml) was asked
 /// for: automation reads the reason there, as it reads the output on success.
 /// The same line goes to stderr.

@@ -149,7 +149,9 @@ fn main() {
                 error: format!("{e:#}"),
                 exit_code: 1,
             };
-            if let Some(text) = format.and_then(|f| report.render(f)) {
+            let own =
+                hostknob::contract::DOCUMENT_RENDERED.load(std::sync::atomic::Ordering::Relaxed);
+            if let Some(text) = format.filter(|_| !own).and_then(|f| report.render(f)) {
                 print!("{text}");
             }
             std::process::exit(1);

@@ -35,10 +35,12 @@ pub struct Interface {
     /// `ethtool -i/-l/-c/-g/-k`; `null` in a capture that holds none.
     #[serde(default)]
     pub ethtool: Option<crate::ethtool::State>,
+    /// `queues/rx-N`; `null` where the tree holds no `queues` directory (every
+    /// live device has one, so a capture without it did not record them).
     #[serde(default)]
-    pub rx_queues: Vec<RxQueue>,
+    pub rx_queues: Option<Vec<RxQueue>>,
     #[serde(default)]
-    pub tx_queues: Vec<TxQueue>,
+    pub tx_queues: Option<Vec<TxQueue>>,
 }
 
 /// `queues/rx-N`: receive packet steering (RPS) and its flow table (RFS).
@@ -79,8 +81,10 @@ pub fn read_core(ctx: &Reader) -> NetCore {
 }
 
 /// Its queues, from `queues/rx-N` and `queues/tx-N`, in queue order.
-fn queues(ctx: &Reader, d: &str) -> (Vec<RxQueue>, Vec<TxQueue>) {
-    let names = ctx.dir(&format!("{d}/queues")).unwrap_or_default();
+fn queues(ctx: &Reader, d: &str) -> (Option<Vec<RxQueue>>, Option<Vec<TxQueue>>) {
+    let Some(names) = ctx.dir(&format!("{d}/queues")) else {
+        return (None, None);
+    };
     let mask = |p: String| ctx.text(&p).and_then(|t| CpuList::parse_mask(&t).ok());
     let rx = super::numbered(&names, "rx-")
         .into_iter()
@@ -98,7 +102,7 @@ fn queues(ctx: &Reader, d: &str) -> (Vec<RxQueue>, Vec<TxQueue>) {
             xps_rxqs: mask(format!("{d}/queues/tx-{q}/xps_rxqs")),
         })
         .collect();
-    (rx, tx)
+    (Some(rx), Some(tx))
 }
 
 /// `loopback` (ARPHRD_LOOPBACK, include/uapi/linux/if_arp.h), `virtual` or `physical`.

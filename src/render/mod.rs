@@ -40,6 +40,9 @@ pub fn machine<T: Serialize + crate::contract::Contract>(
     value: &T,
 ) -> Result<Option<String>> {
     let value = crate::contract::Versioned::new(value);
+    if matches!(format, Format::Json | Format::Yaml) {
+        crate::contract::DOCUMENT_RENDERED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     Ok(match format {
         Format::Table => None,
         Format::Json => Some(serde_json::to_string_pretty(&value)? + "\n"),

@@ -118,11 +118,15 @@ fn masks<'a>(kind: &str, q: impl Iterator<Item = (u32, Option<&'a CpuList>)>) ->
 fn steering(n: &Interface) -> String {
     let mut lines = masks(
         "rps",
-        n.rx_queues.iter().map(|q| (q.queue, q.rps_cpus.as_ref())),
+        n.rx_queues
+            .iter()
+            .flatten()
+            .map(|q| (q.queue, q.rps_cpus.as_ref())),
     );
     let flows: u64 = n
         .rx_queues
         .iter()
+        .flatten()
         .filter_map(|q| q.rps_flow_cnt)
         .map(u64::from)
         .sum();
@@ -131,7 +135,10 @@ fn steering(n: &Interface) -> String {
     }
     lines.extend(masks(
         "xps",
-        n.tx_queues.iter().map(|q| (q.queue, q.xps_cpus.as_ref())),
+        n.tx_queues
+            .iter()
+            .flatten()
+            .map(|q| (q.queue, q.xps_cpus.as_ref())),
     ));
     if lines.is_empty() {
         "-".into()
@@ -198,7 +205,7 @@ pub fn nic_settings(inv: &Inventory) -> String {
     );
     if let Some(c) = &inv.net_core {
         out += &facts(
-            "Network stack",
+            "Busy polling and flow steering (net.core)",
             &[
                 (
                     "net.core.busy_poll".into(),
