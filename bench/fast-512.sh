@@ -77,7 +77,7 @@ cmds = {"inventory": g + ["inventory"]}
 for s in ["host", "cpu", "caches", "numa", "memory", "idle", "frequency", "vulnerabilities",
           "network", "pm_qos", "platform", "processes"]:
     cmds[f"inventory {s}"] = g + ["inventory", s]
-cmds["audit (shipped catalog, host rpc-ap-1)"] = [bin, "--root", gnr0, "--host", "rpc-ap-1",
+cmds["audit (shipped catalog, host rpc-1.example)"] = [bin, "--root", gnr0, "--host", "rpc-1.example",
                                                  "--manifest", "manifest", "audit"]
 cmds["doc"] = g + ["doc", "--out", os.devnull]
 for k, (w, c) in paired(cmds, runs).items():
@@ -99,6 +99,6 @@ printf '%-32s' "live inventory:"; per_file "$bin" inventory
 printf '%-32s' "live lscpu:"; per_file lscpu
 printf '%-32s' "gnr0 inventory:"; per_file "$bin" --root "$tmp/gnr0" inventory
 printf '%-32s' "gnr0 inventory idle:"; per_file "$bin" --root "$tmp/gnr0" inventory idle
-printf '%-32s' "gnr0 audit:"; per_file "$bin" --root "$tmp/gnr0" --host rpc-ap-1 --manifest manifest audit
+printf '%-32s' "gnr0 audit:"; per_file "$bin" --root "$tmp/gnr0" --host rpc-1.example --manifest manifest audit
 printf '%-32s' "gnr0 doc:"; per_file "$bin" --root "$tmp/gnr0" --host gnr0 doc --out /dev/null
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
