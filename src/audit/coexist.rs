@@ -85,8 +85,7 @@ fn reapply_sysctl(host: &HostCtx) -> bool {
     let text = host.text("/etc/tuned/tuned-main.conf").unwrap_or_default();
     text.lines()
         .filter_map(|l| l.split_once('='))
-        .filter(|(k, _)| k.trim() == "reapply_sysctl")
-        .last()
+        .rfind(|(k, _)| k.trim() == "reapply_sysctl")
         .is_none_or(|(_, v)| {
             !matches!(
                 v.trim().to_ascii_lowercase().as_str(),
