@@ -38,10 +38,10 @@ pub fn collect_then<R: Send>(
     early: &(dyn Fn(&mut Inventory) -> R + Sync),
 ) -> anyhow::Result<(Inventory, R)> {
     let want = |s: Section| s.wanted(only);
-    // The idle states (7,680 files on a 512-CPU host) and the PM QoS request
-    // are read only for the sections that show them: the table's idle
-    // section is shown for either.
+    // The idle states (7,680 files on a 512-CPU host) only for `idle`; the
+    // PM QoS files (the request and one per CPU) for `idle` or `pm_qos`.
     let shows_idle = want(Section::Idle) || want(Section::PmQos);
+    let shows_states = want(Section::Idle);
     let ctx: [Reader; 11] = std::array::from_fn(|_| Reader::new(root));
     let [
         host_ctx,
@@ -96,7 +96,7 @@ pub fn collect_then<R: Send>(
         },
         &|| {
             if shows_idle && let Some(online) = online() {
-                p.idle.put(cpuidle::read(idle_ctx, &online));
+                p.idle.put(cpuidle::read(idle_ctx, &online, shows_states));
             }
         },
         &|| {

@@ -56,7 +56,9 @@ struct Shape {
     residency: Option<u64>,
 }
 
-pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
+/// Without `with_states` (the `pm_qos` section alone), only the driver,
+/// governor and per-CPU resume latencies: no state directory is opened.
+pub fn read(ctx: &Reader, online: &CpuList, with_states: bool) -> Idle {
     let base = format!("{CPU_DIR}/cpuidle");
     let driver = ctx.text(&format!("{base}/current_driver"));
     if driver.is_none() {
@@ -68,7 +70,8 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
     let available_governors = ctx.words(&format!("{base}/available_governors"));
 
     // Per-CPU reads run on all cores; folding them is cheap.
-    let Some((&first_cpu, rest)) = online.as_slice().split_first() else {
+    let with_states_on: &[u32] = if with_states { online.as_slice() } else { &[] };
+    let Some((&first_cpu, rest)) = with_states_on.split_first() else {
         return Idle {
             driver,
             governor,
@@ -76,7 +79,10 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
             states: Vec::new(),
             cpus_with_states: CpuList::default(),
             state_tables: None,
-            pm_qos_resume_latency_us: Vec::new(),
+            pm_qos_resume_latency_us: match online.is_empty() {
+                true => Vec::new(),
+                false => resume_latencies(ctx, online),
+            },
         };
     };
     let first_states = read_cpu(ctx, first_cpu, None);
@@ -149,6 +155,20 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
     // Keep only the first CPU's table in `states` order; others are in `state_tables`.
     states.sort_by_key(|s| s.index);
 
+    let pm_qos = resume_latencies(ctx, online);
+    Idle {
+        driver,
+        governor,
+        available_governors,
+        states,
+        cpus_with_states,
+        state_tables,
+        pm_qos_resume_latency_us: pm_qos,
+    }
+}
+
+/// `power/pm_qos_resume_latency_us` of each online CPU, grouped.
+fn resume_latencies(ctx: &Reader, online: &CpuList) -> Vec<Group<String>> {
     let pm_qos = group(
         ctx.par_map(online.as_slice(), |ctx, &cpu| {
             Some((cpu, ctx.text(&resume_latency_path(cpu))?))
@@ -159,15 +179,7 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Idle {
     if pm_qos.is_empty() {
         ctx.not_exposed("PM QoS resume latency", &resume_latency_path(0));
     }
-    Idle {
-        driver,
-        governor,
-        available_governors,
-        states,
-        cpus_with_states,
-        state_tables,
-        pm_qos_resume_latency_us: pm_qos,
-    }
+    pm_qos
 }
 
 struct RawState {

@@ -245,7 +245,7 @@ fn on_off(b: Option<bool>) -> String {
         .unwrap_or(NOT_EXPOSED.into())
 }
 
-fn idle(inv: &Inventory, _: Want) -> String {
+fn idle(inv: &Inventory, want: Want) -> String {
     let mut out = String::new();
     let i = &inv.idle;
     out += &facts(
@@ -283,6 +283,10 @@ fn idle(inv: &Inventory, _: Want) -> String {
             ),
         ],
     );
+    if !want(Section::Idle) {
+        // `inventory pm_qos`: the states were not read, so none are shown.
+        return out;
+    }
     if i.states.is_empty() {
         out += "  no idle states exposed\n\n";
     } else {

@@ -143,7 +143,11 @@ fn a_section_does_not_read_the_idle_states_it_does_not_show() {
         "inventory idle names the FIFO it refused: {}",
         stderr(&idle)
     );
-    for section in ["host", "cpu", "memory"] {
+    // pm_qos reads the per-CPU resume latencies, not the idle states.
+    let qos = hostknob(&["--root", root, "inventory", "pm_qos"]);
+    assert!(out(&qos).contains("PM QoS resume latency"), "{}", out(&qos));
+    assert!(!out(&qos).contains("Idle states"), "{}", out(&qos));
+    for section in ["host", "cpu", "memory", "pm_qos"] {
         let o = hostknob(&["--root", root, "inventory", section]);
         assert!(o.status.success(), "{section}: {}", out(&o));
         assert!(
