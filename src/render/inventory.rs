@@ -439,9 +439,14 @@ fn network(inv: &Inventory, _: Want) -> String {
                 .collect::<Vec<_>>()
                 .join("\n")
         };
+        // A software device has no bound driver in sysfs; ethtool still names it (ifb, veth).
+        let driver = n
+            .driver
+            .clone()
+            .or_else(|| n.ethtool.as_ref().and_then(|e| e.driver.clone()));
         net_rows.push(vec![
             n.name.clone(),
-            opt(&n.driver),
+            opt(&driver),
             opt(&n.device),
             opt(&n.mtu),
             opt(&n.operstate),
