@@ -183,22 +183,7 @@ fn higher_is_better_is_compared_the_right_way_round() {
     assert!((g[0].as_f64().unwrap() - 1000.0).abs() < 0.5, "{g}");
     assert!((g[1].as_f64().unwrap() - 1300.0).abs() < 0.5, "{g}");
     // A person reads the values in the unit.
-    let o = run(
-        &root,
-        m.path(),
-        &[
-            "--host",
-            "vm",
-            "verify",
-            "thp-never",
-            "--settle",
-            "1ms",
-            "--rounds",
-            "5",
-            "--seed",
-            "1",
-        ],
-    );
+    let o = table_verify(&root, m.path());
     let table = out(&o);
     assert!(
         table.contains("1300.0000 ops/s") && table.contains("higher is better"),
@@ -207,14 +192,11 @@ fn higher_is_better_is_compared_the_right_way_round() {
     assert!(table.contains("energy not exposed"), "{table}");
 }
 
-#[test]
-fn a_command_leg_table_names_the_metric_and_labels_the_spread_across_runs() {
-    let (t, root) = vm();
-    let bench = fake(t.path(), &root, 1.3, 5);
-    let m = knob(&probe_yaml(&bench, ""));
-    let o = run(
-        &root,
-        m.path(),
+/// `verify thp-never` as a person runs it (the table), 5 rounds, seed 1.
+fn table_verify(root: &std::path::Path, m: &std::path::Path) -> std::process::Output {
+    run(
+        root,
+        m,
         &[
             "--host",
             "vm",
@@ -227,7 +209,15 @@ fn a_command_leg_table_names_the_metric_and_labels_the_spread_across_runs() {
             "--seed",
             "1",
         ],
-    );
+    )
+}
+
+#[test]
+fn a_command_leg_table_names_the_metric_and_labels_the_spread_across_runs() {
+    let (t, root) = vm();
+    let bench = fake(t.path(), &root, 1.3, 5);
+    let m = knob(&probe_yaml(&bench, ""));
+    let o = table_verify(&root, m.path());
     let table = out(&o);
     // The header names the metric as the user knows it, and what the columns are.
     assert!(
