@@ -99,9 +99,9 @@ impl Setting {
     fn found(&self, path: String, sets: String, agrees: bool) -> TunedSetting {
         TunedSetting {
             profile: self.profile.clone(),
-            file: self.opt.file.clone(),
+            file: self.opt.file.to_string(),
             line: self.opt.line,
-            section: self.opt.section.clone(),
+            section: self.opt.section.to_string(),
             key: self.opt.key.clone(),
             value: self.opt.value.clone(),
             path,

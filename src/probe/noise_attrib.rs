@@ -51,7 +51,8 @@ pub struct Source {
     pub name: String,
     /// The thread's id (kind `thread`).
     pub pid: Option<u32>,
-    /// tracefs: gaps it overlapped; counts: events (context switches for a thread).
+    /// tracefs: gaps it overlapped; counts: events (context switches for a
+    /// thread); steal: clock ticks (USER_HZ) of steal in `/proc/stat`.
     pub count: u64,
     /// Lost time given to it.
     pub time_ns: u64,
@@ -277,13 +278,14 @@ impl Attribution {
     ) -> (Method, Option<String>, HashMap<u32, Attributed>) {
         let after = Snapshot::read(root);
         let ticks = super::idle_cpu::clock_ticks_per_s().max(1);
-        let steal = |cpu: u32| -> u64 {
+        // (clock ticks of steal, their time): /proc/stat counts in USER_HZ ticks.
+        let steal = |cpu: u32| -> (u64, u64) {
             let d = after
                 .steal_ticks
                 .get(&cpu)
                 .unwrap_or(&0)
                 .saturating_sub(*self.before.steal_ticks.get(&cpu).unwrap_or(&0));
-            d * 1_000_000_000 / ticks
+            (d, d * 1_000_000_000 / ticks)
         };
         let (method, mut per_cpu): (Method, HashMap<u32, Attributed>) = match self.trace {
             Some(t) => {
@@ -314,13 +316,13 @@ impl Attribution {
             let a: &mut Attributed = per_cpu.entry(s.cpu).or_default();
             let lost: u64 = s.gaps.iter().map(|g| g.1).sum();
             let left = lost.saturating_sub(a.0.iter().map(|x| x.time_ns).sum());
-            let st = steal(s.cpu);
+            let (st_ticks, st) = steal(s.cpu);
             if st > 0 {
                 a.0.push(source(
                     "steal",
                     "steal (hypervisor)".into(),
                     None,
-                    0,
+                    st_ticks,
                     st.min(left),
                     true,
                 ));

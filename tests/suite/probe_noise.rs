@@ -91,6 +91,8 @@ fn noise_reports_lost_time_gaps_and_sources_per_cpu() {
         assert!(["irq", "softirq", "thread", "steal"].contains(&kind), "{s}");
         assert_eq!(s["pid"].is_null(), kind != "thread", "{s}");
         assert_eq!(s["estimated"], true, "counts are estimates: {s}");
+        // Steal's count is its clock ticks: time without a count would be invented.
+        assert!(kind != "steal" || u(s, "count") > 0, "{s}");
     }
 }
 

@@ -4,16 +4,18 @@
 //! imported knob can cite it.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use anyhow::{Result, bail};
 
 /// One `key = value` line (or a value continued on indented lines).
 #[derive(Clone, Debug)]
 pub struct Opt {
-    /// The file as named under the root (`/usr/lib/tuned/NAME/tuned.conf`).
-    pub file: String,
+    /// The file as named under the root (`/usr/lib/tuned/NAME/tuned.conf`);
+    /// shared by every option of the file (a profile may have many).
+    pub file: Rc<str>,
     pub line: usize,
-    pub section: String,
+    pub section: Rc<str>,
     pub key: String,
     pub value: String,
 }
@@ -48,6 +50,9 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Section>> {
     let mut sections: Vec<Section> = Vec::new();
     // Indexes by name, so a file of many sections or keys reads in linear time.
     let mut section_at: HashMap<String, usize> = HashMap::new();
+    // Each section's name once, shared by its options.
+    let mut names: Vec<Rc<str>> = Vec::new();
+    let file: Rc<str> = file.into();
     let mut key_at: HashMap<(usize, String), usize> = HashMap::new();
     let mut current: Option<usize> = None;
     // The option a continuation line extends: (section, option index, indent).
@@ -81,6 +86,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Section>> {
             };
             let name = name.0.to_string();
             current = Some(*section_at.entry(name.clone()).or_insert_with(|| {
+                names.push(name.as_str().into());
                 sections.push(Section {
                     name,
                     options: Vec::new(),
@@ -103,9 +109,9 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Section>> {
             bail!("{file}:{n}: malformed line {trimmed:?}: no option name before `=`");
         }
         let opt = Opt {
-            file: file.to_string(),
+            file: file.clone(),
             line: n,
-            section: sections[s].name.clone(),
+            section: names[s].clone(),
             key,
             value: strip_inline(value).trim().to_string(),
         };
@@ -127,25 +133,22 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Section>> {
 }
 
 /// Every option line of a file, in order, duplicates included: what the
-/// import accounts for.
-pub fn option_lines(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
+/// import accounts for (an iterator: a long profile is not copied again).
+pub fn option_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut in_section = false;
-    for (i, raw) in text.lines().enumerate() {
+    text.lines().enumerate().filter_map(move |(i, raw)| {
         let t = raw.trim();
         if t.is_empty() || t.starts_with('#') || t.starts_with(';') {
-            continue;
+            return None;
         }
         if t.starts_with('[') {
             in_section = true;
-            continue;
+            return None;
         }
-        if in_section
-            && !raw.starts_with(char::is_whitespace)
-            && let Some((k, _)) = t.split_once('=')
-        {
-            out.push((i + 1, k.trim().to_string()));
+        if in_section && !raw.starts_with(char::is_whitespace) {
+            let (k, _) = t.split_once('=')?;
+            return Some((i + 1, k.trim()));
         }
-    }
-    out
+        None
+    })
 }

@@ -120,7 +120,8 @@ impl Unit {
             cpuinfo_regex: None,
             uname_regex: None,
             keywords: Vec::new(),
-            options: Vec::new(),
+            // Sized up front: the section's list is still held while this fills.
+            options: Vec::with_capacity(s.options.len()),
         };
         let (mut replace, mut drop) = (false, Vec::new());
         for o in s.options {

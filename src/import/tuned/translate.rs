@@ -3,6 +3,7 @@
 //! variable, an include, a unit keyword) or as not imported with the reason.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use serde_yaml::{Mapping, Value};
 
@@ -37,9 +38,10 @@ pub struct KnobOut {
 pub struct Out {
     pub profile: String,
     pub knobs: Vec<KnobOut>,
-    pub fates: Vec<(Opt, Fate)>,
+    /// (file, line, fate) per option line met.
+    pub fates: Vec<(Rc<str>, usize, Fate)>,
     /// (file, line) -> index in `fates`; knob ids taken: linear in the lines.
-    fate_at: HashMap<(String, usize), usize>,
+    fate_at: HashMap<(Rc<str>, usize), usize>,
     ids: HashSet<String>,
 }
 
@@ -70,11 +72,11 @@ pub fn slug(text: &str) -> String {
 impl Out {
     pub fn fate(&mut self, o: &Opt, f: Fate) {
         match self.fate_at.get(&(o.file.clone(), o.line)) {
-            Some(&i) => self.fates[i] = (o.clone(), f),
+            Some(&i) => self.fates[i].2 = f,
             None => {
                 self.fate_at
                     .insert((o.file.clone(), o.line), self.fates.len());
-                self.fates.push((o.clone(), f));
+                self.fates.push((o.file.clone(), o.line, f));
             }
         }
     }
@@ -124,8 +126,13 @@ pub fn value(o: &Opt, vars: &Vars) -> anyhow::Result<Result<String, String>> {
 }
 
 pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out> {
+    // Sized up front: a long profile's tables are not grown (and copied) by doubling.
+    let lines = p.main.len() + p.includes.len()
+        + p.units.iter().map(|u| u.options.len() + u.keywords.len() + 1).sum::<usize>();
     let mut out = Out {
         profile: p.name.clone(),
+        fates: Vec::with_capacity(lines),
+        fate_at: HashMap::with_capacity(lines),
         ..Out::default()
     };
     for o in &p.main {
@@ -138,8 +145,9 @@ pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out>
     for o in &p.includes {
         out.fate(o, Fate::Used(format!("include of {} followed", o.value)));
     }
-    let mut vars = Vars::new(facts);
-    if let Some(u) = p.units.iter().find(|u| u.name == "variables") {
+    let variables_unit = p.units.iter().find(|u| u.name == "variables");
+    let mut vars = Vars::with_capacity(facts, variables_unit.map_or(0, |u| u.options.len()));
+    if let Some(u) = variables_unit {
         variables(root, p, u, &mut vars, &mut out)?;
     }
     for u in p.units.iter().filter(|u| u.name != "variables") {

@@ -45,9 +45,13 @@ pub struct Vars<'f> {
 
 impl<'f> Vars<'f> {
     pub fn new(facts: &'f Facts) -> Vars<'f> {
+        Vars::with_capacity(facts, 0)
+    }
+
+    pub fn with_capacity(facts: &'f Facts, n: usize) -> Vars<'f> {
         Vars {
             facts,
-            vars: HashMap::new(),
+            vars: HashMap::with_capacity(n),
         }
     }
 

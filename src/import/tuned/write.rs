@@ -137,7 +137,7 @@ pub fn accounting(p: &Profile, out: &Out) -> (String, String, Vec<String>, usize
     let fates: std::collections::HashMap<(&str, usize), &Fate> = out
         .fates
         .iter()
-        .map(|(o, f)| ((o.file.as_str(), o.line), f))
+        .map(|(file, line, f)| ((&**file, *line), f))
         .collect();
     for (file, text) in &p.texts {
         for (line, key) in option_lines(text) {
