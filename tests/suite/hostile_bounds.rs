@@ -371,3 +371,40 @@ fn report_csv_defuses_cells_starting_with_tab_or_cr() {
     assert!(csv.contains(",'\t=1+1,"), "{csv:?}");
     assert!(csv.contains("\"'\r=2+2\""), "{csv:?}");
 }
+
+#[test]
+fn import_tuned_bootloader_removals_stay_linear_and_a_knob_quotes_a_bounded_value() {
+    // 40 lines of 6,000 words each, then 40 lines removing them (`-words`):
+    // a list scan per removed word took 64 s; one knob adding `quiet` quoted
+    // every line whole in its `why` (4 MB).
+    let mut text = String::from("[main]\nsummary=boot\n[bootloader]\n");
+    let words = |n: usize| {
+        (0..6000)
+            .map(|m| format!("w{n}_{m}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for n in 0..40 {
+        text += &format!("cmdline_{n:02}={}\n", words(n));
+    }
+    for n in 0..40 {
+        text += &format!("cmdline_z{n:02}=-{}\n", words(n));
+    }
+    text += "cmdline_zz=quiet\n";
+    let (_t, from) = profile("boot", &text);
+    let out = tempfile::tempdir().unwrap();
+    let o = import(&from, "boot", &out.path().join("m"), 20);
+    assert_eq!(code(&o), Some(0), "{}", err(&o));
+    let knob =
+        std::fs::read_to_string(out.path().join("m/tuned-boot-bootloader-cmdline.yaml")).unwrap();
+    assert!(
+        knob.contains("  - quiet\n"),
+        "only quiet is left: {knob:.400}"
+    );
+    assert!(!knob.contains("  - w0_0"), "{knob:.400}");
+    assert!(knob.len() < 64 << 10, "{} bytes", knob.len());
+    assert!(
+        knob.contains("more bytes) (") && knob.contains("tuned.conf:4)"),
+        "{knob:.600}"
+    );
+}

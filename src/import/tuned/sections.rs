@@ -219,8 +219,9 @@ pub fn bootloader(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
         };
         match v.chars().next() {
             Some('-') => {
-                let gone: Vec<&str> = v[1..].split_whitespace().collect();
-                words.retain(|w| !gone.contains(&w.as_str()));
+                // A set: many words removed from many stay linear.
+                let gone: std::collections::HashSet<&str> = v[1..].split_whitespace().collect();
+                words.retain(|w| !gone.contains(w.as_str()));
             }
             Some('+') => words.extend(v[1..].split_whitespace().map(String::from)),
             Some('\\') if matches!(v.chars().nth(1), Some('\\' | '+' | '-')) => {

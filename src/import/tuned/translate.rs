@@ -127,8 +127,12 @@ pub fn value(o: &Opt, vars: &Vars) -> anyhow::Result<Result<String, String>> {
 
 pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out> {
     // Sized up front: a long profile's tables are not grown (and copied) by doubling.
-    let lines = p.main.len() + p.includes.len()
-        + p.units.iter().map(|u| u.options.len() + u.keywords.len() + 1).sum::<usize>();
+    let lines = p.main.len()
+        + p.includes.len()
+        + p.units
+            .iter()
+            .map(|u| u.options.len() + u.keywords.len() + 1)
+            .sum::<usize>();
     let mut out = Out {
         profile: p.name.clone(),
         fates: Vec::with_capacity(lines),

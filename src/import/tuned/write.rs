@@ -41,15 +41,19 @@ pub struct Context<'a> {
     pub summary: &'a str,
 }
 
+/// The longest value a `why` quotes whole; the line it cites has the rest.
+const QUOTED: usize = 200;
+
 fn cite(o: &super::ini::Opt) -> String {
-    format!(
-        "{} [{}] {} = {} ({})",
-        "tuned",
-        o.section,
-        o.key,
-        o.value,
-        o.at()
-    )
+    let value = match o.value.char_indices().nth(QUOTED) {
+        Some((cut, _)) => format!(
+            "{} ... ({} more bytes)",
+            &o.value[..cut],
+            o.value.len() - cut
+        ),
+        None => o.value.clone(),
+    };
+    format!("tuned [{}] {} = {value} ({})", o.section, o.key, o.at())
 }
 
 pub fn knob_file(k: &KnobOut, p: &Profile, cx: &Context) -> String {
