@@ -18,6 +18,9 @@ pub struct KnobLine<'r> {
     pub desired: &'r str,
     pub current: &'r [Current],
     pub status: Status,
+    /// Why the knob cannot be set here (audit's detail), when `not-applicable`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'r str>,
     pub persistence: Persistence,
     /// The latest verify of the knob here, if any.
     pub evidence: Option<&'r Evidence>,
@@ -54,6 +57,7 @@ pub fn knob_list(r: &Report) -> KnobList<'_> {
                 desired: &k.desired,
                 current: &k.current,
                 status: k.status,
+                reason: (k.status == Status::NotApplicable).then_some(k.detail.as_str()),
                 persistence: k.persistence,
                 evidence: k.evidence.as_ref(),
                 conditions: &k.conditions,

@@ -22,7 +22,7 @@ fn plot(common: &CommonArgs, title: &str, samples_ns: &[u64]) -> Result<()> {
             title,
             &[render::svg::Series {
                 name: "samples",
-                samples_ns,
+                samples_ns: &samples_ns.iter().map(|&v| v as f64).collect::<Vec<_>>(),
             }],
         )?;
         std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;

@@ -11,7 +11,9 @@ pub use super::LatencyProbe;
 
 /// One run of a latency probe: every sample and the settings that shaped it.
 pub struct LatencyRun {
-    pub samples_ns: Vec<u64>,
+    /// ns for the built-in probes (exact in f64); a command probe's values
+    /// as `verify::command::to_sample` makes them.
+    pub samples: Vec<f64>,
     pub settings: serde_json::Value,
     /// Per sample (the wakeup probe's): the wake and the wait for the CPU, ns.
     pub split: Option<(Vec<u64>, Vec<u64>)>,

@@ -376,15 +376,15 @@ fn round3(v: f64) -> f64 {
 impl super::latency::IntoLatencyRun for NoiseResult {
     fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
         super::refuse_partial(&self.interrupted)?;
-        let samples_ns = self
+        let samples = self
             .cpus
             .iter()
-            .flat_map(|c| c.windows.iter().map(|&w| w.max(1)))
+            .flat_map(|c| c.windows.iter().map(|&w| w.max(1) as f64))
             .collect();
         let evidence = serde_json::to_value(noise_attrib::Evidence::of(&self))?;
         Ok(super::latency::LatencyRun {
             split: None,
-            samples_ns,
+            samples,
             settings: serde_json::to_value(&self.settings)?,
             warnings: self.attribution_note.iter().cloned().collect(),
             lost: None,

@@ -614,7 +614,7 @@ impl super::latency::IntoLatencyRun for RpcResult {
         super::refuse_partial(&self.interrupted)?;
         Ok(super::latency::LatencyRun {
             split: None,
-            samples_ns: self.raw.iter().map(|&(_, rtt)| rtt).collect(),
+            samples: self.raw.iter().map(|&(_, rtt)| rtt as f64).collect(),
             settings: serde_json::to_value(&self.settings)?,
             warnings: Vec::new(),
             // Sent counts the measured requests only (a lost one has no sample).

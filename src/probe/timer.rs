@@ -202,7 +202,7 @@ impl super::latency::IntoLatencyRun for TimerResult {
         super::refuse_partial(&self.interrupted)?;
         Ok(super::latency::LatencyRun {
             split: None,
-            samples_ns: self.raw,
+            samples: self.raw.iter().map(|&v| v as f64).collect(),
             settings: serde_json::to_value(&self.settings)?,
             warnings: Vec::new(),
             lost: None,
@@ -233,7 +233,7 @@ mod tests {
         assert!(!complete.partial && complete.interrupted.is_none());
         let mut cut = complete.clone();
         let run = complete.into_latency_run().unwrap();
-        assert_eq!(run.samples_ns.len(), 5);
+        assert_eq!(run.samples.len(), 5);
         cut.partial = true;
         cut.interrupted = Some("SIGINT".into());
         let e = cut

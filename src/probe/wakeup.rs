@@ -442,7 +442,7 @@ impl super::latency::IntoLatencyRun for WakeupResult {
     fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
         super::refuse_partial(&self.interrupted)?;
         Ok(super::latency::LatencyRun {
-            samples_ns: self.raw.iter().map(|s| s.latency_ns).collect(),
+            samples: self.raw.iter().map(|s| s.latency_ns as f64).collect(),
             settings: serde_json::to_value(&self.settings)?,
             split: super::wake_split::parts(self.raw.iter().map(|s| (s.latency_ns, s.run_delay_ns))),
             warnings: self.warnings,

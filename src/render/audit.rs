@@ -331,7 +331,31 @@ pub fn knobs_table(r: &Report) -> String {
             override_lines(k).join("\n")
         ));
     }
-    out + &conditions_lines(r) + &evidence_lines(r) + &summary(r)
+    out + &not_applicable_lines(r) + &conditions_lines(r) + &evidence_lines(r) + &summary(r)
+}
+
+/// Why each not-applicable knob cannot be set here, for `knobs`.
+fn not_applicable_lines(r: &Report) -> String {
+    let lines: Vec<String> = r
+        .knobs
+        .iter()
+        .filter(|k| k.status == Status::NotApplicable && !k.detail.is_empty())
+        .map(|k| format!("  {}: {}", k.id, k.detail))
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Not applicable here:
+{}
+
+",
+            lines.join(
+                "
+"
+            )
+        )
+    }
 }
 
 /// `knobs --profiles` for people.

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 /// One distribution to draw: a legend name and its samples (ns).
 pub struct Series<'a> {
     pub name: &'a str,
-    pub samples_ns: &'a [u64],
+    pub samples_ns: &'a [f64],
 }
 
 const COLORS: [RGBColor; 4] = [
@@ -19,13 +19,12 @@ const COLORS: [RGBColor; 4] = [
 
 /// Empirical CDFs of each series, x in µs (log), y the fraction of samples.
 pub fn cdf(title: &str, series: &[Series]) -> Result<String> {
-    let all: Vec<u64> = series
-        .iter()
-        .flat_map(|s| s.samples_ns.iter().copied())
-        .collect();
-    let (lo, hi) = match (all.iter().min(), all.iter().max()) {
-        (Some(&lo), Some(&hi)) => (lo.max(1) as f64 / 1e3, hi.max(1) as f64 / 1e3),
-        _ => return Err(anyhow!("nothing to plot: no samples")),
+    let all = series.iter().flat_map(|s| s.samples_ns.iter().copied());
+    let (lo, hi) = match all.fold(None, |m: Option<(f64, f64)>, v| {
+        Some(m.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+    }) {
+        Some((lo, hi)) => (lo.max(1.0) / 1e3, hi.max(1.0) / 1e3),
+        None => return Err(anyhow!("nothing to plot: no samples")),
     };
     let (x0, x1) = (lo / 1.5, (hi * 1.5).max(lo * 2.0));
     let mut svg = String::new();
@@ -46,14 +45,14 @@ pub fn cdf(title: &str, series: &[Series]) -> Result<String> {
             .draw()
             .map_err(|e| anyhow!("plot: {e}"))?;
         for (i, s) in series.iter().enumerate() {
-            let mut v: Vec<u64> = s.samples_ns.to_vec();
-            v.sort_unstable();
+            let mut v: Vec<f64> = s.samples_ns.to_vec();
+            v.sort_by(f64::total_cmp);
             let n = v.len() as f64;
             let color = COLORS[i % COLORS.len()];
             let points = v
                 .iter()
                 .enumerate()
-                .map(|(k, &ns)| ((ns.max(1) as f64) / 1e3, (k + 1) as f64 / n));
+                .map(|(k, &ns)| (ns.max(1.0) / 1e3, (k + 1) as f64 / n));
             chart
                 .draw_series(LineSeries::new(points, color.stroke_width(2)))
                 .map_err(|e| anyhow!("plot: {e}"))?
@@ -80,8 +79,8 @@ mod tests {
 
     #[test]
     fn draws_both_series_with_axis_labels() {
-        let a: Vec<u64> = (1..=200).map(|i| 50_000 + i * 100).collect();
-        let b: Vec<u64> = (1..=200).map(|i| 10_000 + i * 50).collect();
+        let a: Vec<f64> = (1..=200).map(|i| f64::from(50_000 + i * 100)).collect();
+        let b: Vec<f64> = (1..=200).map(|i| f64::from(10_000 + i * 50)).collect();
         let svg = cdf(
             "vm — knob — improved",
             &[

@@ -10,7 +10,7 @@ fn us(ns: u64) -> String {
 /// A sample statistic in the probe's unit: µs, or the command's own.
 fn unit(r: &Report, ns: f64) -> String {
     match &r.command {
-        Some(c) => format!("{:.4} {}", command::value_of(c, ns), c.unit),
+        Some(c) => command::shown(c, ns),
         None => format!("{:.1} µs", ns / 1e3),
     }
 }
@@ -144,10 +144,10 @@ pub fn table(r: &Report) -> String {
         vec![
             name.to_string(),
             l.samples.to_string(),
-            unit(r, l.p50_ns as f64),
-            unit(r, l.p95_ns as f64),
-            unit(r, l.p99_ns as f64),
-            unit(r, l.max_ns as f64),
+            unit(r, l.p50_ns),
+            unit(r, l.p95_ns),
+            unit(r, l.p99_ns),
+            unit(r, l.max_ns),
             format!("{:.1}%", l.cv * 100.0),
         ]
     };

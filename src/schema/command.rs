@@ -129,13 +129,7 @@ impl CommandProbe {
 
     /// Nanoseconds per unit for a time unit; `None` for any other.
     pub fn ns_per_unit(&self) -> Option<f64> {
-        match self.unit.as_str() {
-            "ns" => Some(1.0),
-            "µs" | "us" | "μs" => Some(1e3),
-            "ms" => Some(1e6),
-            "s" => Some(1e9),
-            _ => None,
-        }
+        ns_per_unit(&self.unit)
     }
 
     /// The JSON path's segments, the leading dot dropped.
@@ -232,5 +226,16 @@ impl CommandProbe {
             bad("cpus", format!("{c:?}: {e}"));
         }
         out
+    }
+}
+
+/// Nanoseconds per `unit` for a time unit; `None` for any other.
+pub fn ns_per_unit(unit: &str) -> Option<f64> {
+    match unit {
+        "ns" => Some(1.0),
+        "µs" | "us" | "μs" => Some(1e3),
+        "ms" => Some(1e6),
+        "s" => Some(1e9),
+        _ => None,
     }
 }

@@ -499,8 +499,8 @@ mod tests {
     fn share(knob: &str, ratio: f64, fraction: Option<f64>) -> Share {
         let rounds: Vec<_> = (0..12)
             .map(|r| {
-                let a = (100_000.0 * ratio * (1.0 + (r % 2) as f64 * 0.002)) as u64;
-                (vec![100_000u64; 9], vec![a; 9])
+                let a = (100_000.0 * ratio * (1.0 + (r % 2) as f64 * 0.002)).trunc();
+                (vec![100_000.0; 9], vec![a; 9])
             })
             .collect();
         let a = analyze(&rounds, Metric::P50, Rule::for_rounds(12));
@@ -529,8 +529,8 @@ mod tests {
         let rounds: Vec<_> = (0..12)
             .map(|r| {
                 let wobble = 1.0 + (r % 2) as f64 * 0.002;
-                let b = (model(&without) * wobble) as u64;
-                let a = (model(set) * (1.0 + (r % 3) as f64 * 0.001)) as u64;
+                let b = (model(&without) * wobble).trunc();
+                let a = (model(set) * (1.0 + (r % 3) as f64 * 0.001)).trunc();
                 (vec![b; 9], vec![a; 9])
             })
             .collect();

@@ -6,11 +6,11 @@
 //!
 //! The rounds compare "badness": the value itself when lower is better, its
 //! inverse when higher is better, so the verdict rule (log ratios, applied /
-//! as found, below 1 = improved) is unchanged. The samples are integers:
-//! nanoseconds for a time unit where lower is better; otherwise the badness
-//! times a power of ten chosen from the run's first value so that it reads
-//! about 1e12, keeping twelve significant digits (a ratio metric of 0.0012
-//! against 0.0014 stays 17 % apart; thousandths of the unit rounded both to 1).
+//! as found, below 1 = improved) is unchanged. The samples are f64 from the
+//! run to the report: nanoseconds for a time unit where lower is better, else
+//! the value itself (lower better) or its inverse (higher better), so a ratio
+//! metric of 0.0012 against 0.0014 stays 17 % apart (thousandths of the unit
+//! rounded to integers made both 1).
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -29,8 +29,6 @@ use crate::schema::command::{Better, CommandProbe};
 pub const OUTPUT_CAP: usize = 1 << 20;
 /// Bytes of standard error an error message quotes.
 const STDERR_TAIL: usize = 2000;
-/// The sample a run's first badness is scaled to (see the module comment).
-const SCALE_TO: f64 = 1e12;
 
 /// Where the command ran and what it measured, for the report.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -52,11 +50,6 @@ pub struct Placed {
     pub values: [Vec<Vec<f64>>; 2],
     /// The geometric means over the rounds of each leg's median value, in `unit`.
     pub geomean: [f64; 2],
-    /// Samples per unit of badness (1 for a time unit, lower better: ns are
-    /// the samples); NaN until the first value is read.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub scale: f64,
 }
 
 /// The command's CPUs: the manifest's `cpus`, else every allowed CPU outside
@@ -112,10 +105,6 @@ pub fn place(c: &CommandProbe, p: &Placement, allowed: &CpuList) -> Result<Place
         timeout_ms: c.timeout().as_millis() as u64,
         values: [Vec::new(), Vec::new()],
         geomean: [f64::NAN; 2],
-        scale: match (c.better, c.ns_per_unit()) {
-            (Better::Lower, Some(_)) => 1.0,
-            _ => f64::NAN,
-        },
     })
 }
 
@@ -132,19 +121,19 @@ pub fn placed(
 }
 
 /// One leg: `samples` runs, each a value in the unit and its sample.
-pub fn run_leg(c: &CommandProbe, p: &mut Placed) -> Result<(LatencyRun, Vec<f64>)> {
-    let cpus = &p.cpus.clone();
+pub fn run_leg(c: &CommandProbe, p: &Placed) -> Result<(LatencyRun, Vec<f64>)> {
+    let cpus = &p.cpus;
     let mut values = Vec::with_capacity(c.samples);
     let mut samples = Vec::with_capacity(c.samples);
     for i in 0..c.samples {
         crate::probe::check_cancelled()?;
         let v = run_once(c, cpus)
             .with_context(|| format!("the command probe's run {} of {}", i + 1, c.samples))?;
-        samples.push(to_sample(c, v, &mut p.scale)?);
+        samples.push(to_sample(c, v)?);
         values.push(v);
     }
     let run = LatencyRun {
-        samples_ns: samples,
+        samples,
         split: None,
         settings: serde_json::json!({
             "command": c.command,
@@ -162,42 +151,47 @@ pub fn run_leg(c: &CommandProbe, p: &mut Placed) -> Result<(LatencyRun, Vec<f64>
     Ok((run, values))
 }
 
-/// The value as an integer sample of "badness" (see the module comment);
-/// `scale` is set from the first value when it is NaN.
-pub fn to_sample(c: &CommandProbe, v: f64, scale: &mut f64) -> Result<u64> {
+/// The value as a sample of "badness" (see the module comment): ns for a
+/// time unit where lower is better, else the value or its inverse.
+pub fn to_sample(c: &CommandProbe, v: f64) -> Result<f64> {
     if !v.is_finite() || v < 0.0 {
         bail!("the metric read {v}: not a number of {}", c.unit);
     }
-    let bad = match c.better {
-        Better::Lower => v * c.ns_per_unit().filter(|_| *scale == 1.0).unwrap_or(1.0),
-        Better::Higher if v > 0.0 => 1.0 / v,
+    match c.better {
+        Better::Lower => Ok(v * c.ns_per_unit().unwrap_or(1.0)),
+        Better::Higher if v > 0.0 => Ok(1.0 / v),
         Better::Higher => bail!(
             "the metric read 0 {}: with `better: higher` a zero cannot be compared (it is infinitely bad)",
             c.unit
         ),
-    };
-    if scale.is_nan() && bad > 0.0 {
-        *scale = 10f64.powf((SCALE_TO / bad).log10().round());
     }
-    let s = bad * if scale.is_nan() { 1.0 } else { *scale };
-    Ok(s.round().clamp(1.0, u64::MAX as f64) as u64)
 }
 
 /// A sample (or a statistic of samples) back in the unit.
 pub fn value_of(p: &Placed, sample: f64) -> f64 {
-    let per = match p.unit.as_str() {
-        "ns" => 1.0,
-        "µs" | "us" | "μs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => 1.0,
-    };
-    let scale = if p.scale.is_nan() { 1.0 } else { p.scale };
     match p.better {
-        Better::Lower if p.scale == 1.0 => sample / per,
-        Better::Lower => sample / scale,
-        Better::Higher => scale / sample,
+        Better::Lower => sample / crate::schema::command::ns_per_unit(&p.unit).unwrap_or(1.0),
+        Better::Higher => 1.0 / sample,
     }
+}
+
+/// A sample as a person reads it: the value in the unit, to four significant digits.
+pub fn shown(p: &Placed, sample: f64) -> String {
+    format!("{} {}", significant(value_of(p, sample)), p.unit)
+}
+
+/// Four significant digits: `1300`, `12.50`, `0.001200`; below 1e-4 or from
+/// 1e9 in scientific form (`1.200e-5`), so a small value never reads 0.0000.
+pub fn significant(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || !a.is_finite() {
+        return format!("{v}");
+    }
+    if !(1e-4..1e9).contains(&a) {
+        return format!("{v:.3e}");
+    }
+    let decimals = (3 - a.log10().floor() as i32).max(0) as usize;
+    format!("{v:.decimals$}")
 }
 
 /// The placement with each leg's geometric mean in the unit.
@@ -210,7 +204,7 @@ pub fn finish(mut p: Placed, a: &super::paired::Analysis) -> Placed {
 /// (every built-in probe; a command's time unit): what energy weighs.
 pub fn metric_us(p: Option<&Placed>, a: &super::paired::Analysis) -> Option<[f64; 2]> {
     let time = |p: &Placed| {
-        p.better == Better::Lower && ["ns", "µs", "us", "μs", "ms", "s"].contains(&p.unit.as_str())
+        p.better == Better::Lower && crate::schema::command::ns_per_unit(&p.unit).is_some()
     };
     match p {
         Some(p) if !time(p) => None,
@@ -451,17 +445,12 @@ mod tests {
     #[test]
     fn higher_is_better_inverts_so_a_lower_sample_is_better() {
         let c = probe(Some("x"), None, Better::Higher);
-        let mut scale = f64::NAN;
-        let slow = to_sample(&c, 100.0, &mut scale).unwrap();
-        let fast = to_sample(&c, 130.0, &mut scale).unwrap();
+        let slow = to_sample(&c, 100.0).unwrap();
+        let fast = to_sample(&c, 130.0).unwrap();
         assert!(fast < slow);
-        assert!(to_sample(&c, 0.0, &mut scale).is_err());
+        assert!(to_sample(&c, 0.0).is_err());
         let lower = probe(Some("x"), None, Better::Lower);
-        assert_eq!(
-            to_sample(&lower, 12.5, &mut 1.0).unwrap(),
-            12_500,
-            "µs become ns"
-        );
+        assert_eq!(to_sample(&lower, 12.5).unwrap(), 12_500.0, "µs become ns");
     }
 
     /// A placement of `c`, as verify makes it before the first leg.
@@ -488,23 +477,57 @@ mod tests {
         ] {
             let mut c = probe(Some("x"), None, better);
             c.unit = unit.into();
-            let mut p = placed_for(&c);
-            let sa = to_sample(&c, a, &mut p.scale).unwrap() as f64;
-            let sb = to_sample(&c, b, &mut p.scale).unwrap() as f64;
+            let p = placed_for(&c);
+            let (sa, sb) = (to_sample(&c, a).unwrap(), to_sample(&c, b).unwrap());
             let want = match better {
                 Better::Lower => b / a,
                 Better::Higher => a / b,
             };
             assert!(
-                (sb / sa / want - 1.0).abs() < 1e-9,
+                (sb / sa / want - 1.0).abs() < 1e-12,
                 "{unit} {a} {b}: {sa} {sb}"
             );
-            assert!(
-                (value_of(&p, sa) / a - 1.0).abs() < 1e-9,
-                "{unit}: {}",
-                value_of(&p, sa)
-            );
-            assert!((value_of(&p, sb) / b - 1.0).abs() < 1e-9, "{unit}");
+            for (v, s) in [(a, sa), (b, sb)] {
+                assert!((value_of(&p, s) / v - 1.0).abs() < 1e-15, "{unit}: {v} {s}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_sub_thousandth_metric_survives_the_rounds_and_the_json_exactly() {
+        // Lower is better, not a time: the sample is the value itself, so
+        // the leg figures and their JSON (a ledger's evidence) carry 0.0012
+        // to the last bit; u64 figures could not hold it at all.
+        let mut c = probe(Some("x"), None, Better::Lower);
+        c.unit = "ratio".into();
+        let p = placed_for(&c);
+        let leg = |v: f64| vec![to_sample(&c, v).unwrap(); 3];
+        let rounds: Vec<_> = (0..6).map(|_| (leg(0.0014), leg(0.0012))).collect();
+        let rule = super::super::paired::Rule::default();
+        let a = super::super::paired::analyze(&rounds, super::super::paired::Metric::P50, rule);
+        assert_eq!(a.baseline.p50_ns, 0.0014);
+        assert_eq!(a.applied.p50_ns, 0.0012);
+        assert_eq!(value_of(&p, a.applied.round_p50_ns[5]), 0.0012);
+        let json = serde_json::to_string(&a.applied).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["p50_ns"].as_f64(), Some(0.0012), "{json}");
+        assert_eq!(back["max_ns"].as_f64(), Some(0.0012), "{json}");
+        assert_eq!(shown(&p, a.applied.p50_ns), "0.001200 ratio");
+    }
+
+    #[test]
+    fn values_print_to_four_significant_digits() {
+        for (v, want) in [
+            (1300.0, "1300"),
+            (12.5, "12.50"),
+            (0.0012, "0.001200"),
+            (0.00014, "0.0001400"),
+            (0.000012, "1.200e-5"),
+            (0.0, "0"),
+            (123456.7, "123457"),
+            (2.5e9, "2.500e9"),
+        ] {
+            assert_eq!(significant(v), want, "{v}");
         }
     }
 }

@@ -120,18 +120,24 @@ fn by_margin(e: &Expect, a: &Analysis) -> (Outcome, Option<String>) {
     }
 }
 
+/// What was measured, the legs' geometric means shown by `show` (a
+/// command's values in its unit; µs for the built-in probes).
+pub fn measured(a: &Analysis, show: &dyn Fn(f64) -> String) -> String {
+    format!(
+        "{} geometric mean over rounds {} -> {} ({}, verdict {})",
+        a.metric.as_str(),
+        show(a.baseline_geomean_ns),
+        show(a.applied_geomean_ns),
+        a.interval_words(),
+        a.verdict_label()
+    )
+}
+
 /// Checks `e` against an analysis made on `e.metric`.
 pub fn check(e: &Expect, a: &Analysis) -> Check {
     debug_assert_eq!(a.metric, e.metric);
     let applied = a.applied.get(e.metric);
-    let m = e.metric.as_str();
-    let measured = format!(
-        "{m} geometric mean over rounds {:.1} -> {:.1} µs ({}, verdict {})",
-        a.baseline_geomean_ns / 1e3,
-        a.applied_geomean_ns / 1e3,
-        a.interval_words(),
-        a.verdict_label()
-    );
+    let measured = measured(a, &|ns| format!("{:.1} µs", ns / 1e3));
     let decided = |ok: bool| if ok { Outcome::Met } else { Outcome::NotMet };
     let (outcome, why) = match e.change {
         _ if matches!(
@@ -183,7 +189,7 @@ mod tests {
         let rounds: Vec<_> = (0..12)
             .map(|r| {
                 let wiggle = 1.0 + (r as f64 - 5.5) * 0.001;
-                let leg = |us: f64| vec![(us * 1e3 * wiggle) as u64; 9];
+                let leg = |us: f64| vec![(us * 1e3 * wiggle).trunc(); 9];
                 (leg(base_us), leg(applied_us))
             })
             .collect();
@@ -210,8 +216,8 @@ mod tests {
     fn ratios(rs: &[f64]) -> Analysis {
         let rounds: Vec<_> = (0..12)
             .map(|r| {
-                let a = (100_000.0 * rs[r % rs.len()]) as u64;
-                (vec![100_000u64; 9], vec![a; 9])
+                let a = (100_000.0 * rs[r % rs.len()]).trunc();
+                (vec![100_000.0; 9], vec![a; 9])
             })
             .collect();
         analyze(&rounds, Metric::P50, Rule::for_rounds(12))
@@ -283,8 +289,8 @@ mod tests {
         // spans the 5 % tolerance (this was "met").
         let rounds: Vec<_> = (0..6)
             .map(|r| {
-                let a = if r % 2 == 0 { 80_000 } else { 130_000 };
-                (vec![100_000u64; 9], vec![a; 9])
+                let a = if r % 2 == 0 { 80_000.0 } else { 130_000.0 };
+                (vec![100_000.0; 9], vec![a; 9])
             })
             .collect();
         let a = analyze(&rounds, Metric::P50, Rule::default());

@@ -102,7 +102,7 @@ pub(super) struct Legs<'a, 's> {
     pub(super) opts: &'a Options,
     pub(super) order_rng: LegOrder,
     /// Per round: the as-found and the applied leg's samples.
-    pub(super) rounds: Vec<(Vec<u64>, Vec<u64>)>,
+    pub(super) rounds: Vec<super::paired::Round>,
     pub(super) order: Vec<[Leg; 2]>,
     pub(super) settings: serde_json::Value,
     pub(super) warnings: Vec<String>,
@@ -226,7 +226,7 @@ impl<'a, 's> Legs<'a, 's> {
             [Leg::Baseline, Leg::Applied]
         };
         self.order.push(legs);
-        let mut got: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+        let mut got: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         for (k, leg) in legs.into_iter().enumerate() {
             if probe::cancelled() {
                 self.interrupted = true;
@@ -294,7 +294,7 @@ impl<'a, 's> Legs<'a, 's> {
                 self.check_applied(round, &d, &hw);
                 self.applied_legs += 1;
             }
-            got[(leg == Leg::Applied) as usize] = run.samples_ns;
+            got[(leg == Leg::Applied) as usize] = run.samples;
         }
         let line = self.round_done(&got, started.elapsed(), look, cap);
         progress(&line);
@@ -307,16 +307,16 @@ impl<'a, 's> Legs<'a, 's> {
     /// time left to the next look (the mean round so far times the rounds left).
     fn round_done(
         &self,
-        got: &[Vec<u64>; 2],
+        got: &[Vec<f64>; 2],
         elapsed: Duration,
         look: usize,
         cap: usize,
     ) -> String {
         let done = self.rounds.len() + 1;
-        let p50 = |s: &[u64]| {
-            let ns = crate::stats::Summary::from_ns(s).map_or(0, |s| s.p50_ns) as f64;
+        let p50 = |s: &[f64]| {
+            let ns = super::paired::RoundFigures::of(s).map_or(0.0, |s| s.p50);
             match &self.command {
-                Some(c) => format!("{:.4} {}", super::command::value_of(c, ns), c.unit),
+                Some(c) => super::command::shown(c, ns),
                 None => format!("{:.1} µs", ns / 1e3),
             }
         };

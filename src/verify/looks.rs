@@ -5,7 +5,7 @@ use anyhow::Result;
 
 use super::legs::Legs;
 use super::paired::{self, Analysis, Decision, Metric, Rule};
-use super::{ExpectationCheck, expect, rule};
+use super::{ExpectationCheck, command, expect, rule};
 use crate::manifest::Knob;
 
 /// Runs rounds up to each look until the analysis decides (or an interrupt);
@@ -45,7 +45,7 @@ pub(super) fn run(
 }
 
 /// Is a `lower`/`higher` expectation still inconclusive (its interval across its margin)?
-pub(super) fn margin_open(knob: &Knob, rounds: &[(Vec<u64>, Vec<u64>)], rule: Rule) -> bool {
+pub(super) fn margin_open(knob: &Knob, rounds: &[paired::Round], rule: Rule) -> bool {
     use crate::schema::expect::Change;
     knob.verify.as_ref().is_some_and(|v| {
         v.expect.0.iter().any(|e| {
@@ -59,9 +59,10 @@ pub(super) fn margin_open(knob: &Knob, rounds: &[(Vec<u64>, Vec<u64>)], rule: Ru
 /// Each of the manifest's `verify.expect`, checked on an analysis of its own metric.
 pub(super) fn check_expectations(
     knob: &Knob,
-    rounds: &[(Vec<u64>, Vec<u64>)],
+    rounds: &[paired::Round],
     rule: Rule,
     overrule: Option<Decision>,
+    command: Option<&command::Placed>,
 ) -> Vec<ExpectationCheck> {
     let Some(v) = &knob.verify else {
         return Vec::new();
@@ -75,9 +76,13 @@ pub(super) fn check_expectations(
                 let partial = a.partial;
                 a.overrule(d, partial);
             }
+            let mut check = expect::check(e, &a);
+            if let Some(c) = command {
+                check.measured = expect::measured(&a, &|v| command::shown(c, v));
+            }
             ExpectationCheck {
                 text: e.to_string(),
-                check: expect::check(e, &a),
+                check,
                 verdict_words: a.verdict_words(),
             }
         })

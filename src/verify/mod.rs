@@ -151,7 +151,7 @@ pub struct Report {
     pub warnings: Vec<String>,
     pub ledger: Option<String>,
     #[serde(skip)]
-    pub samples: [Vec<u64>; 2],
+    pub samples: [Vec<f64>; 2],
 }
 
 /// Requests the rpc probe sent and lost, per leg (as found, applied), summed over the rounds.
@@ -328,7 +328,8 @@ fn run_locked(
     if let Some(d) = overrule {
         analysis.overrule(d, interrupted.is_some());
     }
-    let mut expectations = looks::check_expectations(knob, &legs.rounds, rule, overrule);
+    let mut expectations =
+        looks::check_expectations(knob, &legs.rounds, rule, overrule, legs.command.as_ref());
     let blind = opts.command.is_none()
         && blind::account(knob, &opts.probe, &mut expectations, &mut warnings);
     let honoured = honoured::conclude(
@@ -340,7 +341,7 @@ fn run_locked(
         legs.applied_legs,
         &mut warnings,
     );
-    let flat = |k: usize| -> Vec<u64> {
+    let flat = |k: usize| -> Vec<f64> {
         legs.rounds
             .iter()
             .flat_map(|r| if k == 0 { &r.0 } else { &r.1 })

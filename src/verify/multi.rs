@@ -163,7 +163,7 @@ impl Drop for Switch<'_, '_> {
 /// Every round's samples, per leg (index 0: as found).
 #[derive(Default)]
 pub(super) struct Rounds {
-    pub(super) samples: Vec<Vec<Vec<u64>>>,
+    pub(super) samples: Vec<Vec<Vec<f64>>>,
     /// Each round's leg order, by index into the variants.
     pub(super) order: Vec<Vec<usize>>,
     pub(super) settings: serde_json::Value,
@@ -175,7 +175,7 @@ pub(super) struct Rounds {
 
 impl Rounds {
     /// Per round: the as-found leg's and leg `v`'s samples.
-    pub(super) fn against(&self, base: usize, v: usize) -> Vec<(Vec<u64>, Vec<u64>)> {
+    pub(super) fn against(&self, base: usize, v: usize) -> Vec<paired::Round> {
         self.samples
             .iter()
             .map(|r| (r[base].clone(), r[v].clone()))
@@ -319,13 +319,13 @@ fn run_locked(
                     rounds.order.pop();
                     break 'looks;
                 };
-                let p50 = crate::stats::Summary::from_ns(&samples).map_or(0, |s| s.p50_ns);
+                let p50 = paired::RoundFigures::of(&samples).map_or(0.0, |s| s.p50);
                 progress(&format!(
                     "round {}/{at} (cap {}): {:<14} p50 {:>9.1} µs ({} samples)",
                     r + 1,
                     rule.max_rounds,
                     v.label,
-                    p50 as f64 / 1e3,
+                    p50 / 1e3,
                     samples.len()
                 ));
                 got[leg] = samples;
@@ -389,7 +389,7 @@ fn one_leg(
     opts: &Options,
     watched: &[u32],
     rounds: &mut Rounds,
-) -> Result<Option<Vec<u64>>> {
+) -> Result<Option<Vec<f64>>> {
     if probe::cancelled() {
         return Ok(None);
     }
@@ -420,7 +420,7 @@ fn one_leg(
         rounds.settings = run.settings;
     }
     drop(held);
-    Ok(Some(run.samples_ns))
+    Ok(Some(run.samples))
 }
 
 /// One comparison of a leg against another, with the run's overrules applied.

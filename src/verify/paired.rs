@@ -24,60 +24,89 @@ use serde::Serialize;
 
 pub use super::rule::{Decided, Decision, MIN_ROUNDS, Rule, Verdict};
 pub use crate::schema::expect::Metric;
-use crate::stats::{self, Summary};
+use crate::stats;
 
-/// A leg's value of `m` in one round.
-pub fn metric_of(m: Metric, s: &Summary) -> f64 {
-    match m {
-        Metric::P50 => s.p50_ns as f64,
-        Metric::P95 => s.p95_ns as f64,
-        Metric::P99 => s.p99_ns as f64,
-        Metric::P999 => s.p999_ns as f64,
-        Metric::Max => s.max_ns as f64,
-        Metric::Mean => s.mean_ns,
+/// One round's samples of the as-found and the applied leg: ns for the
+/// built-in probes (integers, exact in f64 below 2^53), a command's values
+/// as read (`command::to_sample`), so a ratio metric of 0.0012 keeps every digit.
+pub type Round = (Vec<f64>, Vec<f64>);
+
+/// A leg's samples in one round, by the nearest-rank rule of `stats`.
+#[derive(Clone, Debug)]
+pub struct RoundFigures {
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl RoundFigures {
+    /// `None` for no samples.
+    pub fn of(samples: &[f64]) -> Option<RoundFigures> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut v = samples.to_vec();
+        v.sort_by(f64::total_cmp);
+        let p = |q| stats::percentile_sorted(&v, q);
+        Some(RoundFigures {
+            p50: p(stats::P50),
+            p95: p(stats::P95),
+            p99: p(stats::P99),
+            p999: p(stats::P999),
+            max: v[v.len() - 1],
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+        })
+    }
+
+    /// The value of `m`.
+    pub fn get(&self, m: Metric) -> f64 {
+        match m {
+            Metric::P50 => self.p50,
+            Metric::P95 => self.p95,
+            Metric::P99 => self.p99,
+            Metric::P999 => self.p999,
+            Metric::Max => self.max,
+            Metric::Mean => self.mean,
+        }
     }
 }
 
 /// One leg's figures over the rounds: the median across rounds of each round's
-/// p50, p95, p99 and max, and the CV of the per-round p50s.
+/// p50, p95, p99 and max, and the CV of the per-round p50s. In ns for the
+/// built-in probes; for a command probe its value as read (in ns for a time
+/// unit) when lower is better, the value's inverse when higher is better.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct LegFigures {
     pub rounds: usize,
     pub samples: usize,
-    pub p50_ns: u64,
-    pub p95_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    pub max_ns: u64,
+    pub p50_ns: f64,
+    pub p95_ns: f64,
+    pub p99_ns: f64,
+    pub p999_ns: f64,
+    pub max_ns: f64,
     pub mean_ns: f64,
     /// Coefficient of variation of the per-round p50s.
     pub cv: f64,
-    pub round_p50_ns: Vec<u64>,
+    pub round_p50_ns: Vec<f64>,
 }
 
 impl LegFigures {
-    fn from_rounds(rounds: &[Summary], samples: usize) -> LegFigures {
-        let pick = |f: fn(&Summary) -> u64| {
-            let mut v: Vec<u64> = rounds.iter().map(f).collect();
-            v.sort_unstable();
-            if v.is_empty() {
-                0
-            } else {
-                stats::percentile_sorted(&v, stats::P50)
-            }
-        };
-        let round_p50_ns: Vec<u64> = rounds.iter().map(|s| s.p50_ns).collect();
-        let means: Vec<f64> = rounds.iter().map(|s| s.mean_ns).collect();
+    fn from_rounds(rounds: &[RoundFigures], samples: usize) -> LegFigures {
+        let means: Vec<f64> = rounds.iter().map(|s| s.mean).collect();
+        let round_p50_ns: Vec<f64> = rounds.iter().map(|s| s.p50).collect();
         LegFigures {
             rounds: rounds.len(),
             samples,
-            p50_ns: pick(|s| s.p50_ns),
-            p95_ns: pick(|s| s.p95_ns),
-            p99_ns: pick(|s| s.p99_ns),
-            p999_ns: pick(|s| s.p999_ns),
-            max_ns: pick(|s| s.max_ns),
+            p50_ns: pick_rank(rounds, Metric::P50),
+            p95_ns: pick_rank(rounds, Metric::P95),
+            p99_ns: pick_rank(rounds, Metric::P99),
+            p999_ns: pick_rank(rounds, Metric::P999),
+            max_ns: pick_rank(rounds, Metric::Max),
             mean_ns: median(&means),
-            cv: cv(&round_p50_ns.iter().map(|&v| v as f64).collect::<Vec<_>>()),
+            cv: cv(&round_p50_ns),
             round_p50_ns,
         }
     }
@@ -85,13 +114,24 @@ impl LegFigures {
     /// The leg's value of `metric` (median across rounds).
     pub fn get(&self, metric: Metric) -> f64 {
         match metric {
-            Metric::P50 => self.p50_ns as f64,
-            Metric::P95 => self.p95_ns as f64,
-            Metric::P99 => self.p99_ns as f64,
-            Metric::P999 => self.p999_ns as f64,
-            Metric::Max => self.max_ns as f64,
+            Metric::P50 => self.p50_ns,
+            Metric::P95 => self.p95_ns,
+            Metric::P99 => self.p99_ns,
+            Metric::P999 => self.p999_ns,
+            Metric::Max => self.max_ns,
             Metric::Mean => self.mean_ns,
         }
+    }
+}
+
+/// The nearest-rank median across rounds of `m` (a value a round had; 0 for none).
+fn pick_rank(rounds: &[RoundFigures], m: Metric) -> f64 {
+    let mut v: Vec<f64> = rounds.iter().map(|s| s.get(m)).collect();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        0.0
+    } else {
+        stats::percentile_sorted(&v, stats::P50)
     }
 }
 
@@ -173,21 +213,21 @@ fn geomean(v: impl Iterator<Item = f64>) -> f64 {
 /// `rounds[r]` holds round r's samples (ns) of the as-found and the applied leg.
 /// `rounds.len()` is the number of rounds run so far; the decision says whether
 /// the rule wants more (see `Rule::looks` for when to ask).
-pub fn analyze(rounds: &[(Vec<u64>, Vec<u64>)], metric: Metric, rule: Rule) -> Analysis {
-    let paired: Vec<(usize, Summary, Summary)> = rounds
+pub fn analyze(rounds: &[Round], metric: Metric, rule: Rule) -> Analysis {
+    let paired: Vec<(usize, RoundFigures, RoundFigures)> = rounds
         .iter()
         .enumerate()
-        .filter_map(|(i, (b, a))| Some((i, Summary::from_ns(b)?, Summary::from_ns(a)?)))
+        .filter_map(|(i, (b, a))| Some((i, RoundFigures::of(b)?, RoundFigures::of(a)?)))
         .collect();
-    let b_sum: Vec<Summary> = paired.iter().map(|p| p.1.clone()).collect();
-    let a_sum: Vec<Summary> = paired.iter().map(|p| p.2.clone()).collect();
+    let b_sum: Vec<RoundFigures> = paired.iter().map(|p| p.1.clone()).collect();
+    let a_sum: Vec<RoundFigures> = paired.iter().map(|p| p.2.clone()).collect();
     let baseline = LegFigures::from_rounds(&b_sum, rounds.iter().map(|r| r.0.len()).sum());
     let applied = LegFigures::from_rounds(&a_sum, rounds.iter().map(|r| r.1.len()).sum());
     // A zero metric (a clock that did not move) has no ratio; such rounds drop out.
     let per_round: Vec<RoundMetric> = paired
         .iter()
         .map(|(i, b, a)| {
-            let (b, a) = (metric_of(metric, b), metric_of(metric, a));
+            let (b, a) = (b.get(metric), a.get(metric));
             RoundMetric {
                 round: i + 1,
                 baseline_ns: b,
@@ -307,9 +347,9 @@ pub(crate) mod tests {
     }
 
     /// Log-normal latencies around `median_ns` with spread `sigma` (of the log).
-    fn draw(rng: &mut ChaCha8Rng, n: usize, median_ns: f64, sigma: f64) -> Vec<u64> {
+    fn draw(rng: &mut ChaCha8Rng, n: usize, median_ns: f64, sigma: f64) -> Vec<f64> {
         (0..n)
-            .map(|_| (median_ns * (sigma * normal(rng)).exp()) as u64 + 1)
+            .map(|_| ((median_ns * (sigma * normal(rng)).exp()) as u64 + 1) as f64)
             .collect()
     }
 
@@ -325,7 +365,7 @@ pub(crate) mod tests {
     }
 
     impl Host {
-        pub fn rounds(&self, rng: &mut ChaCha8Rng, n: usize) -> Vec<(Vec<u64>, Vec<u64>)> {
+        pub fn rounds(&self, rng: &mut ChaCha8Rng, n: usize) -> Vec<Round> {
             (0..n)
                 .map(|_| {
                     let round = (self.round_cv * normal(rng)).exp();
@@ -375,31 +415,26 @@ pub(crate) mod tests {
 
     /// The rule this replaced: pooled Mann-Whitney p < 0.01, median round
     /// ratio 5 % away from 1, 5 of 6 rounds agreeing.
-    fn old_rule_claims_effect(rounds: &[(Vec<u64>, Vec<u64>)]) -> bool {
-        let ratios: Vec<f64> = rounds
-            .iter()
-            .map(|(b, a)| {
-                Summary::from_ns(a).unwrap().p50_ns as f64
-                    / Summary::from_ns(b).unwrap().p50_ns as f64
-            })
-            .collect();
+    fn old_rule_claims_effect(rounds: &[Round]) -> bool {
+        let p50 = |v: &[f64]| RoundFigures::of(v).unwrap().p50;
+        let ratios: Vec<f64> = rounds.iter().map(|(b, a)| p50(a) / p50(b)).collect();
         let m = median(&ratios);
         let lower = ratios.iter().filter(|&&r| r < 1.0).count();
         let higher = ratios.len() - lower;
-        let pooled_b: Vec<u64> = rounds.iter().flat_map(|r| r.0.clone()).collect();
-        let pooled_a: Vec<u64> = rounds.iter().flat_map(|r| r.1.clone()).collect();
+        let pooled_b: Vec<f64> = rounds.iter().flat_map(|r| r.0.clone()).collect();
+        let pooled_a: Vec<f64> = rounds.iter().flat_map(|r| r.1.clone()).collect();
         let p = mann_whitney_p(&pooled_b, &pooled_a);
         p < 0.01 && ((m <= 0.95 && lower >= 5) || (m >= 1.05 && higher >= 5))
     }
 
-    fn mann_whitney_p(x: &[u64], y: &[u64]) -> f64 {
+    fn mann_whitney_p(x: &[f64], y: &[f64]) -> f64 {
         let (n1, n2) = (x.len() as f64, y.len() as f64);
-        let mut all: Vec<(u64, bool)> = x
+        let mut all: Vec<(f64, bool)> = x
             .iter()
             .map(|&v| (v, true))
             .chain(y.iter().map(|&v| (v, false)))
             .collect();
-        all.sort_unstable_by_key(|p| p.0);
+        all.sort_unstable_by(|p, q| p.0.total_cmp(&q.0));
         let mut rank_x = 0.0;
         for (i, p) in all.iter().enumerate() {
             if p.1 {
@@ -515,8 +550,8 @@ pub(crate) mod tests {
         // lies within 5 % of it. This was called "no detectable effect".
         let rounds: Vec<_> = (0..20)
             .map(|r| {
-                let a = (97_000.0 * (1.0 + (r % 3) as f64 * 0.005)) as u64;
-                (vec![100_000u64; 9], vec![a; 9])
+                let a = (97_000.0 * (1.0 + (r % 3) as f64 * 0.005)).trunc();
+                (vec![100_000.0; 9], vec![a; 9])
             })
             .collect();
         let a = analyze(&rounds, Metric::P50, Rule::for_rounds(20));
@@ -532,8 +567,8 @@ pub(crate) mod tests {
         let flat: Vec<_> = (0..20)
             .map(|r| {
                 (
-                    vec![100_000u64; 9],
-                    vec![if r % 2 == 0 { 99_000 } else { 101_000 }; 9],
+                    vec![100_000.0; 9],
+                    vec![if r % 2 == 0 { 99_000.0 } else { 101_000.0 }; 9],
                 )
             })
             .collect();
@@ -563,7 +598,7 @@ pub(crate) mod tests {
     fn figures_ratios_and_interval_by_hand() {
         // Ratios 0.5, 0.5, 0.5, 0.5, 0.5: no spread, the interval is the point.
         let r: Vec<_> = (0..5)
-            .map(|_| (vec![100, 200, 300], vec![50, 100, 150]))
+            .map(|_| (vec![100.0, 200.0, 300.0], vec![50.0, 100.0, 150.0]))
             .collect();
         let a = analyze(&r, Metric::P50, Rule::default());
         assert_eq!(a.ratios, vec![0.5; 5]);
@@ -571,11 +606,11 @@ pub(crate) mod tests {
         assert!((a.ratio - 0.5).abs() < 1e-12 && a.sd_floored);
         assert!(a.interval[0] < 0.5 && a.interval[1] > 0.5 && a.interval[1] < 0.6);
         assert_eq!((a.verdict, a.rounds_lower), (Verdict::Improved, 5));
-        assert_eq!(a.baseline.p50_ns, 200);
-        assert_eq!(a.applied.round_p50_ns, vec![100; 5]);
+        assert_eq!(a.baseline.p50_ns, 200.0);
+        assert_eq!(a.applied.round_p50_ns, vec![100.0; 5]);
         // Log ratios ln 0.5 and ln 1: mean -0.3466, sd 0.4901, se 0.3466;
         // t(1) quantile at 1 - 0.005/7/2 is 891.27: interval exp(-0.3466 ± 308.9).
-        let r = vec![(vec![200], vec![100]), (vec![200], vec![200])];
+        let r = vec![(vec![200.0], vec![100.0]), (vec![200.0], vec![200.0])];
         let a = analyze(&r, Metric::P50, Rule::default());
         assert!((a.ratio - 0.5f64.sqrt()).abs() < 1e-9);
         assert!(
@@ -596,8 +631,10 @@ pub(crate) mod tests {
         let r: Vec<_> = (0..12)
             .map(|_| {
                 (
-                    (1..=100).collect::<Vec<u64>>(),
-                    (1..=100).map(|v| if v > 95 { v * 3 } else { v }).collect(),
+                    (1..=100).map(f64::from).collect::<Vec<_>>(),
+                    (1..=100)
+                        .map(|v| f64::from(if v > 95 { v * 3 } else { v }))
+                        .collect(),
                 )
             })
             .collect();

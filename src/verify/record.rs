@@ -12,14 +12,14 @@ pub fn summary(r: &Report) -> String {
     // The legs' geometric means over the rounds: their ratio is the one the verdict tests.
     let mut s = match &r.command {
         Some(c) => format!(
-            "command probe `{}`, seed {}: {} of {} ({} is better; geometric mean over rounds) {:.4} -> {:.4} {}: {}",
+            "command probe `{}`, seed {}: {} of {} ({} is better; geometric mean over rounds) {} -> {} {}: {}",
             c.argv.join(" "),
             r.seed,
             a.metric.as_str(),
             c.metric,
             c.better.as_str(),
-            c.geomean[0],
-            c.geomean[1],
+            super::command::significant(c.geomean[0]),
+            super::command::significant(c.geomean[1]),
             c.unit,
             r.verdict_words
         ),

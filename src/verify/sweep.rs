@@ -504,8 +504,8 @@ mod tests {
     fn point(value: &str, ratios: &[f64]) -> Point {
         let rounds: Vec<_> = (0..12)
             .map(|r| {
-                let a = (100_000.0 * ratios[r % ratios.len()]) as u64;
-                (vec![100_000u64; 9], vec![a; 9])
+                let a = (100_000.0 * ratios[r % ratios.len()]).trunc();
+                (vec![100_000.0; 9], vec![a; 9])
             })
             .collect();
         let a = crate::verify::paired::analyze(

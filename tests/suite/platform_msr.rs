@@ -248,6 +248,18 @@ fn hwp_min_and_max_are_not_applicable_under_intel_pstate_spr1() {
     for id in ["floor", "ceiling"] {
         let line = knobs_line(&root, m.path(), id);
         assert_eq!(line["status"], "not-applicable", "{line:#}");
+        // `knobs` gives the reason, in JSON and in the table.
+        let reason = line["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("the scaling driver is intel_pstate")
+                && reason.contains("cpufreq-min/cpufreq-max"),
+            "{line:#}"
+        );
+        let table = ok(&run(&root, m.path(), &["knobs"]));
+        assert!(
+            table.contains(&format!("{id}: the scaling driver is intel_pstate")),
+            "{table}"
+        );
         // audit gives the reason.
         let text = knob(&report, id).to_string();
         assert!(

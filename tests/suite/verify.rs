@@ -82,11 +82,13 @@ fn a_verify_reports_a_verdict_records_evidence_and_restores_the_tree() {
         "{a}"
     );
     for leg in ["baseline", "applied"] {
-        let p50 = a[leg]["p50_ns"].as_u64().unwrap();
+        let p50 = a[leg]["p50_ns"].as_f64().unwrap();
         assert!(
-            p50 > 0 && p50 <= a[leg]["p99_ns"].as_u64().unwrap(),
+            p50 > 0.0 && p50 <= a[leg]["p99_ns"].as_f64().unwrap(),
             "{leg}: {a}"
         );
+        // A built-in probe's figures are whole ns, as its samples are.
+        assert_eq!(p50.fract(), 0.0, "{leg}: {a}");
     }
     assert_eq!(v["expectations"][0]["text"], "p50 at most 1000 ms");
     assert_eq!(v["expectations"][0]["outcome"], "inconclusive", "{v}");

@@ -116,31 +116,79 @@ fn a_command_with_a_30_percent_effect_is_found_in_every_seed_and_the_tree_restor
     );
 }
 
-#[test]
-fn a_small_ratio_metric_keeps_its_precision() {
-    // 0.0014 as found, 0.0012 applied: 14 % better. Thousandths of the unit
-    // rounded to integers made both 1 and called it no detectable effect.
-    let (t, root) = vm();
-    let bench = script(
-        t.path(),
+/// A benchmark printing `miss=V`: V is `found` while the copy's THP reads
+/// as found, `applied` otherwise, with uniform noise of ±`noise_pct` %.
+fn ratio_bench(dir: &Path, root: &Path, found: f64, applied: f64, noise_pct: f64) -> PathBuf {
+    script(
+        dir,
         "ratio.sh",
         &format!(
-            "if grep -q '\\[madvise\\]' {}; then echo miss=0.0014; else echo miss=0.0012; fi\n",
-            root.join(THP).display()
+            "r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')\n\
+             v={applied}\n\
+             grep -q '\\[madvise\\]' {thp} && v={found}\n\
+             awk -v r=$r -v v=$v -v n={noise_pct} 'BEGIN {{ printf \"miss=%.10f\\n\", v * (1 + n / 100 * (2 * r / 65535 - 1)) }}'\n",
+            thp = root.join(THP).display()
         ),
-    );
-    let m = knob(&format!(
-        "{{command: [{}], metric: {{regex: 'miss=([0-9.]+)'}}, unit: ratio}}",
+    )
+}
+
+fn ratio_knob(bench: &Path) -> tempfile::TempDir {
+    knob(&format!(
+        "{{command: [{}], metric: {{regex: 'miss=([0-9.]+)'}}, unit: ratio, samples: 3}}",
         bench.display()
-    ));
-    let (code, v, e) = verify(&root, m.path(), 1, "5");
-    assert_eq!(v["verdict"], "improved", "{e}\n{v}");
-    assert_eq!(code, 0, "{e}");
-    let ratio = v["analysis"]["ratio"].as_f64().unwrap();
-    assert!((ratio - 12.0 / 14.0).abs() < 1e-6, "{ratio}");
-    let g = &v["command"]["geomean"];
-    assert!((g[0].as_f64().unwrap() - 0.0014).abs() < 1e-12, "{g}");
-    assert!((g[1].as_f64().unwrap() - 0.0012).abs() < 1e-12, "{g}");
+    ))
+}
+
+#[test]
+fn a_small_ratio_metric_keeps_its_precision() {
+    // 0.0014 as found, 0.0012 applied (±1 % noise): 14 % better. Thousandths
+    // of the unit rounded to integers made both 1 and called it no
+    // detectable effect; scaled integers put 1.4e12 in the leg figures.
+    let (t, root) = vm();
+    let bench = ratio_bench(t.path(), &root, 0.0014, 0.0012, 1.0);
+    let m = ratio_knob(&bench);
+    for seed in [1, 2, 3] {
+        let (code, v, e) = verify(&root, m.path(), seed, "5");
+        assert_eq!(v["verdict"], "improved", "seed {seed}: {e}\n{v}");
+        assert_eq!(code, 0, "{e}");
+        let ratio = v["analysis"]["ratio"].as_f64().unwrap();
+        assert!((ratio - 12.0 / 14.0).abs() < 0.02, "{ratio}");
+        let g = &v["command"]["geomean"];
+        assert!((g[0].as_f64().unwrap() / 0.0014 - 1.0).abs() < 0.011, "{g}");
+        assert!((g[1].as_f64().unwrap() / 0.0012 - 1.0).abs() < 0.011, "{g}");
+        // The leg figures are the metric's own values (lower is better, not
+        // a time): numbers in the unit, every round's too.
+        let a = &v["analysis"];
+        for (leg, want) in [("baseline", 0.0014), ("applied", 0.0012)] {
+            for f in ["p50_ns", "p95_ns", "max_ns", "mean_ns"] {
+                let x = a[leg][f].as_f64().unwrap();
+                assert!((x / want - 1.0).abs() < 0.011, "{leg}.{f} {x}: {a}");
+            }
+            for x in a[leg]["round_p50_ns"].as_array().unwrap() {
+                assert!((x.as_f64().unwrap() / want - 1.0).abs() < 0.011, "{a}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_tiny_metric_prints_its_significant_digits_not_zeros() {
+    // 0.00014 and 0.00012 both printed "0.0001 ratio" at four decimals.
+    let (t, root) = vm();
+    let bench = ratio_bench(t.path(), &root, 0.00014, 0.00012, 0.0);
+    let m = ratio_knob(&bench);
+    let o = table_verify(&root, m.path());
+    let table = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{table}{}", err(&o));
+    for want in ["0.0001400 ratio", "0.0001200 ratio"] {
+        assert!(table.contains(want), "{want}: {table}");
+    }
+    assert!(!table.contains("0.0001 ratio"), "{table}");
+    let note = ledger_entries(&root)[0]["note"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(note.contains("0.0001400 -> 0.0001200 ratio"), "{note}");
 }
 
 #[test]
@@ -186,7 +234,7 @@ fn higher_is_better_is_compared_the_right_way_round() {
     let o = table_verify(&root, m.path());
     let table = out(&o);
     assert!(
-        table.contains("1300.0000 ops/s") && table.contains("higher is better"),
+        table.contains("1300 ops/s") && table.contains("higher is better"),
         "{table}"
     );
     assert!(table.contains("energy not exposed"), "{table}");
@@ -522,6 +570,78 @@ fn energy_sums_only_the_packages_of_the_cpus_under_test() {
     );
     // 1 J per leg from the one package, not 2 J from both.
     assert!((e["joules"][0].as_f64().unwrap() - 5.0).abs() < 1e-9, "{e}");
+}
+
+/// A `verified` entry as hostknob wrote it before its leg figures were f64
+/// (a command probe's samples scaled to integers), cut to what readers use.
+const OLD_ENTRY: &str = "- timestamp: 2026-12-04T20:49:48Z
+  id: b942b09d5cfa357f862155dadd07f5ae
+  host: vm
+  knob: thp-never
+  action: verified
+  persistence: runtime
+  hostknob: 0.1.0
+  note: 'command probe `ratio.sh`, seed 1: p50 of regex miss=([0-9.]+) in stdout (lower is better; geometric mean over rounds) 0.0014 -> 0.0012 ratio: improved (ratio 0.857, 99.92 % interval 0.791-0.929, 5 rounds)'
+  evidence:
+    applied: {cv: 0.0, max_ns: 1200000000000, mean_ns: 1200000000000.0, p50_ns: 1200000000000, p95_ns: 1200000000000, p999_ns: 1200000000000, p99_ns: 1200000000000, round_p50_ns: [1200000000000, 1200000000000, 1200000000000, 1200000000000, 1200000000000], rounds: 5, samples: 5}
+    baseline: {cv: 0.0, max_ns: 1400000000000, mean_ns: 1400000000000.0, p50_ns: 1400000000000, p95_ns: 1400000000000, p999_ns: 1400000000000, p99_ns: 1400000000000, round_p50_ns: [1400000000000, 1400000000000, 1400000000000, 1400000000000, 1400000000000], rounds: 5, samples: 5}
+    command: {argv: [ratio.sh], better: lower, cpus: 0-1, geomean: [0.0014000000000000024, 0.0011999999999999992], metric: 'regex miss=([0-9.]+) in stdout', samples: 1, shell: false, timeout_ms: 30000, unit: ratio}
+    decision: effect-cleared
+    honoured: {cause: null, cpus: [1], findings: [], status: honoured}
+    interval: [0.7906405860366014, 0.9292387597175651]
+    metric: p50
+    probe: command
+    ratio: 0.8571428571428571
+    ratios: [0.8571428571428571, 0.8571428571428571, 0.8571428571428571, 0.8571428571428571, 0.8571428571428571]
+    restored: true
+    rounds: 5
+    verdict: improved
+";
+
+#[test]
+fn a_ledger_with_integer_leg_figures_still_reads_beside_f64_ones() {
+    let (t, root) = vm();
+    let bench = ratio_bench(t.path(), &root, 0.0014, 0.0012, 0.0);
+    let m = ratio_knob(&bench);
+    let file = crate::support::ledger::ledger_file(&root);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, OLD_ENTRY).unwrap();
+    let evidence = |root: &Path| {
+        let (a, _) = audit_json(root, m.path(), Some("vm"));
+        let k = crate::support::manifest::knob(&a, "thp-never");
+        assert!(k["evidence"].is_object(), "{a}");
+        k["evidence"].clone()
+    };
+    // The old entry alone: audit takes its verdict, ratio and note.
+    let e = evidence(&root);
+    assert_eq!(e["verdict"], "improved", "{e}");
+    assert!(
+        (e["ratio"].as_f64().unwrap() - 6.0 / 7.0).abs() < 1e-12,
+        "{e}"
+    );
+    assert!(
+        e["summary"].as_str().unwrap().contains("0.0014 -> 0.0012"),
+        "{e}"
+    );
+    // A new run appends f64 figures; both entries read, the newest counts.
+    let (code, v, why) = verify(&root, m.path(), 1, "5");
+    assert_eq!(code, 0, "{why}\n{v}");
+    let entries = ledger_entries(&root);
+    assert_eq!(entries.len(), 2);
+    let p50 = |k: usize| entries[k]["evidence"]["applied"]["p50_ns"].clone();
+    assert_eq!(p50(0).as_u64(), Some(1_200_000_000_000));
+    assert_eq!(p50(1).as_f64(), Some(0.0012));
+    let e = evidence(&root);
+    assert!(
+        e["summary"]
+            .as_str()
+            .unwrap()
+            .contains("0.001400 -> 0.001200 ratio"),
+        "{e}"
+    );
+    let o = run(&root, m.path(), &["--host", "vm", "doc", "--out", "-"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(out(&o).contains("thp-never"), "{}", out(&o));
 }
 
 /// The ledger's entries, in the host's state directory.
