@@ -17,11 +17,6 @@ mkdir -p target/dist/completions
 # read the assets' target/release/ paths from there when given the triple.
 triple=$(basename "$(dirname "$(dist/release-dir)")")
 cargo deb --locked --no-build --target "$triple"
-# Static binaries still load the build's glibc NSS modules: say so in the
-# packages' dependencies (dist/deb-depends.sh says why).
-glibc=$(getconf GNU_LIBC_VERSION | sed -n 's/^glibc //p')
-deb=$(ls -t target/debian/hostknob_*.deb | head -1)
-dist/deb-depends.sh "$deb" "$glibc"
 if [ "${1:-}" = "--rpm" ]; then
-  cargo generate-rpm --target "$triple" --set-metadata "requires = { glibc = \">= $glibc\" }"
+  cargo generate-rpm --target "$triple"
 fi

@@ -11,11 +11,28 @@ pub fn who() -> String {
     {
         return u.trim().to_string();
     }
-    let uid = nix::unistd::geteuid();
-    match nix::unistd::User::from_uid(uid) {
-        Ok(Some(u)) => format!("uid {uid} ({})", u.name),
-        _ => format!("uid {uid}"),
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    // /etc/passwd read directly, not getpwuid(3): that would load the host's
+    // NSS modules into the static binary (docs/install.md). A user known
+    // only to sssd or LDAP is named by uid.
+    let passwd = crate::root::read_system_file("/etc/passwd");
+    match passwd.as_deref().and_then(|text| passwd_name(text, uid)) {
+        Some(name) => format!("uid {uid} ({name})"),
+        None => format!("uid {uid}"),
     }
+}
+
+/// The name passwd(5) text gives `uid`: the first line whose third field is it.
+fn passwd_name(passwd: &str, uid: u32) -> Option<&str> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields
+            .next()
+            .filter(|n| !n.is_empty() && !n.starts_with(['+', '-', '#']))?;
+        let id = fields.nth(1)?.parse::<u32>().ok()?;
+        (id == uid).then_some(name)
+    })
 }
 
 pub fn ledger_entry(
@@ -52,5 +69,19 @@ pub(super) fn ledger_entry_for(
         facts: None,
         // Filled in by `Session::record`, the one writer.
         identity: ledger::Identity::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::passwd_name;
+
+    #[test]
+    fn the_user_name_is_the_first_passwd_line_with_the_uid() {
+        let passwd = "# local\nroot:x:0:0:root:/root:/bin/bash\n+nis::::::\n\
+            broken line\nsre:x:1000:1000::/home/sre:/bin/sh\nalias:x:1000:1000::/:/bin/sh\n";
+        assert_eq!(passwd_name(passwd, 0), Some("root"));
+        assert_eq!(passwd_name(passwd, 1000), Some("sre"));
+        assert_eq!(passwd_name(passwd, 65534), None);
     }
 }

@@ -208,7 +208,7 @@ sudo hostknob apply cpuidle-no-deep-state\n  sudo hostknob apply --all --wait"
         long_about = include_str!("../help/revert.txt")
     )]
     Revert(RevertArgs),
-    /// Print (or install) what makes a knob survive a reboot: tmpfiles.d, sysctl.d, drop-in, cmdline.
+    /// Print (or install) what makes knobs survive a reboot: tmpfiles.d, sysctl.d, drop-in, cmdline.
     #[command(
         long_about = include_str!("../help/persist.txt")
     )]
@@ -329,9 +329,9 @@ pub struct RevertArgs {
 
 #[derive(Args, Debug)]
 pub struct PersistArgs {
-    /// The knob id.
-    #[arg(value_name = "KNOB")]
-    pub knob: String,
+    /// Knob ids, each handled in turn (see `hostknob knobs`).
+    #[arg(value_name = "KNOB", required = true)]
+    pub knobs: Vec<String>,
     /// Write the artifact under --root.
     #[arg(long, conflicts_with = "remove")]
     pub install: bool,

@@ -246,7 +246,8 @@ pub struct RpcArgs {
         conflicts_with = "connect"
     )]
     pub bind: IpAddr,
-    /// Measure your own service at HOST:PORT instead of the built-in echo server.
+    /// Measure your own service at HOST:PORT instead of the built-in echo server
+    /// (HOST: an address, or a name from /etc/hosts; no DNS).
     #[arg(long, value_name = "HOST:PORT")]
     pub connect: Option<String>,
     /// Request bytes to send (escapes: \r \n \t \0 \\ \xHH) [default: --size bytes of a-z].

@@ -11,6 +11,7 @@ pub mod noise_attrib;
 pub mod noise_trace;
 pub mod pmqos;
 pub mod residency;
+mod resolve;
 pub mod wake_split;
 
 /// The probe registry. A probe is one module here plus one line below: its

@@ -6,7 +6,7 @@
 //! for the request and the client's for the reply.
 
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -304,11 +304,9 @@ pub fn run(root: &Root, opts: &Options) -> Result<RpcResult> {
     };
     let (server, addr, flag) = match &opts.connect {
         Some(t) => {
-            let addr = t
-                .to_socket_addrs()
-                .with_context(|| format!("{flag}: cannot resolve (expected HOST:PORT)"))?
-                .next()
-                .with_context(|| format!("{flag}: resolves to no address"))?;
+            let hosts = super::resolve::read_hosts();
+            let addr =
+                super::resolve::resolve(t, hosts.as_deref()).with_context(|| flag.clone())?;
             (None, addr, flag)
         }
         None => {

@@ -34,7 +34,7 @@ use std::sync::atomic::Ordering;
 use anyhow::{Context, Result, bail};
 
 pub use dir::DirHandle;
-pub use read::READ_CAP;
+pub use read::{READ_CAP, read_system_file};
 #[cfg(feature = "test-hooks")]
 pub use write::APPEND_LIMIT_VAR;
 pub use write::{append, proc_write_allowed, symlink_refused};

@@ -6,6 +6,26 @@ use std::os::fd::AsRawFd;
 
 use super::{Access, Root, is_absent};
 
+/// A file of the machine hostknob runs on, whatever `--root` says (the
+/// name tables `/etc/passwd` and `/etc/hosts`, read directly rather than
+/// through the C library's NSS modules): its text up to [`READ_CAP`] bytes,
+/// `None` when it cannot be read. Regular files only: a FIFO or device is not read.
+pub fn read_system_file(path: &str) -> Option<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO does not wait for a writer.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(READ_CAP as u64).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 impl Root {
     pub fn open_read(&self, logical: &str) -> io::Result<File> {
         let fd = self.record_result(

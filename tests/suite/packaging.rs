@@ -1,113 +1,130 @@
-//! Packaging (issue 20 item 16): the .deb of a static hostknob declares the
-//! glibc it was built with. `dist/package.sh` needs cargo-deb (dist/ci-fleet.sh
-//! builds, checks and installs the real package); here `dist/deb-depends.sh`
-//! runs on packages made with dpkg-deb the way cargo-deb lays them out.
+//! Packaging (issue 35 item 2): the released binaries need no C library of
+//! the host, so the .deb and the RPM depend on none and install on any
+//! distribution; one version across the crate, the packages, the Ansible
+//! collection and the chart (item 10). `dist/ci-fleet.sh` builds the real
+//! package, checks its metadata and payload with dpkg-deb, readelf and
+//! lintian, installs it and removes it.
 
-use std::path::Path;
 use std::process::Command;
 
 use crate::support::*;
 
-fn dpkg_deb(args: &[&str]) -> String {
-    let o = Command::new("dpkg-deb")
-        .args(args)
+/// The C library's NSS lookups. A static glibc binary that calls any of them
+/// loads the host's `libnss_*.so` modules at run time, which must match the
+/// glibc it was built with: the reason the packages used to depend on one.
+const NSS_LOOKUPS: &[&str] = &[
+    "getpwnam",
+    "getpwnam_r",
+    "getpwuid",
+    "getpwuid_r",
+    "getpwent_r",
+    "getgrnam_r",
+    "getgrgid_r",
+    "getgrouplist",
+    "initgroups",
+    "getaddrinfo",
+    "getnameinfo",
+    "gethostbyname",
+    "gethostbyname_r",
+    "gethostbyname2_r",
+    "gethostbyaddr_r",
+    "getservbyname_r",
+    "__nss_lookup_function",
+    "__nss_next2",
+    "__nss_passwd_lookup2",
+    "__nss_group_lookup2",
+    "__nss_hosts_lookup2",
+];
+
+fn jemalloc_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_hostknob-jemalloc")
+}
+
+/// Functions `nm` lists as defined in `path` (text symbols), glibc's
+/// internal `__` and `__new_` spellings folded onto the public name.
+fn defined_functions(path: &str) -> Vec<String> {
+    let o = Command::new("nm")
+        .arg(path)
         .output()
-        .expect("dpkg-deb (Debian package dpkg)");
-    assert!(o.status.success(), "dpkg-deb {args:?}: {}", err(&o));
+        .expect("nm (binutils)");
+    assert!(o.status.success(), "nm {path}: {}", err(&o));
     out(&o)
-}
-
-/// A package as cargo-deb writes one for a static binary: `Depends:` empty,
-/// an /etc file as a conffile.
-fn package(dir: &Path, depends: &str) -> std::path::PathBuf {
-    let pkg = dir.join("pkg");
-    std::fs::create_dir_all(pkg.join("DEBIAN")).unwrap();
-    std::fs::create_dir_all(pkg.join("usr/bin")).unwrap();
-    std::fs::create_dir_all(pkg.join("etc/hostknob/manifest")).unwrap();
-    std::fs::write(pkg.join("usr/bin/hostknob"), "binary").unwrap();
-    std::fs::write(pkg.join("etc/hostknob/manifest/README"), "readme").unwrap();
-    std::fs::write(
-        pkg.join("DEBIAN/control"),
-        format!(
-            "Package: hostknob\nVersion: 0.1.0-1\nArchitecture: amd64\n\
-             Maintainer: hostknob developers <hostknob@example.invalid>\n\
-             Installed-Size: 1\nDepends: {depends}\nSection: admin\n\
-             Description: Inventory, audit, tune and verify\n hostknob inventories a host.\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        pkg.join("DEBIAN/conffiles"),
-        "/etc/hostknob/manifest/README\n",
-    )
-    .unwrap();
-    let deb = dir.join("hostknob_0.1.0-1_amd64.deb");
-    dpkg_deb(&[
-        "--root-owner-group",
-        "--build",
-        pkg.to_str().unwrap(),
-        deb.to_str().unwrap(),
-    ]);
-    deb
-}
-
-fn deb_depends(deb: &Path, glibc: Option<&str>) -> std::process::Output {
-    let mut c = Command::new("bash");
-    c.arg(repo().join("dist/deb-depends.sh")).arg(deb);
-    c.args(glibc);
-    c.output().unwrap()
-}
-
-fn this_glibc() -> String {
-    let o = Command::new("getconf")
-        .arg("GNU_LIBC_VERSION")
-        .output()
-        .unwrap();
-    out(&o).trim().strip_prefix("glibc ").unwrap().to_string()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace().rev();
+            let name = f.next()?;
+            let kind = f.next()?;
+            matches!(kind, "T" | "t" | "W" | "i").then(|| {
+                let public = name.strip_prefix("__new_").unwrap_or(name);
+                public.trim_start_matches("__").to_string()
+            })
+        })
+        .collect()
 }
 
 #[test]
-fn the_deb_of_a_static_binary_depends_on_the_glibc_it_was_built_with() {
-    let dir = tempfile::tempdir().unwrap();
-    let deb = package(dir.path(), "");
-    assert_eq!(dpkg_deb(&["-f", deb.to_str().unwrap(), "Depends"]), "\n");
-    let o = deb_depends(&deb, None);
-    assert!(o.status.success(), "{}", err(&o));
-    let glibc = this_glibc();
-    assert_eq!(
-        dpkg_deb(&["-f", deb.to_str().unwrap(), "Depends"]).trim(),
-        format!("libc6 (>= {glibc})")
-    );
-    // The rest of the package is as it was: fields, payload, conffiles.
-    let info = dpkg_deb(&["-I", deb.to_str().unwrap()]);
-    assert!(
-        info.contains(
-            " Description: Inventory, audit, tune and verify\n  hostknob inventories a host.\n"
-        ) && info.contains(" Section: admin\n")
-            && info.contains(" conffiles"),
-        "{info}"
-    );
-    let files = dpkg_deb(&["-c", deb.to_str().unwrap()]);
-    assert!(
-        files.contains("root/root") && files.contains("./usr/bin/hostknob"),
-        "{files}"
-    );
-    // Run again, or on a dynamic build's package that names libc6: unchanged.
-    let before = std::fs::read(&deb).unwrap();
-    assert!(deb_depends(&deb, None).status.success());
-    assert_eq!(std::fs::read(&deb).unwrap(), before);
+#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
+fn the_released_binaries_are_static_and_make_no_nss_lookup() {
+    for path in [bin(), jemalloc_bin()] {
+        let o = Command::new("readelf")
+            .arg("-ld")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "readelf {path}: {}", err(&o));
+        let elf = out(&o);
+        assert!(
+            !elf.contains("INTERP") && !elf.contains("(NEEDED)"),
+            "{path} names an interpreter or a shared library:\n{elf}"
+        );
+        let defined = defined_functions(path);
+        assert!(
+            defined.iter().any(|f| f == "main"),
+            "{path}: nm lists no main; the symbol table is not what this test reads"
+        );
+        let lookups: Vec<&str> = NSS_LOOKUPS
+            .iter()
+            .map(|l| l.trim_start_matches("__"))
+            .filter(|l| defined.iter().any(|f| f == l))
+            .collect();
+        assert!(
+            lookups.is_empty(),
+            "{path} links NSS lookups {lookups:?}: it would load the host's libnss modules"
+        );
+    }
+}
 
-    let dir = tempfile::tempdir().unwrap();
-    let deb = package(dir.path(), "libgcc-s1 (>= 4.2)");
-    assert!(deb_depends(&deb, Some("2.41")).status.success());
-    assert_eq!(
-        dpkg_deb(&["-f", deb.to_str().unwrap(), "Depends"]).trim(),
-        "libgcc-s1 (>= 4.2), libc6 (>= 2.41)"
+/// The first `version` of a YAML file's top level.
+fn yaml_version(rel: &str, key: &str) -> String {
+    let text = std::fs::read_to_string(repo().join(rel)).unwrap();
+    let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{rel}: no {key}"))
+        .to_string()
+}
+
+#[test]
+fn the_binary_the_packages_the_collection_and_the_chart_carry_one_version() {
+    let crate_version = env!("CARGO_PKG_VERSION");
+    let o = Command::new(bin()).arg("--version").output().unwrap();
+    assert_eq!(out(&o).trim(), format!("hostknob {crate_version}"));
+    let galaxy = "ansible/ansible_collections/hostknob/hostknob/galaxy.yml";
+    assert_eq!(yaml_version(galaxy, "version"), crate_version, "{galaxy}");
+    let chart = "deploy/helm/hostknob/Chart.yaml";
+    assert_eq!(yaml_version(chart, "appVersion"), crate_version, "{chart}");
+    // The rendered DaemonSet runs the image of that version.
+    let ds = std::fs::read_to_string(repo().join("deploy/kubernetes/daemonset.yaml")).unwrap();
+    assert!(
+        ds.contains(&format!("image: \"hostknob:{crate_version}\"")),
+        "deploy/kubernetes/daemonset.yaml"
     );
-    // No version to declare: refused, the package untouched.
-    let before = std::fs::read(&deb).unwrap();
-    let o = deb_depends(&deb, Some("unknown"));
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("nothing was changed"), "{}", err(&o));
-    assert_eq!(std::fs::read(&deb).unwrap(), before);
+    // cargo deb names the package VERSION-1; its changelog's newest entry must
+    // be that revision (lintian).
+    let changelog = std::fs::read_to_string(repo().join("dist/debian/changelog")).unwrap();
+    let first = changelog.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("hostknob ({crate_version}-1) ")),
+        "dist/debian/changelog: {first}"
+    );
 }

@@ -153,6 +153,60 @@ fn install_is_recorded_once_audit_names_a_file_that_disagrees_and_remove_deletes
 }
 
 #[test]
+fn several_knobs_are_persisted_in_one_command_as_apply_takes_them() {
+    let (_tmp, root) = vm();
+    let knobs_v = tmpfiles_knobs();
+    let m = knobs(&as_refs(&knobs_v[..2]));
+    ok(&run(&root, m.path(), &["apply", "idle", "thp"]));
+    // An unknown knob among them: refused before anything is written.
+    let before = tree(&root);
+    let o = run(&root, m.path(), &["persist", "idle", "nope", "--install"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("nope"), "{}", err(&o));
+    assert_eq!(tree(&root), before, "a refused persist changed the tree");
+    // Printed: one JSON document per knob, in the order given.
+    let printed = ok(&run(
+        &root,
+        m.path(),
+        &["persist", "thp", "idle", "--format", "json"],
+    ));
+    let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&printed)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let ids: Vec<&str> = docs.iter().map(|d| d["knob"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["thp", "idle"], "{printed}");
+    let text = ok(&run(
+        &root,
+        m.path(),
+        &["persist", "idle", "thp", "--install"],
+    ));
+    assert!(
+        text.contains("idle: installed") && text.contains("thp: installed"),
+        "{text}"
+    );
+    assert_eq!(ledger_text(&root).matches("action: persisted").count(), 2);
+    let (r, code) = audit_json(&root, m.path(), None);
+    assert_eq!(
+        (
+            knob(&r, "idle")["status"].as_str(),
+            knob(&r, "thp")["status"].as_str(),
+            code
+        ),
+        (Some("ok"), Some("ok"), 0)
+    );
+    let text = ok(&run(
+        &root,
+        m.path(),
+        &["persist", "idle", "thp", "--remove"],
+    ));
+    assert!(
+        text.contains("idle: removed") && text.contains("thp: removed"),
+        "{text}"
+    );
+}
+
+#[test]
 fn the_sysctl_d_file_is_accepted_by_sysctl_and_read_by_audit() {
     let (_tmp, root) = vm();
     let m = knobs(&[(

@@ -286,6 +286,39 @@ fn rpc_connects_to_a_users_tcp_service() {
 }
 
 #[test]
+fn rpc_connect_looks_names_up_in_etc_hosts_and_nowhere_else() {
+    // No DNS and no NSS module (the static binary loads none): a name that
+    // /etc/hosts lacks is refused, saying where it was looked for.
+    let name = "no-such-host.hostknob.invalid";
+    assert!(
+        !std::fs::read_to_string("/etc/hosts")
+            .unwrap()
+            .contains(name)
+    );
+    let e = error(&[
+        "probe",
+        "rpc",
+        "--connect",
+        &format!("{name}:80"),
+        "--samples",
+        "2",
+    ]);
+    assert_eq!(
+        e,
+        format!(
+            "hostknob: --connect {name}:80: host \"{name}\" is not in /etc/hosts: hostknob looks \
+             names up there only (no DNS; its static binary loads no name service), so give the \
+             address or add the name to /etc/hosts"
+        )
+    );
+    let e = error(&["probe", "rpc", "--connect", "10.0.0.1", "--samples", "2"]);
+    assert_eq!(
+        e,
+        "hostknob: --connect 10.0.0.1: no port: expected HOST:PORT"
+    );
+}
+
+#[test]
 fn rpc_connects_to_a_users_udp_service() {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = s.local_addr().unwrap().to_string();
