@@ -353,7 +353,7 @@ pub fn numbers(
                 format!(
                     "unknown {} field{}; known: {}",
                     section.as_str(),
-                    crate::manifest::spelling::did_you_mean(&k, fields.iter().copied()),
+                    crate::spelling::did_you_mean(&k, fields.iter().copied()),
                     fields.join(", ")
                 ),
             ));

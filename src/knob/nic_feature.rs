@@ -119,7 +119,7 @@ fn feature_name(field: &str, name: &str) -> Result<String, FieldError> {
             format!(
                 "{name:?} is not a feature name the kernel has{} (ethtool -k lists them, as \
                  rx-gro; ethtool's short names gro, lro, gso and tso are taken too)",
-                crate::manifest::spelling::did_you_mean(name, known)
+                crate::spelling::did_you_mean(name, known)
             ),
         ));
     }
