@@ -29,6 +29,7 @@ pub(crate) mod render;
 pub(crate) mod report;
 pub mod root;
 pub mod schema;
+pub(crate) mod spelling;
 pub(crate) mod stats;
 pub(crate) mod task;
 pub mod verify;

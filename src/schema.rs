@@ -78,6 +78,12 @@ pub enum Persistence {
     /// re-resolving states by name or latency and CPUs by list.
     #[serde(rename = "boot")]
     Boot,
+    /// A systemd.link file udev applies whenever the NIC appears (NIC kinds).
+    #[serde(rename = "link-file")]
+    LinkFile,
+    /// A udev rule applies the knob again whenever its NIC appears (rps, NIC kinds).
+    #[serde(rename = "udev-reapply")]
+    UdevReapply,
 }
 
 impl Persistence {
@@ -90,6 +96,8 @@ impl Persistence {
             Persistence::Cmdline => "cmdline",
             Persistence::Hold => "hold",
             Persistence::Boot => "boot",
+            Persistence::LinkFile => "link-file",
+            Persistence::UdevReapply => "udev-reapply",
         }
     }
 }

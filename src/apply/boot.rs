@@ -28,7 +28,14 @@ fn not_at_boot(p: Persistence) -> Option<&'static str> {
             Some("persistence: systemd-dropin (the drop-in applies it when its service starts)")
         }
         Persistence::Hold => Some("persistence: hold (a running `hostknob hold` keeps it)"),
-        Persistence::Tmpfiles | Persistence::SysctlD | Persistence::Boot => None,
+        Persistence::LinkFile => {
+            Some("persistence: link-file (udev applies its .link file when the device appears)")
+        }
+        // Its udev rule applies it at coldplug too; applying it here as well is harmless.
+        Persistence::Tmpfiles
+        | Persistence::SysctlD
+        | Persistence::Boot
+        | Persistence::UdevReapply => None,
     }
 }
 

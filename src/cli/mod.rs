@@ -161,7 +161,9 @@ pub struct QuietArg {
 pub enum Command {
     /// Hardware and kernel facts: CPUs, caches, frequency, idle states, memory, NUMA, NICs, processes.
     #[command(
-        long_about = include_str!("../help/inventory.txt")
+        long_about = include_str!("../help/inventory.txt"),
+        after_help = "Examples:\n  hostknob inventory\n  hostknob inventory network          # NICs: queues, coalescing, rings, offloads, RPS/XPS, IRQs\n  \
+hostknob inventory network --format json\n  hostknob --root /tmp/web-7 inventory network"
     )]
     Inventory(InventoryArgs),
     /// Copy every file inventory reads into OUT, a tree to use later with --root OUT.
@@ -208,9 +210,13 @@ sudo hostknob apply cpuidle-no-deep-state\n  sudo hostknob apply --all --wait"
         long_about = include_str!("../help/revert.txt")
     )]
     Revert(RevertArgs),
-    /// Print (or install) what makes knobs survive a reboot: tmpfiles.d, sysctl.d, drop-in, cmdline.
+    /// Print (or install) what makes knobs survive a reboot: tmpfiles.d, sysctl.d, drop-in, cmdline, .link file, udev rule.
     #[command(
-        long_about = include_str!("../help/persist.txt")
+        long_about = include_str!("../help/persist.txt"),
+        after_help = "Examples:\n  hostknob persist thp-madvise                # print the artifact\n  \
+sudo hostknob persist thp-madvise --install\n  \
+sudo hostknob persist ens1f0-queues --install  # a NIC knob: /etc/systemd/network/50-hostknob-ens1f0.link\n  \
+sudo hostknob persist ens1f0-rps --remove"
     )]
     Persist(PersistArgs),
     /// Hold a pm-qos knob's PM QoS request in the foreground until SIGTERM or Ctrl-C.

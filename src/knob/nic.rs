@@ -309,7 +309,11 @@ macro_rules! ethtool_kind {
             }
 
             fn persistence_allowed(&self) -> &'static [$crate::schema::Persistence] {
-                &[$crate::schema::Persistence::Runtime]
+                &[
+                    $crate::schema::Persistence::Runtime,
+                    $crate::schema::Persistence::LinkFile,
+                    $crate::schema::Persistence::UdevReapply,
+                ]
             }
 
             fn services(&self) -> &'static [$crate::knob::Service] {
@@ -347,8 +351,9 @@ pub fn numbers(
             return Err(FieldError::new(
                 &field,
                 format!(
-                    "unknown {} field; known: {}",
+                    "unknown {} field{}; known: {}",
                     section.as_str(),
+                    crate::spelling::did_you_mean(&k, fields.iter().copied()),
                     fields.join(", ")
                 ),
             ));
@@ -360,6 +365,16 @@ pub fn numbers(
             _ => String::new(),
         };
         let adaptive = k.starts_with("adaptive-");
+        // The ioctl's fields are u32 (include/uapi/linux/ethtool.h).
+        if !adaptive && text.parse::<u64>().is_ok_and(|n| n > u64::from(u32::MAX)) {
+            return Err(FieldError::new(
+                &field,
+                format!(
+                    "{text} is above {}, the largest value ethtool takes",
+                    u32::MAX
+                ),
+            ));
+        }
         let ok = if adaptive {
             matches!(text.as_str(), "on" | "off")
         } else {

@@ -17,12 +17,38 @@ impl Spec for NicChannels {
     type Set = BTreeMap<String, serde_yaml::Value>;
 
     fn new(target: Option<NicTargetDoc>, set: Self::Set) -> Result<Self, FieldError> {
+        let values = numbers(Section::Channels, &CHANNEL_FIELDS, set)?;
+        no_queue_left(&values)?;
         Ok(NicChannels(EthtoolKnob {
             section: Section::Channels,
             sel: NicSel::new(target)?,
-            values: numbers(Section::Channels, &CHANNEL_FIELDS, set)?,
+            values,
         }))
     }
+}
+
+/// The kernel refuses counts that leave no receive or no transmit queue
+/// (net/ethtool/channels.c, ethnl_set_channels: "requested channel count
+/// is too low"): `combined: 0` needs rx and tx queues of their own.
+fn no_queue_left(values: &BTreeMap<String, String>) -> Result<(), FieldError> {
+    let given = |k: &str| values.get(k).map(String::as_str);
+    if given("combined") != Some("0") {
+        return Ok(());
+    }
+    for k in ["rx", "tx"] {
+        if matches!(given(k), None | Some("0")) {
+            return Err(FieldError::new(
+                "set.combined",
+                format!(
+                    "0 combined channels without {k} channels of their own leave the NIC no {} \
+                     queue, which the kernel refuses (net/ethtool/channels.c); give combined 1 \
+                     or more, or rx and tx above 0",
+                    if k == "rx" { "receive" } else { "transmit" }
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 ethtool_kind!(NicChannels, NicChannels);

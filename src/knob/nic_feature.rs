@@ -22,6 +22,79 @@ pub const ALIASES: [(&str, &str); 8] = [
     ("tcp-segmentation-offload", "tx-tcp-segmentation"),
 ];
 
+/// The kernel's feature names: `netdev_features_strings` (net/ethtool/common.c,
+/// Linux 6.18, as `ethtool -k`/`ETH_SS_FEATURES` lists them on this project's
+/// VM), and five that older kernels still print (`tx-lockless`, `netns-local`,
+/// `fcoe-mtu`, `busy-poll`, `tx-udp-fragmentation`). A name outside it is a typo
+/// a driver would never match.
+pub const KERNEL_FEATURES: [&str; 65] = [
+    "busy-poll",
+    "esp-hw-offload",
+    "esp-tx-csum-hw-offload",
+    "fcoe-mtu",
+    "highdma",
+    "hsr-dup-offload",
+    "hsr-fwd-offload",
+    "hsr-tag-ins-offload",
+    "hsr-tag-rm-offload",
+    "hw-tc-offload",
+    "l2-fwd-offload",
+    "loopback",
+    "macsec-hw-offload",
+    "netns-local",
+    "rx-all",
+    "rx-checksum",
+    "rx-fcs",
+    "rx-gro",
+    "rx-gro-hw",
+    "rx-gro-list",
+    "rx-hashing",
+    "rx-lro",
+    "rx-ntuple-filter",
+    "rx-udp-gro-forwarding",
+    "rx-udp_tunnel-port-offload",
+    "rx-vlan-filter",
+    "rx-vlan-hw-parse",
+    "rx-vlan-stag-filter",
+    "rx-vlan-stag-hw-parse",
+    "tls-hw-record",
+    "tls-hw-rx-offload",
+    "tls-hw-tx-offload",
+    "tx-checksum-fcoe-crc",
+    "tx-checksum-ip-generic",
+    "tx-checksum-ipv4",
+    "tx-checksum-ipv6",
+    "tx-checksum-sctp",
+    "tx-esp-segmentation",
+    "tx-fcoe-segmentation",
+    "tx-generic-segmentation",
+    "tx-gre-csum-segmentation",
+    "tx-gre-segmentation",
+    "tx-gso-list",
+    "tx-gso-partial",
+    "tx-gso-robust",
+    "tx-ipxip4-segmentation",
+    "tx-ipxip6-segmentation",
+    "tx-lockless",
+    "tx-nocache-copy",
+    "tx-scatter-gather",
+    "tx-scatter-gather-fraglist",
+    "tx-sctp-segmentation",
+    "tx-tcp-accecn-segmentation",
+    "tx-tcp-ecn-segmentation",
+    "tx-tcp-mangleid-segmentation",
+    "tx-tcp-segmentation",
+    "tx-tcp6-segmentation",
+    "tx-tunnel-remcsum-segmentation",
+    "tx-udp-fragmentation",
+    "tx-udp-segmentation",
+    "tx-udp_tnl-csum-segmentation",
+    "tx-udp_tnl-segmentation",
+    "tx-vlan-hw-insert",
+    "tx-vlan-stag-hw-insert",
+    "vlan-challenged",
+];
+
 #[derive(Debug)]
 pub struct NicFeature(EthtoolKnob);
 
@@ -36,10 +109,18 @@ fn feature_name(field: &str, name: &str) -> Result<String, FieldError> {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
-    if !ok {
+    if !ok || !KERNEL_FEATURES.contains(&name) {
+        let known = KERNEL_FEATURES
+            .iter()
+            .chain(ALIASES.iter().map(|(a, _)| a))
+            .copied();
         return Err(FieldError::new(
             field,
-            format!("{name:?} is not a feature name (like rx-gro or gro: ethtool -k lists them)"),
+            format!(
+                "{name:?} is not a feature name the kernel has{} (ethtool -k lists them, as \
+                 rx-gro; ethtool's short names gro, lro, gso and tso are taken too)",
+                crate::spelling::did_you_mean(name, known)
+            ),
         ));
     }
     Ok(name.to_string())

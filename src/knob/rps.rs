@@ -146,6 +146,33 @@ impl Rps {
     }
 }
 
+/// CPUs the host can never have: the kernel parses the mask over its CPU
+/// bits and refuses more (net/core/net-sysfs.c, store_rps_map: bitmap_parse
+/// over nr_cpumask_bits, -EOVERFLOW). A bad value, not a state of the host.
+fn beyond_possible(host: &HostCtx, cpus: &CpuList) -> Result<(), FieldError> {
+    let file = "/sys/devices/system/cpu/possible";
+    let Some(possible) = host.text(file).and_then(|t| CpuList::parse(&t).ok()) else {
+        return Ok(());
+    };
+    let beyond = CpuList::new(
+        cpus.as_slice()
+            .iter()
+            .copied()
+            .filter(|c| !possible.contains(*c))
+            .collect(),
+    );
+    if beyond.is_empty() {
+        return Ok(());
+    }
+    Err(FieldError::new(
+        "set.cpus",
+        format!(
+            "CPUs {beyond} are beyond this host's possible CPUs {possible} ({file}): the \
+             kernel refuses the mask (store_rps_map in net/core/net-sysfs.c)"
+        ),
+    ))
+}
+
 impl KnobKind for Rps {
     fn kind(&self) -> KindName {
         KindName::Rps
@@ -173,12 +200,19 @@ impl KnobKind for Rps {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        super::ATTRIBUTE_PERSISTENCE
+        // tmpfiles.d writes at boot only; the queues' files are made again
+        // with the device, which the udev rule follows.
+        &[
+            Persistence::Runtime,
+            Persistence::UdevReapply,
+            Persistence::Tmpfiles,
+        ]
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let mut survey = Survey::default();
         if let Some(CpuSel::List(l)) = &self.cpus {
+            beyond_possible(host, l)?;
             let (_, missing) = CpuSel::List(l.clone()).split(host.online());
             if !missing.is_empty() {
                 survey.targets.push(Target {

@@ -5,8 +5,7 @@
 //! `ledger/` inside the directory is the tool's own record (see `ledger`), not knobs;
 //! `profiles/` holds profiles (see `profile`), not knobs.
 
-mod spelling;
-pub use spelling::did_you_mean;
+pub use crate::spelling::did_you_mean;
 mod depth;
 pub mod facts;
 pub mod host;

@@ -13,6 +13,10 @@
 //!   --wait <id>` with the knob's manifest after drivers load, ordered by
 //!   phase against the host's other boot knobs (recommended for cpuidle and
 //!   cpufreq knobs: no state index or policy path is pinned);
+//! - `link-file`: the NIC's systemd.link file, which udev applies whenever
+//!   the device appears (a driver reload or a re-created interface too);
+//! - `udev-reapply`: a udev rule applying the knob again whenever its NIC
+//!   appears (RPS, and what a .link file cannot set);
 //! - `cmdline`: kernel command-line arguments, printed with the commands that
 //!   add them; a `kernel-cmdline` knob's own apply writes the boot loader's
 //!   files, and persist names them.
@@ -24,10 +28,12 @@ pub mod boot_unit;
 pub mod cmdline;
 pub mod dropin;
 pub mod hold_unit;
+pub mod link_file;
 pub mod sysctl_d;
 mod template_unit;
 pub mod tmpfiles;
 pub mod udev;
+pub mod udev_reapply;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -124,6 +130,7 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         }
         Persistence::Hold => return hold_unit::artifact(knob, host, manifest),
         Persistence::Boot => return boot_unit::artifact(knob, host, manifest),
+        Persistence::LinkFile => return link_file::artifact(knob, host, manifest),
         Persistence::Cmdline => return cmdline::artifact(knob, host, refuse_by_design),
         _ => {}
     }
@@ -131,17 +138,7 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         .spec
         .survey(host)
         .map_err(|e| knob.source.field_error(e).to_string())?;
-    let blocked: Vec<Blocked> = survey
-        .targets
-        .iter()
-        .filter_map(|t| {
-            Some(Blocked {
-                path: t.path.clone(),
-                cpus: t.cpus.clone(),
-                blocker: t.blocker.clone()?,
-            })
-        })
-        .collect();
+    let blocked = blocked(&survey.targets);
     crate::knob::refusal(id, &blocked)?;
     let targets: Vec<_> = survey
         .targets
@@ -166,10 +163,29 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         }),
         Persistence::SysctlD => sysctl_d::artifact(knob, host, &targets),
         Persistence::SystemdDropin => dropin::artifact(knob, survey.notes.clone(), &targets),
-        Persistence::Runtime | Persistence::Hold | Persistence::Boot | Persistence::Cmdline => {
+        Persistence::UdevReapply => udev_reapply::artifact(knob, host, manifest, &targets),
+        Persistence::Runtime
+        | Persistence::Hold
+        | Persistence::Boot
+        | Persistence::Cmdline
+        | Persistence::LinkFile => {
             unreachable!("handled above")
         }
     }
+}
+
+/// The targets that cannot take the knob here, and why.
+pub(crate) fn blocked(targets: &[Target]) -> Vec<Blocked> {
+    targets
+        .iter()
+        .filter_map(|t| {
+            Some(Blocked {
+                path: t.path.clone(),
+                cpus: t.cpus.clone(),
+                blocker: t.blocker.clone()?,
+            })
+        })
+        .collect()
 }
 
 /// tmpfiles.d lines run early in boot (systemd-tmpfiles-setup.service),
@@ -276,6 +292,8 @@ pub fn check(
         Persistence::Boot => boot_unit::check(knob, host),
         Persistence::SystemdDropin => dropin::check(&writable),
         Persistence::Cmdline => cmdline::check(knob, host),
+        Persistence::LinkFile => link_file::check(knob, &writable, host),
+        Persistence::UdevReapply => udev_reapply::check(knob, &writable, host),
         Persistence::Tmpfiles => tmpfiles::check(&writable, &config.tmpfiles).map(|by| {
             let legacy = tmpfiles::legacy_path(&knob.id);
             let named = |f: &str| {

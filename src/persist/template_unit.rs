@@ -65,6 +65,15 @@ pub(super) fn manifest_for_unit(
     Ok((text, outside))
 }
 
+/// Said when the booted host's file names a manifest outside `--root`.
+pub(super) fn outside_note(what: &str, dir: &str, host: &HostCtx) -> String {
+    format!(
+        "the {what} reads the manifest at {dir}, outside --root {}: it must be there when \
+         that host boots",
+        host.root.base().display()
+    )
+}
+
 /// What a unit mechanism puts in its file.
 pub(super) struct Unit<'a> {
     pub name: &'a str,
@@ -110,11 +119,7 @@ pub(super) fn artifact(
         ));
     }
     if outside {
-        notes.push(format!(
-            "the unit reads the manifest at {dir}, outside --root {}: it must be there when \
-             that host boots",
-            host.root.base().display()
-        ));
+        notes.push(outside_note("unit", &dir, host));
     }
     Ok(Artifact {
         knob: id.clone(),

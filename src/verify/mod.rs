@@ -365,7 +365,7 @@ fn run_locked(
         order: std::mem::take(&mut legs.order),
         verdict: analysis.verdict,
         decision: analysis.decision,
-        verdict_words: blind::words(&analysis, blind),
+        verdict_words: blind::words(&analysis, knob, blind),
         placement,
         honoured,
         idle: std::mem::take(&mut legs.idle),

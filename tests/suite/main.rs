@@ -53,6 +53,7 @@ mod manifest_kinds;
 mod msr_knobs;
 mod newcomer;
 mod nic;
+mod nic_persist;
 mod packaging;
 mod persist;
 mod persist_order;

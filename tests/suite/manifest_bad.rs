@@ -570,7 +570,53 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "when",
         "give a mapping of facts to conditions",
     ),
+    (
+        "nic-unknown-field-target",
+        "nic.yaml",
+        5,
+        "target.interface",
+        "unknown field `interface`; did you mean \"interfaces\"?",
+    ),
+    (
+        "nic-channels-zero",
+        "nic.yaml",
+        7,
+        "set.combined",
+        "0 combined channels without rx channels of their own leave the NIC no receive queue",
+    ),
+    (
+        "nic-channels-too-large",
+        "nic.yaml",
+        7,
+        "set.combined",
+        "1099511627776 is above 4294967295, the largest value ethtool takes",
+    ),
+    (
+        "nic-coalesce-unknown-field",
+        "nic.yaml",
+        8,
+        "set.rx-usec",
+        "unknown coalesce field; did you mean \"rx-usecs\"?",
+    ),
+    (
+        "nic-feature-unknown",
+        "nic.yaml",
+        7,
+        "set.rx-gor",
+        "\"rx-gor\" is not a feature name the kernel has; did you mean \"rx-gro\"?",
+    ),
+    (
+        "rps-mask-syntax",
+        "rps.yaml",
+        7,
+        "set.cpus",
+        "\"0x3\" is not a CPU list",
+    ),
 ];
+
+/// Cases with a test of their own below (not refused by `knobs`, which
+/// reads no host file).
+const OWN_TESTS: [&str; 2] = ["sysfs-symlink-out", "rps-mask-beyond-possible"];
 
 fn cases_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad-manifests")
@@ -613,7 +659,7 @@ fn every_bad_manifest_names_file_line_and_field_exits_1_and_changes_nothing() {
     let on_disk: Vec<String> = std::fs::read_dir(cases_dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "sysfs-symlink-out")
+        .filter(|n| !OWN_TESTS.contains(&n.as_str()))
         .collect();
     assert!(CASES.len() >= 30);
     for name in &on_disk {
@@ -641,6 +687,22 @@ fn every_bad_manifest_names_file_line_and_field_exits_1_and_changes_nothing() {
                 "{case}: one problem, one line:\n{err}"
             );
         }
+    }
+}
+
+#[test]
+fn an_rps_mask_beyond_the_hosts_possible_cpus_is_refused_naming_the_line() {
+    // The VM has CPUs 0-1 (its /sys/devices/system/cpu/possible).
+    let (_tmp, host) = copy_host("fc-haltpoll-2cpu");
+    {
+        let command = "audit";
+        let (err, dir, _t) = run_bad("rps-mask-beyond-possible", &host, command);
+        let want = format!("{}:7: set.cpus: ", dir.join("rps.yaml").display());
+        assert!(err.contains(&want), "{command}: {err}");
+        assert!(
+            err.contains("CPUs 2-7 are beyond this host's possible CPUs 0-1"),
+            "{command}: {err}"
+        );
     }
 }
 

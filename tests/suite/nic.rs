@@ -29,16 +29,28 @@ fn inventory_nic(root: Option<&Path>, ifname: &str) -> serde_json::Value {
         .clone()
 }
 
-/// `ethtool OPT eth0` as `key: value` lines (sections' headings dropped).
-fn ethtool(opt: &str) -> Vec<(String, String)> {
+/// `ethtool OPT eth0` run here.
+fn ethtool_live(opt: &str) -> String {
     let out = Command::new("ethtool")
         .args([opt, "eth0"])
         .output()
         .unwrap();
     assert!(out.status.success(), "ethtool {opt} eth0: {out:?}");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `ethtool OPT eth0` as stored beside a capture: the text after its
+/// `$ ethtool OPT eth0` line, up to the next such line.
+fn ethtool_stored(text: &str, opt: &str) -> String {
+    let head = format!("$ ethtool {opt} eth0\n");
+    let start = text.find(&head).unwrap_or_else(|| panic!("no {head:?}")) + head.len();
+    let rest = &text[start..];
+    rest[..rest.find("$ ethtool ").unwrap_or(rest.len())].to_string()
+}
+
+/// ethtool's output as `key: value` lines (sections' headings dropped).
+fn lines(text: &str) -> Vec<(String, String)> {
+    text.lines()
         .filter_map(|l| {
             let (k, v) = l.split_once(':')?;
             Some((k.trim().to_string(), v.trim().to_string()))
@@ -72,6 +84,29 @@ fn eth0_agrees_with_ethtool_field_by_field() {
         return;
     }
     let nic = inventory_nic(None, "eth0");
+    agrees_with_ethtool(&nic, Path::new("/"), |opt| lines(&ethtool_live(opt)));
+}
+
+#[test]
+fn the_committed_vm_capture_agrees_with_the_ethtool_output_stored_beside_it() {
+    let host = corpus_host("fc-virtio-2cpu");
+    let stored = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/hosts/fc-virtio-2cpu.ethtool.txt"),
+    )
+    .unwrap();
+    assert!(host.join("hostknob-capture/ethtool/eth0.yaml").is_file());
+    let nic = inventory_nic(Some(&host), "eth0");
+    assert_eq!(nic["ethtool"]["driver"], "virtio_net");
+    agrees_with_ethtool(&nic, &host, |opt| lines(&ethtool_stored(&stored, opt)));
+}
+
+/// `inventory network`'s view of eth0 against ethtool's output (`ethtool`
+/// gives it per option), field by field; the queues from `root`'s sysfs.
+fn agrees_with_ethtool(
+    nic: &serde_json::Value,
+    root: &Path,
+    ethtool: impl Fn(&str) -> Vec<(String, String)>,
+) {
     let e = &nic["ethtool"];
     // -i
     let info: BTreeMap<_, _> = ethtool("-i").into_iter().collect();
@@ -163,7 +198,8 @@ fn eth0_agrees_with_ethtool_field_by_field() {
     );
     assert!(same > 20, "only {same} features compared");
     // The queues and their steering, from sysfs.
-    let rx = std::fs::read_dir("/sys/class/net/eth0/queues")
+    let queues = root.join("sys/class/net/eth0/queues");
+    let rx = std::fs::read_dir(&queues)
         .unwrap()
         .filter(|d| {
             d.as_ref()
@@ -174,7 +210,7 @@ fn eth0_agrees_with_ethtool_field_by_field() {
         })
         .count();
     assert_eq!(nic["rx_queues"].as_array().unwrap().len(), rx);
-    let flows = std::fs::read_to_string("/sys/class/net/eth0/queues/rx-0/rps_flow_cnt").unwrap();
+    let flows = std::fs::read_to_string(queues.join("rx-0/rps_flow_cnt")).unwrap();
     assert_eq!(
         nic["rx_queues"][0]["rps_flow_cnt"]
             .as_u64()
@@ -183,7 +219,8 @@ fn eth0_agrees_with_ethtool_field_by_field() {
         flows.trim()
     );
     assert_eq!(nic["kind"], "physical");
-    let lo = inventory_nic(None, "lo");
+    let root = (root != Path::new("/")).then_some(root);
+    let lo = inventory_nic(root, "lo");
     assert_eq!(lo["kind"], "loopback");
 }
 
@@ -342,4 +379,35 @@ fn mlx5_channels_and_every_queues_rps_round_trip_byte_identical() {
     assert_eq!(q, "ffffffff", "the mask in the kernel's words");
     ok(&run(&root, m.path(), &["revert", "--all"]));
     assert_tree(&pristine, &root, "mlx5 after revert");
+}
+
+#[test]
+fn verify_of_a_nic_knob_without_a_peer_says_the_probe_cannot_exercise_the_nic() {
+    let (_tmp, root) = copy_host("fc-virtio-2cpu");
+    let pristine = tree(&root);
+    for probe in ["rpc", "wakeup"] {
+        let body = format!(
+            "persistence: runtime\nkind: nic-feature\ntarget: {{interfaces: eth0}}\n\
+             set: {{gro: off}}\nverify: {{probe: {probe}, expect: [{{metric: p50, change: lower, by: 5 µs}}]}}\n"
+        );
+        let m = knobs(&[("eth0-gro-off", &body)]);
+        let report = short_verify(&root, m.path(), "eth0-gro-off");
+        let warnings = report["warnings"].to_string();
+        assert!(
+            warnings.contains(&format!("the {probe} probe"))
+                && warnings.contains("cannot exercise the NIC")
+                && warnings.contains("--connect HOST:PORT"),
+            "{probe}: {warnings}"
+        );
+        let words = report["verdict_words"].as_str().unwrap();
+        assert!(
+            !words.starts_with("no detectable effect"),
+            "{probe}: {words}"
+        );
+        for e in report["expectations"].as_array().unwrap() {
+            assert_ne!(e["outcome"], "not-met", "{probe}: {e:#}");
+        }
+        assert_eq!(report["restored"], true);
+        assert_tree(&pristine, &root, "after verify");
+    }
 }

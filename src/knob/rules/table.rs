@@ -10,9 +10,9 @@ const PEPC_MSR_SCOPES: &str = "pepc `pepclibs/msr/PowerCtl.py`, `PCStateConfigCt
 const PEPC_MSR_HWP: &str = "pepc `pepclibs/msr/HWPRequest.py` (`is_feature_pkg_controlled`), `HWPCapabilities.py`, `PMEnable.py`, 5be60112; Intel SDM vol. 3B 15.4 (HWP); drivers/cpufreq/intel_pstate.c (`intel_pstate_hwp_set`, HWP dynamic boost, `intel_cpufreq_hwp_update`); arch/x86/kernel/msr.c (taint)";
 
 /// NIC settings are lost when the driver reloads or the interface is
-/// re-created, not only at reboot (issue 34, item 4: not built yet).
-const NIC_PERSISTS: &str =
-    "runtime only for now: lost at reboot, driver reload or when the interface is re-created";
+/// re-created, not only at reboot: persisted by what follows the device
+/// (src/persist/link_file.rs, udev_reapply.rs).
+const NIC_PERSISTS: &str = "runtime (lost at reboot, driver reload or when the interface is re-created); `link-file` (a systemd .link file udev applies whenever the device appears); `udev-reapply`";
 
 pub const RULES: &[KindRules] = &[
     KindRules {
@@ -276,7 +276,7 @@ pub const RULES: &[KindRules] = &[
         scope: "receive queue (`/sys/class/net/IF/queues/rx-N`), the queues present at plan time",
         depends_on: "after `nic-channels` (which creates the queues); CPUs must be online; `flow_cnt` must be a power of two",
         read_back: "`rps_cpus` as a CPU list (the kernel prints a hex mask), `rps_flow_cnt` as a number (rounded up to a power of two by the kernel)",
-        persists: "runtime; tmpfiles.d (lost when the interface is re-created)",
+        persists: "runtime; `udev-reapply` (a udev rule applies it again whenever the interface appears); tmpfiles.d (at boot only: lost when the interface is re-created)",
         sources: "Documentation/networking/scaling.rst (RPS, RFS); net/core/net-sysfs.c (`store_rps_map`, `store_rps_dev_flow_table_cnt`: roundup_pow_of_two)",
     },
 ];

@@ -12,6 +12,8 @@ use std::path::Path;
 /// One NIC to build.
 pub struct Nic {
     pub ifname: &'static str,
+    /// Its MAC address (`address`), what a systemd .link file matches.
+    pub mac: &'static str,
     pub driver: &'static str,
     pub pci: &'static str,
     pub numa_node: u32,
@@ -178,6 +180,7 @@ pub fn add(root: &Path, nic: &Nic) {
     )
     .unwrap();
     for (f, v) in [
+        ("address", nic.mac),
         ("mtu", "1500"),
         ("operstate", "up"),
         ("speed", "100000"),
@@ -223,6 +226,7 @@ pub fn host_with(host: &str, nic: &Nic) -> (tempfile::TempDir, std::path::PathBu
 
 pub const MLX5: Nic = Nic {
     ifname: "ens1f0np0",
+    mac: "b8:ce:f6:3b:00:00",
     driver: "mlx5_core",
     pci: "0000:3b:00.0",
     numa_node: 0,
@@ -233,6 +237,7 @@ pub const MLX5: Nic = Nic {
 
 pub const ICE: Nic = Nic {
     ifname: "ens2f0",
+    mac: "b4:96:91:17:00:00",
     driver: "ice",
     pci: "0000:17:00.0",
     numa_node: 0,

@@ -1,4 +1,5 @@
-//! "Did you mean": the nearest known name to a mistyped id, kind or field.
+//! "Did you mean": the nearest known name to a mistyped id, kind, field or
+//! value; shared by the manifest loader and the knob kinds.
 
 /// The closest of `known` to `id` (at most a third of its letters changed),
 /// as a sentence to append to an error, or "".
