@@ -40,10 +40,17 @@ pub struct NicSel {
 }
 
 fn pattern(field: &str, text: &str) -> Result<glob::Pattern, FieldError> {
-    if text.is_empty() || text.contains('/') {
+    if text.is_empty() || text.contains('/') || text.contains('\0') {
         return Err(FieldError::new(
             field,
             format!("{text:?} is not an interface pattern (a name or a glob such as ens1f*)"),
+        ));
+    }
+    // include/uapi/linux/if.h: IFNAMSIZ 16, the NUL included; `*` may stand for less.
+    if field == "target.interfaces" && !text.contains('*') && text.chars().count() > 15 {
+        return Err(FieldError::new(
+            field,
+            format!("{text:?} is longer than an interface name can be (15 characters, IFNAMSIZ)"),
         ));
     }
     glob::Pattern::new(text).map_err(|e| FieldError::new(field, format!("{text:?}: {e}")))

@@ -496,3 +496,30 @@ fn a_queue_the_channel_change_would_remove_is_refused_at_plan_time() {
     let says = "ens2f0 has no rx queue 8-11 (it has 0-7 after this apply's nic-channels change";
     assert_refused(&root, &pristine, KNOBS, says);
 }
+
+#[test]
+fn a_hostile_interface_name_is_refused_naming_the_file_and_field_and_changes_nothing() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let pristine = tree(&root);
+    for name in ["../x", "a/b", "abcdefghijklmnop"] {
+        for kind in ["nic-channels", "rps"] {
+            let set = if kind == "rps" {
+                "{cpus: 0-1}"
+            } else {
+                "{combined: 8}"
+            };
+            let body = format!(
+                "persistence: runtime\nkind: {kind}\ntarget: {{interfaces: \"{name}\"}}\nset: {set}\n"
+            );
+            let m = knobs(&[("k", &body)]);
+            let o = run(&root, m.path(), &["apply", "--all"]);
+            assert_ne!(o.status.code(), Some(0), "{name}: {o:?}");
+            let e = err(&o);
+            assert!(
+                e.contains("knobs.yaml:") && e.contains("target.interfaces") && e.contains(name),
+                "{name} {kind}: {e}"
+            );
+            assert_tree(&pristine, &root, name);
+        }
+    }
+}
