@@ -53,7 +53,7 @@ pub fn sync_tree(root: &Root, ifname: &str, from: &Channels, to: &Channels) -> i
     let dir = queue_dir(ifname);
     let listed = root.read_dir(&dir).unwrap_or_default();
     for prefix in [RX, TX] {
-        let have = crate::inventory::numbered(&listed, prefix);
+        let have = numbered(&listed, prefix);
         let want = after(&have, change(prefix, from, to));
         for q in have.iter().filter(|q| !want.contains(q)) {
             remove_tree(root, &format!("{dir}/{prefix}{q}"))?;
@@ -65,6 +65,17 @@ pub fn sync_tree(root: &Root, ifname: &str, from: &Channels, to: &Channels) -> i
         }
     }
     Ok(())
+}
+
+/// `rx-0`, `rx-1`, ... as their numbers, in order (inventory's own rule;
+/// not imported, so that inventory, which reads ethtool, is not a circle).
+fn numbered(names: &[String], prefix: &str) -> Vec<u32> {
+    let mut v: Vec<u32> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix(prefix)?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 fn remove_tree(root: &Root, path: &str) -> io::Result<()> {
