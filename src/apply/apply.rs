@@ -232,12 +232,26 @@ pub fn apply(
     };
 
     let journal = s.journal();
+    let mut planned = planned;
+    let later = super::requeue::defer(&mut planned);
     let (entries, fresh) = journal_before(root, &journal, &planned)?;
     let left_out = write_in_order(s, &planned, &journal, &entries, &fresh)?;
     let entries = leave_out(&journal, entries, &fresh, &left_out);
     confirm_seen(root, &journal, &entries);
     outcome.written = planned.steps.len() - left_out.len();
-    let writes = written_per_knob(&planned, &left_out, &mut outcome);
+    let mut writes = written_per_knob(&planned, &left_out, &mut outcome);
+    if !later.is_empty() {
+        super::requeue::after_channels(
+            s,
+            &planned,
+            &later,
+            &journal,
+            &entries,
+            &fresh,
+            &mut outcome,
+            &mut writes,
+        )?;
+    }
     outcome.journal = Some(journal.path().display().to_string());
     // What persists each knob is known only now (an allocator's drop-in is its persistence).
     fill_caveats(&mut outcome, &planned, &s.ctx);

@@ -25,6 +25,7 @@ pub(crate) mod install;
 mod others;
 pub(crate) mod plan;
 mod record;
+mod requeue;
 mod revert;
 pub(crate) mod validate;
 pub(crate) mod write;

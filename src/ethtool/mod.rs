@@ -12,6 +12,7 @@
 //! reads and writes it through [`content`] and [`set`].
 
 pub mod ioctl;
+pub mod queues;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -133,7 +134,7 @@ impl Channels {
         }
     }
 
-    fn get_mut(&mut self, field: &str) -> Option<&mut Pair> {
+    pub fn get_mut(&mut self, field: &str) -> Option<&mut Pair> {
         match field {
             "rx" => Some(&mut self.rx),
             "tx" => Some(&mut self.tx),
@@ -420,6 +421,7 @@ pub fn set(root: &Root, path: &str, text: &str) -> io::Result<()> {
         .map_err(|e| invalid(format!("{file}: {e}")))?;
     let missing = || io::Error::from_raw_os_error(libc::EOPNOTSUPP);
     let n = f.name.as_str();
+    let channels_before = state.channels.clone();
     match f.section {
         Section::Channels => {
             let p = state
@@ -457,7 +459,12 @@ pub fn set(root: &Root, path: &str, text: &str) -> io::Result<()> {
             *w = if onoff(text)? { "on" } else { "off" }.to_string();
         }
     }
-    root.replace_file(&file, to_text(&state).as_bytes())
+    root.replace_file(&file, to_text(&state).as_bytes())?;
+    // The kernel adds or removes the queues with the channels.
+    match (&channels_before, &state.channels) {
+        (Some(from), Some(to)) if from != to => queues::sync_tree(root, &f.ifname, from, to),
+        _ => Ok(()),
+    }
 }
 
 /// The kernel's check (net/ethtool/channels.c, rings.c): above the

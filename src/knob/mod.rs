@@ -88,6 +88,7 @@ kinds! {
     nic_ring::NicRing => NicRing "nic-ring",
     nic_feature::NicFeature => NicFeature "nic-feature",
     rps::Rps => Rps "rps",
+    xps::Xps => Xps "xps",
 }
 
 impl KindName {

@@ -1,27 +1,16 @@
 //! `rps`: receive packet steering per receive queue (`queues/rx-N/rps_cpus`,
 //! a CPU mask) and its flow table for RFS (`rps_flow_cnt`), from
 //! Documentation/networking/scaling.rst. The queues are those the NIC has
-//! when the plan is made: a `nic-channels` change goes first (`rules::phase`).
+//! after the apply's `nic-channels` writes (planned again after them:
+//! `apply/requeue.rs`).
 
 use serde::Deserialize;
 
-use super::nic::{NicSel, NicTargetDoc};
+use super::nic::{self, QueueSel, QueueTargetDoc};
 use super::{
-    CpuSel, FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target, WriteMode,
+    Blocker, CpuList, CpuSel, FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target,
 };
-use crate::cpulist::CpuList;
 use crate::schema::Persistence;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RpsTargetDoc {
-    interfaces: Option<String>,
-    driver: Option<String>,
-    pci: Option<String>,
-    physical: Option<bool>,
-    /// Receive queue numbers (`0-3`); every queue when absent.
-    queues: Option<String>,
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,43 +23,21 @@ pub struct RpsSet {
 
 #[derive(Debug)]
 pub struct Rps {
-    sel: NicSel,
-    queues: Option<CpuList>,
+    sel: QueueSel,
     cpus: Option<CpuSel>,
     flow_cnt: Option<u32>,
 }
 
 impl Spec for Rps {
-    type Target = RpsTargetDoc;
+    type Target = QueueTargetDoc;
     type Set = RpsSet;
 
-    fn new(target: Option<RpsTargetDoc>, set: RpsSet) -> Result<Self, FieldError> {
-        let (sel, queues) = match target {
-            Some(t) => {
-                let queues = match &t.queues {
-                    Some(q) => Some(CpuList::parse(q).map_err(|e| {
-                        FieldError::new("target.queues", format!("{q:?} is not a queue list ({e})"))
-                    })?),
-                    None => None,
-                };
-                let doc = NicTargetDoc {
-                    interfaces: t.interfaces,
-                    driver: t.driver,
-                    pci: t.pci,
-                    physical: t.physical,
-                };
-                (NicSel::new(Some(doc))?, queues)
-            }
-            None => (NicSel::new(None)?, None),
-        };
+    fn new(target: Option<QueueTargetDoc>, set: RpsSet) -> Result<Self, FieldError> {
+        let sel = QueueSel::new(target)?;
         if set.cpus.is_none() && set.flow_cnt.is_none() {
             return Err(FieldError::new("set", "empty: give cpus, flow_cnt or both"));
         }
-        let cpus = match set.cpus.as_deref().map(str::trim) {
-            None => None,
-            Some("none") => Some(CpuSel::List(CpuList::default())),
-            Some(t) => Some(CpuSel::parse("set.cpus", t)?),
-        };
+        let cpus = nic::cpus_set(set.cpus.as_deref())?;
         // net/core/net-sysfs.c, store_rps_dev_flow_table_cnt: roundup_pow_of_two.
         if let Some(n) = set.flow_cnt
             && n != 0
@@ -86,19 +53,9 @@ impl Spec for Rps {
         }
         Ok(Rps {
             sel,
-            queues,
             cpus,
             flow_cnt: set.flow_cnt,
         })
-    }
-}
-
-/// A mask as the kernel prints it, in the knob's words: a CPU list or `none`.
-fn mask_words(raw: &str) -> String {
-    match super::workqueue::mask_cpus(raw) {
-        Some(l) if l.is_empty() => "none".into(),
-        Some(l) => l.to_string(),
-        None => raw.trim().to_string(),
     }
 }
 
@@ -113,33 +70,17 @@ impl Rps {
     }
 
     fn file_target(&self, host: &HostCtx, path: String, want: &str, write: String) -> Target {
-        match host.root.read_trimmed(&path) {
-            Ok(Some(raw)) => {
-                let current = self.normalize_at(&path, &raw);
-                Target {
-                    path,
-                    cpus: None,
-                    label: None,
-                    in_effect: current == want,
-                    current: Some(current),
-                    desired: want.to_string(),
-                    write: Some(write),
-                    restore: Some(raw),
-                    mode: WriteMode::Attribute,
-                    blocker: None,
-                }
-            }
-            Ok(None) => {
-                let why = format!("{path} does not exist (a kernel without CONFIG_RPS)");
-                Target::absent(path, None, want, why)
-            }
-            Err(e) => Target::unreadable(path, None, want, &e.to_string()),
+        if nic::made_by_channels(host, &path) {
+            return nic::after_channels(path, want);
         }
+        let why = format!("{path} does not exist (a kernel without CONFIG_RPS)");
+        let words = |raw: &str| self.normalize_at(&path, raw);
+        nic::queue_file(host.root.read_trimmed(&path), path.clone(), want, write, words, Some(Blocker::NotApplicable(why)))
     }
 
     fn normalize_at(&self, path: &str, raw: &str) -> String {
         if path.ends_with("/rps_cpus") {
-            mask_words(raw)
+            nic::mask_words(raw)
         } else {
             raw.trim().to_string()
         }
@@ -193,10 +134,7 @@ impl KnobKind for Rps {
     }
 
     fn target_summary(&self) -> String {
-        match &self.queues {
-            Some(q) => format!("{} rx queues {q}", self.sel.summary()),
-            None => format!("{} every rx queue", self.sel.summary()),
-        }
+        self.sel.summary("rx")
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
@@ -213,30 +151,26 @@ impl KnobKind for Rps {
         let mut survey = Survey::default();
         if let Some(CpuSel::List(l)) = &self.cpus {
             beyond_possible(host, l)?;
-            let (_, missing) = CpuSel::List(l.clone()).split(host.online());
-            if !missing.is_empty() {
-                survey.targets.push(Target {
-                    blocker: Some(super::Blocker::Unsupported(format!(
-                        "CPUs {missing} are not online on this host"
-                    ))),
-                    ..Target::absent("/sys/class/net".into(), None, &self.desired(), String::new())
-                });
-                return Ok(survey);
-            }
         }
-        let names = self.sel.select(host);
+        if let Some(t) = nic::offline_cpus(host, self.cpus.as_ref(), &self.desired()) {
+            survey.targets.push(t);
+            return Ok(survey);
+        }
+        let names = self.sel.sel.select(host);
         if names.is_empty() {
-            survey.targets.push(self.sel.none_here(&self.desired()));
+            survey.targets.push(self.sel.sel.none_here(&self.desired()));
         }
         let cpus = self.cpus_word(host);
         for ifname in names {
+            let queues = match self.sel.queues(host, &ifname, "rx-") {
+                Ok(q) => q,
+                Err(why) => {
+                    survey.targets.push(nic::queue_refusal(&ifname, &self.desired(), why));
+                    continue;
+                }
+            };
             let dir = format!("/sys/class/net/{ifname}/queues");
-            let listed = host.root.read_dir(&dir).unwrap_or_default();
-            let queues = crate::inventory::numbered(&listed, "rx-");
-            for q in queues
-                .into_iter()
-                .filter(|q| self.queues.as_ref().is_none_or(|l| l.contains(*q)))
-            {
+            for q in queues {
                 if let Some((words, mask)) = &cpus {
                     let path = format!("{dir}/rx-{q}/rps_cpus");
                     survey.targets.push(self.file_target(host, path, words, mask.clone()));

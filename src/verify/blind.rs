@@ -20,6 +20,7 @@ fn is_nic(kind: KindName) -> bool {
             | KindName::NicRing
             | KindName::NicFeature
             | KindName::Rps
+            | KindName::Xps
     )
 }
 

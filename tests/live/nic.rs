@@ -1,7 +1,7 @@
 //! Live NIC knobs (issue 34), never on this machine's own link: a veth pair
 //! with 4 queues each way inside a private network namespace of its own
-//! name; `nic-channels` (rx/tx 2), `nic-feature` (gro off) and `rps` on
-//! rx-0 applied there by hostknob run inside it (`ip netns exec`), checked
+//! name; `nic-channels` (rx/tx 2), `nic-feature` (gro off), `rps` on
+//! rx-0 and `xps` on tx-0 and tx-1 applied there by hostknob run inside it (`ip netns exec`), checked
 //! with the real `ethtool` and sysfs, audit `ok`, revert restoring every
 //! value. A guard deletes the namespace (and the pair with it) on every
 //! path, a panic included.
@@ -72,6 +72,10 @@ const KNOBS: &[(&str, &str)] = &[
         "veth-rps",
         "persistence: runtime\nkind: rps\ntarget: {interfaces: hkv0, queues: \"0\"}\nset: {cpus: 0-1, flow_cnt: 256}\n",
     ),
+    (
+        "veth-xps",
+        "persistence: runtime\nkind: xps\ntarget: {interfaces: hkv0, queues: 0-1}\nset: {cpus: 0-1, rxqs: \"1\"}\n",
+    ),
 ];
 
 #[test]
@@ -103,6 +107,14 @@ fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert()
     ip(&["-n", &ns.0, "link", "set", "hkv0", "up"]);
     ip(&["-n", &ns.0, "link", "set", "hkv1", "up"]);
     let q = "/sys/class/net/hkv0/queues/rx-0";
+    let tx = "/sys/class/net/hkv0/queues/tx-1";
+    let xps = |ns: &str| {
+        (
+            in_ns(ns, &["cat", &format!("{tx}/xps_cpus")]),
+            in_ns(ns, &["cat", &format!("{tx}/xps_rxqs")]),
+        )
+    };
+    let xps_before = xps(&ns.0);
     let before = (
         ethtool_value(&ns.0, "-l", "hkv0", Some("Current"), "RX"),
         ethtool_value(&ns.0, "-l", "hkv0", Some("Current"), "TX"),
@@ -147,6 +159,12 @@ fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert()
         in_ns(&ns.0, &["cat", &format!("{q}/rps_flow_cnt")]).trim(),
         "256"
     );
+    // Planned again after the channel change (tx-1 is kept at 2 queues).
+    assert_eq!(
+        (xps(&ns.0).0.trim(), xps(&ns.0).1.trim()),
+        ("3", "2"),
+        "xps_cpus and xps_rxqs of tx-1"
+    );
     let audit = hostknob(&["audit", "--format", "json"]);
     let report: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
     for (id, _) in KNOBS {
@@ -167,6 +185,7 @@ fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert()
         in_ns(&ns.0, &["cat", &format!("{q}/rps_flow_cnt")]),
     );
     assert_eq!(after, before);
+    assert_eq!(xps(&ns.0), xps_before);
     let name = ns.0.clone();
     drop(ns);
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();

@@ -771,3 +771,56 @@ fn import_tuned_boost_irq_process_kthread_process_and_cmdline_removal() {
     let k = knob(out.path(), "tuned-p-scheduler-isolated-cores");
     assert!(k["target"].get("default").is_none(), "{k:?}");
 }
+
+/// realtime's `[net] channels=combined ${f:check_net_queue_count:...}`: the
+/// count given, or tuned's `nproc` (the CPUs isolcpus= leaves it), on every
+/// physical NIC; it plans on the hand-built ice.
+#[test]
+fn import_tuned_realtime_imports_its_channels_line() {
+    let Some(_) = tuned_dir() else { return };
+    for (count, want) in [(None, "16"), (Some("4"), "4")] {
+        let (_tmp, root) = host_with_tuned("adl0", "2-3");
+        crate::support::nic::add(&root, &crate::support::nic::ICE);
+        give_debian_boot_and_irqbalance(&root);
+        if let Some(n) = count {
+            let f = root.join("etc/tuned/realtime-variables.conf");
+            let text = read(&f) + &format!("netdev_queue_count={n}\n");
+            std::fs::write(&f, text).unwrap();
+        }
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("rt");
+        ok(&import(&root, "adl0", "realtime", &dir));
+        let line = "| /usr/lib/tuned/realtime/tuned.conf:39 |";
+        assert!(read(&dir.join("IMPORTED.md")).contains(line));
+        assert!(!read(&dir.join("NOT-IMPORTED.md")).contains(line));
+        let id = ids(&dir)
+            .into_iter()
+            .find(|i| read(&dir.join(format!("{i}.yaml"))).contains("kind: nic-channels"))
+            .expect("a nic-channels knob");
+        let knob = read(&dir.join(format!("{id}.yaml")));
+        assert!(knob.contains("physical: true"), "{knob}");
+        assert!(knob.contains(&format!("combined: '{want}'")), "{knob}");
+        let state = format!("/{STATE_DIR}");
+        let o = run(
+            &root,
+            &dir,
+            &[
+                "--host",
+                "adl0",
+                "--state-dir",
+                &state,
+                "apply",
+                &id,
+                "--dry-run",
+            ],
+        );
+        let text = ok(&o);
+        // ice has 16 combined channels: 16 is in effect, 4 is a write on ens2f0.
+        let says = if want == "16" {
+            "already in effect"
+        } else {
+            "ens2f0"
+        };
+        assert!(text.contains(&id) && text.contains(says), "{text}");
+    }
+}

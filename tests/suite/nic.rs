@@ -261,6 +261,35 @@ fn the_hand_built_mlx5_shows_63_channels_and_its_queues() {
     assert!(table.contains("adaptive rx on tx on"), "{table}");
 }
 
+/// Audit finds every knob of `ids` in effect; `unpersisted` is its word for
+/// a runtime-only knob in effect.
+fn assert_in_effect(report: &serde_json::Value, ids: &[&str]) {
+    for id in ids {
+        let status = knob(report, id)["status"].as_str().unwrap().to_string();
+        assert!(
+            ["ok", "unpersisted"].contains(&status.as_str()),
+            "{id}: {report:#}"
+        );
+    }
+}
+
+/// Apply of `knobs` (each runtime) exits 1 saying `says`, and changes nothing.
+fn assert_refused(root: &Path, pristine: &Tree, bodies: &[(&str, &str)], says: &str) {
+    let runtime: Vec<(&str, String)> = bodies
+        .iter()
+        .map(|(id, b)| match b.starts_with("persistence:") {
+            true => (*id, b.to_string()),
+            false => (*id, format!("persistence: runtime\n{b}")),
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = runtime.iter().map(|(i, b)| (*i, b.as_str())).collect();
+    let m = knobs(&refs);
+    let o = run(root, m.path(), &["apply", "--all"]);
+    assert_eq!(o.status.code(), Some(1), "{bodies:?}: {o:?}");
+    assert!(err(&o).contains(says), "{bodies:?}: {}", err(&o));
+    assert_tree(pristine, root, says);
+}
+
 const ICE_KNOBS: &[(&str, &str)] = &[
     (
         "queues",
@@ -308,14 +337,7 @@ fn every_nic_kind_applies_reads_back_and_reverts_byte_identical_on_ice() {
     assert_eq!(nic["rx_queues"][3]["rps_flow_cnt"], 4096);
     assert_eq!(nic["rx_queues"][4]["rps_cpus"], "");
     let (report, code) = audit_json(&root, m.path(), None);
-    for (id, _) in ICE_KNOBS {
-        // In effect; `unpersisted` is audit's word for a runtime-only knob in effect.
-        let status = knob(&report, id)["status"].as_str().unwrap().to_string();
-        assert!(
-            ["ok", "unpersisted"].contains(&status.as_str()),
-            "{id}: {report:#}"
-        );
-    }
+    assert_in_effect(&report, &ICE_KNOBS.iter().map(|k| k.0).collect::<Vec<_>>());
     assert_ne!(code, 2, "no drift");
     ok(&run(&root, m.path(), &["revert", "--all"]));
     assert_tree(&pristine, &root, "ice after revert");
@@ -339,11 +361,7 @@ fn values_above_the_reported_maxima_and_fixed_features_are_refused_at_plan_time(
             "rx 8193 is above the maximum 8192",
         ),
     ] {
-        let m = knobs(&[("k", &format!("persistence: runtime\n{body}"))]);
-        let o = run(&root, m.path(), &["apply", "--all"]);
-        assert_eq!(o.status.code(), Some(1), "{body}: {o:?}");
-        assert!(err(&o).contains(says), "{body}: {}", err(&o));
-        assert_tree(&pristine, &root, body);
+        assert_refused(&root, &pristine, &[("k", body)], says);
     }
     let (_t2, ice) = host_with("adl0", &ICE);
     let m = knobs(&[(
@@ -374,9 +392,11 @@ fn mlx5_channels_and_every_queues_rps_round_trip_byte_identical() {
         ),
     ]);
     ok(&run(&root, m.path(), &["apply", "--all"]));
-    let q = std::fs::read_to_string(root.join("sys/class/net/ens1f0np0/queues/rx-62/rps_cpus"))
-        .unwrap();
+    let queues = root.join("sys/class/net/ens1f0np0/queues");
+    let q = std::fs::read_to_string(queues.join("rx-15/rps_cpus")).unwrap();
     assert_eq!(q, "ffffffff", "the mask in the kernel's words");
+    // 16 channels leave 16 queues each way: the kernel removes the rest.
+    assert!(!queues.join("rx-16").exists() && !queues.join("tx-16").exists());
     ok(&run(&root, m.path(), &["revert", "--all"]));
     assert_tree(&pristine, &root, "mlx5 after revert");
 }
@@ -409,5 +429,165 @@ fn verify_of_a_nic_knob_without_a_peer_says_the_probe_cannot_exercise_the_nic() 
         }
         assert_eq!(report["restored"], true);
         assert_tree(&pristine, &root, "after verify");
+    }
+}
+
+#[test]
+fn xps_by_cpu_and_by_rx_queue_applies_audits_and_reverts_byte_identical() {
+    for (host, nic, cpus) in [("adl0", &ICE, "0-3"), ("spr1", &MLX5, "0-31,64")] {
+        let (_t, root) = host_with(host, nic);
+        let pristine = tree(&root);
+        let by_cpu = format!(
+            "persistence: runtime\nkind: xps\ntarget: {{driver: {}, queues: 0-7}}\nset: {{cpus: \"{cpus}\"}}\n",
+            nic.driver
+        );
+        let m = knobs(&[
+            ("xcpu", by_cpu.as_str()),
+            (
+                "xrxq",
+                "persistence: runtime\nkind: xps\ntarget: {physical: true, queues: \"8-9\"}\nset: {rxqs: 8-9}\n",
+            ),
+        ]);
+        let q = root.join(format!("sys/class/net/{}/queues", nic.ifname));
+        let read = |p: &str| std::fs::read_to_string(q.join(p)).unwrap();
+        let untouched = read("tx-8/xps_cpus");
+        let applied = ok(&run(&root, m.path(), &["apply", "--all"]));
+        assert!(applied.contains("wrote and read back"), "{applied}");
+        let want = if cpus == "0-3" {
+            "f"
+        } else {
+            "1,00000000,ffffffff"
+        };
+        assert_eq!(read("tx-7/xps_cpus"), want, "the kernel's mask");
+        assert_eq!(read("tx-9/xps_rxqs"), "300", "rx queues 8 and 9");
+        assert_eq!(
+            read("tx-8/xps_cpus"),
+            untouched,
+            "tx-8 is not in the CPU knob"
+        );
+        let (report, _) = audit_json(&root, m.path(), None);
+        assert_in_effect(&report, &["xcpu", "xrxq"]);
+        ok(&run(&root, m.path(), &["revert", "--all"]));
+        assert_tree(&pristine, &root, &format!("{host} xps after revert"));
+    }
+}
+
+#[test]
+fn xps_is_refused_at_plan_time_for_missing_queues_offline_cpus_and_devices_without_xps() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let q = root.join("sys/class/net/ens2f0/queues");
+    // A device without XPS (one tx queue, or no CONFIG_XPS): the kernel has no file.
+    std::fs::remove_file(q.join("tx-15/xps_cpus")).unwrap();
+    let pristine = tree(&root);
+    for (body, says) in [
+        (
+            "target: {interfaces: ens2f0, queues: 8-16}\nset: {cpus: 0-1}",
+            "ens2f0 has no tx queue 16 (it has 0-15",
+        ),
+        (
+            "target: {driver: ice}\nset: {cpus: 0-99}",
+            "CPUs 16-99 are not online on this host",
+        ),
+        (
+            "target: {driver: ice, queues: \"0\"}\nset: {rxqs: 0-16}",
+            "ens2f0 has no rx queue 16 for xps_rxqs (it has 16)",
+        ),
+        (
+            "target: {driver: ice, queues: 14-15}\nset: {cpus: 0-1}",
+            "ens2f0 has no xps_cpus: XPS needs a device with more than one tx queue",
+        ),
+    ] {
+        let body = format!("kind: xps\n{body}\n");
+        assert_refused(&root, &pristine, &[("k", &body)], says);
+    }
+}
+
+#[test]
+fn a_plan_that_grows_channels_writes_the_new_queues_in_the_same_apply() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let pristine = tree(&root);
+    // Listed before the channels: the per-queue kinds still plan after them.
+    let m = knobs(&[
+        (
+            "steer",
+            "persistence: runtime\nkind: rps\ntarget: {interfaces: ens2f0, queues: 20-31}\nset: {cpus: 2-3}\n",
+        ),
+        (
+            "send",
+            "persistence: runtime\nkind: xps\ntarget: {driver: ice}\nset: {cpus: 0-3}\n",
+        ),
+        (
+            "grow",
+            "persistence: runtime\nkind: nic-channels\ntarget: {driver: ice}\nset: {combined: 32}\n",
+        ),
+    ]);
+    let dry = ok(&run(&root, m.path(), &["apply", "--all", "--dry-run"]));
+    assert!(
+        dry.contains("made by this apply's nic-channels change"),
+        "{dry}"
+    );
+    let applied = ok(&run(&root, m.path(), &["apply", "--all"]));
+    assert!(applied.contains("wrote and read back"), "{applied}");
+    let q = root.join("sys/class/net/ens2f0/queues");
+    let read = |p: &str| std::fs::read_to_string(q.join(p)).unwrap();
+    assert_eq!(read("rx-31/rps_cpus"), "c");
+    assert_eq!(
+        read("rx-19/rps_cpus"),
+        "00000000\n",
+        "not a queue of the knob"
+    );
+    assert_eq!(read("tx-31/xps_cpus"), "f");
+    assert_eq!(read("tx-0/xps_cpus"), "f");
+    assert!(!q.join("rx-32").exists());
+    let nic = inventory_nic(Some(&root), ICE.ifname);
+    assert_eq!(nic["rx_queues"].as_array().unwrap().len(), 32);
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_in_effect(&report, &["steer", "send", "grow"]);
+    ok(&run(&root, m.path(), &["revert", "--all"]));
+    assert_tree(&pristine, &root, "ice grown to 32 channels, after revert");
+}
+
+#[test]
+fn a_queue_the_channel_change_would_remove_is_refused_at_plan_time() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let pristine = tree(&root);
+    const KNOBS: &[(&str, &str)] = &[
+        (
+            "shrink",
+            "persistence: runtime\nkind: nic-channels\ntarget: {driver: ice}\nset: {combined: 8}\n",
+        ),
+        (
+            "steer",
+            "persistence: runtime\nkind: rps\ntarget: {interfaces: ens2f0, queues: 0-11}\nset: {cpus: 2-3}\n",
+        ),
+    ];
+    let says = "ens2f0 has no rx queue 8-11 (it has 0-7 after this apply's nic-channels change";
+    assert_refused(&root, &pristine, KNOBS, says);
+}
+
+#[test]
+fn a_hostile_interface_name_is_refused_naming_the_file_and_field_and_changes_nothing() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let pristine = tree(&root);
+    for name in ["../x", "a/b", "abcdefghijklmnop"] {
+        for kind in ["nic-channels", "rps"] {
+            let set = if kind == "rps" {
+                "{cpus: 0-1}"
+            } else {
+                "{combined: 8}"
+            };
+            let body = format!(
+                "persistence: runtime\nkind: {kind}\ntarget: {{interfaces: \"{name}\"}}\nset: {set}\n"
+            );
+            let m = knobs(&[("k", &body)]);
+            let o = run(&root, m.path(), &["apply", "--all"]);
+            assert_ne!(o.status.code(), Some(0), "{name}: {o:?}");
+            let e = err(&o);
+            assert!(
+                e.contains("knobs.yaml:") && e.contains("target.interfaces") && e.contains(name),
+                "{name} {kind}: {e}"
+            );
+            assert_tree(&pristine, &root, name);
+        }
     }
 }

@@ -8,6 +8,9 @@ use crate::root::Root;
 #[derive(Debug, Default)]
 pub struct Facts {
     pub online: Vec<u32>,
+    /// The kernel's `isolcpus=` CPUs (`cpu/isolated`), out of every task's
+    /// default affinity.
+    pub isolated: Vec<u32>,
     pub present: Vec<u32>,
     pub cpuinfo: String,
     /// CPU -> `topology/physical_package_id`.
@@ -77,6 +80,7 @@ pub fn read(root: &Root) -> Facts {
     };
     Facts {
         present: list(root, &format!("{cpu}/present")),
+        isolated: list(root, &format!("{cpu}/isolated")),
         packages,
         uname: format!("Linux {release} {machine}"),
         idle: idle_states::cpu_states(root, 0).unwrap_or_default(),

@@ -15,7 +15,6 @@ fn unsupported(ty: &str) -> String {
     match ty {
         "script" => "runs a shell script; hostknob never runs scripts from a manifest".into(),
         "disk" => "block device tuning (readahead, elevator, APM, spindown) has no hostknob kind".into(),
-        "net" => "network device tuning (ethtool channels, coalescing, offloads) has no hostknob kind".into(),
         "audio" | "video" | "usb" | "eeepc_she" | "acpi" => format!("the [{ty}] plugin (power saving of that device class) has no hostknob kind"),
         "selinux" => "SELinux tuning has no hostknob kind".into(),
         "modules" => "module loading and options from tuned has no hostknob kind (module-param covers loaded modules' parameters only)".into(),
@@ -62,9 +61,60 @@ pub fn option(ty: &str, o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
                 o.key
             ));
         }
+        "net" => net(o, v, out)?,
         "irqbalance" | "systemd" => return Err(format!("[{ty}] {} has no hostknob kind", o.key)),
         t => return Err(unsupported(t)),
     }
+    Ok(())
+}
+
+/// `[net]` (tuned/plugins/plugin_net.py): `channels`, `coalesce`, `features`
+/// and `ring` as ethtool -L/-C/-K/-G take them, on every physical NIC (the
+/// plugin's devices: those not under /virtual/).
+fn net(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
+    use crate::ethtool::{CHANNEL_FIELDS, COALESCE_FIELDS, RING_FIELDS};
+    let (kind, names): (&'static str, &[&str]) = match o.key.as_str() {
+        "channels" => ("nic-channels", &CHANNEL_FIELDS),
+        "coalesce" => ("nic-coalesce", &COALESCE_FIELDS),
+        "ring" => ("nic-ring", &RING_FIELDS),
+        "features" => ("nic-feature", &[]),
+        k => return Err(format!("[net] {k} has no hostknob kind")),
+    };
+    // _parse_config_parameters: `:`, `;`, `,` and blanks all separate.
+    let words: Vec<&str> = v
+        .split([':', ';', ',', ' ', '\t'])
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.is_empty() || words.len() % 2 != 0 {
+        return Err(format!(
+            "`{v}` is not NAME VALUE pairs (tuned refuses it too)"
+        ));
+    }
+    let mut set = Vec::new();
+    for pair in words.chunks(2) {
+        // tuned's coalescing names `rx-frames-low` are ethtool's `rx-frame-low`.
+        let name = pair[0]
+            .replace("-frames-low", "-frame-low")
+            .replace("-frames-high", "-frame-high");
+        if !names.is_empty() && !names.contains(&name.as_str()) {
+            return Err(format!(
+                "[net] {}: {} is not one of {}",
+                o.key,
+                pair[0],
+                names.join(", ")
+            ));
+        }
+        set.push((name, s(pair[1])));
+    }
+    let set: Vec<(&str, Value)> = set.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let target = map(&[("physical", Value::Bool(true))]);
+    let note = match kind {
+        "nic-channels" => {
+            "tuned's [net] sets it with ethtool -L on every non-virtual NIC; where the driver has no combined channels it writes rx and tx instead (plugin_net.py `_replace_channels_parameters`): this knob is refused there at plan time"
+        }
+        _ => "tuned's [net] sets it with ethtool on every non-virtual NIC",
+    };
+    out.knob(o, kind, Some(target), map(&set), "runtime", note.into());
     Ok(())
 }
 

@@ -229,9 +229,11 @@ fn call(inner: &str, facts: &Facts) -> Result<Option<String>, Fail> {
             if arg(0).chars().all(|c| c.is_ascii_digit()) && !arg(0).is_empty() {
                 arg(0).to_string()
             } else {
-                return refuse(
-                    "counts the CPUs tuned's [net] plugin would use; [net] is not imported",
-                );
+                // tuned runs `nproc`: the CPUs it may run on, which isolcpus=
+                // takes out of every task's default affinity (HK_TYPE_DOMAIN,
+                // kernel/sched/isolation.c).
+                let hk = facts.online.iter().filter(|c| !facts.isolated.contains(c));
+                hk.count().to_string()
             }
         }
         "strip" => args.concat().trim().to_string(),

@@ -77,9 +77,7 @@ pub fn phase(path: &str) -> u8 {
         return MSR_PHASE;
     }
     // Channels create and remove the per-queue files and the queue IRQs.
-    if crate::ethtool::Field::parse(path)
-        .is_some_and(|f| f.section == crate::ethtool::Section::Channels)
-    {
+    if is_channels(path) {
         return 0;
     }
     match path.rsplit('/').next() {
@@ -92,10 +90,25 @@ pub fn phase(path: &str) -> u8 {
 /// The order to restore writes in: the reverse of how they were made
 /// within a phase, but phases forward (the governor goes back before EPP is
 /// written under it), so every restoring write meets the state it needs.
+/// Channels go back last: the per-queue files are restored while their
+/// queues exist, and the queues the channels make again start fresh.
 pub fn restore_order<'a, T>(items: &mut [T], path: impl Fn(&T) -> &'a str) {
     items.reverse();
-    items.sort_by_key(|t| phase(path(t)));
+    items.sort_by_key(|t| match is_channels(path(t)) {
+        true => MSR_PHASE + 1,
+        false => phase(path(t)),
+    });
 }
+
+/// A `nic-channels` value: it makes and removes queues (`crate::ethtool::queues`).
+pub fn is_channels(path: &str) -> bool {
+    crate::ethtool::Field::parse(path)
+        .is_some_and(|f| f.section == crate::ethtool::Section::Channels)
+}
+
+/// Kinds whose targets are queues or IRQs a channel change makes or
+/// removes: planned again and written after an apply's channel writes.
+pub const PER_QUEUE: [KindName; 3] = [KindName::Rps, KindName::Xps, KindName::IrqAffinity];
 
 /// Floor and ceiling files of one directory (a cpufreq policy, an uncore
 /// domain): the kernel keeps floor <= ceiling, so a write that would cross
@@ -137,7 +150,8 @@ pub fn kind_caveats(kind: KindName) -> &'static [&'static str] {
 /// writes of those before it.
 pub fn kind_phase(kind: KindName) -> u8 {
     match kind {
-        KindName::Sysfs => 0,
+        // Channels first: the per-queue kinds plan the queues they leave.
+        KindName::Sysfs | KindName::NicChannels => 0,
         KindName::CpufreqGovernor => 1,
         KindName::CpufreqEpp => 3,
         _ => 2,

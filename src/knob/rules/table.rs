@@ -242,10 +242,10 @@ pub const RULES: &[KindRules] = &[
     KindRules {
         kind: KindName::NicChannels,
         scope: "interface (by name glob, driver, PCI address or every physical NIC); one value per channel type",
-        depends_on: "written before every per-queue file (`rps`) and `irq-affinity`: the count creates and removes `queues/rx-N`, `tx-N` and the queue IRQs; above the reported maximum (`ethtool -l`) refused at plan time (the kernel's EINVAL)",
+        depends_on: "written before every per-queue file (`rps`, `xps`) and `irq-affinity`, which are planned again after its writes and written then (same apply): combined channels give an rx and a tx queue each, rx/tx channels one of theirs, so the count creates and removes `queues/rx-N`, `tx-N` and the queue IRQs; restored after them; above the reported maximum (`ethtool -l`) refused at plan time (the kernel's EINVAL)",
         read_back: "`ETHTOOL_GCHANNELS` (the state file in a capture), as a number",
         persists: NIC_PERSISTS,
-        sources: "include/uapi/linux/ethtool.h (`struct ethtool_channels`); net/ethtool/ioctl.c (`ethtool_set_channels`: above max is EINVAL); net/ethtool/channels.c; tuned/plugins/plugin_net.py (`channels`)",
+        sources: "include/uapi/linux/ethtool.h (`struct ethtool_channels`); net/ethtool/ioctl.c (`ethtool_set_channels`: above max is EINVAL); net/ethtool/channels.c; Documentation/networking/ethtool-netlink.rst (CHANNELS_GET); net/core/net-sysfs.c (`net_rx_queue_update_kobjects`, `netdev_queue_update_kobjects`); drivers/net/veth.c (`veth_set_channels`); tuned/plugins/plugin_net.py (`channels`)",
     },
     KindRules {
         kind: KindName::NicCoalesce,
@@ -273,10 +273,18 @@ pub const RULES: &[KindRules] = &[
     },
     KindRules {
         kind: KindName::Rps,
-        scope: "receive queue (`/sys/class/net/IF/queues/rx-N`), the queues present at plan time",
-        depends_on: "after `nic-channels` (which creates the queues); CPUs must be online; `flow_cnt` must be a power of two",
+        scope: "receive queue (`/sys/class/net/IF/queues/rx-N`), the queues the interface has after the apply's `nic-channels` writes",
+        depends_on: "after `nic-channels` (which creates the queues: planned again and written after its writes in the same apply; a queue named that would not exist then is refused at plan time); CPUs must be online; `flow_cnt` must be a power of two",
         read_back: "`rps_cpus` as a CPU list (the kernel prints a hex mask), `rps_flow_cnt` as a number (rounded up to a power of two by the kernel)",
         persists: "runtime; `udev-reapply` (a udev rule applies it again whenever the interface appears); tmpfiles.d (at boot only: lost when the interface is re-created)",
         sources: "Documentation/networking/scaling.rst (RPS, RFS); net/core/net-sysfs.c (`store_rps_map`, `store_rps_dev_flow_table_cnt`: roundup_pow_of_two)",
+    },
+    KindRules {
+        kind: KindName::Xps,
+        scope: "transmit queue (`/sys/class/net/IF/queues/tx-N`): `xps_cpus` (by CPU) or `xps_rxqs` (by receive queue)",
+        depends_on: "after `nic-channels` (which creates the queues: planned again and written after its writes in the same apply); a queue named that the interface lacks (after those writes) is refused at plan time; CPUs must be online (the map takes online CPUs only); `rxqs` must name receive queues the device has (EOVERFLOW past them); a device without the files (one tx queue, no CONFIG_XPS) or whose read says EINVAL (no traffic class maps the queue) is refused at plan time",
+        read_back: "`xps_cpus` as a CPU list, `xps_rxqs` as a queue list (the kernel prints hex masks; `none` when off)",
+        persists: "runtime; tmpfiles.d (lost when the interface is re-created; drivers such as ice and mlx5 set their own XPS map when the queues are made)",
+        sources: "Documentation/networking/scaling.rst (XPS); net/core/net-sysfs.c (`xps_cpus_show`/`xps_cpus_store`: `netif_is_multiqueue`, `netdev_txq_to_tc`; `xps_rxqs_store`: `bitmap_parse` over `num_rx_queues`); net/core/dev.c (`__netif_set_xps_queue`: online CPUs only)",
     },
 ];
