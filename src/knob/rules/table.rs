@@ -284,7 +284,7 @@ pub const RULES: &[KindRules] = &[
         scope: "transmit queue (`/sys/class/net/IF/queues/tx-N`): `xps_cpus` (by CPU) or `xps_rxqs` (by receive queue)",
         depends_on: "after `nic-channels` (which creates the queues: planned again and written after its writes in the same apply); a queue named that the interface lacks (after those writes) is refused at plan time; CPUs must be online (the map takes online CPUs only); `rxqs` must name receive queues the device has (EOVERFLOW past them); a device without the files (one tx queue, no CONFIG_XPS) or whose read says EINVAL (no traffic class maps the queue) is refused at plan time",
         read_back: "`xps_cpus` as a CPU list, `xps_rxqs` as a queue list (the kernel prints hex masks; `none` when off)",
-        persists: "runtime; tmpfiles.d (lost when the interface is re-created; drivers such as ice and mlx5 set their own XPS map when the queues are made)",
+        persists: "runtime; `udev-reapply` (as `rps`); tmpfiles.d (at boot only: lost when the interface is re-created; drivers such as ice and mlx5 set their own XPS map when the queues are made)",
         sources: "Documentation/networking/scaling.rst (XPS); net/core/net-sysfs.c (`xps_cpus_show`/`xps_cpus_store`: `netif_is_multiqueue`, `netdev_txq_to_tc`; `xps_rxqs_store`: `bitmap_parse` over `num_rx_queues`); net/core/dev.c (`__netif_set_xps_queue`: online CPUs only)",
     },
 ];
