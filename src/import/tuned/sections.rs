@@ -85,7 +85,7 @@ fn net(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
         .split([':', ';', ',', ' ', '\t'])
         .filter(|w| !w.is_empty())
         .collect();
-    if words.is_empty() || words.len() % 2 != 0 {
+    if words.is_empty() || !words.len().is_multiple_of(2) {
         return Err(format!(
             "`{v}` is not NAME VALUE pairs (tuned refuses it too)"
         ));
