@@ -611,6 +611,19 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         7,
         "set.cpus",
         "\"0x3\" is not a CPU list",
+    ),    (
+        "xps-mask-syntax",
+        "xps.yaml",
+        7,
+        "set.cpus",
+        "\"0x3\" is not a CPU list",
+    ),
+    (
+        "xps-unknown-field",
+        "xps.yaml",
+        7,
+        "set.rxq",
+        "unknown field `rxq`; did you mean \"rxqs\"?",
     ),
 ];
 
