@@ -611,7 +611,8 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         7,
         "set.cpus",
         "\"0x3\" is not a CPU list",
-    ),    (
+    ),
+    (
         "xps-mask-syntax",
         "xps.yaml",
         7,
