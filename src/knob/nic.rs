@@ -5,6 +5,7 @@
 //! a [`crate::ethtool::Field`] apply writes through the ioctl live and the
 //! captured state file under `--root`.
 
+use crate::schema::Persistence;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
@@ -541,6 +542,15 @@ pub fn queue_numbers(host: &HostCtx, ifname: &str, prefix: &str) -> Vec<u32> {
         .unwrap_or_default();
     crate::inventory::numbered(&listed, prefix)
 }
+
+/// How the per-queue kinds (rps, xps) persist: tmpfiles.d writes at boot
+/// only; the queues' files are made again with the device, which the udev
+/// rule follows.
+pub const QUEUE_PERSISTENCE: &[Persistence] = &[
+    Persistence::Runtime,
+    Persistence::UdevReapply,
+    Persistence::Tmpfiles,
+];
 
 /// A refusal of CPUs that are not online: the kernel builds the RPS and
 /// XPS maps from online CPUs only (net/core/net-sysfs.c `store_rps_map`:

@@ -138,13 +138,7 @@ impl KnobKind for Rps {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        // tmpfiles.d writes at boot only; the queues' files are made again
-        // with the device, which the udev rule follows.
-        &[
-            Persistence::Runtime,
-            Persistence::UdevReapply,
-            Persistence::Tmpfiles,
-        ]
+        nic::QUEUE_PERSISTENCE
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {

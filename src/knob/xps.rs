@@ -105,12 +105,7 @@ impl KnobKind for Xps {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        // As rps: the queues' files are made again with the device.
-        &[
-            Persistence::Runtime,
-            Persistence::UdevReapply,
-            Persistence::Tmpfiles,
-        ]
+        nic::QUEUE_PERSISTENCE
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
