@@ -20,9 +20,13 @@ fn plot(common: &CommonArgs, title: &str, samples_ns: &[u64]) -> Result<()> {
     if let Some(path) = &common.plot {
         let svg = render::svg::cdf(
             title,
+            render::svg::LATENCY_US,
             &[render::svg::Series {
                 name: "samples",
-                samples_ns: &samples_ns.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+                values: &samples_ns
+                    .iter()
+                    .map(|&v| v as f64 / 1e3)
+                    .collect::<Vec<_>>(),
             }],
         )?;
         std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;

@@ -112,25 +112,7 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
         None => verify::record(&session, knob, &mut report)?,
     }
     if let Some(path) = &args.plot {
-        let title = format!(
-            "{}: {}: {}",
-            report.host,
-            report.knob,
-            report.verdict.as_str()
-        );
-        let svg = render::svg::cdf(
-            &title,
-            &[
-                render::svg::Series {
-                    name: Leg::Baseline.as_str(),
-                    samples_ns: &report.samples[0],
-                },
-                render::svg::Series {
-                    name: Leg::Applied.as_str(),
-                    samples_ns: &report.samples[1],
-                },
-            ],
-        )?;
+        let svg = render::verify::plot(&report)?;
         std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
     match render::machine(g.format.format.into(), &report)? {

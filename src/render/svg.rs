@@ -1,14 +1,18 @@
-//! SVG plots: latency distributions as CDFs on a log time axis (plotters'
-//! SVG backend, no system libraries).
+//! SVG plots: distributions as CDFs on a log axis (plotters' SVG backend,
+//! no system libraries). The caller names the axis and gives values in its
+//! unit: latencies in µs, a command probe's metric in its own unit.
 
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
-/// One distribution to draw: a legend name and its samples (ns).
+/// One distribution to draw: a legend name and its values in the axis' unit.
 pub struct Series<'a> {
     pub name: &'a str,
-    pub samples_ns: &'a [f64],
+    pub values: &'a [f64],
 }
+
+/// The x axis of a latency plot; values are the samples' ns divided by 1000.
+pub const LATENCY_US: &str = "latency (µs, log scale)";
 
 const COLORS: [RGBColor; 4] = [
     RGBColor(31, 119, 180),
@@ -17,14 +21,19 @@ const COLORS: [RGBColor; 4] = [
     RGBColor(148, 103, 189),
 ];
 
-/// Empirical CDFs of each series, x in µs (log), y the fraction of samples.
-pub fn cdf(title: &str, series: &[Series]) -> Result<String> {
-    let all = series.iter().flat_map(|s| s.samples_ns.iter().copied());
-    let (lo, hi) = match all.fold(None, |m: Option<(f64, f64)>, v| {
+/// Empirical CDFs of each series, x (log) as `x_desc` names it, y the
+/// fraction of values. A log axis has no zero: values at or below 0 are
+/// drawn at the smallest positive value.
+pub fn cdf(title: &str, x_desc: &str, series: &[Series]) -> Result<String> {
+    let positive = series
+        .iter()
+        .flat_map(|s| s.values.iter().copied())
+        .filter(|v| v.is_finite() && *v > 0.0);
+    let (lo, hi) = match positive.fold(None, |m: Option<(f64, f64)>, v| {
         Some(m.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
     }) {
-        Some((lo, hi)) => (lo.max(1.0) / 1e3, hi.max(1.0) / 1e3),
-        None => return Err(anyhow!("nothing to plot: no samples")),
+        Some(range) => range,
+        None => return Err(anyhow!("nothing to plot: no positive value for a log axis")),
     };
     let (x0, x1) = (lo / 1.5, (hi * 1.5).max(lo * 2.0));
     let mut svg = String::new();
@@ -40,19 +49,16 @@ pub fn cdf(title: &str, series: &[Series]) -> Result<String> {
             .map_err(|e| anyhow!("plot: {e}"))?;
         chart
             .configure_mesh()
-            .x_desc("latency (µs, log scale)")
+            .x_desc(x_desc)
             .y_desc("fraction of samples ≤ x")
             .draw()
             .map_err(|e| anyhow!("plot: {e}"))?;
         for (i, s) in series.iter().enumerate() {
-            let mut v: Vec<f64> = s.samples_ns.to_vec();
+            let mut v: Vec<f64> = s.values.iter().map(|&x| x.max(lo)).collect();
             v.sort_by(f64::total_cmp);
             let n = v.len() as f64;
             let color = COLORS[i % COLORS.len()];
-            let points = v
-                .iter()
-                .enumerate()
-                .map(|(k, &ns)| (ns.max(1.0) / 1e3, (k + 1) as f64 / n));
+            let points = v.iter().enumerate().map(|(k, &x)| (x, (k + 1) as f64 / n));
             chart
                 .draw_series(LineSeries::new(points, color.stroke_width(2)))
                 .map_err(|e| anyhow!("plot: {e}"))?
@@ -79,18 +85,19 @@ mod tests {
 
     #[test]
     fn draws_both_series_with_axis_labels() {
-        let a: Vec<f64> = (1..=200).map(|i| f64::from(50_000 + i * 100)).collect();
-        let b: Vec<f64> = (1..=200).map(|i| f64::from(10_000 + i * 50)).collect();
+        let a: Vec<f64> = (1..=200).map(|i| f64::from(50 + i) / 10.0).collect();
+        let b: Vec<f64> = (1..=200).map(|i| f64::from(10 + i) / 20.0).collect();
         let svg = cdf(
             "vm — knob — improved",
+            LATENCY_US,
             &[
                 Series {
                     name: "baseline",
-                    samples_ns: &a,
+                    values: &a,
                 },
                 Series {
                     name: "applied",
-                    samples_ns: &b,
+                    values: &b,
                 },
             ],
         )
@@ -105,6 +112,12 @@ mod tests {
         assert!(svg.contains("baseline (n=200)") && svg.contains("applied (n=200)"));
         assert!(svg.contains("latency (µs, log scale)"));
         assert!(svg.matches("<polyline").count() >= 2);
-        assert!(cdf("empty", &[]).is_err());
+        assert!(cdf("empty", LATENCY_US, &[]).is_err());
+        let zeros = [0.0, -1.0];
+        let none_positive = [Series {
+            name: "z",
+            values: &zeros,
+        }];
+        assert!(cdf("zeros", LATENCY_US, &none_positive).is_err());
     }
 }

@@ -453,3 +453,42 @@ fn verdict_rows(r: &Report) -> Vec<(String, String)> {
     }
     rows
 }
+
+/// `verify --plot`: both legs' values as CDFs on the probe's own axis:
+/// latency in µs, the noise probe's lost time per second, or the command's
+/// metric in its unit (a `better: higher` metric back from its inverse).
+pub fn plot(r: &Report) -> anyhow::Result<String> {
+    let title = format!("{}: {}: {}", r.host, r.knob, r.verdict.as_str());
+    let (x_desc, legs) = match &r.command {
+        Some(c) => (
+            format!("{} of your command ({}, log scale)", metric_name(c), c.unit),
+            r.samples
+                .each_ref()
+                .map(|s| s.iter().map(|&v| command::value_of(c, v)).collect()),
+        ),
+        None => (
+            if r.probe == "noise" {
+                "time lost per second in each 100 ms window (µs/s, log scale)".to_string()
+            } else {
+                super::svg::LATENCY_US.to_string()
+            },
+            r.samples
+                .each_ref()
+                .map(|s| s.iter().map(|&ns| ns / 1e3).collect::<Vec<f64>>()),
+        ),
+    };
+    super::svg::cdf(
+        &title,
+        &x_desc,
+        &[
+            super::svg::Series {
+                name: crate::verify::Leg::Baseline.as_str(),
+                values: &legs[0],
+            },
+            super::svg::Series {
+                name: crate::verify::Leg::Applied.as_str(),
+                values: &legs[1],
+            },
+        ],
+    )
+}

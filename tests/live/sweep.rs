@@ -61,6 +61,9 @@ fn live_sweep_of_resume_latency_on_cpu1_states_a_knee_and_restores() {
             "0,5,20,100,n/a",
             "--rounds",
             "6",
+            // Undecided values stop at 12 rounds, not 24: the decided one is far.
+            "--max-rounds",
+            "12",
             "--seed",
             "1",
         ],
@@ -120,6 +123,9 @@ fn live_bundle_of_resume_na_and_thp_defrag_gives_the_effect_to_resume() {
             "thp-defrag",
             "--rounds",
             "6",
+            // Undecided values stop at 12 rounds, not 24: the decided one is far.
+            "--max-rounds",
+            "12",
             "--seed",
             &seed,
         ],

@@ -192,6 +192,53 @@ fn a_tiny_metric_prints_its_significant_digits_not_zeros() {
 }
 
 #[test]
+fn the_plot_of_a_ratio_metric_draws_its_values_on_its_own_axis() {
+    // The plot took every value as ns and labelled it µs: 0.0014 and 0.0012
+    // both became 1 ns, two identical lines on a "latency (µs)" axis.
+    let (t, root) = vm();
+    let bench = ratio_bench(t.path(), &root, 0.0014, 0.0012, 1.0);
+    let m = ratio_knob(&bench);
+    let svg = t.path().join("v.svg");
+    let o = run(
+        &root,
+        m.path(),
+        &[
+            "--host",
+            "vm",
+            "verify",
+            "thp-never",
+            "--settle",
+            "1ms",
+            "--rounds",
+            "5",
+            "--seed",
+            "1",
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let xml = roxmltree::Document::parse(&text).expect("the SVG parses as XML");
+    let texts: Vec<&str> = xml.descendants().filter_map(|n| n.text()).collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("of your command (ratio, log scale)")),
+        "{texts:?}"
+    );
+    assert!(!texts.iter().any(|t| t.contains("µs")), "{texts:?}");
+    let lines: Vec<&str> = xml
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline"))
+        .filter_map(|n| n.attribute("points"))
+        .filter(|p| p.split_whitespace().count() > 2)
+        .collect();
+    assert!(lines.len() >= 2, "{text}");
+    assert_ne!(lines[0], lines[1], "the two legs are drawn apart");
+}
+
+#[test]
 fn an_aa_command_is_called_no_effect_in_19_of_20_seeds() {
     let (t, root) = vm();
     let bench = fake(t.path(), &root, 1.0, 2);
