@@ -4,7 +4,7 @@ use clap::Parser;
 use crate::cli::{ProbeCommand, VerifyArgs};
 use crate::render;
 use crate::schema::Probe;
-use crate::verify::{self, Leg};
+use crate::verify;
 
 /// Parses the probe's own options as `hostknob probe NAME ...` would.
 #[derive(Parser, Debug)]

@@ -7,12 +7,20 @@ fn us(ns: u64) -> String {
     format!("{:.1} µs", ns as f64 / 1e3)
 }
 
-/// A sample statistic in the probe's unit: µs, or the command's own.
+/// A sample statistic in the probe's unit: µs, the noise probe's µs lost
+/// per second, or the command's own.
 fn unit(r: &Report, ns: f64) -> String {
     match &r.command {
         Some(c) => command::shown(c, ns),
+        None if is_noise(r) => format!("{:.1} µs/s", ns / 1e3),
         None => format!("{:.1} µs", ns / 1e3),
     }
+}
+
+/// The noise probe's samples are ns lost per second in each 100 ms window
+/// of every watched CPU (probe::noise), not latencies.
+fn is_noise(r: &Report) -> bool {
+    r.probe == "noise"
 }
 
 /// The metric's name as a person knows it: the last step of a JSON path
@@ -35,8 +43,13 @@ fn metric_name(c: &command::Placed) -> String {
 /// runs, not the service's tail, and are labelled so.
 fn leg_heads(r: &Report) -> (String, Vec<String>) {
     let Some(c) = &r.command else {
+        let what = if is_noise(r) {
+            "Each leg: time lost per second in each 100 ms window of the watched CPUs, the median across rounds of each round's p50, p95, p99, max"
+        } else {
+            "Each leg: the median across rounds of each round's p50, p95, p99, max"
+        };
         return (
-            "Each leg: the median across rounds of each round's p50, p95, p99, max".into(),
+            what.into(),
             [
                 "leg",
                 "samples",
@@ -467,7 +480,7 @@ pub fn plot(r: &Report) -> anyhow::Result<String> {
                 .map(|s| s.iter().map(|&v| command::value_of(c, v)).collect()),
         ),
         None => (
-            if r.probe == "noise" {
+            if is_noise(r) {
                 "time lost per second in each 100 ms window (µs/s, log scale)".to_string()
             } else {
                 super::svg::LATENCY_US.to_string()

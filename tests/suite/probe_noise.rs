@@ -255,3 +255,61 @@ fn doc_shows_noise_evidence_for_isolated_cpus() {
         "{out}"
     );
 }
+
+#[test]
+fn verify_with_the_noise_probe_shows_lost_time_per_second_not_latency() {
+    // The leg table printed the noise probe's ns lost per second as "µs",
+    // and --plot drew them on a latency axis.
+    let (t, root) = vm();
+    let m = knobs(&[(
+        "thp-never",
+        "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: never\n",
+    )]);
+    let svg = t.path().join("v.svg");
+    let cpu = last_cpu().to_string();
+    let o = run(
+        &root,
+        m.path(),
+        &[
+            "--host",
+            "vm",
+            "verify",
+            "thp-never",
+            "--probe",
+            "noise",
+            "--rounds",
+            "5",
+            "--max-rounds",
+            "5",
+            "--settle",
+            "1ms",
+            "--seed",
+            "1",
+            "--plot",
+            svg.to_str().unwrap(),
+            "--",
+            "--cpus",
+            &cpu,
+            "--duration",
+            "100ms",
+            "--attribution",
+            "counts",
+        ],
+    );
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "{table}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        table.contains("time lost per second in each 100 ms window"),
+        "{table}"
+    );
+    assert!(table.contains(" µs/s"), "{table}");
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        plot.contains("µs/s, log scale") && !plot.contains("latency"),
+        "{plot}"
+    );
+}
