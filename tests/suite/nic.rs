@@ -322,8 +322,9 @@ fn every_nic_kind_applies_reads_back_and_reverts_byte_identical_on_ice() {
     assert!(applied.contains("wrote and read back"), "{applied}");
     // Channels first: they make the queues the per-queue kinds write.
     let paths = journal_paths(&root);
-    assert!(
-        paths[0].ends_with("@ethtool/channels/combined"),
+    assert_eq!(
+        paths[0],
+        format!("ethtool:{}/channels/combined", ICE.ifname),
         "{paths:?}"
     );
     let nic = inventory_nic(Some(&root), ICE.ifname);
@@ -341,6 +342,37 @@ fn every_nic_kind_applies_reads_back_and_reverts_byte_identical_on_ice() {
     assert_ne!(code, 2, "no drift");
     ok(&run(&root, m.path(), &["revert", "--all"]));
     assert_tree(&pristine, &root, "ice after revert");
+}
+
+#[test]
+fn a_journal_naming_ethtool_values_by_the_old_pseudo_path_still_reverts() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let pristine = tree(&root);
+    let m = knobs(&ICE_KNOBS[..1]);
+    ok(&run(&root, m.path(), &["apply", "--all"]));
+    // An ethtool value is named by its locator, never a /sys path.
+    let file = root.join(STATE_DIR).join("journal.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let new = format!("\"ethtool:{}/", ICE.ifname);
+    assert!(text.contains(&new), "{text}");
+    assert!(!text.contains("@ethtool"), "{text}");
+    // Journals written before the locator hold /sys/class/net/IF@ethtool/...
+    let old = format!("\"/sys/class/net/{}@ethtool/", ICE.ifname);
+    std::fs::write(&file, text.replace(&new, &old)).unwrap();
+    let paths = journal_paths(&root);
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.contains("@ethtool/channels/combined")),
+        "{paths:?}"
+    );
+    // Audit and a second apply take the old line as the same slot.
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_in_effect(&report, &["queues"]);
+    ok(&run(&root, m.path(), &["apply", "--all"]));
+    let reverted = ok(&run(&root, m.path(), &["revert", "--all"]));
+    assert!(reverted.contains("combined"), "{reverted}");
+    assert_tree(&pristine, &root, "ice after revert of an old-form journal");
 }
 
 #[test]
