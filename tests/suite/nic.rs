@@ -239,6 +239,44 @@ fn a_capture_holds_each_interfaces_ethtool_state_and_reads_it_back() {
     let captured = inventory_nic(Some(&out), "eth0");
     assert_eq!(captured["ethtool"], live["ethtool"]);
     assert_eq!(captured["rx_queues"], live["rx_queues"]);
+    // The MAC persistence matches, as the kernel shows it.
+    let mac = std::fs::read_to_string("/sys/class/net/eth0/address").unwrap();
+    assert_eq!(live["address"], mac.trim());
+    assert_eq!(captured["address"], live["address"]);
+}
+
+#[test]
+fn a_capture_stores_each_interfaces_mac_address_which_persistence_matches() {
+    let (_t, root) = copy_host("fc-virtio-2cpu");
+    let r = root.to_str().unwrap();
+    let m = knobs(&[(
+        "nogro",
+        "persistence: link-file\nkind: nic-feature\ntarget: {interfaces: eth0}\nset: {gro: off}\n",
+    )]);
+    let persist = |root: &Path| run(root, m.path(), &["--host", "vm", "persist", "nogro"]);
+    // The committed capture was made before capture stored `address`.
+    let o = persist(&root);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(
+        err(&o).contains("eth0 has no MAC address to match"),
+        "{}",
+        err(&o)
+    );
+    let mac = "52:54:00:12:34:56";
+    let dev = "sys/devices/pci0000:00/0000:00:03.0/virtio2/net/eth0";
+    write_files(&root, &[(&format!("{dev}/address"), &format!("{mac}\n"))]);
+    assert_eq!(inventory_nic(Some(&root), "eth0")["address"], mac);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c");
+    ok(&hostknob(&["--root", r, "capture", out.to_str().unwrap()]));
+    let stored = std::fs::read_to_string(out.join("sys/class/net/eth0/address")).unwrap();
+    assert_eq!(stored, format!("{mac}\n"));
+    assert_eq!(inventory_nic(Some(&out), "eth0")["address"], mac);
+    let printed = ok(&persist(&out));
+    assert!(
+        printed.contains(&format!("MACAddress={mac}\n")),
+        "{printed}"
+    );
 }
 
 #[test]
