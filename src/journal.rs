@@ -36,7 +36,8 @@ const JOURNAL_CAP: usize = 64 << 20;
 /// One file's value before hostknob first wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Entry {
-    /// Logical path (`/sys/...`), as under `--root`.
+    /// Logical path (`/sys/...`), as under `--root`; an ethtool value's
+    /// locator (`ethtool:eth0/channels/combined`: no file).
     pub path: String,
     /// How the file is written back: a kernel attribute, or a whole file.
     #[serde(default = "attribute")]
@@ -313,7 +314,13 @@ impl<'r> Journal<'r> {
                 continue;
             }
             match serde_json::from_str::<Entry>(line) {
-                Ok(e) => entries.push(e),
+                Ok(mut e) => {
+                    // An ethtool value under its old pseudo-path is the same slot.
+                    if let Some(f) = crate::ethtool::Field::parse(&e.path) {
+                        e.path = f.path();
+                    }
+                    entries.push(e)
+                }
                 Err(e) => bail!(
                     "{}:{}: corrupt journal entry: {e}; the entries before and after it are \
                      intact: move it aside by hand, then revert",

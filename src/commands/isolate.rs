@@ -14,7 +14,16 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
     let host = crate::manifest::host::resolve(&root, args.read.host.host.as_deref())
         .checked()?
         .name;
-    let inv = inventory::collect_only(&root, &[Section::Cpu, Section::Caches, Section::Numa])?;
+    let inv = inventory::collect_only(
+        &root,
+        &[
+            Section::Cpu,
+            Section::Caches,
+            Section::Numa,
+            Section::Network,
+        ],
+    )?;
+    let nics = isolate::Nics::read(&inv.network, &root);
     for w in &inv.warnings {
         eprintln!("hostknob: warning: {}", render::escape_controls(w));
     }
@@ -45,7 +54,7 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
     let isolcpus = isolate::Isolcpus::parse(&args.isolcpus).ok_or_else(|| {
         anyhow::anyhow!("--isolcpus {}: none, managed_irq or domain", args.isolcpus)
     })?;
-    let mut plan = isolate::plan(&inv, &req, opts, isolcpus, &cx)?;
+    let mut plan = isolate::plan(&inv, &req, opts, isolcpus, &nics, &cx)?;
     if let Some(dir) = &args.out {
         write_files(dir, &mut plan, args.force)?;
     }

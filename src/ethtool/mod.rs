@@ -7,9 +7,9 @@
 //! interface, [`state_path`], which `capture` writes and the NIC knob kinds
 //! change under `--root`, so inventory, audit, apply and revert work offline.
 //!
-//! One value is addressed by a path of its own, [`Field::path`]
-//! (`/sys/class/net/eth0@ethtool/channels/combined`): apply's write layer
-//! reads and writes it through [`content`] and [`set`].
+//! One value is addressed by a locator of its own, [`Field::path`]
+//! (`ethtool:eth0/channels/combined`, no file: `ethtool -l eth0` shows it):
+//! apply's write layer reads and writes it through [`content`] and [`set`].
 
 pub mod ioctl;
 pub mod queues;
@@ -294,7 +294,23 @@ pub struct Field {
     pub name: String,
 }
 
-const MARK: &str = "@ethtool/";
+/// How plans, journals and audit name a value: not a file, so not a path.
+const PREFIX: &str = "ethtool:";
+/// The pseudo-path older journals hold
+/// (`/sys/class/net/IF@ethtool/SECTION/FIELD`): still read, so they revert.
+const OLD_MARK: &str = "@ethtool/";
+
+/// An interface name the kernel could have (net/core/dev.c `dev_valid_name`:
+/// under IFNAMSIZ, not `.` or `..`, no `/`, `:` or space), so a journal
+/// line cannot name a file through the locator.
+fn dev_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < 16
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', ':'])
+        && !name.chars().any(char::is_whitespace)
+}
 
 impl Field {
     pub fn new(ifname: &str, section: Section, name: &str) -> Field {
@@ -305,20 +321,22 @@ impl Field {
         }
     }
 
-    /// Its path in plans, journals and messages.
+    /// Its locator in plans, journals and messages (`ethtool:eth0/channels/combined`).
     pub fn path(&self) -> String {
         format!(
-            "/sys/class/net/{}{MARK}{}/{}",
+            "{PREFIX}{}/{}/{}",
             self.ifname,
             self.section.as_str(),
             self.name
         )
     }
 
-    /// The field a path names, if it is one.
+    /// The field a locator names, if it is one; the old pseudo-path too.
     pub fn parse(path: &str) -> Option<Field> {
-        let rest = path.strip_prefix("/sys/class/net/")?;
-        let (ifname, rest) = rest.split_once(MARK)?;
+        let (ifname, rest) = match path.strip_prefix(PREFIX) {
+            Some(rest) => rest.split_once('/')?,
+            None => path.strip_prefix("/sys/class/net/")?.split_once(OLD_MARK)?,
+        };
         let (section, name) = rest.split_once('/')?;
         let section = [
             Section::Channels,
@@ -328,7 +346,7 @@ impl Field {
         ]
         .into_iter()
         .find(|s| s.as_str() == section)?;
-        (!ifname.is_empty() && !ifname.contains('/') && !name.is_empty())
+        (dev_valid_name(ifname) && !name.is_empty() && !name.contains('/'))
             .then(|| Field::new(ifname, section, name))
     }
 
@@ -526,8 +544,23 @@ mod tests {
     #[test]
     fn a_field_path_round_trips_and_other_paths_are_not_fields() {
         let f = Field::new("ens1f0", Section::Features, "rx-gro");
-        assert_eq!(f.path(), "/sys/class/net/ens1f0@ethtool/features/rx-gro");
-        assert_eq!(Field::parse(&f.path()), Some(f));
+        assert_eq!(f.path(), "ethtool:ens1f0/features/rx-gro");
+        assert_eq!(Field::parse(&f.path()), Some(f.clone()));
+        // Journals written before the locator hold the old pseudo-path.
+        assert_eq!(
+            Field::parse("/sys/class/net/ens1f0@ethtool/features/rx-gro"),
+            Some(f)
+        );
+        assert_eq!(Field::parse("ethtool:eth0/bogus/x"), None);
+        assert_eq!(Field::parse("ethtool:/channels/rx"), None);
+        assert_eq!(Field::parse("ethtool:eth0/channels/rx/x"), None);
+        for bad in ["..", "a:b", "a b", "sixteen-chars-xx"] {
+            assert_eq!(
+                Field::parse(&format!("ethtool:{bad}/channels/rx")),
+                None,
+                "{bad}"
+            );
+        }
         assert_eq!(Field::parse("/sys/class/net/eth0/mtu"), None);
         assert_eq!(Field::parse("/sys/class/net/eth0@ethtool/bogus/x"), None);
         assert_eq!(Field::parse("/sys/class/net/@ethtool/channels/rx"), None);

@@ -21,6 +21,10 @@ pub struct Interface {
     pub driver: Option<String>,
     /// The device directory the interface hangs from (`virtio2`, `0000:3b:00.0`), or `virtual`.
     pub device: Option<String>,
+    /// The MAC address (`address`), what a systemd .link file and the udev
+    /// rule of persistence match: names change, the address does not.
+    #[serde(default)]
+    pub address: Option<String>,
     pub mtu: Option<u32>,
     pub operstate: Option<String>,
     pub speed_mbps: Option<i64>,
@@ -200,6 +204,7 @@ pub fn read(ctx: &Reader) -> Vec<Interface> {
                 ethtool,
                 rx_queues,
                 tx_queues,
+                address: ctx.text(&format!("{d}/address")),
                 mtu: ctx.parse(&format!("{d}/mtu")),
                 operstate: ctx.text(&format!("{d}/operstate")),
                 speed_mbps: ctx

@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_yaml::{Mapping, Value};
 
 use super::choose::Choice;
+use super::nic::Nics;
 use super::topology::Topology;
 use crate::cpulist::CpuList;
 
@@ -67,17 +68,43 @@ struct History<'a> {
     note: String,
 }
 
-/// id, kind, title, target, set, persistence, caveats, why.
-type Spec = (
-    &'static str,
-    &'static str,
-    String,
-    Option<Value>,
-    Value,
-    &'static str,
-    Vec<String>,
-    String,
-);
+/// One knob of the fragment before it is written.
+pub(super) struct Spec {
+    pub id: String,
+    pub kind: &'static str,
+    pub title: String,
+    pub target: Option<Value>,
+    pub set: Value,
+    pub persistence: &'static str,
+    pub caveats: Vec<String>,
+    pub why: String,
+}
+
+impl Spec {
+    #[allow(clippy::too_many_arguments)]
+    fn of(
+        id: &str,
+        kind: &'static str,
+        title: String,
+        target: Option<Value>,
+        set: Value,
+        persistence: &'static str,
+        caveats: Vec<String>,
+        why: String,
+    ) -> Spec {
+        let id = id.to_string();
+        Spec {
+            id,
+            kind,
+            title,
+            target,
+            set,
+            persistence,
+            caveats,
+            why,
+        }
+    }
+}
 
 /// What the fragment is about, for its comments and history notes.
 pub struct Context<'a> {
@@ -88,7 +115,7 @@ pub struct Context<'a> {
     pub command: &'a str,
 }
 
-fn map(pairs: &[(&str, Value)]) -> Value {
+pub(super) fn map(pairs: &[(&str, Value)]) -> Value {
     let mut m = Mapping::new();
     for (k, v) in pairs {
         m.insert(Value::String((*k).into()), v.clone());
@@ -96,7 +123,7 @@ fn map(pairs: &[(&str, Value)]) -> Value {
     Value::Mapping(m)
 }
 
-fn list(cpus: &CpuList) -> Value {
+pub(super) fn list(cpus: &CpuList) -> Value {
     Value::String(cpus.to_string())
 }
 
@@ -153,12 +180,23 @@ pub fn fragment(
     topo: &Topology,
     choice: &Choice,
     isolcpus: Isolcpus,
+    nics: &Nics,
     cx: &Context,
 ) -> Vec<KnobFile> {
     let (iso, hk) = (&choice.isolated, &choice.housekeeping);
     let (add, cmdline_caveats) = cmdline(topo, iso, hk, isolcpus);
-    let specs: Vec<Spec> = vec![
-        (
+    let nic_globs = nics.irq_globs();
+    let mut irq_target = vec![("all", Value::Bool(true)), ("default", Value::Bool(true))];
+    let mut irq_title = format!("Move every movable interrupt to housekeeping CPUs {hk}");
+    if !nic_globs.is_empty() {
+        let globs = nic_globs.iter().cloned().map(Value::String).collect();
+        irq_target.insert(1, ("exclude", Value::Sequence(globs)));
+        irq_title = format!(
+            "Move every other movable interrupt to housekeeping CPUs {hk} (the NIC queues': isolate-nic-irq-affinity)"
+        );
+    }
+    let mut specs: Vec<Spec> = vec![
+        Spec::of(
             "isolate-kernel-cmdline",
             "kernel-cmdline",
             format!("Isolate CPUs {iso} at boot (isolcpus, nohz_full, rcu_nocbs), interrupts on {hk}"),
@@ -173,11 +211,11 @@ pub fn fragment(
                 "Only the kernel command line can keep the scheduler tick (nohz_full), RCU callbacks (rcu_nocbs), load balancing and managed interrupts (isolcpus) off CPUs {iso}; irqaffinity= puts every interrupt that appears at boot on the housekeeping CPUs {hk} before anything else runs."
             ),
         ),
-        (
+        Spec::of(
             "isolate-irq-affinity",
             "irq-affinity",
-            format!("Move every movable interrupt to housekeeping CPUs {hk}"),
-            Some(map(&[("all", Value::Bool(true)), ("default", Value::Bool(true))])),
+            irq_title,
+            Some(map(&irq_target)),
             list(hk),
             "boot",
             vec![
@@ -188,7 +226,7 @@ pub fn fragment(
                 "An interrupt served on an isolated CPU preempts the workload there; `default` also places interrupts registered later (a NIC reset, a hot-plugged device) on {hk}."
             ),
         ),
-        (
+        Spec::of(
             "isolate-irqbalance",
             "irqbalance",
             format!("Keep irqbalance off isolated CPUs {iso}"),
@@ -200,7 +238,7 @@ pub fn fragment(
                 "irqbalance places interrupts on every CPU it is not told to avoid, undoing the irq-affinity knob within seconds; banning {iso} keeps it balancing only the housekeeping CPUs."
             ),
         ),
-        (
+        Spec::of(
             "isolate-workqueue-cpumask",
             "workqueue-cpumask",
             format!("Run unbound kernel workqueues on housekeeping CPUs {hk}"),
@@ -212,7 +250,7 @@ pub fn fragment(
                 "Unbound kernel work (writeback, crypto, many drivers' deferred work) runs on any CPU in the workqueue cpumask; limiting it to {hk} keeps it from preempting the workload on {iso}."
             ),
         ),
-        (
+        Spec::of(
             "isolate-systemd-cpu-affinity",
             "systemd-cpu-affinity",
             format!("Run system services on housekeeping CPUs {hk}"),
@@ -227,7 +265,7 @@ pub fn fragment(
                 "Every service inherits PID 1's CPU affinity; restricting it to {hk} keeps logging, monitoring and cron work off the isolated CPUs {iso}."
             ),
         ),
-        (
+        Spec::of(
             "isolate-thread-affinity",
             "thread-affinity",
             format!("Move the threads already running to housekeeping CPUs {hk}"),
@@ -243,15 +281,22 @@ pub fn fragment(
             ),
         ),
     ];
+    // After the interrupts, before the workqueues: the NIC's own knobs.
+    let at = specs
+        .iter()
+        .position(|s| s.kind == "irqbalance")
+        .map_or(specs.len(), |i| i + 1);
+    specs.splice(at..at, nics.specs(iso, hk));
     let note = format!(
         "planned by `{}`: isolated {iso}, housekeeping {hk}; review, commit, then apply",
         cx.command
     );
     specs
         .into_iter()
-        .map(|(id, kind, title, target, set, persistence, caveats, why)| {
+        .map(|spec| {
+            let Spec { id, kind, title, target, set, persistence, caveats, why } = spec;
             let doc = Doc {
-                id,
+                id: &id,
                 title,
                 kind,
                 target,
@@ -269,7 +314,7 @@ pub fn fragment(
             };
             let yaml = serde_yaml::to_string(&doc).expect("a knob document serializes");
             KnobFile {
-                id: id.to_string(),
+                id: id.clone(),
                 kind,
                 text: format!(
                     "# Planned by `{}` on {} for {}, from its topology.\n# Review it, commit it, then `hostknob apply {id}`.\n{yaml}",

@@ -5,6 +5,7 @@
 
 mod choose;
 mod knobs;
+mod nic;
 mod topology;
 
 use serde::Serialize;
@@ -14,6 +15,7 @@ use crate::inventory::Inventory;
 
 pub use choose::{Choice, Options, Request};
 pub use knobs::{Context, Isolcpus, KnobFile};
+pub use nic::Nics;
 pub use topology::Topology;
 
 /// The chosen split, its reasons and the knobs made from it (`--format json`).
@@ -89,11 +91,13 @@ pub fn plan(
     req: &Request,
     opts: Options,
     isolcpus: Isolcpus,
+    nics: &Nics,
     cx: &Context,
 ) -> anyhow::Result<IsolatePlan> {
     let topo = Topology::from_inventory(inv)?;
-    let choice = choose::choose(&topo, req, opts)?;
-    let files = knobs::fragment(&topo, &choice, isolcpus, cx);
+    let mut choice = choose::choose(&topo, req, opts)?;
+    let files = knobs::fragment(&topo, &choice, isolcpus, nics, cx);
+    choice.reasons.extend(nics.reasons());
     let split = |id: Option<u32>, cpus: &CpuList| {
         let part = |set: &CpuList| -> CpuList {
             cpus.as_slice()

@@ -14,6 +14,7 @@ use super::{
 };
 use crate::cpulist::CpuList;
 use crate::inventory::irq::{self, IrqRow};
+use crate::root::Root;
 use crate::schema::{Persistence, Scalar};
 
 pub const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
@@ -28,6 +29,9 @@ pub struct TargetDoc {
     netdev: Vec<String>,
     #[serde(default)]
     all: bool,
+    /// With `all`: action globs left to another knob (isolate's NIC queue one).
+    #[serde(default)]
+    exclude: Vec<String>,
     #[serde(default)]
     default: bool,
 }
@@ -37,6 +41,7 @@ pub struct IrqAffinity {
     actions: Vec<(String, glob::Pattern)>,
     netdev: Vec<String>,
     all: bool,
+    exclude: Vec<(String, glob::Pattern)>,
     default: bool,
     cpus: CpuList,
 }
@@ -59,19 +64,14 @@ impl Spec for IrqAffinity {
                 "`all: true` already takes every movable IRQ: drop target.actions and target.netdev, or `all`",
             ));
         }
-        let mut actions = Vec::new();
-        for a in &t.actions {
-            if a.trim().is_empty() || a.contains(char::is_whitespace) {
-                return Err(FieldError::new(
-                    "target.actions",
-                    format!("{a:?} is not an action name pattern (no spaces; e.g. `virtio0-input.*`, `nvme0q*`)"),
-                ));
-            }
-            let p = glob::Pattern::new(a).map_err(|e| {
-                FieldError::new("target.actions", format!("{a:?} is not a glob: {e}"))
-            })?;
-            actions.push((a.clone(), p));
+        if !t.all && !t.exclude.is_empty() {
+            return Err(FieldError::new(
+                "target.exclude",
+                "leaves IRQs out of `all: true` only: add `all: true`, or drop target.exclude",
+            ));
         }
+        let actions = globs("target.actions", &t.actions)?;
+        let exclude = globs("target.exclude", &t.exclude)?;
         for n in &t.netdev {
             check_name("target.netdev", n, "network device")?;
         }
@@ -95,15 +95,56 @@ impl Spec for IrqAffinity {
             actions,
             netdev: t.netdev,
             all: t.all,
+            exclude,
             default: t.default,
             cpus,
         })
     }
 }
 
+/// Action name globs of `field`, each checked.
+fn globs(field: &str, texts: &[String]) -> Result<Vec<(String, glob::Pattern)>, FieldError> {
+    texts
+        .iter()
+        .map(|a| {
+            if a.trim().is_empty() || a.contains(char::is_whitespace) {
+                return Err(FieldError::new(
+                    field,
+                    format!("{a:?} is not an action name pattern (no spaces; e.g. `virtio0-input.*`, `nvme0q*`)"),
+                ));
+            }
+            let p = glob::Pattern::new(a)
+                .map_err(|e| FieldError::new(field, format!("{a:?} is not a glob: {e}")))?;
+            Ok((a.clone(), p))
+        })
+        .collect()
+}
+
+/// Why an IRQ's affinity cannot be written here (`isolate` asks too), by
+/// the rules of `rules::irq`: no file, no write bit, or managed by debugfs.
+pub fn unmovable(root: &Root, irq: u32) -> Option<Unmovable> {
+    let path = format!("/proc/irq/{irq}/smp_affinity_list");
+    match root.mode(&path) {
+        Err(_) => Some(Unmovable::NoFile),
+        Ok(m) if m & 0o200 == 0 => Some(Unmovable::ReadOnly),
+        // Before 6.12 the file stays 0644; the IRQ debugfs says managed
+        // where the kernel has it (rules::irq::MANAGED_DEBUGFS).
+        Ok(_) if managed_by_debugfs(root, irq) => Some(Unmovable::ReadOnly),
+        Ok(_) => None,
+    }
+}
+
+fn managed_by_debugfs(root: &Root, irq: u32) -> bool {
+    let (dir, flag) = super::rules::irq::MANAGED_DEBUGFS;
+    root.read_trimmed(&format!("{dir}/{irq}"))
+        .ok()
+        .flatten()
+        .is_some_and(|t| t.lines().any(|l| l.trim() == flag))
+}
+
 /// Why an IRQ is left out of the knob.
 #[derive(Debug, PartialEq, Eq)]
-enum Unmovable {
+pub enum Unmovable {
     /// No `smp_affinity_list` (no proc directory, or not an SMP IRQ).
     NoFile,
     /// The file lacks the owner's write bit: managed, or a chip that cannot move.
@@ -158,21 +199,10 @@ impl IrqAffinity {
             .any(|(_, p)| row.actions.iter().any(|a| p.matches(a)))
     }
 
-    fn unmovable(host: &HostCtx, irq: u32) -> Option<Unmovable> {
-        match host.root.mode(&Self::list_path(irq)) {
-            Err(_) => Some(Unmovable::NoFile),
-            Ok(m) if m & 0o200 == 0 => Some(Unmovable::ReadOnly),
-            // Before 6.12 the file stays 0644; the IRQ debugfs says managed
-            // where the kernel has it (rules::irq::MANAGED_DEBUGFS).
-            Ok(_) if Self::managed_by_debugfs(host, irq) => Some(Unmovable::ReadOnly),
-            Ok(_) => None,
-        }
-    }
-
-    fn managed_by_debugfs(host: &HostCtx, irq: u32) -> bool {
-        let (dir, flag) = super::rules::irq::MANAGED_DEBUGFS;
-        host.text(&format!("{dir}/{irq}"))
-            .is_some_and(|t| t.lines().any(|l| l.trim() == flag))
+    fn excluded(&self, row: &IrqRow) -> bool {
+        self.exclude
+            .iter()
+            .any(|(_, p)| row.actions.iter().any(|a| p.matches(a)))
     }
 
     /// The CPUs of an IRQ's affinity that lie within `set` (its affinity
@@ -285,7 +315,11 @@ impl KnobKind for IrqAffinity {
     fn target_summary(&self) -> String {
         let mut parts = Vec::new();
         if self.all {
-            parts.push("all movable IRQs".to_string());
+            let but: Vec<&str> = self.exclude.iter().map(|(a, _)| a.as_str()).collect();
+            parts.push(match but.is_empty() {
+                true => "all movable IRQs".to_string(),
+                false => format!("all movable IRQs but {}", but.join(" ")),
+            });
         }
         if !self.actions.is_empty() {
             let names: Vec<&str> = self.actions.iter().map(|(a, _)| a.as_str()).collect();
@@ -430,10 +464,10 @@ impl IrqAffinity {
                 continue;
             }
             // `all` means device IRQs: a row with no action serves nothing.
-            if self.all && row.actions.is_empty() {
+            if self.all && (row.actions.is_empty() || self.excluded(row)) {
                 continue;
             }
-            match Self::unmovable(host, row.irq) {
+            match unmovable(host.root, row.irq) {
                 Some(Unmovable::ReadOnly) => managed.push(Self::describe(row)),
                 Some(Unmovable::NoFile) => no_file.push(Self::describe(row)),
                 None => selected.push(Selected { row }),
@@ -518,6 +552,9 @@ mod tests {
             "target.all"
         );
         assert_eq!(doc("{actions: ['[']}", "0").unwrap_err().field, "target.actions");
+        assert!(doc("{all: true, exclude: ['mlx5_comp*']}", "0").is_ok());
+        assert_eq!(doc("{exclude: [x], default: true}", "0").unwrap_err().field, "target.exclude");
+        assert_eq!(doc("{all: true, exclude: ['a b']}", "0").unwrap_err().field, "target.exclude");
         assert_eq!(doc("{netdev: ['../x']}", "0").unwrap_err().field, "target.netdev");
         assert_eq!(doc("{all: true}", "0-").unwrap_err().field, "set");
         assert_eq!(doc("{all: true}", "").unwrap_err().field, "set");

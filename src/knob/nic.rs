@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{FieldError, HostCtx, Survey, Target, WriteMode};
+use super::{FieldError, HostCtx, KindName, Survey, Target, WriteMode};
 use crate::cpulist::CpuList;
 use crate::ethtool::{self, Field, Section, State};
 
@@ -551,6 +551,39 @@ pub const QUEUE_PERSISTENCE: &[Persistence] = &[
     Persistence::UdevReapply,
     Persistence::Tmpfiles,
 ];
+
+/// CPUs the host can never have, in an rps or xps mask: the kernel parses
+/// the mask over its CPU bits and refuses more (net/core/net-sysfs.c,
+/// `store_rps_map` and `xps_cpus_store`: `bitmap_parse` over
+/// `nr_cpumask_bits`, EOVERFLOW). A bad value, not a state of the host,
+/// so a manifest error naming the line.
+pub fn beyond_possible(host: &HostCtx, cpus: &CpuList, kind: KindName) -> Result<(), FieldError> {
+    let file = "/sys/devices/system/cpu/possible";
+    let Some(possible) = host.text(file).and_then(|t| CpuList::parse(&t).ok()) else {
+        return Ok(());
+    };
+    let beyond: Vec<u32> = cpus
+        .as_slice()
+        .iter()
+        .copied()
+        .filter(|c| !possible.contains(*c))
+        .collect();
+    if beyond.is_empty() {
+        return Ok(());
+    }
+    let store = match kind {
+        KindName::Xps => "xps_cpus_store",
+        _ => "store_rps_map",
+    };
+    Err(FieldError::new(
+        "set.cpus",
+        format!(
+            "CPUs {} are beyond this host's possible CPUs {possible} ({file}): the kernel \
+             refuses the {kind} mask ({store} in net/core/net-sysfs.c)",
+            CpuList::new(beyond)
+        ),
+    ))
+}
 
 /// A refusal of CPUs that are not online: the kernel builds the RPS and
 /// XPS maps from online CPUs only (net/core/net-sysfs.c `store_rps_map`:

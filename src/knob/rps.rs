@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::nic::{self, QueueSel, QueueTargetDoc};
 use super::{
-    Blocker, CpuList, CpuSel, FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target,
+    Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target,
 };
 use crate::schema::Persistence;
 
@@ -87,33 +87,6 @@ impl Rps {
     }
 }
 
-/// CPUs the host can never have: the kernel parses the mask over its CPU
-/// bits and refuses more (net/core/net-sysfs.c, store_rps_map: bitmap_parse
-/// over nr_cpumask_bits, -EOVERFLOW). A bad value, not a state of the host.
-fn beyond_possible(host: &HostCtx, cpus: &CpuList) -> Result<(), FieldError> {
-    let file = "/sys/devices/system/cpu/possible";
-    let Some(possible) = host.text(file).and_then(|t| CpuList::parse(&t).ok()) else {
-        return Ok(());
-    };
-    let beyond = CpuList::new(
-        cpus.as_slice()
-            .iter()
-            .copied()
-            .filter(|c| !possible.contains(*c))
-            .collect(),
-    );
-    if beyond.is_empty() {
-        return Ok(());
-    }
-    Err(FieldError::new(
-        "set.cpus",
-        format!(
-            "CPUs {beyond} are beyond this host's possible CPUs {possible} ({file}): the \
-             kernel refuses the mask (store_rps_map in net/core/net-sysfs.c)"
-        ),
-    ))
-}
-
 impl KnobKind for Rps {
     fn kind(&self) -> KindName {
         KindName::Rps
@@ -144,7 +117,7 @@ impl KnobKind for Rps {
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let mut survey = Survey::default();
         if let Some(CpuSel::List(l)) = &self.cpus {
-            beyond_possible(host, l)?;
+            nic::beyond_possible(host, l, KindName::Rps)?;
         }
         if let Some(t) = nic::offline_cpus(host, self.cpus.as_ref(), &self.desired()) {
             survey.targets.push(t);

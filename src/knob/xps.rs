@@ -111,6 +111,9 @@ impl KnobKind for Xps {
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let mut survey = Survey::default();
         let desired = self.desired();
+        if let Some(CpuSel::List(l)) = &self.cpus {
+            nic::beyond_possible(host, l, KindName::Xps)?;
+        }
         if let Some(t) = nic::offline_cpus(host, self.cpus.as_ref(), &desired) {
             survey.targets.push(t);
             return Ok(survey);

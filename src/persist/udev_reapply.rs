@@ -21,14 +21,18 @@ pub fn path_for(id: &str) -> String {
     format!("{RULES_DIR}/90-hostknob-{id}.rules")
 }
 
-/// The interfaces a knob's files are on (`/sys/class/net/IF/...`), in order.
+/// The interfaces a knob's files (`/sys/class/net/IF/...`) and ethtool
+/// values (`ethtool:IF/...`) are on, in order.
 fn interfaces(targets: &[Target]) -> Vec<String> {
     let mut out: Vec<String> = targets
         .iter()
         .filter(|t| t.blocker.is_none())
         .filter_map(|t| {
+            if let Some(f) = crate::ethtool::Field::parse(&t.path) {
+                return Some(f.ifname);
+            }
             let rest = t.path.strip_prefix("/sys/class/net/")?;
-            let end = rest.find(['/', '@'])?;
+            let end = rest.find('/')?;
             Some(rest[..end].to_string())
         })
         .collect();

@@ -41,6 +41,7 @@ mod inventory_sysinfo;
 mod inventory_uncore;
 mod irq_affinity;
 mod isolate;
+mod isolate_nic;
 mod isolate_plan;
 mod isolation_kernels;
 mod kernel_cmdline;

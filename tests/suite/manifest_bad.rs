@@ -630,7 +630,11 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
 
 /// Cases with a test of their own below (not refused by `knobs`, which
 /// reads no host file).
-const OWN_TESTS: [&str; 2] = ["sysfs-symlink-out", "rps-mask-beyond-possible"];
+const OWN_TESTS: [&str; 3] = [
+    "sysfs-symlink-out",
+    "rps-mask-beyond-possible",
+    "xps-mask-beyond-possible",
+];
 
 fn cases_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad-manifests")
@@ -705,18 +709,25 @@ fn every_bad_manifest_names_file_line_and_field_exits_1_and_changes_nothing() {
 }
 
 #[test]
-fn an_rps_mask_beyond_the_hosts_possible_cpus_is_refused_naming_the_line() {
-    // The VM has CPUs 0-1 (its /sys/devices/system/cpu/possible).
+fn an_rps_or_xps_mask_beyond_the_hosts_possible_cpus_is_refused_naming_the_line() {
+    // The VM has CPUs 0-1 (its /sys/devices/system/cpu/possible); eth0 has
+    // one tx queue, so no xps_cpus: the mask is refused before that.
     let (_tmp, host) = copy_host("fc-haltpoll-2cpu");
-    {
-        let command = "audit";
-        let (err, dir, _t) = run_bad("rps-mask-beyond-possible", &host, command);
-        let want = format!("{}:7: set.cpus: ", dir.join("rps.yaml").display());
-        assert!(err.contains(&want), "{command}: {err}");
-        assert!(
-            err.contains("CPUs 2-7 are beyond this host's possible CPUs 0-1"),
-            "{command}: {err}"
+    for (kind, store) in [("rps", "store_rps_map"), ("xps", "xps_cpus_store")] {
+        let case = format!("{kind}-mask-beyond-possible");
+        let (err, dir, _t) = run_bad(&case, &host, "audit");
+        let want = format!(
+            "{}:7: set.cpus: ",
+            dir.join(format!("{kind}.yaml")).display()
         );
+        assert!(err.contains(&want), "{kind}: {err}");
+        // One message for both kinds, naming the kernel function that refuses.
+        let message = format!(
+            "CPUs 2-7 are beyond this host's possible CPUs 0-1 \
+             (/sys/devices/system/cpu/possible): the kernel refuses the {kind} mask \
+             ({store} in net/core/net-sysfs.c)"
+        );
+        assert!(err.contains(&message), "{kind}: {err}");
     }
 }
 

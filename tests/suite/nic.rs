@@ -239,6 +239,44 @@ fn a_capture_holds_each_interfaces_ethtool_state_and_reads_it_back() {
     let captured = inventory_nic(Some(&out), "eth0");
     assert_eq!(captured["ethtool"], live["ethtool"]);
     assert_eq!(captured["rx_queues"], live["rx_queues"]);
+    // The MAC persistence matches, as the kernel shows it.
+    let mac = std::fs::read_to_string("/sys/class/net/eth0/address").unwrap();
+    assert_eq!(live["address"], mac.trim());
+    assert_eq!(captured["address"], live["address"]);
+}
+
+#[test]
+fn a_capture_stores_each_interfaces_mac_address_which_persistence_matches() {
+    let (_t, root) = copy_host("fc-virtio-2cpu");
+    let r = root.to_str().unwrap();
+    let m = knobs(&[(
+        "nogro",
+        "persistence: link-file\nkind: nic-feature\ntarget: {interfaces: eth0}\nset: {gro: off}\n",
+    )]);
+    let persist = |root: &Path| run(root, m.path(), &["--host", "vm", "persist", "nogro"]);
+    // The committed capture was made before capture stored `address`.
+    let o = persist(&root);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(
+        err(&o).contains("eth0 has no MAC address to match"),
+        "{}",
+        err(&o)
+    );
+    let mac = "52:54:00:12:34:56";
+    let dev = "sys/devices/pci0000:00/0000:00:03.0/virtio2/net/eth0";
+    write_files(&root, &[(&format!("{dev}/address"), &format!("{mac}\n"))]);
+    assert_eq!(inventory_nic(Some(&root), "eth0")["address"], mac);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c");
+    ok(&hostknob(&["--root", r, "capture", out.to_str().unwrap()]));
+    let stored = std::fs::read_to_string(out.join("sys/class/net/eth0/address")).unwrap();
+    assert_eq!(stored, format!("{mac}\n"));
+    assert_eq!(inventory_nic(Some(&out), "eth0")["address"], mac);
+    let printed = ok(&persist(&out));
+    assert!(
+        printed.contains(&format!("MACAddress={mac}\n")),
+        "{printed}"
+    );
 }
 
 #[test]
@@ -322,8 +360,9 @@ fn every_nic_kind_applies_reads_back_and_reverts_byte_identical_on_ice() {
     assert!(applied.contains("wrote and read back"), "{applied}");
     // Channels first: they make the queues the per-queue kinds write.
     let paths = journal_paths(&root);
-    assert!(
-        paths[0].ends_with("@ethtool/channels/combined"),
+    assert_eq!(
+        paths[0],
+        format!("ethtool:{}/channels/combined", ICE.ifname),
         "{paths:?}"
     );
     let nic = inventory_nic(Some(&root), ICE.ifname);
@@ -341,6 +380,37 @@ fn every_nic_kind_applies_reads_back_and_reverts_byte_identical_on_ice() {
     assert_ne!(code, 2, "no drift");
     ok(&run(&root, m.path(), &["revert", "--all"]));
     assert_tree(&pristine, &root, "ice after revert");
+}
+
+#[test]
+fn a_journal_naming_ethtool_values_by_the_old_pseudo_path_still_reverts() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let pristine = tree(&root);
+    let m = knobs(&ICE_KNOBS[..1]);
+    ok(&run(&root, m.path(), &["apply", "--all"]));
+    // An ethtool value is named by its locator, never a /sys path.
+    let file = root.join(STATE_DIR).join("journal.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let new = format!("\"ethtool:{}/", ICE.ifname);
+    assert!(text.contains(&new), "{text}");
+    assert!(!text.contains("@ethtool"), "{text}");
+    // Journals written before the locator hold /sys/class/net/IF@ethtool/...
+    let old = format!("\"/sys/class/net/{}@ethtool/", ICE.ifname);
+    std::fs::write(&file, text.replace(&new, &old)).unwrap();
+    let paths = journal_paths(&root);
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.contains("@ethtool/channels/combined")),
+        "{paths:?}"
+    );
+    // Audit and a second apply take the old line as the same slot.
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_in_effect(&report, &["queues"]);
+    ok(&run(&root, m.path(), &["apply", "--all"]));
+    let reverted = ok(&run(&root, m.path(), &["revert", "--all"]));
+    assert!(reverted.contains("combined"), "{reverted}");
+    assert_tree(&pristine, &root, "ice after revert of an old-form journal");
 }
 
 #[test]

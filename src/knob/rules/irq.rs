@@ -25,3 +25,75 @@ pub const MANAGED_DEBUGFS: (&str, &str) = ("/sys/kernel/debug/irq/irqs", "IRQD_A
 // `irq_select_affinity_usr` when `!cpumask_intersects(new_value,
 // cpu_online_mask)`). Offline CPUs beside an online one are kept in the
 // mask and used when they come online.
+
+/// The action names of NIC queue interrupts (globs over `/proc/interrupts`),
+/// by the name each driver gives its per-queue vectors; control vectors
+/// (`virtio2-config`, `mlx5_async0`, `ice-0000:17:00.0:misc`) match none:
+/// - mlx5: `mlx5_comp<N>@pci:<BDF>` (drivers/net/ethernet/mellanox/mlx5/core/pci_irq.c,
+///   `irq_set_name`: "mlx5_comp%d", the `@pci:` suffix from `mlx5_irq_alloc`);
+/// - ice, i40e, iavf: `<driver>-<IF>-TxRx-<N>`, `-rx-`/`-tx-` for a vector with one
+///   ring (ice_main.c `ice_vsi_req_irq_msix`, i40e_main.c `i40e_vsi_request_irq_msix`);
+/// - ixgbe, igb, bnxt_en: `<IF>-TxRx-<N>` (ixgbe_main.c `ixgbe_request_msix_irqs`,
+///   bnxt.c `bnxt_setup_msix`);
+/// - virtio_net: `virtio<N>-input.<Q>` and `virtio<N>-output.<Q>` (virtio_net.c
+///   `virtnet_find_vqs`: "input.%u"/"output.%u"; virtio_pci_common.c `vp_request_msix_vectors`:
+///   "%s-%s", device and queue name).
+pub const NIC_QUEUE_ACTIONS: &[&str] = &[
+    "mlx5_comp*",
+    "*-TxRx-*",
+    "*-rx-*",
+    "*-tx-*",
+    "virtio*-input.*",
+    "virtio*-output.*",
+];
+
+/// Whether `action` names a NIC queue's interrupt ([`NIC_QUEUE_ACTIONS`]).
+pub fn is_nic_queue(action: &str) -> bool {
+    NIC_QUEUE_ACTIONS
+        .iter()
+        .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches(action)))
+}
+
+/// The glob naming every queue of the vector set `action` belongs to: its
+/// queue number (the last digits before any `@` suffix) as `*`
+/// (`mlx5_comp3@pci:0000:3b:00.0` -> `mlx5_comp*@pci:0000:3b:00.0`).
+pub fn queue_glob(action: &str) -> String {
+    let (head, tail) = match action.find('@') {
+        Some(i) => action.split_at(i),
+        None => (action, ""),
+    };
+    let stem = head.trim_end_matches(|c: char| c.is_ascii_digit());
+    match stem.len() == head.len() {
+        true => action.to_string(),
+        false => format!("{stem}*{tail}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nic_queue_vectors_are_told_from_control_ones_and_globbed_per_queue() {
+        for (a, glob) in [
+            ("mlx5_comp3@pci:0000:3b:00.0", "mlx5_comp*@pci:0000:3b:00.0"),
+            ("ice-ens2f0-TxRx-12", "ice-ens2f0-TxRx-*"),
+            ("eth0-TxRx-0", "eth0-TxRx-*"),
+            ("i40e-eth1-rx-3", "i40e-eth1-rx-*"),
+            ("virtio2-input.0", "virtio2-input.*"),
+            ("virtio2-output.11", "virtio2-output.*"),
+        ] {
+            assert!(is_nic_queue(a), "{a}");
+            assert_eq!(queue_glob(a), glob);
+        }
+        for a in [
+            "virtio2-config",
+            "mlx5_async0@pci:0000:3b:00.0",
+            "ice-0000:17:00.0:misc",
+            "virtio3-rx",
+            "nvme0q1",
+        ] {
+            assert!(!is_nic_queue(a), "{a}");
+        }
+    }
+}
