@@ -28,6 +28,9 @@ pub(super) fn concerns(knob: &Knob, targets: &[Target]) -> Vec<Concern> {
     }
     if !targets.is_empty() {
         out.push(Concern::Saptune);
+    }
+    // Only THP's boot default is read from the kernel's build configuration.
+    if knob.kind == KindName::Thp {
         out.push(Concern::KernelConfig);
     }
     // Field::parse, not the path's spelling: it knows every form of the name.
