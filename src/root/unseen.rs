@@ -150,7 +150,11 @@ impl Hidden {
         };
         let mut path = logical.trim_end_matches('/');
         loop {
-            if let Some(i) = self.patterns.iter().position(|p| p.matches_with(path, opts)) {
+            if let Some(i) = self
+                .patterns
+                .iter()
+                .position(|p| p.matches_with(path, opts))
+            {
                 return Some(i);
             }
             match path.rfind('/') {

@@ -35,9 +35,7 @@ fn mounted() -> Vec<String> {
 fn shown(mounts: &[String], path: &str) -> bool {
     path == "/"
         || mounts.iter().any(|m| {
-            path == m
-                || path.starts_with(&format!("{m}/"))
-                || m.starts_with(&format!("{path}/"))
+            path == m || path.starts_with(&format!("{m}/")) || m.starts_with(&format!("{path}/"))
         })
 }
 
@@ -55,7 +53,8 @@ fn fill(root: &Path) {
             .unwrap();
         assert!(st.success());
     }
-    let udev = "ACTION==\"add\", SUBSYSTEM==\"cpu\", ATTR{cpufreq/scaling_governor}=\"powersave\"\n";
+    let udev =
+        "ACTION==\"add\", SUBSYSTEM==\"cpu\", ATTR{cpufreq/scaling_governor}=\"powersave\"\n";
     let tmpfiles = "w /sys/kernel/mm/transparent_hugepage/enabled - - - - always\n";
     let sysctl = "vm.swappiness = 30\n";
     let conf = "[Manager]\nCPUAffinity=0-1\n";
@@ -90,11 +89,20 @@ fn fill(root: &Path) {
             "var/lib/power-profiles-daemon/state.ini",
             "[State]\nDriver=intel_pstate\nProfile=performance\n",
         ),
-        ("usr/share/saptune/notes/1980196", "[sysctl]\nvm.swappiness = 10\n"),
+        (
+            "usr/share/saptune/notes/1980196",
+            "[sysctl]\nvm.swappiness = 10\n",
+        ),
         ("etc/sysconfig/saptune", "NOTE_APPLY_ORDER=\"1980196\"\n"),
         ("run/saptune/saved_state/1980196", ""),
-        ("etc/saptune/override/1980196", "[sysctl]\nvm.swappiness = 20\n"),
-        ("var/lib/saptune/working/notes/1980196", "[sysctl]\nvm.swappiness = 10\n"),
+        (
+            "etc/saptune/override/1980196",
+            "[sysctl]\nvm.swappiness = 20\n",
+        ),
+        (
+            "var/lib/saptune/working/notes/1980196",
+            "[sysctl]\nvm.swappiness = 10\n",
+        ),
         (
             "etc/NetworkManager/system-connections/ens2f0.nmconnection",
             "[connection]\ninterface-name=ens2f0\n[ethtool]\nfeature-gro=true\n",
@@ -295,8 +303,7 @@ fn swap_both_ways(files: &[(&str, &str)]) -> (Value, Value, Value) {
         ),
     )]);
     let audit = |pod: bool| {
-        let mut c =
-            crate::support::apply::command(&root, m.path(), &["audit", "--format", "json"]);
+        let mut c = crate::support::apply::command(&root, m.path(), &["audit", "--format", "json"]);
         if pod {
             c.env("HOSTKNOB_POD", "1");
         }
@@ -407,7 +414,9 @@ fn in_the_pod_a_services_unseen_process_is_named_and_its_status_kept() {
     let k = |r: &serde_json::Value| r["knobs"][0].clone();
     assert_eq!(k(&host)["status"], "drift");
     assert!(
-        k(&host)["managers"].to_string().contains("running (PID 4242)"),
+        k(&host)["managers"]
+            .to_string()
+            .contains("running (PID 4242)"),
         "{}",
         k(&host)
     );
