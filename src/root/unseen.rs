@@ -126,6 +126,9 @@ pub fn entry_of(list: &'static [Unseen], logical: &str) -> Option<&'static Unsee
 pub(super) struct Hidden {
     list: &'static [Unseen],
     patterns: Vec<glob::Pattern>,
+    /// Each entry's literal head (up to its first `[`): most paths (`/sys`)
+    /// start with none, and skip the glob matching.
+    heads: Vec<&'static str>,
     hits: Mutex<BTreeSet<usize>>,
 }
 
@@ -135,15 +138,23 @@ impl Hidden {
             .iter()
             .map(|u| glob::Pattern::new(u.path).expect("POD_UNSEEN holds valid globs"))
             .collect();
+        let heads = list
+            .iter()
+            .map(|u| u.path.split('[').next().unwrap_or(u.path))
+            .collect();
         Hidden {
             list,
             patterns,
+            heads,
             hits: Mutex::new(BTreeSet::new()),
         }
     }
 
     /// The entry covering `logical` (it, or one of its parents).
     fn entry(&self, logical: &str) -> Option<usize> {
+        if !self.heads.iter().any(|h| logical.starts_with(h)) {
+            return None;
+        }
         let opts = glob::MatchOptions {
             require_literal_separator: true,
             ..Default::default()
