@@ -4,7 +4,7 @@
 //! "absent": [`Root::with_unseen`] makes each such open fail as absent and
 //! remembers the entry, and audit turns what depended on it into `unknown`.
 //!
-//! This is the one list of them. `tests/suite/fleet_k8s.rs` runs the audit
+//! This is the one list of them. `tests/suite/fleet_pod.rs` runs the audit
 //! under a recording of every path it asks for and checks each one is mounted
 //! by the chart or covered here; docs/fleet.md lists the same entries.
 

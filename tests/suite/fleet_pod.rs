@@ -427,3 +427,51 @@ fn in_the_pod_a_services_unseen_process_is_named_and_its_status_kept() {
         serde_json::json!(["not mounted in the pod: /proc/PID"])
     );
 }
+
+#[test]
+fn a_pods_unknown_reaches_the_textfile_and_the_fleet_report() {
+    // The chart's textfile and a collected JSON audit: `unknown` is a status
+    // of its own there too, not an unreadable input or a missing series.
+    let (_keep, root) = copy_host("fc-haltpoll-2cpu");
+    let now = std::fs::read_to_string(root.join("proc/sys/vm/swappiness")).unwrap();
+    let m = knobs(&[(
+        "swap",
+        &format!(
+            "persistence: sysctl.d\nkind: sysctl\ntarget: {{name: vm.swappiness}}\nset: {}\n",
+            now.trim()
+        ),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("prom");
+    std::fs::create_dir(&prom).unwrap();
+    let o = crate::support::apply::command(
+        &root,
+        m.path(),
+        &[
+            "audit",
+            "--pod",
+            "--format",
+            "json",
+            "--textfile",
+            prom.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}{}", out(&o), err(&o));
+    let audit = dir.path().join("vm.json");
+    std::fs::write(&audit, out(&o)).unwrap();
+    let metrics = std::fs::read_to_string(prom.join("hostknob.prom")).unwrap();
+    assert!(
+        metrics
+            .contains("hostknob_knob_status{knob=\"swap\",kind=\"sysctl\",status=\"unknown\"} 1")
+            && metrics.contains("hostknob_knobs{status=\"unknown\"} 1")
+            && metrics.contains("hostknob_knobs{status=\"unpersisted\"} 0"),
+        "{metrics}"
+    );
+    let r = hostknob(&["report", "--format", "json", audit.to_str().unwrap()]);
+    let r: serde_json::Value = serde_json::from_str(&ok(&r)).unwrap();
+    assert_eq!(r["summary"], serde_json::json!({"unknown": 1}), "{r}");
+    assert_eq!(r["unreadable"], serde_json::json!([]), "{r}");
+    assert_eq!(r["knobs"][0]["groups"][0]["status"], "unknown", "{r}");
+}
