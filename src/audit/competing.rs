@@ -67,7 +67,14 @@ fn saptune(host: &HostCtx) -> Option<Competing> {
             evidence.push(format!("enabled ({link})"));
         }
     }
-    let mut applied = host.list("/run/saptune/saved_state");
+    // Where /run/saptune is not seen (the pod), only a host with saptune's
+    // package asks for it: elsewhere it is absent, not unknown.
+    let installed = || host.root.is_dir("/usr/share/saptune/notes");
+    let mut applied = if host.root.shows("/run/saptune") || installed() {
+        host.list("/run/saptune/saved_state")
+    } else {
+        Vec::new()
+    };
     applied.sort();
     if !applied.is_empty() {
         evidence.push(format!(

@@ -14,6 +14,7 @@ mod knob_list;
 mod managers;
 mod saptune;
 mod status;
+mod unseen;
 pub use knob_list::{KnobList, knob_list};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -75,6 +76,10 @@ pub struct Report {
     /// Ledger entries under this host name from another machine or a capture:
     /// left out of every status and of the evidence.
     pub other_machine_entries: usize,
+    /// Paths this audit needed and did not read (`audit --pod`: the chart
+    /// does not mount them), each "not mounted in the pod: PATH".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<String>,
 }
 
 /// A knob of the manifest that does not target this host, with its `hosts:`.
@@ -145,6 +150,10 @@ pub struct KnobReport {
     /// Where `set`/`target` came from when a profile or a local override file
     /// changed them (lowest precedence first); empty: from `source`.
     pub overrides: Vec<Overridden>,
+    /// Unseen paths this knob's verdict depends on (`audit --pod`), each
+    /// "not mounted in the pod: PATH"; a verdict they could change is `unknown`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<String>,
 }
 
 /// Evaluates every knob that targets this host (or only `only`, when given).
@@ -195,6 +204,7 @@ pub fn evaluate(
     let tuned = coexist::ActiveTuned::read(host);
     let notes = saptune::Notes::read(host);
     let mut knobs = Vec::new();
+    let mut concerns = Vec::new();
     for knob in chosen {
         let conditions = match knob.conditions(&facts) {
             Ok(c) => c,
@@ -205,6 +215,7 @@ pub fn evaluate(
         };
         if let Some(detail) = conditions.detail() {
             knobs.push(not_here(knob, detail, conditions.results, &ledger));
+            concerns.push(Vec::new());
             continue;
         }
         let survey = match knob.spec.survey(host) {
@@ -218,6 +229,7 @@ pub fn evaluate(
             .as_ref()
             .and_then(|t| t.setting(knob, &survey.targets));
         let by_notes = notes.settings(knob, &survey.targets);
+        concerns.push(unseen::concerns(knob, &survey.targets));
         let mut k = report_knob(knob, survey, host, &config, &ledger, boot);
         k.conditions = conditions.results;
         k.tuned = by_tuned;
@@ -230,6 +242,11 @@ pub fn evaluate(
     }
     if !errors.is_empty() {
         return Err(ManifestErrors(errors));
+    }
+    let competing_managers = competing::detect(host);
+    let asked = host.root.unseen_asked();
+    for (k, c) in knobs.iter_mut().zip(&concerns) {
+        unseen::mark(k, c, &asked);
     }
     let mut summary: BTreeMap<Status, usize> = Status::ALL.iter().map(|s| (*s, 0)).collect();
     for k in &knobs {
@@ -247,7 +264,7 @@ pub fn evaluate(
                 .map_or(0, |d| d.as_secs()),
         ),
         hostknob_version: env!("CARGO_PKG_VERSION").to_string(),
-        competing_managers: competing::detect(host),
+        competing_managers,
         tuned: tuned.map(|t| t.state),
         saptune_notes: notes.active,
         profile: manifest.profile.clone(),
@@ -262,6 +279,7 @@ pub fn evaluate(
             other_host_knobs(manifest, &host.name, only)
         },
         other_machine_entries: other_machines,
+        unseen: asked.iter().map(|u| unseen::reason(u)).collect(),
     })
 }
 
@@ -344,6 +362,7 @@ fn report_knob(
         overrides: knob.overrides.clone(),
         evidence_status: None,
         evidence_detail: None,
+        unseen: Vec::new(),
     }
 }
 
@@ -377,6 +396,7 @@ fn not_here(
         evidence_status: None,
         evidence_detail: None,
         overrides: knob.overrides.clone(),
+        unseen: Vec::new(),
     }
 }
 

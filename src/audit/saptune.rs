@@ -68,7 +68,11 @@ const SYSCONFIG: &str = "/etc/sysconfig/saptune";
 impl Notes {
     pub fn read(host: &HostCtx) -> Notes {
         let root = host.root;
-        if !root.is_dir("/etc/saptune") && !root.is_dir("/usr/share/saptune/notes") {
+        // The package's notes first: where /etc/saptune is not seen (the
+        // pod), saptune's absence is known from them alone.
+        let installed = root.is_dir("/usr/share/saptune/notes")
+            || (root.shows("/etc/saptune") && root.is_dir("/etc/saptune"));
+        if !installed {
             return Notes::default();
         }
         let mut active: Vec<String> = Vec::new();

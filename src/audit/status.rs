@@ -29,10 +29,14 @@ pub enum Status {
     /// Configured for the next boot (a boot loader's file, PID 1's
     /// configuration), not running yet. audit exits 0, as for `unpersisted`.
     PendingReboot,
+    /// A fact it depends on is in a path this audit does not see (the
+    /// DaemonSet's pod: not mounted), so the verdict is not known here.
+    /// audit exits 0: the host's own audit knows.
+    Unknown,
 }
 
 impl Status {
-    pub const ALL: [Status; 9] = [
+    pub const ALL: [Status; 10] = [
         Status::Ok,
         Status::Unpersisted,
         Status::NotApplicable,
@@ -42,6 +46,7 @@ impl Status {
         Status::NotHonoured,
         Status::Unreadable,
         Status::PendingReboot,
+        Status::Unknown,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +60,7 @@ impl Status {
             Status::NotHonoured => "not-honoured",
             Status::Unreadable => "unreadable",
             Status::PendingReboot => "pending-reboot",
+            Status::Unknown => "unknown",
         }
     }
 
@@ -73,11 +79,12 @@ impl Status {
             Status::Ok => 1,
             Status::Unpersisted => 2,
             Status::PendingReboot => 3,
-            Status::Unsupported => 4,
-            Status::Drift => 5,
-            Status::LostOnReboot => 6,
-            Status::NotHonoured => 7,
-            Status::Unreadable => 8,
+            Status::Unknown => 4,
+            Status::Unsupported => 5,
+            Status::Drift => 6,
+            Status::LostOnReboot => 7,
+            Status::NotHonoured => 8,
+            Status::Unreadable => 9,
         }
     }
 }

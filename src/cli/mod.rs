@@ -382,6 +382,9 @@ pub struct AuditArgs {
     /// Also write the audit as Prometheus metrics to DIR/hostknob.prom (atomically, for node_exporter's textfile collector).
     #[arg(long, value_name = "DIR")]
     pub textfile: Option<PathBuf>,
+    /// Audit as the DaemonSet's pod (its chart sets HOSTKNOB_POD=1): the paths the chart does not mount (docs/fleet.md) are not read, and what depends on them is `unknown`, not absent.
+    #[arg(long, env = "HOSTKNOB_POD", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
+    pub pod: bool,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]

@@ -20,6 +20,11 @@ pub fn run(args: &AuditArgs) -> Result<i32> {
     }
     let g = &args.target;
     let root = Root::open(&g.root.root)?;
+    let root = if args.pod {
+        root.with_unseen(crate::root::POD_UNSEEN)
+    } else {
+        root
+    };
     let host = manifest::host::resolve(&root, g.host.host.as_deref());
     let dir = super::manifest_dir(g, &root);
     let ctx = HostCtx::new(&root, host.name.clone());

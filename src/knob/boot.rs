@@ -26,14 +26,31 @@ impl KernelConfig {
     /// for the release in `/proc/sys/kernel/osrelease`; `None` when neither is
     /// there or readable.
     pub fn read(host: &HostCtx) -> Option<KernelConfig> {
-        if let Ok(bytes) = host.root.read("/proc/config.gz")
-            && let Ok(text) = gunzip(&bytes)
-        {
-            return Some(KernelConfig {
-                text,
-                source: "/proc/config.gz".into(),
-            });
+        // Where /proc/config.gz is not seen (the pod), /boot's copy first:
+        // the unseen one is asked for (and named unknown) only without it.
+        let proc_first = host.root.shows("/proc/config.gz");
+        if proc_first && let Some(c) = Self::from_proc(host) {
+            return Some(c);
         }
+        if let Some(c) = Self::from_boot(host) {
+            return Some(c);
+        }
+        if proc_first {
+            return None;
+        }
+        Self::from_proc(host)
+    }
+
+    fn from_proc(host: &HostCtx) -> Option<KernelConfig> {
+        let bytes = host.root.read("/proc/config.gz").ok()?;
+        let text = gunzip(&bytes).ok()?;
+        Some(KernelConfig {
+            text,
+            source: "/proc/config.gz".into(),
+        })
+    }
+
+    fn from_boot(host: &HostCtx) -> Option<KernelConfig> {
         let release = host.text("/proc/sys/kernel/osrelease")?;
         if release.is_empty() || release.contains('/') {
             return None;

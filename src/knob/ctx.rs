@@ -216,6 +216,10 @@ impl<'r> HostCtx<'r> {
     /// Running processes (PID and name); empty in a capture.
     pub fn processes(&self) -> &[Process] {
         self.processes.get_or_init(|| {
+            // The pod does not see the host's processes: not "none running".
+            if self.root.unseen("/proc/1") {
+                return Vec::new();
+            }
             let names = self.root.read_dir("/proc").unwrap_or_default();
             names
                 .iter()

@@ -97,6 +97,9 @@ impl DirHandle<'_> {
     }
 
     fn read_with(&self, rel: &str, single_shot: bool) -> io::Result<Vec<u8>> {
+        if self.root.asks() {
+            self.root.ask(&format!("{}/{}", self.logical, rel))?;
+        }
         let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
         let direct = self
             .kernel_file(rel, flags)
@@ -144,6 +147,9 @@ impl DirHandle<'_> {
     }
 
     pub fn exists(&self, rel: &str) -> bool {
+        if self.root.asks() && self.root.ask(&format!("{}/{}", self.logical, rel)).is_err() {
+            return false;
+        }
         self.open_at(rel, libc::O_PATH).is_ok()
     }
 

@@ -19,6 +19,7 @@
 mod dir;
 mod read;
 mod resolve;
+mod unseen;
 mod write;
 
 use std::collections::BTreeMap;
@@ -35,6 +36,7 @@ use anyhow::{Context, Result, bail};
 
 pub use dir::DirHandle;
 pub use read::{READ_CAP, read_system_file};
+pub use unseen::{Concern, POD_UNSEEN, Unseen, entry_of};
 #[cfg(feature = "test-hooks")]
 pub use write::APPEND_LIMIT_VAR;
 pub use write::{append, proc_write_allowed, symlink_refused};
@@ -56,6 +58,10 @@ pub struct Root {
     /// In a tree, a view of it where no device node opens: see
     /// [`resolve::nodev_view`].
     nodev: Option<OwnedFd>,
+    /// Paths this root does not show (the pod's): see [`unseen`].
+    hidden: Option<unseen::Hidden>,
+    #[cfg(feature = "test-hooks")]
+    open_log: Option<unseen::OpenLog>,
 }
 
 /// How a recorded path was used, so `capture` can mirror it faithfully.
@@ -101,6 +107,9 @@ impl Root {
             live_sys: live.then(|| open_fs("/sys", SYSFS_MAGIC)).flatten(),
             live_proc: live.then(|| open_fs("/proc", PROC_SUPER_MAGIC)).flatten(),
             nodev,
+            hidden: None,
+            #[cfg(feature = "test-hooks")]
+            open_log: unseen::OpenLog::from_env(),
         };
         if !root.exists("/sys") && !root.exists("/proc") {
             bail!(
@@ -132,6 +141,9 @@ impl Root {
             live_sys: None,
             live_proc: None,
             nodev: None,
+            hidden: None,
+            #[cfg(feature = "test-hooks")]
+            open_log: None,
         })
     }
 

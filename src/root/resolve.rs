@@ -257,6 +257,7 @@ impl Root {
             logical.starts_with('/'),
             "logical paths are absolute: {logical}"
         );
+        self.ask(logical)?;
         match &self.base_fd {
             None => {
                 let c = CString::new(logical).map_err(|_| io::ErrorKind::InvalidInput)?;
@@ -314,6 +315,9 @@ impl Root {
     /// nothing or fail: one system call of four per file. `None`: open it
     /// the checked way (a capture, another path, another mount).
     pub(super) fn kernel_file(&self, logical: &str, flags: i32) -> Option<io::Result<OwnedFd>> {
+        if let Err(e) = self.ask(logical) {
+            return Some(Err(e));
+        }
         let (mount, rel) = if let Some(rel) = logical.strip_prefix("/sys/") {
             (self.live_sys.as_ref()?, rel)
         } else {
@@ -332,6 +336,9 @@ impl Root {
     /// directory handles only), without crossing a mount; `None`: open it the
     /// checked way (no view, the component walk, a device node, a mount).
     pub(super) fn nodev_file(&self, logical: &str, flags: i32) -> Option<io::Result<OwnedFd>> {
+        if let Err(e) = self.ask(logical) {
+            return Some(Err(e));
+        }
         let view = self.nodev.as_ref()?;
         if self.walk.load(Ordering::Relaxed) {
             return None;
@@ -356,6 +363,7 @@ impl Root {
 
     /// Where a symlink points (its text, unresolved). Parents are resolved in the root.
     pub fn read_link(&self, logical: &str) -> io::Result<PathBuf> {
+        self.ask(logical)?;
         let (parent, name) = split_parent(logical);
         let dir = self.open_raw(parent, libc::O_PATH | libc::O_DIRECTORY, 0)?;
         let cname = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;

@@ -29,17 +29,18 @@ fn docs(text: &str) -> Vec<Value> {
         .collect()
 }
 
-fn rendered() -> (Value, Value) {
+pub(crate) fn rendered() -> (Value, Value) {
     let all = docs(&std::fs::read_to_string(rendered_path()).unwrap());
     let kinds: Vec<&str> = all.iter().map(|d| d["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["ConfigMap", "DaemonSet"]);
     (all[0].clone(), all[1].clone())
 }
 
-/// What hostknob's audit reads on a node (strace of `audit` and the paths in
-/// src/), each a hostPath of this type. `DirectoryOrCreate` only where the
+/// What hostknob's audit reads on a node (checked by
+/// `fleet_pod::every_path_the_audit_asks_for_is_mounted_or_declared_unseen`),
+/// each a hostPath of this type. `DirectoryOrCreate` only where the
 /// directory may be absent and empty means the same as absent.
-const AUDIT_READS: [(&str, &str); 26] = [
+const AUDIT_READS: [(&str, &str); 29] = [
     ("/sys", "Directory"),
     ("/proc/sys", "Directory"),
     ("/proc/irq", "Directory"),
@@ -58,11 +59,14 @@ const AUDIT_READS: [(&str, &str); 26] = [
     ("/etc/default", "Directory"),
     ("/etc/tuned", "DirectoryOrCreate"),
     ("/etc/hostknob", "DirectoryOrCreate"),
-    ("/usr/lib/systemd", "Directory"),
-    ("/usr/lib/tmpfiles.d", "Directory"),
-    ("/usr/lib/sysctl.d", "Directory"),
-    ("/usr/lib/udev", "Directory"),
+    ("/usr", "Directory"),
+    ("/lib", "Directory"),
     ("/run/systemd/system", "Directory"),
+    ("/run/systemd/system.conf.d", "DirectoryOrCreate"),
+    ("/run/systemd/network", "DirectoryOrCreate"),
+    ("/run/sysctl.d", "DirectoryOrCreate"),
+    ("/run/tmpfiles.d", "DirectoryOrCreate"),
+    ("/run/udev/rules.d", "DirectoryOrCreate"),
     ("/boot", "Directory"),
     ("/var/lib/hostknob", "DirectoryOrCreate"),
     ("/var/lib/power-profiles-daemon", "DirectoryOrCreate"),
@@ -220,7 +224,16 @@ fn configmap_volume(dir: &Path, data: &serde_yaml::Mapping) {
 
 /// One round of the pod's loop on `host` (a corpus copy laid out as the pod
 /// sees it), ended by SIGTERM once it sleeps: (stdout, stderr, textfile dir).
-fn one_round(host: &Path, pod: &Path) -> (String, String, PathBuf) {
+pub(crate) fn one_round(host: &Path, pod: &Path) -> (String, String, PathBuf) {
+    one_round_with(host, pod, &[])
+}
+
+/// [`one_round`] with `extra` variables added to the container's.
+pub(crate) fn one_round_with(
+    host: &Path,
+    pod: &Path,
+    extra: &[(&str, &Path)],
+) -> (String, String, PathBuf) {
     let (cm, ds) = rendered();
     let c = &ds["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
@@ -266,6 +279,9 @@ fn one_round(host: &Path, pod: &Path) -> (String, String, PathBuf) {
             }
             _ => s(&e["value"]).to_string(),
         };
+        cmd.env(name, value);
+    }
+    for (name, value) in extra {
         cmd.env(name, value);
     }
     let child = cmd

@@ -22,6 +22,7 @@ mod fleet_health;
 mod fleet_k8s;
 mod fleet_metrics;
 mod fleet_observe;
+mod fleet_pod;
 mod fleet_report;
 mod fleet_scale;
 mod fleet_schemas;
