@@ -647,6 +647,10 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
                 "not persistent yet: {why}; `hostknob persist {id}` prints the kernel arguments \
                  and how to add them"
             ),
+            // Most reasons already name the command; say it once.
+            Ok(Err(why)) if why.contains(&format!("hostknob persist {id} --install")) => {
+                format!("not persistent yet: {why}")
+            }
             Ok(Err(why)) => format!(
                 "not persistent yet: {why}; `hostknob persist {id} --install` makes it permanent"
             ),

@@ -259,6 +259,26 @@ fn rps_is_reapplied_by_a_udev_rule_whenever_the_nic_appears() {
 }
 
 #[test]
+fn apply_names_the_persist_command_once_where_the_reason_already_gives_it() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let m = knobs(&[(
+        "steer",
+        "persistence: udev-reapply\nkind: rps\ntarget: {interfaces: ens2f0, queues: 0-3}\nset: {cpus: 2-3}\n",
+    )]);
+    let o = hk(&root, m.path(), &["apply", "--all", "--dry-run"]);
+    let text = format!("{}{}", out_text(&o), err(&o));
+    let line = text
+        .lines()
+        .find(|l| l.contains("not persistent yet"))
+        .unwrap_or_else(|| panic!("no persistence caveat: {text}"));
+    assert_eq!(
+        line.matches("hostknob persist steer --install").count(),
+        1,
+        "{line}"
+    );
+}
+
+#[test]
 fn help_teaches_nic_inventory_and_nic_persistence_with_examples() {
     // Help is wrapped to a width: compare with the white space folded.
     let fold = |t: String| t.split_whitespace().collect::<Vec<_>>().join(" ");
