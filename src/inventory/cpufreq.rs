@@ -131,6 +131,14 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
     let first = format!("{CPUFREQ_DIR}/policy{}", ids[0]);
     let available_governors = ctx.words(&format!("{first}/scaling_available_governors"));
     let available_epp = ctx.words(&format!("{first}/energy_performance_available_preferences"));
+    // One driver serves every policy (cpufreq.c: `cpufreq_driver` is one
+    // pointer, `show_scaling_driver` prints its name), so it is read once;
+    // `capture` still copies every policy's file, which the EPP knob reads.
+    let every_driver = ctx.root.is_recording();
+    let driver = match every_driver {
+        true => None,
+        false => ctx.text(&format!("{first}/scaling_driver")),
+    };
     let policies: Vec<Policy> = ctx
         .par_map(&ids, |ctx, id| {
             let at = ctx.at(&format!("{CPUFREQ_DIR}/policy{id}"))?;
@@ -145,9 +153,10 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
                     .copied()
                     .filter(|c| online.contains(*c))
                     .collect(),
-                // Every policy's, though one driver serves them all: `capture`
-                // copies what inventory reads, and the EPP knob reads each one.
-                driver: at.text("scaling_driver"),
+                driver: match every_driver {
+                    true => at.text("scaling_driver"),
+                    false => driver.clone(),
+                },
                 governor: at.text("scaling_governor"),
                 epp: at.text("energy_performance_preference"),
                 min: at.parse("cpuinfo_min_freq"),

@@ -8,7 +8,7 @@ use std::io;
 use std::sync::{OnceLock, RwLock};
 
 use crate::cpulist::CpuList;
-use crate::inventory::{CPU_DIR, cpu_indices, numbered, par_map};
+use crate::inventory::{CPU_DIR, CpuIdleDir, cpu_indices, numbered, par_map};
 use crate::root::{Root, is_absent};
 
 pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
@@ -76,7 +76,7 @@ impl<'r> HostCtx<'r> {
     /// A file's text, trimmed (as an earlier write of the plan being made
     /// will have left it, see [`HostCtx::assume_written`]).
     pub fn value(&self, path: &str) -> ReadValue {
-        if let Some(v) = self.pending.read().ok().and_then(|p| p.get(path).cloned()) {
+        if let Some(v) = self.pending_value(path) {
             return ReadValue::Value(v);
         }
         match self.root.read_string(path) {
@@ -117,17 +117,56 @@ impl<'r> HostCtx<'r> {
     /// index rule (`inventory::cpu_indices`); values are read as a plan would
     /// leave them. A state without the attribute is left out.
     pub fn idle_attr(&self, attr: &str) -> Vec<CpuIdle> {
-        par_map(self.online().as_slice(), |&cpu| {
-            let states = cpu_indices(self.root, cpu)
-                .into_iter()
-                .filter_map(|index| match self.value(&state_path(cpu, index, attr)) {
-                    ReadValue::Value(v) => Some((index, Some(v))),
-                    ReadValue::Unreadable(_) => Some((index, None)),
-                    ReadValue::Absent => None,
-                })
-                .collect();
-            CpuIdle { cpu, states }
+        let online = self.online().as_slice();
+        let first = online
+            .first()
+            .map(|&cpu| cpu_indices(self.root, cpu))
+            .unwrap_or_default();
+        par_map(online, |&cpu| CpuIdle {
+            cpu,
+            states: self.cpu_idle_attr(cpu, attr, &first),
         })
+    }
+
+    /// [`HostCtx::idle_attr`] of one CPU, read beneath its cpuidle directory.
+    /// The kernel numbers a CPU's states from 0 without gaps (cpuidle/sysfs.c
+    /// `cpuidle_add_state_sysfs`), so a CPU that has the first CPU's states
+    /// and none after them has exactly those: its directory is listed only
+    /// when it differs (as inventory's idle reader does).
+    fn cpu_idle_attr(&self, cpu: u32, attr: &str, first: &[u32]) -> Vec<(u32, Option<String>)> {
+        let Ok(Some(dir)) = CpuIdleDir::open(self.root, cpu) else {
+            return Vec::new();
+        };
+        let read = |index: u32| {
+            // The path is spelled only when a plan has assumed writes.
+            let pending = self.pending.read().ok().filter(|p| !p.is_empty());
+            if let Some(v) = pending.and_then(|p| p.get(&dir.path(index, attr)).cloned()) {
+                return ReadValue::Value(v);
+            }
+            match dir.read(index, attr) {
+                Ok(s) => ReadValue::Value(s.trim().to_string()),
+                Err(e) if is_absent(&e) => ReadValue::Absent,
+                Err(e) => ReadValue::Unreadable(describe_io(&e)),
+            }
+        };
+        let entry = |(index, value): (u32, ReadValue)| match value {
+            ReadValue::Value(v) => Some((index, Some(v))),
+            ReadValue::Unreadable(_) => Some((index, None)),
+            ReadValue::Absent => None,
+        };
+        if let Some(last) = first.last() {
+            let values: Vec<(u32, ReadValue)> = first.iter().map(|&i| (i, read(i))).collect();
+            let same = values.iter().all(|(_, v)| *v != ReadValue::Absent);
+            if same && !dir.has(last + 1) {
+                return values.into_iter().filter_map(entry).collect();
+            }
+        }
+        let indices = dir.indices().unwrap_or_default();
+        indices.into_iter().map(|i| (i, read(i))).filter_map(entry).collect()
+    }
+
+    fn pending_value(&self, path: &str) -> Option<String> {
+        self.pending.read().ok()?.get(path).cloned()
     }
 
     /// Plans what follows as if `path` already held `value`.
@@ -150,7 +189,8 @@ impl<'r> HostCtx<'r> {
     }
 
     /// cpufreq policies with the CPUs they drive (online ones only): which
-    /// CPUs a policy drives is read once, its driver and governor every time.
+    /// CPUs a policy drives is read once, its driver and governor every time
+    /// (the driver and the governor list once for all policies).
     pub fn policies(&self) -> Vec<PolicyInfo> {
         let topology = self.policies.get_or_init(|| {
             let names = self.root.read_dir(CPUFREQ_DIR).unwrap_or_default();
@@ -182,19 +222,26 @@ impl<'r> HostCtx<'r> {
             .filter(|(_, cpus)| !cpus.is_empty())
             .collect()
         });
-        par_map(topology, |(dir, cpus)| {
-            let text = |name: &str| {
-                self.text(&format!("{dir}/{name}"))
-                    .filter(|s| !s.is_empty())
-            };
-            PolicyInfo {
-                cpus: cpus.clone(),
-                driver: text("scaling_driver"),
-                governor: text("scaling_governor"),
-                available_governors: text("scaling_available_governors")
-                    .map(|t| t.split_whitespace().map(str::to_string).collect()),
-                dir: dir.clone(),
-            }
+        let text = |dir: &str, name: &str| {
+            self.text(&format!("{dir}/{name}"))
+                .filter(|s| !s.is_empty())
+        };
+        // Read from the first policy for all: the driver is one for the
+        // system (cpufreq.c: one `cpufreq_driver`, whose name
+        // `show_scaling_driver` prints) and so is the governor list
+        // (`show_scaling_available_governors` prints "performance powersave"
+        // or the global `cpufreq_governor_list`, by the driver's `has_target()`).
+        let first = topology.first().map(|(dir, _)| dir.as_str());
+        let driver = first.and_then(|d| text(d, "scaling_driver"));
+        let available_governors: Option<Vec<String>> = first
+            .and_then(|d| text(d, "scaling_available_governors"))
+            .map(|t| t.split_whitespace().map(str::to_string).collect());
+        par_map(topology, |(dir, cpus)| PolicyInfo {
+            cpus: cpus.clone(),
+            driver: driver.clone(),
+            governor: text(dir, "scaling_governor"),
+            available_governors: available_governors.clone(),
+            dir: dir.clone(),
         })
     }
 
