@@ -162,7 +162,11 @@ impl<'r> HostCtx<'r> {
             }
         }
         let indices = dir.indices().unwrap_or_default();
-        indices.into_iter().map(|i| (i, read(i))).filter_map(entry).collect()
+        indices
+            .into_iter()
+            .map(|i| (i, read(i)))
+            .filter_map(entry)
+            .collect()
     }
 
     fn pending_value(&self, path: &str) -> Option<String> {

@@ -215,3 +215,63 @@ fn a_file_in_a_tree_costs_about_three_system_calls() {
         "{per_file:.2} system calls per file read (at most 3.3):\n{text}"
     );
 }
+
+/// Issue 36: a file the kernel prints alike for every cpufreq policy is read
+/// once, not once per policy: on gnr0's 512 policies `audit` of the shipped
+/// catalog read `scaling_driver` 1,025 times, `scaling_available_governors`
+/// 1,024 and intel_pstate's `energy_performance_available_preferences` 512,
+/// and `inventory frequency` read `scaling_driver` 512 times. The
+/// per-policy values (governor, EPP) are still read for each policy. Each
+/// survey reads them again, so a survey after a write sees it.
+/// Counted from the paths the binary opens (`strace -e trace=%file`).
+#[test]
+fn files_global_to_cpufreq_are_read_once_not_per_policy() {
+    let root = corpus_host("gnr0");
+    let catalog = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifest");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("opens");
+    let opened = |args: &[&str]| -> Option<String> {
+        let traced = std::process::Command::new("strace")
+            .args(["-f", "-e", "trace=%file", "-o"])
+            .arg(&log)
+            .arg(env!("CARGO_BIN_EXE_hostknob"))
+            .arg("--root")
+            .arg(&root)
+            .args(args)
+            .output()
+            .ok()?;
+        // audit exits 2 on drift, which gnr0 has.
+        let code = traced.status.code();
+        assert!(matches!(code, Some(0 | 2)), "{}", out(&traced));
+        Some(std::fs::read_to_string(&log).unwrap())
+    };
+    // By path from the root or by name beneath a directory handle.
+    let count = |log: &str, name: &str| {
+        let (path, rel) = (format!("/{name}\""), format!("\"{name}\""));
+        log.lines()
+            .filter(|l| l.contains(&path) || l.contains(&rel))
+            .count()
+    };
+    let catalog = catalog.to_str().unwrap();
+    let audit_args = ["--host", "rpc-1.example", "--manifest", catalog, "audit"];
+    let Some(audit) = opened(&audit_args) else {
+        eprintln!("skipped: strace is not installed");
+        return;
+    };
+    for name in [
+        "scaling_driver",
+        "scaling_available_governors",
+        "energy_performance_available_preferences",
+    ] {
+        // Once per survey of each cpufreq knob (two in the catalog) at most.
+        let n = count(&audit, name);
+        assert!((1..=3).contains(&n), "audit opened {name} {n} times");
+    }
+    // The governor and EPP of each policy are read all the same.
+    assert!(count(&audit, "scaling_governor") >= 512);
+    assert!(count(&audit, "energy_performance_preference") >= 512);
+
+    let freq = opened(&["inventory", "frequency"]).unwrap();
+    assert_eq!(count(&freq, "scaling_driver"), 1);
+    assert_eq!(count(&freq, "scaling_governor"), 512);
+}
