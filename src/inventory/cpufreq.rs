@@ -139,13 +139,23 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
         true => None,
         false => ctx.text(&format!("{first}/scaling_driver")),
     };
+    // Policies are read beneath one handle on the cpufreq directory: a
+    // handle per policy cost an open and a close each.
+    let base = ctx.root.dir_handle(CPUFREQ_DIR).ok();
     let policies: Vec<Policy> = ctx
         .par_map(&ids, |ctx, id| {
-            let at = ctx.at(&format!("{CPUFREQ_DIR}/policy{id}"))?;
-            let cpus = at
+            let sub = format!("policy{id}");
+            let at = match &base {
+                Some(base) => ctx.beneath(base, &sub),
+                None => ctx.at(&format!("{CPUFREQ_DIR}/{sub}"))?,
+            };
+            let listed = at
                 .cpulist("related_cpus")
-                .or_else(|| at.cpulist("affected_cpus"))
-                .unwrap_or_else(|| CpuList::new(vec![*id]));
+                .or_else(|| at.cpulist("affected_cpus"));
+            if listed.is_none() && !at.exists(".") {
+                return None;
+            }
+            let cpus = listed.unwrap_or_else(|| CpuList::new(vec![*id]));
             Some(Policy {
                 cpus: cpus
                     .as_slice()

@@ -8,8 +8,8 @@ use std::io;
 use std::sync::{OnceLock, RwLock};
 
 use crate::cpulist::CpuList;
-use crate::inventory::{CPU_DIR, CpuIdleDir, cpu_indices, numbered, par_map};
-use crate::root::{Root, is_absent};
+use crate::inventory::{CPU_DIR, CpuIdleDir, Listing, cpu_listing, numbered, par_map};
+use crate::root::{DirHandle, Root, is_absent};
 
 pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
 
@@ -18,7 +18,8 @@ pub struct HostCtx<'r> {
     /// The name knobs target (`--host`, the hostname, or the capture's name).
     pub name: String,
     online: OnceLock<CpuList>,
-    policies: OnceLock<Vec<(String, CpuList)>>,
+    /// `None` when there is no cpufreq directory.
+    policies: OnceLock<Option<Vec<(String, CpuList)>>>,
     /// Values a plan will have written before the knob being planned
     /// (path -> value in the file's words): later knobs plan against them.
     pending: RwLock<HashMap<String, String>>,
@@ -114,28 +115,42 @@ impl<'r> HostCtx<'r> {
 
     /// One attribute (`name`, `latency`) of every idle state of every online
     /// CPU, in CPU and state order. States are listed per CPU by the one
-    /// index rule (`inventory::cpu_indices`); values are read as a plan would
+    /// index rule (`inventory::cpu_listing`); values are read as a plan would
     /// leave them. A state without the attribute is left out.
     pub fn idle_attr(&self, attr: &str) -> Vec<CpuIdle> {
         let online = self.online().as_slice();
         let first = online
             .first()
-            .map(|&cpu| cpu_indices(self.root, cpu))
+            .map(|&cpu| cpu_listing(self.root, cpu))
             .unwrap_or_default();
+        // One handle on the CPU directory for all CPUs, not one per CPU.
+        let cpus = self.root.dir_handle(CPU_DIR).ok();
         par_map(online, |&cpu| CpuIdle {
             cpu,
-            states: self.cpu_idle_attr(cpu, attr, &first),
+            states: self.cpu_idle_attr(cpus.as_ref(), cpu, attr, &first),
         })
     }
 
-    /// [`HostCtx::idle_attr`] of one CPU, read beneath its cpuidle directory.
+    /// [`HostCtx::idle_attr`] of one CPU, read beneath the CPU directory.
     /// The kernel numbers a CPU's states from 0 without gaps (cpuidle/sysfs.c
     /// `cpuidle_add_state_sysfs`), so a CPU that has the first CPU's states
-    /// and none after them has exactly those: its directory is listed only
-    /// when it differs (as inventory's idle reader does).
-    fn cpu_idle_attr(&self, cpu: u32, attr: &str, first: &[u32]) -> Vec<(u32, Option<String>)> {
-        let Ok(Some(dir)) = CpuIdleDir::open(self.root, cpu) else {
-            return Vec::new();
+    /// and none after them has exactly those, and with one idle driver for
+    /// all CPUs none has more ([`Listing::others_may_have_more`]): its
+    /// directory is listed only when it differs (as inventory's idle reader does).
+    fn cpu_idle_attr(
+        &self,
+        cpus: Option<&DirHandle>,
+        cpu: u32,
+        attr: &str,
+        listing: &Listing,
+    ) -> Vec<(u32, Option<String>)> {
+        let first = &listing.indices;
+        let dir = match cpus {
+            Some(cpus) => CpuIdleDir::beneath(cpus, cpu),
+            None => match CpuIdleDir::open(self.root, cpu) {
+                Ok(Some(dir)) => dir,
+                _ => return Vec::new(),
+            },
         };
         let read = |index: u32| {
             // The path is spelled only when a plan has assumed writes.
@@ -155,9 +170,17 @@ impl<'r> HostCtx<'r> {
             ReadValue::Absent => None,
         };
         if let Some(last) = first.last() {
-            let values: Vec<(u32, ReadValue)> = first.iter().map(|&i| (i, read(i))).collect();
-            let same = values.iter().all(|(_, v)| *v != ReadValue::Absent);
-            if same && !dir.has(last + 1) {
+            // Up to the first state without the attribute (a CPU without
+            // cpuidle, a smaller table): that CPU's directory is listed.
+            let mut values = Vec::with_capacity(first.len());
+            for &i in first {
+                match read(i) {
+                    ReadValue::Absent => break,
+                    v => values.push((i, v)),
+                }
+            }
+            let more = listing.others_may_have_more() && dir.has(last + 1);
+            if values.len() == first.len() && !more {
                 return values.into_iter().filter_map(entry).collect();
             }
         }
@@ -200,17 +223,21 @@ impl<'r> HostCtx<'r> {
             let names = self.root.read_dir(CPUFREQ_DIR).unwrap_or_default();
             let ids = numbered(&names, "policy");
             let online = self.online();
-            par_map(&ids, |id| {
-                let dir = format!("{CPUFREQ_DIR}/policy{id}");
-                let h = self.root.dir_handle(&dir).ok()?;
+            // Beneath one handle on the cpufreq directory: a handle per
+            // policy cost an open and a close for one or two reads.
+            let base = self.root.dir_handle(CPUFREQ_DIR).ok()?;
+            let topology = par_map(&ids, |id| {
                 let text = |name: &str| {
-                    h.read_string(name)
+                    base.read_string(&format!("policy{id}/{name}"))
                         .ok()
                         .map(|s| s.trim().to_string())
                         .filter(|s| !s.is_empty())
                 };
-                let cpus = text("related_cpus")
-                    .or_else(|| text("affected_cpus"))
+                let listed = text("related_cpus").or_else(|| text("affected_cpus"));
+                if listed.is_none() && !base.exists(&format!("policy{id}")) {
+                    return None;
+                }
+                let cpus = listed
                     .and_then(|t| CpuList::parse(&t).ok())
                     .unwrap_or_else(|| CpuList::new(vec![*id]));
                 let cpus: CpuList = cpus
@@ -219,13 +246,19 @@ impl<'r> HostCtx<'r> {
                     .copied()
                     .filter(|c| online.contains(*c))
                     .collect();
-                Some((dir, cpus))
-            })
-            .into_iter()
-            .flatten()
-            .filter(|(_, cpus)| !cpus.is_empty())
-            .collect()
+                Some((format!("{CPUFREQ_DIR}/policy{id}"), cpus))
+            });
+            Some(
+                topology
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, cpus)| !cpus.is_empty())
+                    .collect(),
+            )
         });
+        let Some(topology) = topology else {
+            return Vec::new();
+        };
         let text = |dir: &str, name: &str| {
             self.text(&format!("{dir}/{name}"))
                 .filter(|s| !s.is_empty())
