@@ -26,6 +26,9 @@ pub struct HostCtx<'r> {
     boot_time: OnceLock<Option<u64>>,
     processes: OnceLock<Vec<Process>>,
     cmdline: OnceLock<Option<String>>,
+    /// See [`HostCtx::read_only`].
+    read_only: bool,
+    policy_values: OnceLock<Vec<PolicyInfo>>,
 }
 
 /// One attribute of each idle state of one CPU: (state index, value).
@@ -71,6 +74,8 @@ impl<'r> HostCtx<'r> {
             boot_time: OnceLock::new(),
             processes: OnceLock::new(),
             cmdline: OnceLock::new(),
+            read_only: false,
+            policy_values: OnceLock::new(),
         }
     }
 
@@ -215,10 +220,30 @@ impl<'r> HostCtx<'r> {
         }
     }
 
+    /// For a command that writes nothing (`audit`, `knobs`, `doc`): what one
+    /// survey reads holds for the next, so values several knobs survey (each
+    /// policy's governor, for the governor and the EPP knob) are read once.
+    pub fn read_only(mut self) -> HostCtx<'r> {
+        self.read_only = true;
+        self
+    }
+
     /// cpufreq policies with the CPUs they drive (online ones only): which
     /// CPUs a policy drives is read once, its driver and governor every time
-    /// (the driver and the governor list once for all policies).
+    /// (the driver and the governor list once for all policies), or once in
+    /// all for a [`HostCtx::read_only`] context.
     pub fn policies(&self) -> Vec<PolicyInfo> {
+        let planning = self.pending.read().is_ok_and(|p| !p.is_empty());
+        if self.read_only && !planning {
+            return self
+                .policy_values
+                .get_or_init(|| self.read_policies())
+                .clone();
+        }
+        self.read_policies()
+    }
+
+    fn read_policies(&self) -> Vec<PolicyInfo> {
         let topology = self.policies.get_or_init(|| {
             let names = self.root.read_dir(CPUFREQ_DIR).unwrap_or_default();
             let ids = numbered(&names, "policy");
