@@ -1,7 +1,8 @@
 //! What knobs read about one host. Fixed topology (online CPUs, which CPUs
 //! each cpufreq policy drives, boot time, processes) is read once and
 //! shared; values (a governor, a driver) are read fresh at every survey, so
-//! a survey after a write sees the write.
+//! a survey after a write sees the write (a [`HostCtx::read_only`] context,
+//! for commands that write nothing, reads each policy's values once).
 
 use std::collections::HashMap;
 use std::io;
