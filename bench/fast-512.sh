@@ -110,16 +110,19 @@ for c in "$bin inventory" "lscpu" "$bin --root $tmp/gnr0 inventory"; do
   /usr/bin/time -f "%M" $c >/dev/null 2>"$tmp/t" || true
   printf '%-40s %6.1f MB\n' "${c//$tmp\//}" "$(tail -1 "$tmp/t" | awk '{ print $1 / 1024 }')"
 done
-echo "# system calls per file read (strace -c -f; opens, reads, closes and stats over reads)"
+echo "# system calls per file read (strace -c -f; opens, reads, closes and stats over reads;"
+echo "# failed opens are files the tree lacks, such as gnr0's cache sizes: each costs one call)"
 per_file() {
-  strace -f -c -U name,calls -o "$tmp/s" "$@" >/dev/null 2>&1 || true
+  strace -f -c -U name,calls,errors -o "$tmp/s" "$@" >/dev/null 2>&1 || true
   awk '$1 ~ /^(openat2|openat|open|read|close|newfstatat|fstat|statx)$/ { n += $2 } $1 == "read" { r = $2 }
-       $1 == "total" { t = $2 } END { printf "%6d reads, %6d calls in all: %.2f per file\n", r, t, n / r }' "$tmp/s"
+       $1 ~ /^(openat2|openat|open)$/ { f += $3 } $1 == "total" { t = $2 }
+       END { printf "%6d reads, %6d calls in all: %.3f per file (%d failed opens)\n", r, t, n / r, f }' "$tmp/s"
 }
 printf '%-32s' "live inventory:"; per_file "$bin" inventory
 printf '%-32s' "live lscpu:"; per_file lscpu
 printf '%-32s' "gnr0 inventory:"; per_file "$bin" --root "$tmp/gnr0" inventory
 printf '%-32s' "gnr0 inventory idle:"; per_file "$bin" --root "$tmp/gnr0" inventory idle
+printf '%-32s' "gnr0 inventory frequency:"; per_file "$bin" --root "$tmp/gnr0" inventory frequency
 printf '%-32s' "gnr0 audit:"; per_file "$bin" --root "$tmp/gnr0" --host rpc-1.example --manifest manifest audit
 printf '%-32s' "gnr0 doc:"; per_file "$bin" --root "$tmp/gnr0" --host gnr0 doc --out /dev/null
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

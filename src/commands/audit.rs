@@ -27,7 +27,7 @@ pub fn run(args: &AuditArgs) -> Result<i32> {
     };
     let host = manifest::host::resolve(&root, g.host.host.as_deref());
     let dir = super::manifest_dir(g, &root);
-    let ctx = HostCtx::new(&root, host.name.clone());
+    let ctx = HostCtx::new(&root, host.name.clone()).read_only();
     let now = || {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

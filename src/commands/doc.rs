@@ -30,7 +30,7 @@ pub fn run(args: &DocArgs) -> Result<i32> {
         }
     };
 
-    let ctx = crate::knob::HostCtx::new(&root, host.name.clone());
+    let ctx = crate::knob::HostCtx::new(&root, host.name.clone()).read_only();
     let load: doc::knobs::Load =
         Box::new(|| super::load_manifest(g, &root, &manifest_dir, &host.name));
     let knobs = doc::knobs::sections(

@@ -12,7 +12,7 @@ pub fn run(args: &KnobsArgs) -> Result<i32> {
     let root = Root::open(&g.root.root)?;
     let host = manifest::host::resolve(&root, g.host.host.as_deref());
     let dir = super::manifest_dir(g, &root);
-    let ctx = HostCtx::new(&root, host.name.clone());
+    let ctx = HostCtx::new(&root, host.name.clone()).read_only();
     let manifest = super::load_manifest(g, &root, &dir, &host.name)?;
     if args.profiles {
         let list = manifest::profile_list::list(&manifest, &host.name);

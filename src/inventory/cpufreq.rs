@@ -131,13 +131,31 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
     let first = format!("{CPUFREQ_DIR}/policy{}", ids[0]);
     let available_governors = ctx.words(&format!("{first}/scaling_available_governors"));
     let available_epp = ctx.words(&format!("{first}/energy_performance_available_preferences"));
+    // One driver serves every policy (cpufreq.c: `cpufreq_driver` is one
+    // pointer, `show_scaling_driver` prints its name), so it is read once;
+    // `capture` still copies every policy's file, which the EPP knob reads.
+    let every_driver = ctx.root.is_recording();
+    let driver = match every_driver {
+        true => None,
+        false => ctx.text(&format!("{first}/scaling_driver")),
+    };
+    // Policies are read beneath one handle on the cpufreq directory: a
+    // handle per policy cost an open and a close each.
+    let base = ctx.root.dir_handle(CPUFREQ_DIR).ok();
     let policies: Vec<Policy> = ctx
         .par_map(&ids, |ctx, id| {
-            let at = ctx.at(&format!("{CPUFREQ_DIR}/policy{id}"))?;
-            let cpus = at
+            let sub = format!("policy{id}");
+            let at = match &base {
+                Some(base) => ctx.beneath(base, &sub),
+                None => ctx.at(&format!("{CPUFREQ_DIR}/{sub}"))?,
+            };
+            let listed = at
                 .cpulist("related_cpus")
-                .or_else(|| at.cpulist("affected_cpus"))
-                .unwrap_or_else(|| CpuList::new(vec![*id]));
+                .or_else(|| at.cpulist("affected_cpus"));
+            if listed.is_none() && !at.exists(".") {
+                return None;
+            }
+            let cpus = listed.unwrap_or_else(|| CpuList::new(vec![*id]));
             Some(Policy {
                 cpus: cpus
                     .as_slice()
@@ -145,9 +163,10 @@ pub fn read(ctx: &Reader, online: &CpuList) -> Option<Frequency> {
                     .copied()
                     .filter(|c| online.contains(*c))
                     .collect(),
-                // Every policy's, though one driver serves them all: `capture`
-                // copies what inventory reads, and the EPP knob reads each one.
-                driver: at.text("scaling_driver"),
+                driver: match every_driver {
+                    true => at.text("scaling_driver"),
+                    false => driver.clone(),
+                },
                 governor: at.text("scaling_governor"),
                 epp: at.text("energy_performance_preference"),
                 min: at.parse("cpuinfo_min_freq"),

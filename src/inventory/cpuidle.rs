@@ -10,6 +10,7 @@ use super::idle_states::{CpuIdleDir, state_path};
 use super::pm_qos::resume_latency_path;
 use super::{CPU_DIR, Reader};
 use crate::cpulist::{CpuList, Group, group};
+use crate::root::DirHandle;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Idle {
@@ -85,14 +86,22 @@ pub fn read(ctx: &Reader, online: &CpuList, with_states: bool) -> Idle {
             },
         };
     };
-    let first_states = read_cpu(ctx, first_cpu, None);
+    // One handle on the CPU directory for the whole pass: per-CPU handles
+    // cost an open and a close each (1,024 system calls on 512 CPUs).
+    let cpus = ctx.root.dir_handle(CPU_DIR).ok();
+    let cpus = cpus.as_ref();
+    let (first_states, look_further) = read_cpu(ctx, cpus, first_cpu, None);
     let first_shapes: Vec<(u32, Shape)> = first_states
         .iter()
         .map(|r| (r.index, r.shape.clone()))
         .collect();
+    let first = First {
+        shapes: &first_shapes,
+        look_further,
+    };
     let raw: Vec<(u32, Vec<RawState>)> = std::iter::once((first_cpu, first_states))
         .chain(ctx.par_map(rest, |ctx, &cpu| {
-            (cpu, read_cpu(ctx, cpu, Some(&first_shapes)))
+            (cpu, read_cpu(ctx, cpus, cpu, Some(&first)).0)
         }))
         .filter(|(_, v)| !v.is_empty())
         .collect();
@@ -190,17 +199,36 @@ struct RawState {
     time: Option<u64>,
 }
 
-/// One CPU's states. Given the first CPU's table, a CPU with the same state
-/// directories (and no more) is taken to have it, and only `disable` and the
-/// counters are read: on a 512-CPU host each file per CPU costs about 2 ms.
-fn read_cpu(ctx: &Reader, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawState> {
-    let dir = match CpuIdleDir::open(ctx.root, cpu) {
-        Ok(Some(d)) => d,
-        Ok(None) => return Vec::new(),
-        Err(e) => {
-            ctx.warn(format!("{}: {e}", super::cpuidle_dir(cpu)));
-            return Vec::new();
-        }
+/// The first CPU's table, as the other CPUs are read against it.
+struct First<'a> {
+    shapes: &'a [(u32, Shape)],
+    /// Whether a CPU may have states after the first CPU's last
+    /// ([`crate::inventory::idle_states::Listing::others_may_have_more`]).
+    look_further: bool,
+}
+
+/// One CPU's states, and (when listed) whether other CPUs may have more.
+/// Given the first CPU's table, a CPU that has its states is taken to have
+/// exactly that table, and only `disable` and the counters are read: on a
+/// 512-CPU host each file per CPU costs about 2 ms. Where CPUs may have
+/// drivers of their own, a state after the table's last sends the CPU to the
+/// listing too. Read beneath `cpus` (the open CPU directory) when there is one.
+fn read_cpu(
+    ctx: &Reader,
+    cpus: Option<&DirHandle>,
+    cpu: u32,
+    first: Option<&First>,
+) -> (Vec<RawState>, bool) {
+    let dir = match cpus {
+        Some(cpus) => CpuIdleDir::beneath(cpus, cpu),
+        None => match CpuIdleDir::open(ctx.root, cpu) {
+            Ok(Some(d)) => d,
+            Ok(None) => return (Vec::new(), true),
+            Err(e) => {
+                ctx.warn(format!("{}: {e}", super::cpuidle_dir(cpu)));
+                return (Vec::new(), true);
+            }
+        },
     };
     // Read through `Reader`, so unreadable or garbled files become warnings.
     let text =
@@ -222,22 +250,33 @@ fn read_cpu(ctx: &Reader, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawSt
         time: parse(ctx, &dir, text(index, "time"), index, "time"),
     };
     if let Some(first) = first {
-        let next = first.last().map_or(0, |(i, _)| i + 1);
-        let read: Vec<RawState> = first.iter().map(|(i, s)| state(*i, s.clone())).collect();
-        if read.iter().all(|r| r.disabled.is_some()) && !dir.has(next) {
-            return read;
+        let next = first.shapes.last().map_or(0, |(i, _)| i + 1);
+        // A state whose `disable` is missing (a CPU without cpuidle, a
+        // smaller table) sends the CPU to the listing at once.
+        let mut read = Vec::with_capacity(first.shapes.len());
+        for (i, s) in first.shapes {
+            let r = state(*i, s.clone());
+            if r.disabled.is_none() {
+                break;
+            }
+            read.push(r);
+        }
+        if read.len() == first.shapes.len() && !(first.look_further && dir.has(next)) {
+            return (read, first.look_further);
         }
     }
-    let indices = match dir.indices() {
-        Ok(i) => i,
+    let listing = match dir.listing() {
+        Ok(l) => l,
         Err(e) => {
             if !crate::root::is_absent(&e) {
                 ctx.warn(format!("{}: {e}", dir.logical()));
             }
-            return Vec::new();
+            return (Vec::new(), true);
         }
     };
-    indices
+    let look_further = listing.others_may_have_more();
+    let states = listing
+        .indices
         .into_iter()
         .map(|index| {
             let shape = Shape {
@@ -247,7 +286,8 @@ fn read_cpu(ctx: &Reader, cpu: u32, first: Option<&[(u32, Shape)]>) -> Vec<RawSt
             };
             state(index, shape)
         })
-        .collect()
+        .collect();
+    (states, look_further)
 }
 
 fn describe_table(shapes: &[Shape]) -> String {

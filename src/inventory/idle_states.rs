@@ -45,21 +45,76 @@ pub struct StateFacts {
     pub time_us: Option<u64>,
 }
 
-/// One CPU's cpuidle directory, open: each attribute read after that is one
-/// short lookup (the wakeup probe samples `usage` between wakeups).
+/// What a CPU's cpuidle directory lists.
+#[derive(Clone, Debug, Default)]
+pub struct Listing {
+    /// Its states, by index.
+    pub indices: Vec<u32>,
+    /// It has a `driver` directory: the kernel makes one only where each CPU
+    /// may have an idle driver of its own (CONFIG_CPU_IDLE_MULTIPLE_DRIVERS,
+    /// cpuidle/sysfs.c `cpuidle_add_driver_sysfs`). Without it one driver
+    /// serves every CPU, and each CPU gets that driver's `state_count` states
+    /// (`cpuidle_add_state_sysfs`): no CPU has a state the first one lacks.
+    pub own_driver: bool,
+}
+
+impl Listing {
+    fn of(root: &Root, cpu: u32, names: &[String]) -> Listing {
+        let own_driver = names.iter().any(|n| n == "driver");
+        if own_driver && root.is_recording() {
+            // So that a capture keeps the sign that CPUs' tables may differ.
+            let _ = root.read(&format!("{}/driver/name", cpuidle_dir(cpu)));
+        }
+        Listing {
+            indices: state_indices(names),
+            own_driver,
+        }
+    }
+
+    /// Whether another CPU may have states beyond these: only with drivers
+    /// per CPU, or when this CPU lists none.
+    pub fn others_may_have_more(&self) -> bool {
+        self.own_driver || self.indices.is_empty()
+    }
+}
+
+/// One CPU's idle states: beneath its own open cpuidle directory (each
+/// attribute read after that is one short lookup; the wakeup probe samples
+/// `usage` between wakeups), or beneath the CPU directory shared by a pass
+/// over every CPU, which saves an open and a close per CPU.
 pub struct CpuIdleDir<'r> {
     root: &'r Root,
     cpu: u32,
-    handle: DirHandle<'r>,
+    handle: Handle<'r>,
+}
+
+enum Handle<'r> {
+    Own(DirHandle<'r>),
+    /// `/sys/devices/system/cpu`: names are `cpuN/cpuidle/...` beneath it.
+    Shared(&'r DirHandle<'r>),
 }
 
 impl<'r> CpuIdleDir<'r> {
     /// `None` when the CPU has no cpuidle directory.
     pub fn open(root: &'r Root, cpu: u32) -> io::Result<Option<CpuIdleDir<'r>>> {
         match root.dir_handle(&cpuidle_dir(cpu)) {
-            Ok(handle) => Ok(Some(CpuIdleDir { root, cpu, handle })),
+            Ok(handle) => Ok(Some(CpuIdleDir {
+                root,
+                cpu,
+                handle: Handle::Own(handle),
+            })),
             Err(e) if is_absent(&e) => Ok(None),
             Err(e) => Err(e),
+        }
+    }
+
+    /// `cpu`'s states read beneath `cpus`, an open [`CPU_DIR`]: nothing is
+    /// opened here, and a CPU without a cpuidle directory reads as absent.
+    pub fn beneath(cpus: &'r DirHandle<'r>, cpu: u32) -> CpuIdleDir<'r> {
+        CpuIdleDir {
+            root: cpus.root(),
+            cpu,
+            handle: Handle::Shared(cpus),
         }
     }
 
@@ -67,18 +122,34 @@ impl<'r> CpuIdleDir<'r> {
         self.cpu
     }
 
-    pub fn logical(&self) -> &str {
-        self.handle.logical()
+    pub fn logical(&self) -> String {
+        cpuidle_dir(self.cpu)
     }
 
     /// The CPU's states by index (one directory read).
     pub fn indices(&self) -> io::Result<Vec<u32>> {
-        Ok(state_indices(&self.root.read_dir(self.handle.logical())?))
+        Ok(self.listing()?.indices)
+    }
+
+    /// The CPU's states by index and whether it has an idle driver of its
+    /// own (one directory read).
+    pub fn listing(&self) -> io::Result<Listing> {
+        let names = self.root.read_dir(&self.logical())?;
+        Ok(Listing::of(self.root, self.cpu, &names))
+    }
+
+    /// `rel` (beneath the cpuidle directory) opened through the handle.
+    fn beneath_handle(&self, rel: std::fmt::Arguments) -> (&DirHandle<'r>, String) {
+        match &self.handle {
+            Handle::Own(h) => (h, rel.to_string()),
+            Handle::Shared(h) => (h, format!("cpu{}/cpuidle/{rel}", self.cpu)),
+        }
     }
 
     /// Whether state `index` exists.
     pub fn has(&self, index: u32) -> bool {
-        self.handle.exists(&format!("state{index}"))
+        let (h, rel) = self.beneath_handle(format_args!("state{index}"));
+        h.exists(&rel)
     }
 
     pub fn path(&self, index: u32, attr: &str) -> String {
@@ -87,7 +158,8 @@ impl<'r> CpuIdleDir<'r> {
 
     /// One attribute as the kernel wrote it.
     pub fn read(&self, index: u32, attr: &str) -> io::Result<String> {
-        self.handle.read_string(&format!("state{index}/{attr}"))
+        let (h, rel) = self.beneath_handle(format_args!("state{index}/{attr}"));
+        h.read_string(&rel)
     }
 
     /// One attribute, trimmed (some captures end files with a NUL); `None`
@@ -143,8 +215,14 @@ pub fn cpu_states(root: &Root, cpu: u32) -> io::Result<Vec<StateFacts>> {
 /// The indices of `cpu`'s idle states; none when it has no cpuidle directory
 /// or it cannot be read.
 pub fn cpu_indices(root: &Root, cpu: u32) -> Vec<u32> {
+    cpu_listing(root, cpu).indices
+}
+
+/// [`CpuIdleDir::listing`] of `cpu`; empty when it has no cpuidle directory
+/// or it cannot be read.
+pub fn cpu_listing(root: &Root, cpu: u32) -> Listing {
     root.read_dir(&cpuidle_dir(cpu))
-        .map(|names| state_indices(&names))
+        .map(|names| Listing::of(root, cpu, &names))
         .unwrap_or_default()
 }
 

@@ -41,7 +41,8 @@ pub use cpufreq::{Frequency, perf_pct_ceiling_khz, show_khz};
 pub use cpuidle::{Idle, IdleState};
 pub use host::Host;
 pub use idle_states::{
-    CpuIdleDir, StateFacts, cpu_indices, cpu_states, cpuidle_dir, state_indices, state_path,
+    CpuIdleDir, Listing, StateFacts, cpu_indices, cpu_listing, cpu_states, cpuidle_dir,
+    state_indices, state_path,
 };
 pub use memory::{HugePages, Memory, Numa, NumaNode, ThpSize, thp_size_dirs};
 pub use network::{Interface, Irq, NetCore, RxQueue, TxQueue};
@@ -216,12 +217,27 @@ impl<'a> Reader<'a> {
     /// Many reads in one directory, each a short lookup.
     pub fn at(&'a self, dir: &str) -> Option<At<'a>> {
         match self.root.dir_handle(dir) {
-            Ok(handle) => Some(At { ctx: self, handle }),
+            Ok(handle) => Some(At {
+                ctx: self,
+                handle: Held::Own(handle),
+                sub: String::new(),
+            }),
             Err(e) if is_absent(&e) => None,
             Err(e) => {
                 self.warn(format!("{dir}: {e}"));
                 None
             }
+        }
+    }
+
+    /// The directory `sub` beneath `base`, opened by nothing: reads name
+    /// `sub/NAME` beneath `base` (a handle shared by a pass over many such
+    /// directories saves an open and a close for each).
+    pub fn beneath(&'a self, base: &'a crate::root::DirHandle<'a>, sub: &str) -> At<'a> {
+        At {
+            ctx: self,
+            handle: Held::Shared(base),
+            sub: format!("{sub}/"),
         }
     }
 
@@ -266,17 +282,37 @@ impl<'a> Reader<'a> {
 /// A directory opened once for several reads, with `Reader`'s reporting.
 pub struct At<'a> {
     ctx: &'a Reader<'a>,
-    handle: crate::root::DirHandle<'a>,
+    handle: Held<'a>,
+    /// Where the directory is beneath a shared handle (`policy3/`), or empty.
+    sub: String,
+}
+
+enum Held<'a> {
+    Own(crate::root::DirHandle<'a>),
+    Shared(&'a crate::root::DirHandle<'a>),
 }
 
 impl At<'_> {
+    fn handle(&self) -> &crate::root::DirHandle<'_> {
+        match &self.handle {
+            Held::Own(h) => h,
+            Held::Shared(h) => h,
+        }
+    }
+
     fn path(&self, name: &str) -> String {
-        format!("{}/{}", self.handle.logical(), name)
+        format!("{}/{}{}", self.handle().logical(), self.sub, name)
+    }
+
+    fn read(&self, name: &str) -> std::io::Result<String> {
+        match self.sub.is_empty() {
+            true => self.handle().read_string(name),
+            false => self.handle().read_string(&format!("{}{name}", self.sub)),
+        }
     }
 
     pub fn text(&self, name: &str) -> Option<String> {
-        self.ctx
-            .text_from(|| self.path(name), self.handle.read_string(name))
+        self.ctx.text_from(|| self.path(name), self.read(name))
     }
 
     pub fn parse<T: FromStr>(&self, name: &str) -> Option<T> {
@@ -284,12 +320,16 @@ impl At<'_> {
     }
 
     pub fn cpulist(&self, name: &str) -> Option<CpuList> {
-        self.ctx
-            .cpulist_from(|| self.path(name), self.handle.read_string(name))
+        self.ctx.cpulist_from(|| self.path(name), self.read(name))
     }
 
+    /// Whether `name` exists; `.` is the directory itself.
     pub fn exists(&self, name: &str) -> bool {
-        self.handle.exists(name)
+        match (self.sub.is_empty(), name) {
+            (true, _) => self.handle().exists(name),
+            (false, ".") => self.handle().exists(self.sub.trim_end_matches('/')),
+            (false, _) => self.handle().exists(&format!("{}{name}", self.sub)),
+        }
     }
 
     pub fn words(&self, name: &str) -> Option<Vec<String>> {

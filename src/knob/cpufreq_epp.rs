@@ -90,14 +90,28 @@ impl KnobKind for CpufreqEpp {
             .text(&format!("{CPU_DIR}/intel_pstate/status"))
             .as_deref()
             == Some("active");
-        // Two reads per policy, hundreds of policies on big hosts: in parallel.
+        let available_of = |p: &PolicyInfo| {
+            host.text(&format!(
+                "{}/energy_performance_available_preferences",
+                p.dir
+            ))
+        };
+        // intel_pstate lists the same presets for every policy (intel_pstate.c
+        // `show_energy_performance_available_preferences` prints the static
+        // `energy_perf_strings[]`, whatever the policy): read once. amd-pstate
+        // lists per policy, by its governor (rules::AMD_EPP_AVAILABLE).
+        let global = match policies.first() {
+            Some((p, _)) if p.driver.as_deref() == Some("intel_pstate") => Some(available_of(p)),
+            _ => None,
+        };
+        // Reads per policy, hundreds of policies on big hosts: in parallel.
         let reads = par_map(&policies, |(p, _)| {
             (
                 host.value(&format!("{}/energy_performance_preference", p.dir)),
-                host.text(&format!(
-                    "{}/energy_performance_available_preferences",
-                    p.dir
-                )),
+                match &global {
+                    Some(available) => available.clone(),
+                    None => available_of(p),
+                },
             )
         });
         for ((p, partial), (value, available)) in policies.into_iter().zip(reads) {

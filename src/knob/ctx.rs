@@ -1,15 +1,16 @@
 //! What knobs read about one host. Fixed topology (online CPUs, which CPUs
 //! each cpufreq policy drives, boot time, processes) is read once and
 //! shared; values (a governor, a driver) are read fresh at every survey, so
-//! a survey after a write sees the write.
+//! a survey after a write sees the write (a [`HostCtx::read_only`] context,
+//! for commands that write nothing, reads each policy's values once).
 
 use std::collections::HashMap;
 use std::io;
 use std::sync::{OnceLock, RwLock};
 
 use crate::cpulist::CpuList;
-use crate::inventory::{CPU_DIR, cpu_indices, numbered, par_map};
-use crate::root::{Root, is_absent};
+use crate::inventory::{CPU_DIR, CpuIdleDir, Listing, cpu_listing, numbered, par_map};
+use crate::root::{DirHandle, Root, is_absent};
 
 pub const CPUFREQ_DIR: &str = "/sys/devices/system/cpu/cpufreq";
 
@@ -18,13 +19,17 @@ pub struct HostCtx<'r> {
     /// The name knobs target (`--host`, the hostname, or the capture's name).
     pub name: String,
     online: OnceLock<CpuList>,
-    policies: OnceLock<Vec<(String, CpuList)>>,
+    /// `None` when there is no cpufreq directory.
+    policies: OnceLock<Option<Vec<(String, CpuList)>>>,
     /// Values a plan will have written before the knob being planned
     /// (path -> value in the file's words): later knobs plan against them.
     pending: RwLock<HashMap<String, String>>,
     boot_time: OnceLock<Option<u64>>,
     processes: OnceLock<Vec<Process>>,
     cmdline: OnceLock<Option<String>>,
+    /// See [`HostCtx::read_only`].
+    read_only: bool,
+    policy_values: OnceLock<Vec<PolicyInfo>>,
 }
 
 /// One attribute of each idle state of one CPU: (state index, value).
@@ -70,13 +75,15 @@ impl<'r> HostCtx<'r> {
             boot_time: OnceLock::new(),
             processes: OnceLock::new(),
             cmdline: OnceLock::new(),
+            read_only: false,
+            policy_values: OnceLock::new(),
         }
     }
 
     /// A file's text, trimmed (as an earlier write of the plan being made
     /// will have left it, see [`HostCtx::assume_written`]).
     pub fn value(&self, path: &str) -> ReadValue {
-        if let Some(v) = self.pending.read().ok().and_then(|p| p.get(path).cloned()) {
+        if let Some(v) = self.pending_value(path) {
             return ReadValue::Value(v);
         }
         match self.root.read_string(path) {
@@ -114,20 +121,85 @@ impl<'r> HostCtx<'r> {
 
     /// One attribute (`name`, `latency`) of every idle state of every online
     /// CPU, in CPU and state order. States are listed per CPU by the one
-    /// index rule (`inventory::cpu_indices`); values are read as a plan would
+    /// index rule (`inventory::cpu_listing`); values are read as a plan would
     /// leave them. A state without the attribute is left out.
     pub fn idle_attr(&self, attr: &str) -> Vec<CpuIdle> {
-        par_map(self.online().as_slice(), |&cpu| {
-            let states = cpu_indices(self.root, cpu)
-                .into_iter()
-                .filter_map(|index| match self.value(&state_path(cpu, index, attr)) {
-                    ReadValue::Value(v) => Some((index, Some(v))),
-                    ReadValue::Unreadable(_) => Some((index, None)),
-                    ReadValue::Absent => None,
-                })
-                .collect();
-            CpuIdle { cpu, states }
+        let online = self.online().as_slice();
+        let first = online
+            .first()
+            .map(|&cpu| cpu_listing(self.root, cpu))
+            .unwrap_or_default();
+        // One handle on the CPU directory for all CPUs, not one per CPU.
+        let cpus = self.root.dir_handle(CPU_DIR).ok();
+        par_map(online, |&cpu| CpuIdle {
+            cpu,
+            states: self.cpu_idle_attr(cpus.as_ref(), cpu, attr, &first),
         })
+    }
+
+    /// [`HostCtx::idle_attr`] of one CPU, read beneath the CPU directory.
+    /// The kernel numbers a CPU's states from 0 without gaps (cpuidle/sysfs.c
+    /// `cpuidle_add_state_sysfs`), so a CPU that has the first CPU's states
+    /// and none after them has exactly those, and with one idle driver for
+    /// all CPUs none has more ([`Listing::others_may_have_more`]): its
+    /// directory is listed only when it differs (as inventory's idle reader does).
+    fn cpu_idle_attr(
+        &self,
+        cpus: Option<&DirHandle>,
+        cpu: u32,
+        attr: &str,
+        listing: &Listing,
+    ) -> Vec<(u32, Option<String>)> {
+        let first = &listing.indices;
+        let dir = match cpus {
+            Some(cpus) => CpuIdleDir::beneath(cpus, cpu),
+            None => match CpuIdleDir::open(self.root, cpu) {
+                Ok(Some(dir)) => dir,
+                _ => return Vec::new(),
+            },
+        };
+        let read = |index: u32| {
+            // The path is spelled only when a plan has assumed writes.
+            let pending = self.pending.read().ok().filter(|p| !p.is_empty());
+            if let Some(v) = pending.and_then(|p| p.get(&dir.path(index, attr)).cloned()) {
+                return ReadValue::Value(v);
+            }
+            match dir.read(index, attr) {
+                Ok(s) => ReadValue::Value(s.trim().to_string()),
+                Err(e) if is_absent(&e) => ReadValue::Absent,
+                Err(e) => ReadValue::Unreadable(describe_io(&e)),
+            }
+        };
+        let entry = |(index, value): (u32, ReadValue)| match value {
+            ReadValue::Value(v) => Some((index, Some(v))),
+            ReadValue::Unreadable(_) => Some((index, None)),
+            ReadValue::Absent => None,
+        };
+        if let Some(last) = first.last() {
+            // Up to the first state without the attribute (a CPU without
+            // cpuidle, a smaller table): that CPU's directory is listed.
+            let mut values = Vec::with_capacity(first.len());
+            for &i in first {
+                match read(i) {
+                    ReadValue::Absent => break,
+                    v => values.push((i, v)),
+                }
+            }
+            let more = listing.others_may_have_more() && dir.has(last + 1);
+            if values.len() == first.len() && !more {
+                return values.into_iter().filter_map(entry).collect();
+            }
+        }
+        let indices = dir.indices().unwrap_or_default();
+        indices
+            .into_iter()
+            .map(|i| (i, read(i)))
+            .filter_map(entry)
+            .collect()
+    }
+
+    fn pending_value(&self, path: &str) -> Option<String> {
+        self.pending.read().ok()?.get(path).cloned()
     }
 
     /// Plans what follows as if `path` already held `value`.
@@ -149,24 +221,49 @@ impl<'r> HostCtx<'r> {
         }
     }
 
+    /// For a command that writes nothing (`audit`, `knobs`, `doc`): what one
+    /// survey reads holds for the next, so values several knobs survey (each
+    /// policy's governor, for the governor and the EPP knob) are read once.
+    pub fn read_only(mut self) -> HostCtx<'r> {
+        self.read_only = true;
+        self
+    }
+
     /// cpufreq policies with the CPUs they drive (online ones only): which
-    /// CPUs a policy drives is read once, its driver and governor every time.
+    /// CPUs a policy drives is read once, its driver and governor every time
+    /// (the driver and the governor list once for all policies), or once in
+    /// all for a [`HostCtx::read_only`] context.
     pub fn policies(&self) -> Vec<PolicyInfo> {
+        let planning = self.pending.read().is_ok_and(|p| !p.is_empty());
+        if self.read_only && !planning {
+            return self
+                .policy_values
+                .get_or_init(|| self.read_policies())
+                .clone();
+        }
+        self.read_policies()
+    }
+
+    fn read_policies(&self) -> Vec<PolicyInfo> {
         let topology = self.policies.get_or_init(|| {
             let names = self.root.read_dir(CPUFREQ_DIR).unwrap_or_default();
             let ids = numbered(&names, "policy");
             let online = self.online();
-            par_map(&ids, |id| {
-                let dir = format!("{CPUFREQ_DIR}/policy{id}");
-                let h = self.root.dir_handle(&dir).ok()?;
+            // Beneath one handle on the cpufreq directory: a handle per
+            // policy cost an open and a close for one or two reads.
+            let base = self.root.dir_handle(CPUFREQ_DIR).ok()?;
+            let topology = par_map(&ids, |id| {
                 let text = |name: &str| {
-                    h.read_string(name)
+                    base.read_string(&format!("policy{id}/{name}"))
                         .ok()
                         .map(|s| s.trim().to_string())
                         .filter(|s| !s.is_empty())
                 };
-                let cpus = text("related_cpus")
-                    .or_else(|| text("affected_cpus"))
+                let listed = text("related_cpus").or_else(|| text("affected_cpus"));
+                if listed.is_none() && !base.exists(&format!("policy{id}")) {
+                    return None;
+                }
+                let cpus = listed
                     .and_then(|t| CpuList::parse(&t).ok())
                     .unwrap_or_else(|| CpuList::new(vec![*id]));
                 let cpus: CpuList = cpus
@@ -175,26 +272,39 @@ impl<'r> HostCtx<'r> {
                     .copied()
                     .filter(|c| online.contains(*c))
                     .collect();
-                Some((dir, cpus))
-            })
-            .into_iter()
-            .flatten()
-            .filter(|(_, cpus)| !cpus.is_empty())
-            .collect()
+                Some((format!("{CPUFREQ_DIR}/policy{id}"), cpus))
+            });
+            Some(
+                topology
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, cpus)| !cpus.is_empty())
+                    .collect(),
+            )
         });
-        par_map(topology, |(dir, cpus)| {
-            let text = |name: &str| {
-                self.text(&format!("{dir}/{name}"))
-                    .filter(|s| !s.is_empty())
-            };
-            PolicyInfo {
-                cpus: cpus.clone(),
-                driver: text("scaling_driver"),
-                governor: text("scaling_governor"),
-                available_governors: text("scaling_available_governors")
-                    .map(|t| t.split_whitespace().map(str::to_string).collect()),
-                dir: dir.clone(),
-            }
+        let Some(topology) = topology else {
+            return Vec::new();
+        };
+        let text = |dir: &str, name: &str| {
+            self.text(&format!("{dir}/{name}"))
+                .filter(|s| !s.is_empty())
+        };
+        // Read from the first policy for all: the driver is one for the
+        // system (cpufreq.c: one `cpufreq_driver`, whose name
+        // `show_scaling_driver` prints) and so is the governor list
+        // (`show_scaling_available_governors` prints "performance powersave"
+        // or the global `cpufreq_governor_list`, by the driver's `has_target()`).
+        let first = topology.first().map(|(dir, _)| dir.as_str());
+        let driver = first.and_then(|d| text(d, "scaling_driver"));
+        let available_governors: Option<Vec<String>> = first
+            .and_then(|d| text(d, "scaling_available_governors"))
+            .map(|t| t.split_whitespace().map(str::to_string).collect());
+        par_map(topology, |(dir, cpus)| PolicyInfo {
+            cpus: cpus.clone(),
+            driver: driver.clone(),
+            governor: text(dir, "scaling_governor"),
+            available_governors: available_governors.clone(),
+            dir: dir.clone(),
         })
     }
 

@@ -58,7 +58,7 @@ pub struct DirHandle<'r> {
     pub(super) nodev: bool,
 }
 
-impl DirHandle<'_> {
+impl<'r> DirHandle<'r> {
     /// Opens `rel` (a name or a relative path such as `state3/disable`)
     /// beneath this directory; a symlink leading out of it is resolved within
     /// the root instead, the long way.
@@ -160,5 +160,9 @@ impl DirHandle<'_> {
 
     pub fn logical(&self) -> &str {
         &self.logical
+    }
+
+    pub fn root(&self) -> &'r Root {
+        self.root
     }
 }

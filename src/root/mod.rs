@@ -153,6 +153,12 @@ impl Root {
         self
     }
 
+    /// Whether this root keeps a list of what is opened (`capture`): a
+    /// reader that reads one file for many then reads each of them.
+    pub fn is_recording(&self) -> bool {
+        self.recorder.is_some()
+    }
+
     pub fn recorded(&self) -> Vec<(String, Access)> {
         match &self.recorder {
             Some(m) => m

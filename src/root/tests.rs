@@ -265,3 +265,33 @@ fn proc_is_written_only_at_sysctls_and_irq_affinity_lists() {
     let e = live.probe_write("/proc/self/comm").unwrap_err();
     assert!(e.to_string().contains("writes /proc only"), "{e}");
 }
+
+/// Directories are listed by `getdents64` itself: every name comes back,
+/// sorted, however many calls the listing takes (these names fill the
+/// 32 KiB buffer several times), and a file is refused as a directory.
+#[test]
+fn directories_are_listed_whole_and_sorted() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    let many = base.join("sys/many");
+    std::fs::create_dir_all(&many).unwrap();
+    let mut want: Vec<String> = (0..2000)
+        .map(|i| format!("entry-with-a-longish-name-{i:05}"))
+        .collect();
+    for name in &want {
+        std::fs::write(many.join(name), "").unwrap();
+    }
+    std::fs::create_dir(many.join("sub")).unwrap();
+    want.push("sub".into());
+    want.sort();
+    for walk in [false, true] {
+        let root = open(base, walk);
+        assert_eq!(root.read_dir("/sys/many").unwrap(), want);
+        let e = root.read_dir("/sys/many/sub/..").unwrap();
+        assert_eq!(e.len(), want.len());
+        let not_dir = root
+            .read_dir(&format!("/sys/many/{}", want[0]))
+            .unwrap_err();
+        assert_eq!(not_dir.raw_os_error(), Some(libc::ENOTDIR));
+    }
+}

@@ -147,6 +147,63 @@ fn cpuidle_without_a_matching_state_or_any_state_is_not_applicable() {
     assert_eq!(s.targets[0].cpus.as_ref().unwrap().len(), 576);
 }
 
+/// Issue 36: CPUs are not searched for states past the first CPU's table
+/// (one system call per CPU) unless the kernel may give each CPU a driver of
+/// its own, which it shows with `cpuN/cpuidle/driver` (arm64's PSCI idle
+/// driver): a CPU with one more state is then found, by inventory and by the
+/// knob. With one driver for all CPUs the kernel gives every CPU the same
+/// states, so such a tree is not a kernel's and the extra state is not looked for.
+#[test]
+fn a_cpu_with_more_idle_states_is_found_where_cpus_have_their_own_driver() {
+    let (_tmp, root) = copy_host("fc-haltpoll-2cpu");
+    let cpu = |n: u32| root.join(format!("sys/devices/system/cpu/cpu{n}/cpuidle"));
+    let extra = cpu(1).join("state2");
+    std::fs::create_dir(&extra).unwrap();
+    for (f, v) in [
+        ("name", "C9\n"),
+        ("latency", "500\n"),
+        ("residency", "900\n"),
+    ] {
+        std::fs::write(extra.join(f), v).unwrap();
+    }
+    for (f, v) in [("disable", "0\n"), ("usage", "3\n"), ("time", "4\n")] {
+        std::fs::write(extra.join(f), v).unwrap();
+    }
+    let deep =
+        "kind: cpuidle-state\ntarget:\n  states: {min_exit_latency_us: 400}\nset: disabled\n";
+    let tables = |inv: &serde_json::Value| inv["idle"]["state_tables"].clone();
+
+    for n in [0, 1] {
+        std::fs::create_dir(cpu(n).join("driver")).unwrap();
+        std::fs::write(cpu(n).join("driver/name"), "psci_idle\n").unwrap();
+    }
+    let inv = json_of(&inventory_json(&root));
+    let t = tables(&inv);
+    assert_eq!(t[1]["cpus"], "1", "{t}");
+    assert!(
+        t[1]["value"].as_str().unwrap().ends_with("C9 500/900"),
+        "{t}"
+    );
+    let s = survey(&root, deep);
+    let paths: Vec<&str> = s.targets.iter().map(|t| t.path.as_str()).collect();
+    assert!(
+        paths.contains(&"/sys/devices/system/cpu/cpu1/cpuidle/state2/disable"),
+        "{paths:?}"
+    );
+
+    for n in [0, 1] {
+        std::fs::remove_dir_all(cpu(n).join("driver")).unwrap();
+    }
+    let inv = json_of(&inventory_json(&root));
+    assert!(tables(&inv).is_null(), "{}", tables(&inv));
+    let s = survey(&root, deep);
+    assert!(
+        matches!(s.targets[0].blocker, Some(Blocker::NotApplicable(_))),
+        "{:?}",
+        s.targets
+    );
+}
+
 #[test]
 fn cpufreq_knobs_are_not_applicable_without_cpufreq() {
     let host = corpus_host("fc-haltpoll-2cpu");
