@@ -131,10 +131,50 @@ impl<'r> HostCtx<'r> {
             .unwrap_or_default();
         // One handle on the CPU directory for all CPUs, not one per CPU.
         let cpus = self.root.dir_handle(CPU_DIR).ok();
+        if let Some(shared) = self.driver_attr(cpus.as_ref(), attr, &first) {
+            return shared;
+        }
         par_map(online, |&cpu| CpuIdle {
             cpu,
             states: self.cpu_idle_attr(cpus.as_ref(), cpu, attr, &first),
         })
+    }
+
+    /// An attribute of the driver's state table (`name`, `desc`, `latency`,
+    /// `residency`: cpuidle/sysfs.c shows them from `drv->states[i]`), where
+    /// one driver serves every CPU: read on the first CPU only. Another CPU
+    /// that has the last state has all of them (numbered without gaps) with
+    /// the same values, so one read each tells; one without it is read whole.
+    fn driver_attr(
+        &self,
+        cpus: Option<&DirHandle>,
+        attr: &str,
+        first: &Listing,
+    ) -> Option<Vec<CpuIdle>> {
+        const DRIVER_LEVEL: &[&str] = &["name", "desc", "latency", "residency"];
+        let planning = self.pending.read().map_or(true, |p| !p.is_empty());
+        if !DRIVER_LEVEL.contains(&attr) || first.others_may_have_more() || planning {
+            return None;
+        }
+        let (cpus, &last) = (cpus?, first.indices.last()?);
+        let online = self.online().as_slice();
+        let cpu0 = *online.first()?;
+        let table = self.cpu_idle_attr(Some(cpus), cpu0, attr, first);
+        let whole = table.len() == first.indices.len() && table.iter().all(|(_, v)| v.is_some());
+        if !whole {
+            return None;
+        }
+        Some(par_map(online, |&cpu| {
+            let same = cpu == cpu0 || CpuIdleDir::beneath(cpus, cpu).read(last, attr).is_ok();
+            CpuIdle {
+                cpu,
+                states: if same {
+                    table.clone()
+                } else {
+                    self.cpu_idle_attr(Some(cpus), cpu, attr, first)
+                },
+            }
+        }))
     }
 
     /// [`HostCtx::idle_attr`] of one CPU, read beneath the CPU directory.
