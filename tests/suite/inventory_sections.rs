@@ -297,7 +297,10 @@ fn files_global_to_cpufreq_are_read_once_not_per_policy() {
     // one idle driver's table: read on the first CPU, then the last state's
     // once per other CPU (512 CPUs x 5 states = 2,560 reads before).
     let latency = count(&audit, "latency");
-    assert!((512..=530).contains(&latency), "audit opened latency {latency} times");
+    assert!(
+        (512..=530).contains(&latency),
+        "audit opened latency {latency} times"
+    );
 
     let freq = opened(&["inventory", "frequency"]).unwrap();
     assert_eq!(count(&freq, "scaling_driver"), 1);
