@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::idle_states::{CpuIdleDir, state_path};
+use super::idle_states::{CpuIdleDir, Listing, state_path};
 use super::pm_qos::resume_latency_path;
 use super::{CPU_DIR, Reader};
 use crate::cpulist::{CpuList, Group, group};
@@ -90,14 +90,14 @@ pub fn read(ctx: &Reader, online: &CpuList, with_states: bool) -> Idle {
     // cost an open and a close each (1,024 system calls on 512 CPUs).
     let cpus = ctx.root.dir_handle(CPU_DIR).ok();
     let cpus = cpus.as_ref();
-    let (first_states, look_further) = read_cpu(ctx, cpus, first_cpu, None);
+    let (first_states, listing) = read_cpu(ctx, cpus, first_cpu, None);
     let first_shapes: Vec<(u32, Shape)> = first_states
         .iter()
         .map(|r| (r.index, r.shape.clone()))
         .collect();
     let first = First {
         shapes: &first_shapes,
-        look_further,
+        listing: &listing.unwrap_or_default(),
     };
     let raw: Vec<(u32, Vec<RawState>)> = std::iter::once((first_cpu, first_states))
         .chain(ctx.par_map(rest, |ctx, &cpu| {
@@ -202,31 +202,28 @@ struct RawState {
 /// The first CPU's table, as the other CPUs are read against it.
 struct First<'a> {
     shapes: &'a [(u32, Shape)],
-    /// Whether a CPU may have states after the first CPU's last
-    /// ([`crate::inventory::idle_states::Listing::others_may_have_more`]).
-    look_further: bool,
+    listing: &'a Listing,
 }
 
-/// One CPU's states, and (when listed) whether other CPUs may have more.
-/// Given the first CPU's table, a CPU that has its states is taken to have
-/// exactly that table, and only `disable` and the counters are read: on a
-/// 512-CPU host each file per CPU costs about 2 ms. Where CPUs may have
-/// drivers of their own, a state after the table's last sends the CPU to the
-/// listing too. Read beneath `cpus` (the open CPU directory) when there is one.
+/// One CPU's states, and its listing when its directory was listed. Given
+/// the first CPU's table, a CPU that has it ([`CpuIdleDir::read_as`]) is
+/// taken to have exactly that table, and only `disable` and the counters are
+/// read: on a 512-CPU host each file per CPU costs about 2 ms. Read beneath
+/// `cpus` (the open CPU directory) when there is one.
 fn read_cpu(
     ctx: &Reader,
     cpus: Option<&DirHandle>,
     cpu: u32,
     first: Option<&First>,
-) -> (Vec<RawState>, bool) {
+) -> (Vec<RawState>, Option<Listing>) {
     let dir = match cpus {
         Some(cpus) => CpuIdleDir::beneath(cpus, cpu),
         None => match CpuIdleDir::open(ctx.root, cpu) {
             Ok(Some(d)) => d,
-            Ok(None) => return (Vec::new(), true),
+            Ok(None) => return (Vec::new(), None),
             Err(e) => {
                 ctx.warn(format!("{}: {e}", super::cpuidle_dir(cpu)));
-                return (Vec::new(), true);
+                return (Vec::new(), None);
             }
         },
     };
@@ -250,19 +247,21 @@ fn read_cpu(
         time: parse(ctx, &dir, text(index, "time"), index, "time"),
     };
     if let Some(first) = first {
-        let next = first.shapes.last().map_or(0, |(i, _)| i + 1);
         // A state whose `disable` is missing (a CPU without cpuidle, a
         // smaller table) sends the CPU to the listing at once.
-        let mut read = Vec::with_capacity(first.shapes.len());
-        for (i, s) in first.shapes {
-            let r = state(*i, s.clone());
-            if r.disabled.is_none() {
-                break;
-            }
-            read.push(r);
-        }
-        if read.len() == first.shapes.len() && !(first.look_further && dir.has(next)) {
-            return (read, first.look_further);
+        let shape = |i: u32| {
+            first
+                .shapes
+                .iter()
+                .find(|(j, _)| *j == i)
+                .map(|(_, s)| s.clone())
+        };
+        let as_first = dir.read_as(first.listing, |i| {
+            let r = state(i, shape(i)?);
+            r.disabled.is_some().then_some(r)
+        });
+        if let Some(read) = as_first {
+            return (read, None);
         }
     }
     let listing = match dir.listing() {
@@ -271,13 +270,13 @@ fn read_cpu(
             if !crate::root::is_absent(&e) {
                 ctx.warn(format!("{}: {e}", dir.logical()));
             }
-            return (Vec::new(), true);
+            return (Vec::new(), None);
         }
     };
-    let look_further = listing.others_may_have_more();
     let states = listing
         .indices
-        .into_iter()
+        .iter()
+        .copied()
         .map(|index| {
             let shape = Shape {
                 name: text(index, "name").unwrap_or_else(|| format!("state{index}")),
@@ -287,7 +286,7 @@ fn read_cpu(
             state(index, shape)
         })
         .collect();
-    (states, look_further)
+    (states, Some(listing))
 }
 
 fn describe_table(shapes: &[Shape]) -> String {

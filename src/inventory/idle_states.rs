@@ -146,6 +146,29 @@ impl<'r> CpuIdleDir<'r> {
         }
     }
 
+    /// `read` of each of `first`'s states (the first CPU's table), where this
+    /// CPU has exactly that table. The kernel numbers states from 0 without
+    /// gaps (cpuidle/sysfs.c `cpuidle_add_state_sysfs`), so a CPU that has
+    /// them all and none after the last has just those, and with one idle
+    /// driver for all CPUs none has more ([`Listing::others_may_have_more`]).
+    /// `None` (a state `read` finds missing, one past the table, an empty
+    /// table): list this CPU's directory instead.
+    pub fn read_as<T>(
+        &self,
+        first: &Listing,
+        read: impl FnMut(u32) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let last = *first.indices.last()?;
+        let values = first
+            .indices
+            .iter()
+            .copied()
+            .map(read)
+            .collect::<Option<Vec<T>>>()?;
+        let more = first.others_may_have_more() && self.has(last + 1);
+        (!more).then_some(values)
+    }
+
     /// Whether state `index` exists.
     pub fn has(&self, index: u32) -> bool {
         let (h, rel) = self.beneath_handle(format_args!("state{index}"));

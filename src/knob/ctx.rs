@@ -152,8 +152,7 @@ impl<'r> HostCtx<'r> {
         first: &Listing,
     ) -> Option<Vec<CpuIdle>> {
         const DRIVER_LEVEL: &[&str] = &["name", "desc", "latency", "residency"];
-        let planning = self.pending.read().map_or(true, |p| !p.is_empty());
-        if !DRIVER_LEVEL.contains(&attr) || first.others_may_have_more() || planning {
+        if !DRIVER_LEVEL.contains(&attr) || first.others_may_have_more() || self.planning() {
             return None;
         }
         let (cpus, &last) = (cpus?, first.indices.last()?);
@@ -177,20 +176,16 @@ impl<'r> HostCtx<'r> {
         }))
     }
 
-    /// [`HostCtx::idle_attr`] of one CPU, read beneath the CPU directory.
-    /// The kernel numbers a CPU's states from 0 without gaps (cpuidle/sysfs.c
-    /// `cpuidle_add_state_sysfs`), so a CPU that has the first CPU's states
-    /// and none after them has exactly those, and with one idle driver for
-    /// all CPUs none has more ([`Listing::others_may_have_more`]): its
-    /// directory is listed only when it differs (as inventory's idle reader does).
+    /// [`HostCtx::idle_attr`] of one CPU, read beneath the CPU directory: as
+    /// the first CPU's table where it has it ([`CpuIdleDir::read_as`]; a
+    /// state without the attribute ends that), else by its own listing.
     fn cpu_idle_attr(
         &self,
         cpus: Option<&DirHandle>,
         cpu: u32,
         attr: &str,
-        listing: &Listing,
+        first: &Listing,
     ) -> Vec<(u32, Option<String>)> {
-        let first = &listing.indices;
         let dir = match cpus {
             Some(cpus) => CpuIdleDir::beneath(cpus, cpu),
             None => match CpuIdleDir::open(self.root, cpu) {
@@ -200,8 +195,9 @@ impl<'r> HostCtx<'r> {
         };
         let read = |index: u32| {
             // The path is spelled only when a plan has assumed writes.
-            let pending = self.pending.read().ok().filter(|p| !p.is_empty());
-            if let Some(v) = pending.and_then(|p| p.get(&dir.path(index, attr)).cloned()) {
+            if self.planning()
+                && let Some(v) = self.pending_value(&dir.path(index, attr))
+            {
                 return ReadValue::Value(v);
             }
             match dir.read(index, attr) {
@@ -215,27 +211,23 @@ impl<'r> HostCtx<'r> {
             ReadValue::Unreadable(_) => Some((index, None)),
             ReadValue::Absent => None,
         };
-        if let Some(last) = first.last() {
-            // Up to the first state without the attribute (a CPU without
-            // cpuidle, a smaller table): that CPU's directory is listed.
-            let mut values = Vec::with_capacity(first.len());
-            for &i in first {
-                match read(i) {
-                    ReadValue::Absent => break,
-                    v => values.push((i, v)),
-                }
+        let as_first = dir.read_as(first, |i| match read(i) {
+            ReadValue::Absent => None,
+            v => Some((i, v)),
+        });
+        let values = match as_first {
+            Some(values) => values,
+            None => {
+                let indices = dir.indices().unwrap_or_default();
+                indices.into_iter().map(|i| (i, read(i))).collect()
             }
-            let more = listing.others_may_have_more() && dir.has(last + 1);
-            if values.len() == first.len() && !more {
-                return values.into_iter().filter_map(entry).collect();
-            }
-        }
-        let indices = dir.indices().unwrap_or_default();
-        indices
-            .into_iter()
-            .map(|i| (i, read(i)))
-            .filter_map(entry)
-            .collect()
+        };
+        values.into_iter().filter_map(entry).collect()
+    }
+
+    /// Whether this plan has assumed writes ([`HostCtx::assume_written`]).
+    fn planning(&self) -> bool {
+        self.pending.read().is_ok_and(|p| !p.is_empty())
     }
 
     fn pending_value(&self, path: &str) -> Option<String> {
@@ -274,8 +266,7 @@ impl<'r> HostCtx<'r> {
     /// (the driver and the governor list once for all policies), or once in
     /// all for a [`HostCtx::read_only`] context.
     pub fn policies(&self) -> Vec<PolicyInfo> {
-        let planning = self.pending.read().is_ok_and(|p| !p.is_empty());
-        if self.read_only && !planning {
+        if self.read_only && !self.planning() {
             return self
                 .policy_values
                 .get_or_init(|| self.read_policies())
