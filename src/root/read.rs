@@ -107,49 +107,23 @@ impl Root {
     }
 }
 
-/// The names in an open directory but `.` and `..`, by `getdents64` itself:
-/// `fdopendir` (nix's `Dir`) adds an `fstat` and two `fcntl`s per directory.
+/// The names in an open directory but `.` and `..`, by `getdents64`
+/// (rustix's `RawDir`): `fdopendir` (nix's `Dir`) adds an `fstat` and two
+/// `fcntl`s per directory.
 fn entry_names(fd: &std::os::fd::OwnedFd) -> io::Result<Vec<String>> {
-    // struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2),
-    // d_type (1), then the NUL-terminated name; records are 8-byte aligned.
-    const NAME: usize = 19;
     // Not zeroed (32 KiB per directory was a tenth of a live inventory's
     // instructions): only what the kernel wrote is read.
-    let mut buf: Vec<u64> = Vec::with_capacity(4096);
+    let mut buf = Box::<[u8]>::new_uninit_slice(32 * 1024);
+    let mut dir = rustix::fs::RawDir::new(fd, &mut buf);
     let mut names = Vec::new();
-    loop {
-        let len = buf.capacity() * 8;
-        // SAFETY: the kernel writes at most `len` bytes into `buf`'s capacity.
-        let n =
-            unsafe { libc::syscall(libc::SYS_getdents64, fd.as_raw_fd(), buf.as_mut_ptr(), len) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Ok(names);
-        }
-        // SAFETY: `getdents64` initialised the first `n` bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n as usize) };
-        let mut at = 0;
-        while at + NAME <= bytes.len() {
-            let reclen = u16::from_ne_bytes([bytes[at + 16], bytes[at + 17]]) as usize;
-            let Some(record) = bytes.get(at + NAME..at + reclen).filter(|_| reclen > NAME) else {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "bad directory record",
-                ));
-            };
-            let name = record.split(|&b| b == 0).next().unwrap_or_default();
-            if name != b"." && name != b".." {
-                names.push(String::from_utf8_lossy(name).into_owned());
-            }
-            at += reclen;
+    while let Some(entry) = dir.next() {
+        let entry = entry.map_err(io::Error::from)?;
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(String::from_utf8_lossy(name).into_owned());
         }
     }
+    Ok(names)
 }
 
 /// The most hostknob reads from one host file: a 4,096-CPU host's
