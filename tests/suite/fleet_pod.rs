@@ -43,16 +43,7 @@ fn shown(mounts: &[String], path: &str) -> bool {
 /// audit follows each reader to its end instead of stopping at an absent
 /// directory.
 fn fill(root: &Path) {
-    let src = repo().join("tests/corpus/boot/debian-grub");
-    for part in ["etc", "boot"] {
-        let st = std::process::Command::new("cp")
-            .arg("-a")
-            .arg(src.join(part))
-            .arg(root)
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
+    give_debian_grub(root);
     let udev =
         "ACTION==\"add\", SUBSYSTEM==\"cpu\", ATTR{cpufreq/scaling_governor}=\"powersave\"\n";
     let tmpfiles = "w /sys/kernel/mm/transparent_hugepage/enabled - - - - always\n";

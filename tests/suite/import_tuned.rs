@@ -95,16 +95,7 @@ fn read(p: &Path) -> String {
 
 /// Debian's GRUB files and irqbalance file, as isolate_plan gives them.
 fn give_debian_boot_and_irqbalance(root: &Path) {
-    let src = repo().join("tests/corpus/boot/debian-grub");
-    for part in ["etc", "boot"] {
-        let st = std::process::Command::new("cp")
-            .arg("-a")
-            .arg(src.join(part))
-            .arg(root)
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
+    give_debian_grub(root);
     write_files(
         root,
         &[("etc/default/irqbalance", "#IRQBALANCE_BANNED_CPULIST=\n")],

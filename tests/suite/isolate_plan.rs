@@ -115,16 +115,7 @@ const DEBIAN_IRQBALANCE: &str =
 
 /// Debian's GRUB files and irqbalance environment file, into a capture of `/sys`.
 fn give_debian_boot_and_irqbalance(root: &std::path::Path) {
-    let src = repo().join("tests/corpus/boot/debian-grub");
-    for part in ["etc", "boot"] {
-        let st = std::process::Command::new("cp")
-            .arg("-a")
-            .arg(src.join(part))
-            .arg(root)
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
+    give_debian_grub(root);
     write_files(root, &[("etc/default/irqbalance", DEBIAN_IRQBALANCE)]);
 }
 

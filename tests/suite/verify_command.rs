@@ -177,7 +177,7 @@ fn a_tiny_metric_prints_its_significant_digits_not_zeros() {
     let (t, root) = vm();
     let bench = ratio_bench(t.path(), &root, 0.00014, 0.00012, 0.0);
     let m = ratio_knob(&bench);
-    let o = table_verify(&root, m.path());
+    let o = table_verify(&root, m.path(), &[]);
     let table = out(&o);
     assert_eq!(o.status.code(), Some(0), "{table}{}", err(&o));
     for want in ["0.0001400 ratio", "0.0001200 ratio"] {
@@ -199,24 +199,7 @@ fn the_plot_of_a_ratio_metric_draws_its_values_on_its_own_axis() {
     let bench = ratio_bench(t.path(), &root, 0.0014, 0.0012, 1.0);
     let m = ratio_knob(&bench);
     let svg = t.path().join("v.svg");
-    let o = run(
-        &root,
-        m.path(),
-        &[
-            "--host",
-            "vm",
-            "verify",
-            "thp-never",
-            "--settle",
-            "1ms",
-            "--rounds",
-            "5",
-            "--seed",
-            "1",
-            "--plot",
-            svg.to_str().unwrap(),
-        ],
-    );
+    let o = table_verify(&root, m.path(), &["--plot", svg.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let text = std::fs::read_to_string(&svg).unwrap();
     let xml = roxmltree::Document::parse(&text).expect("the SVG parses as XML");
@@ -278,7 +261,7 @@ fn higher_is_better_is_compared_the_right_way_round() {
     assert!((g[0].as_f64().unwrap() - 1000.0).abs() < 0.5, "{g}");
     assert!((g[1].as_f64().unwrap() - 1300.0).abs() < 0.5, "{g}");
     // A person reads the values in the unit.
-    let o = table_verify(&root, m.path());
+    let o = table_verify(&root, m.path(), &[]);
     let table = out(&o);
     assert!(
         table.contains("1300 ops/s") && table.contains("higher is better"),
@@ -287,24 +270,27 @@ fn higher_is_better_is_compared_the_right_way_round() {
     assert!(table.contains("energy not exposed"), "{table}");
 }
 
-/// `verify thp-never` as a person runs it (the table), 5 rounds, seed 1.
-fn table_verify(root: &std::path::Path, m: &std::path::Path) -> std::process::Output {
-    run(
-        root,
-        m,
-        &[
-            "--host",
-            "vm",
-            "verify",
-            "thp-never",
-            "--settle",
-            "1ms",
-            "--rounds",
-            "5",
-            "--seed",
-            "1",
-        ],
-    )
+/// `verify thp-never` as a person runs it (the table), 5 rounds, seed 1,
+/// and `extra` options.
+fn table_verify(
+    root: &std::path::Path,
+    m: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec![
+        "--host",
+        "vm",
+        "verify",
+        "thp-never",
+        "--settle",
+        "1ms",
+        "--rounds",
+        "5",
+        "--seed",
+        "1",
+    ];
+    args.extend(extra);
+    run(root, m, &args)
 }
 
 #[test]
@@ -312,7 +298,7 @@ fn a_command_leg_table_names_the_metric_and_labels_the_spread_across_runs() {
     let (t, root) = vm();
     let bench = fake(t.path(), &root, 1.3, 5);
     let m = knob(&probe_yaml(&bench, ""));
-    let o = table_verify(&root, m.path());
+    let o = table_verify(&root, m.path(), &[]);
     let table = out(&o);
     // The header names the metric as the user knows it, and what the columns are.
     assert!(

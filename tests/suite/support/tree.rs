@@ -127,3 +127,18 @@ pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
         std::fs::write(&p, text).unwrap();
     }
 }
+
+/// Debian's GRUB layout (`tests/corpus/boot/debian-grub`: `/etc/default/grub`,
+/// `/boot/grub/grub.cfg`) copied into `root`, as `cp -a` keeps it.
+pub fn give_debian_grub(root: &Path) {
+    let src = super::repo().join("tests/corpus/boot/debian-grub");
+    for part in ["etc", "boot"] {
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(src.join(part))
+            .arg(root)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+}
