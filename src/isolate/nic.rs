@@ -13,6 +13,7 @@ use crate::cpulist::CpuList;
 use crate::inventory::Interface;
 use crate::knob::irq_affinity::{Unmovable, unmovable};
 use crate::knob::rules::irq::{is_nic_queue, queue_glob};
+use crate::manifest::slug;
 use crate::root::Root;
 
 /// One physical interface as the fragment sees it.
@@ -210,14 +211,4 @@ fn irq_spec(nics: &Nics, globs: &[String], iso: &CpuList, hk: &CpuList) -> Spec 
 /// `1 rx queue`, `16 rx queues`.
 fn queues(n: usize, dir: &str) -> String {
     format!("{n} {dir} queue{}", if n == 1 { "" } else { "s" })
-}
-
-/// An interface name in a knob id's letters (lower case, digits, `-`).
-fn slug(name: &str) -> String {
-    name.chars()
-        .map(|c| match c.to_ascii_lowercase() {
-            c @ ('a'..='z' | '0'..='9') => c,
-            _ => '-',
-        })
-        .collect()
 }

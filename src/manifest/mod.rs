@@ -16,6 +16,7 @@ pub mod overrides;
 pub mod profile;
 pub mod profile_list;
 mod read;
+pub use read::slug;
 pub mod revision;
 pub mod variant;
 pub mod when;

@@ -57,17 +57,7 @@ pub fn s(v: &str) -> Value {
     Value::String(v.to_string())
 }
 
-pub fn slug(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
+pub use crate::manifest::slug;
 
 impl Out {
     pub fn fate(&mut self, o: &Opt, f: Fate) {
