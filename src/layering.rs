@@ -217,6 +217,29 @@ fn no_import_circle_between_top_level_modules() {
     );
 }
 
+/// What `peers/` (what other tools on the host do) must not ask: it sits
+/// below the commands and the engines that ask it.
+const ABOVE_PEERS: &[&str] = &[
+    "apply", "audit", "cli", "commands", "doc", "import", "isolate", "knob", "main", "persist",
+    "probe", "report", "verify",
+];
+
+#[test]
+fn peers_ask_no_one_above_them() {
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for s in sources().iter().filter(|s| s.top == "peers") {
+        seen += 1;
+        for r in crate_refs(&s.code) {
+            if ABOVE_PEERS.contains(&r.as_str()) {
+                wrong.push(format!("{}: names crate::{r}", s.rel));
+            }
+        }
+    }
+    assert!(seen >= 5, "the scan found {seen} files under peers/");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn the_library_does_not_know_the_command_line() {
     let mut wrong = Vec::new();
@@ -333,4 +356,203 @@ fn the_scanner_sees_through_literals() {
             .map(String::from)
             .collect()
     );
+}
+
+/// A file's module path: `apply/plan.rs` is `apply::plan`, `knob/mod.rs` is `knob`.
+fn module_path(rel: &str) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(String::from)
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Every path a file names from the crate root: `crate::a::b`, `super::c`
+/// and `self::d` (resolved against the file's module and the inline `mod`
+/// blocks around them), with `use` groups expanded.
+fn file_refs(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let c: Vec<char> = code.chars().collect();
+    let is_ident = |ch: char| ch.is_ascii_alphanumeric() || ch == '_';
+    // The inline modules (`mod tests {`) open at each brace depth.
+    let mut braces: Vec<Option<String>> = Vec::new();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        let at_word = i == 0 || !is_ident(c[i - 1]);
+        let rest: String = c[i..(i + 7).min(c.len())].iter().collect();
+        match c[i] {
+            '{' => {
+                let before: String = c[i.saturating_sub(80)..i].iter().collect();
+                let words: Vec<&str> = before.split_whitespace().rev().take(2).collect();
+                let inline = (words.len() == 2 && words[1] == "mod").then(|| words[0].to_string());
+                braces.push(inline);
+                i += 1;
+            }
+            '}' => {
+                braces.pop();
+                i += 1;
+            }
+            _ if at_word
+                && (rest.starts_with("crate::")
+                    || rest.starts_with("super::")
+                    || rest.starts_with("self::")) =>
+            {
+                let mut base: Vec<String> = module.to_vec();
+                base.extend(braces.iter().flatten().cloned());
+                let (head, len) = match &rest {
+                    r if r.starts_with("crate::") => (Vec::new(), 7),
+                    r if r.starts_with("super::") => {
+                        base.pop();
+                        (base, 7)
+                    }
+                    _ => (base, 6),
+                };
+                let mut head = head;
+                let mut len = len;
+                while c[i + len..].starts_with(&['s', 'u', 'p', 'e', 'r', ':', ':']) {
+                    head.pop();
+                    len += 7;
+                }
+                let (paths, used) = use_tree(&c[i + len..]);
+                for p in paths {
+                    let mut full = head.clone();
+                    full.extend(p.into_iter().filter(|s| s != "self"));
+                    out.push(full);
+                }
+                i += len + used.max(1);
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// The paths of a `use` tree (`a::{b, c::{d}}` gives a::b and a::c::d; a
+/// path in code, `a::b::f(x)`, gives a::b::f), and the characters read.
+fn use_tree(c: &[char]) -> (Vec<Vec<String>>, usize) {
+    let mut i = 0;
+    let mut prefix = Vec::new();
+    loop {
+        while i < c.len() && c[i].is_whitespace() {
+            i += 1;
+        }
+        if i < c.len() && c[i] == '{' {
+            i += 1;
+            let mut out = Vec::new();
+            loop {
+                while i < c.len() && (c[i].is_whitespace() || c[i] == ',') {
+                    i += 1;
+                }
+                if i >= c.len() || c[i] == '}' {
+                    return (out, i + 1);
+                }
+                let (paths, used) = use_tree(&c[i..]);
+                for p in paths {
+                    let mut full = prefix.clone();
+                    full.extend(p);
+                    out.push(full);
+                }
+                i += used.max(1);
+            }
+        }
+        let start = i;
+        while i < c.len() && (c[i].is_ascii_alphanumeric() || c[i] == '_') {
+            i += 1;
+        }
+        if i > start {
+            prefix.push(c[start..i].iter().collect());
+        }
+        if c[i..].starts_with(&[':', ':']) {
+            i += 2;
+        } else {
+            return (vec![prefix], i);
+        }
+    }
+}
+
+#[test]
+fn no_import_circle_between_files() {
+    let files = sources();
+    let by_module: BTreeMap<Vec<String>, String> = files
+        .iter()
+        .map(|s| (module_path(&s.rel), s.rel.clone()))
+        .collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for s in &files {
+        let own = module_path(&s.rel);
+        for path in file_refs(&s.code, &own) {
+            // The deepest file the path names (`crate::knob::rules::irq::queue_glob` is knob/rules/irq.rs).
+            let Some(to) = (1..=path.len())
+                .rev()
+                .find_map(|n| by_module.get(&path[..n]))
+            else {
+                continue;
+            };
+            let target = module_path(to);
+            // A module's front names its own files (`pub use ctx::HostCtx`): not an import back.
+            if to != &s.rel && !target.starts_with(&own) {
+                edges.entry(s.rel.clone()).or_default().insert(to.clone());
+            }
+        }
+    }
+    let mut circles = Vec::new();
+    fn visit(
+        m: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        circles: &mut Vec<String>,
+    ) {
+        if let Some(at) = path.iter().position(|p| p == m) {
+            circles.push(format!("{} -> {m}", path[at..].join(" -> ")));
+            return;
+        }
+        if done.contains(m) {
+            return;
+        }
+        path.push(m.to_string());
+        for n in edges.get(m).into_iter().flatten() {
+            visit(n, edges, path, done, circles);
+        }
+        path.pop();
+        done.insert(m.to_string());
+    }
+    let mut done = BTreeSet::new();
+    for m in edges.keys() {
+        visit(m, &edges, &mut Vec::new(), &mut done, &mut circles);
+    }
+    assert!(
+        edges
+            .get("apply/requeue.rs")
+            .is_some_and(|e| e.contains("journal.rs")),
+        "the scan found requeue's imports: {:?}",
+        edges.get("apply/requeue.rs")
+    );
+    assert!(
+        circles.is_empty(),
+        "import circles between files:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn use_trees_expand() {
+    let c: Vec<char> = "a::{b, c::{d, self}}, x".chars().collect();
+    let (paths, _) = use_tree(&c);
+    let flat: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(flat, ["a::b", "a::c::d", "a::c::self"]);
+    let module = vec!["probe".to_string(), "noise".to_string()];
+    let refs = file_refs(
+        "use super::noise_attrib::{Attr};\nmod tests { use super::Spin; }",
+        &module,
+    );
+    let flat: Vec<String> = refs.iter().map(|p| p.join("::")).collect();
+    assert_eq!(flat, ["probe::noise_attrib::Attr", "probe::noise::Spin"]);
 }

@@ -41,6 +41,20 @@ pub fn host_arg(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// `text` in a knob id's letters: lower case, digits, one `-` for each run of
+/// anything else, none at either end (`Ens1f0.100` -> `ens1f0-100`).
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::check;

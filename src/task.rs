@@ -12,6 +12,20 @@ use std::io;
 use crate::cpulist::CpuList;
 use crate::root::{Root, is_absent};
 
+/// A thread name pattern, or why the `regex` crate refuses it, in one line
+/// (the crate's message draws a caret under the pattern; its last line says why).
+pub fn name_pattern(p: &str) -> Result<regex::Regex, String> {
+    regex::Regex::new(p).map_err(|e| {
+        let text = e.to_string();
+        let why = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or(&text);
+        why.trim_start_matches("error: ").to_string()
+    })
+}
+
 /// `include/linux/sched.h`: the thread's affinity is fixed by the kernel
 /// (per-CPU kernel threads); `sched_setaffinity` answers EINVAL.
 pub const PF_NO_SETAFFINITY: u64 = 0x0400_0000;

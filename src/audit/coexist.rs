@@ -1,7 +1,7 @@
 //! tuned beside hostknob: what tuned's active profile sets, file by file, so
 //! that audit can say per knob whether tuned agrees or fights, and apply can
 //! refuse to fight it. The profile is read and translated in memory by
-//! `import::tuned` (the same reading `hostknob import tuned` does), each
+//! `peers::tuned` (the same reading `hostknob import tuned` does), each
 //! translated setting surveyed as a knob of its kind: its files and values
 //! are the kind's own, compared in the kind's words.
 
@@ -9,9 +9,13 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::import::tuned::{facts, ini::Opt, load, translate};
 use crate::knob::{HostCtx, KindName, Service, Target};
 use crate::manifest::Knob;
+use crate::peers::tuned::{
+    self,
+    ini::Opt,
+    out::{KnobOut, s},
+};
 use crate::schema::Persistence;
 
 /// tuned as found running or enabled (as `competing_managers` decides).
@@ -69,29 +73,10 @@ struct Setting {
 pub struct ActiveTuned {
     pub state: TunedState,
     settings: Vec<Setting>,
-    /// tuned-main.conf `reapply_sysctl` (default 1, tuned/consts.py): after
-    /// the profile's sysctls, tuned writes /run/sysctl.d, /etc/sysctl.d and
-    /// /etc/sysctl.conf again (plugin_sysctl.py `_apply_system_sysctl`).
+    /// `peers::tuned::reapply_sysctl`.
     reapply_sysctl: bool,
-    /// Where tuned writes `CPUAffinity=`: tuned >= 2.28 a drop-in
-    /// (system.conf.d/00-tuned.conf, commit a8a9d38), before it system.conf.
+    /// `peers::tuned::systemd_file`.
     systemd_file: String,
-}
-
-const TUNED_DROPIN: &str = "/etc/systemd/system.conf.d/00-tuned.conf";
-
-/// tuned-main.conf's `reapply_sysctl`, read with tuned's get_bool.
-fn reapply_sysctl(host: &HostCtx) -> bool {
-    let text = host.text("/etc/tuned/tuned-main.conf").unwrap_or_default();
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .rfind(|(k, _)| k.trim() == "reapply_sysctl")
-        .is_none_or(|(_, v)| {
-            !matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "0" | "false" | "no" | "n" | "off"
-            )
-        })
 }
 
 impl Setting {
@@ -118,9 +103,7 @@ impl ActiveTuned {
         let (_, evidence) = super::managers::detect_services(host, &wanted)
             .into_iter()
             .next()?;
-        let profile = host
-            .text("/etc/tuned/active_profile")
-            .filter(|p| !p.is_empty());
+        let profile = tuned::active_profile(host.root);
         // detect_services names the profile too; it has its own field here.
         let evidence = match evidence.split_once("; profile ") {
             Some((e, _)) => e.to_string(),
@@ -133,11 +116,8 @@ impl ActiveTuned {
                 unreadable: None,
             },
             settings: Vec::new(),
-            reapply_sysctl: reapply_sysctl(host),
-            systemd_file: match host.root.exists(TUNED_DROPIN) {
-                true => TUNED_DROPIN.into(),
-                false => "/etc/systemd/system.conf".into(),
-            },
+            reapply_sysctl: tuned::reapply_sysctl(host.root),
+            systemd_file: tuned::systemd_file(host.root),
         };
         if let Some(p) = profile
             && let Err(e) = out.load(host, &p)
@@ -149,15 +129,9 @@ impl ActiveTuned {
     }
 
     fn load(&mut self, host: &HostCtx, names: &str) -> anyhow::Result<()> {
-        let src = crate::import::tuned::source(host.root, None)?;
-        let facts = facts::read(host.root);
-        for name in names.split_whitespace() {
-            let p = load::load(&src, name)?;
-            let out = translate::translate(host.root, &p, &facts)?;
-            for k in out.knobs {
-                if let Some(s) = setting(host, name, k) {
-                    self.settings.push(s);
-                }
+        for (name, k) in tuned::writes(host.root, names)? {
+            if let Some(s) = setting(host, &name, k) {
+                self.settings.push(s);
             }
         }
         Ok(())
@@ -264,22 +238,22 @@ impl ActiveTuned {
 
 /// A translated setting surveyed as a knob of its kind; `None` when its kind
 /// does not build or survey here (then it sets no file hostknob knows).
-fn setting(host: &HostCtx, profile: &str, k: translate::KnobOut) -> Option<Setting> {
+fn setting(host: &HostCtx, profile: &str, k: KnobOut) -> Option<Setting> {
     let kind = KindName::parse(k.kind)?;
     let mut doc = serde_yaml::Mapping::new();
     let mut put = |key: &str, v: serde_yaml::Value| {
         doc.insert(serde_yaml::Value::String(key.into()), v);
     };
-    put("id", translate::s(&k.id));
-    put("title", translate::s(&k.id));
-    put("kind", translate::s(k.kind));
+    put("id", s(&k.id));
+    put("title", s(&k.id));
+    put("kind", s(k.kind));
     if let Some(t) = k.target {
         put("target", t);
     }
     put("set", k.set);
-    put("hosts", translate::s("*"));
-    put("persistence", translate::s(k.persistence));
-    put("why", translate::s("tuned"));
+    put("hosts", s("*"));
+    put("persistence", s(k.persistence));
+    put("why", s("tuned"));
     let text = serde_yaml::to_string(&serde_yaml::Value::Mapping(doc)).ok()?;
     let spec = crate::knob::build(kind, &text).ok()?;
     let targets = spec.survey(host).ok()?.targets;

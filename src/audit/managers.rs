@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::cpulist::CpuList;
 use crate::knob::{HostCtx, KindName, Service, Target};
 use crate::manifest::Knob;
+use crate::peers::irqbalance::{self, Ban};
 use crate::persist::{BootConfig, ConfLine};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -22,14 +23,7 @@ pub struct HostConfig {
     boot: BootConfig,
     services: Vec<(Service, String)>,
     /// irqbalance's banned CPUs as configured (file:line), and the online CPUs.
-    irqbalance: Option<IrqbalanceBan>,
-}
-
-/// What irqbalance is told to leave alone, for the irq-affinity knobs.
-struct IrqbalanceBan {
-    banned: CpuList,
-    source: String,
-    online: CpuList,
+    irqbalance: Option<Ban>,
 }
 
 impl HostConfig {
@@ -47,7 +41,7 @@ impl HostConfig {
             c.services = detect_services(host, services);
         }
         if c.services.iter().any(|(s, _)| *s == Service::Irqbalance) {
-            c.irqbalance = Some(irqbalance_ban(host));
+            c.irqbalance = Some(irqbalance::ban(host.root, host.online()));
         }
         c
     }
@@ -62,12 +56,7 @@ pub(super) fn detect_services(
     host: &HostCtx,
     wanted: &BTreeSet<Service>,
 ) -> Vec<(Service, String)> {
-    let wants: Vec<String> = host
-        .list("/etc/systemd/system")
-        .into_iter()
-        .filter(|n| n.ends_with(".wants"))
-        .map(|n| format!("/etc/systemd/system/{n}"))
-        .collect();
+    let wants = crate::peers::systemd::Wants::read(host.root);
     let mut out = Vec::new();
     for &s in wanted {
         let mut evidence = Vec::new();
@@ -82,12 +71,8 @@ pub(super) fn detect_services(
                 evidence.push(format!("running (PID {})", pids.join(", ")));
             }
         }
-        for w in &wants {
-            let link = format!("{w}/{}", s.unit());
-            // The link is the fact; its target may be missing from a capture.
-            if host.root.read_link(&link).is_ok() || host.root.exists(&link) {
-                evidence.push(format!("enabled ({link})"));
-            }
+        for link in wants.links(host.root, s.unit()) {
+            evidence.push(format!("enabled ({link})"));
         }
         if s == Service::Tuned
             && !evidence.is_empty()
@@ -102,70 +87,10 @@ pub(super) fn detect_services(
     out
 }
 
-/// irqbalance's banned CPUs as it decides them (irqbalance 1.9 cputree.c
-/// `setup_banned_cpus`): a non-empty `IRQBALANCE_BANNED_CPUS` mask first,
-/// else `IRQBALANCE_BANNED_CPULIST` when set (even empty), else the
-/// kernel's isolated and nohz_full CPUs, which it then bans itself.
-fn irqbalance_ban(host: &HostCtx) -> IrqbalanceBan {
-    use crate::knob::irqbalance::{FILES, VAR, assignment, assignment_of};
-    const MASK: &str = "IRQBALANCE_BANNED_CPUS";
-    let online = host.online().clone();
-    let found = |banned: CpuList, source: String| IrqbalanceBan {
-        banned,
-        source,
-        online: online.clone(),
-    };
-    let mut unset = format!("neither {} exists", FILES.join(" nor "));
-    if let Some((f, text)) = FILES
-        .iter()
-        .find_map(|f| host.root.read_string(f).ok().map(|t| (f, t)))
-    {
-        if let Some((line, v)) = assignment_of(&text, MASK).filter(|(_, v)| !v.is_empty()) {
-            return found(
-                CpuList::parse_mask(&v).unwrap_or_default(),
-                format!(
-                    "{MASK}={v:?} at {f}:{}, a mask irqbalance reads before {VAR}",
-                    line + 1
-                ),
-            );
-        }
-        if let Some((line, v)) = assignment(&text) {
-            return found(
-                CpuList::parse(&v).unwrap_or_default(),
-                format!("{VAR}={v:?} at {f}:{}", line + 1),
-            );
-        }
-        unset = format!("{f} sets neither {MASK} nor {VAR}");
-    }
-    let list = |p: &str| {
-        host.text(p)
-            .and_then(|t| CpuList::parse(t.trim()).ok())
-            .unwrap_or_default()
-    };
-    let (iso, nohz) = (
-        list("/sys/devices/system/cpu/isolated"),
-        list("/sys/devices/system/cpu/nohz_full"),
-    );
-    let banned: CpuList = iso
-        .as_slice()
-        .iter()
-        .chain(nohz.as_slice())
-        .copied()
-        .collect::<std::collections::BTreeSet<u32>>()
-        .into_iter()
-        .collect();
-    found(
-        banned,
-        format!(
-            "{unset}, so irqbalance bans the kernel's isolated CPUs ({iso}) and nohz_full CPUs ({nohz}) itself"
-        ),
-    )
-}
-
 /// Whether irqbalance's banned list keeps it off the CPUs an irq-affinity
 /// knob keeps IRQs off (every online CPU outside its `set`): otherwise it
 /// moves them back within 10 s (its default `--interval`).
-fn irqbalance_coverage(knob: &Knob, ban: &IrqbalanceBan) -> String {
+fn irqbalance_coverage(knob: &Knob, ban: &Ban) -> String {
     let Ok(set) = CpuList::parse(&knob.spec.desired()) else {
         return String::new();
     };

@@ -202,7 +202,7 @@ pub fn evaluate(
     let boot = host.boot_time();
     let facts = Facts::new(host.root);
     let tuned = coexist::ActiveTuned::read(host);
-    let notes = saptune::Notes::read(host);
+    let notes = crate::peers::saptune::Notes::read(host.root);
     let mut knobs = Vec::new();
     let mut concerns = Vec::new();
     for knob in chosen {
@@ -228,7 +228,7 @@ pub fn evaluate(
         let by_tuned = tuned
             .as_ref()
             .and_then(|t| t.setting(knob, &survey.targets));
-        let by_notes = notes.settings(knob, &survey.targets);
+        let by_notes = saptune::settings(&notes, knob, &survey.targets);
         concerns.push(unseen::concerns(knob, &survey.targets));
         let mut k = report_knob(knob, survey, host, &config, &ledger, boot);
         k.conditions = conditions.results;

@@ -9,13 +9,13 @@ pub fn run(args: &ImportArgs) -> Result<i32> {
     let ImportTool::Tuned = args.tool;
     let root = Root::open(&args.root.root)?;
     if args.list {
-        let found = tuned::list(&root, args.from.as_deref())?;
+        let found = crate::peers::tuned::list(&root, args.from.as_deref())?;
         if found.is_empty() {
             bail!(
                 "no tuned profiles found (looked for NAME/tuned.conf in {}); give --from DIR",
                 match &args.from {
                     Some(d) => d.display().to_string(),
-                    None => tuned::load::LOAD_DIRECTORIES.join(", "),
+                    None => crate::peers::tuned::load::LOAD_DIRECTORIES.join(", "),
                 }
             );
         }
@@ -45,8 +45,8 @@ pub fn run(args: &ImportArgs) -> Result<i32> {
         imp.profile,
         imp.files.join(", "),
         out.display(),
-        tuned::translate::slug(&imp.profile),
-        tuned::translate::slug(&imp.profile),
+        crate::name::slug(&imp.profile),
+        crate::name::slug(&imp.profile),
         imp.imported,
         imp.total,
         imp.total - imp.imported

@@ -8,14 +8,8 @@
 use serde::Deserialize;
 
 use super::{FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target, WriteMode, check_name};
+use crate::peers::systemd;
 use crate::schema::Persistence;
-
-pub(super) const UNIT_DIRS: [&str; 4] = [
-    "/etc/systemd/system",
-    "/run/systemd/system",
-    "/usr/lib/systemd/system",
-    "/lib/systemd/system",
-];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,19 +152,6 @@ fn apply_unit_text(text: &str, variable: &str, env: &mut Option<String>, files: 
     }
 }
 
-/// systemd.unit(5): a unit's drop-ins come from `service.d/` (every
-/// service), then each dash prefix of its name (`rpc-.service.d/` for
-/// `rpc-node.service`), then its own `rpc-node.service.d/`: least specific first.
-pub(super) fn dropin_dirs(service: &str) -> Vec<String> {
-    let stem = service.strip_suffix(".service").unwrap_or(service);
-    let mut dirs = vec!["service.d".to_string()];
-    for (i, _) in stem.match_indices('-') {
-        dirs.push(format!("{}-.service.d", &stem[..i]));
-    }
-    dirs.push(format!("{service}.d"));
-    dirs
-}
-
 /// The variable's value in an environment file (`KEY=VALUE` lines, `#` and
 /// `;` comments, optional quotes), the last assignment winning.
 fn env_file_value(text: &str, variable: &str) -> Option<String> {
@@ -262,31 +243,15 @@ impl Allocator {
         let mut env = None;
         let mut files = Vec::new();
         let mut found = false;
-        if let Some(dir) = UNIT_DIRS
-            .iter()
-            .find(|d| host.root.exists(&format!("{d}/{}", self.service)))
-        {
+        if let Some(path) = systemd::unit_file(host.root, &self.service) {
             found = true;
-            if let Some(text) = host.text(&format!("{dir}/{}", self.service)) {
+            if let Some(text) = host.text(&path) {
                 apply_unit_text(&text, &self.variable, &mut env, &mut files);
             }
         }
-        let mut dropins: std::collections::BTreeMap<String, String> = Default::default();
-        // Most specific first, so that of two files with one name the unit's
-        // own directory, then the longer prefix, then /etc over /run and /usr wins.
-        for d in dropin_dirs(&self.service).iter().rev() {
-            for dir in UNIT_DIRS {
-                let d = format!("{dir}/{d}");
-                for name in host.list(&d) {
-                    if name.ends_with(".conf") {
-                        dropins.entry(name.clone()).or_insert(format!("{d}/{name}"));
-                    }
-                }
-            }
-        }
-        for path in dropins.values() {
+        for path in systemd::dropins(host.root, &self.service) {
             found = true;
-            if let Some(text) = host.text(path) {
+            if let Some(text) = host.text(&path) {
                 apply_unit_text(&text, &self.variable, &mut env, &mut files);
             }
         }
@@ -486,20 +451,6 @@ mod tests {
         );
         assert_eq!(env, None);
         assert_eq!(env_words("'A=1 2' B=3"), vec!["A=1 2", "B=3"]);
-    }
-
-    #[test]
-    fn dropin_directories_run_from_every_service_to_the_unit() {
-        assert_eq!(
-            dropin_dirs("rpc-node-a.service"),
-            [
-                "service.d",
-                "rpc-.service.d",
-                "rpc-node-.service.d",
-                "rpc-node-a.service.d"
-            ]
-        );
-        assert_eq!(dropin_dirs("sshd.service"), ["service.d", "sshd.service.d"]);
     }
 
     #[test]

@@ -11,11 +11,8 @@ use serde::Deserialize;
 use super::boot::BootValue;
 use super::{FieldError, HostCtx, KindName, KnobKind, ReadValue, Service, Spec, Survey, Target};
 use crate::cpulist::CpuList;
+use crate::peers::irqbalance::{FILES, VAR, assignment, assignment_of, banned, continued_line};
 use crate::schema::{Persistence, Scalar};
-
-/// Where distributions keep irqbalance's environment, in the order looked for.
-pub const FILES: [&str; 2] = ["/etc/default/irqbalance", "/etc/sysconfig/irqbalance"];
-pub const VAR: &str = "IRQBALANCE_BANNED_CPULIST";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,51 +40,6 @@ impl Spec for Irqbalance {
                 format!("{text:?} is not a CPU list ({e}); give CPUs such as 4-11"),
             )),
         }
-    }
-}
-
-/// The file's active assignment: its line index and value (quotes removed).
-pub fn assignment(text: &str) -> Option<(usize, String)> {
-    assignment_of(text, VAR)
-}
-
-/// The last assignment of `var` (line index, unquoted value).
-pub fn assignment_of(text: &str, var: &str) -> Option<(usize, String)> {
-    // No vector of lines: a file of many short lines would cost 16 bytes each.
-    text.lines().enumerate().filter_map(|(i, l)| {
-        let rest = l.trim_start().strip_prefix("export ").unwrap_or(l.trim_start());
-        let v = rest.strip_prefix(var)?.strip_prefix('=')?;
-        let v = v.trim();
-        let v = v
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-            .unwrap_or(v);
-        Some((i, v.to_string()))
-    })
-    .last()
-}
-
-/// The first line (1-based) that ends in an unescaped backslash: systemd's
-/// `EnvironmentFile=` joins it with the next (systemd.exec(5), "Lines ending
-/// in a backslash are concatenated"; comments too, src/basic/env-file.c), so
-/// rewriting one line could cut a continued value.
-pub fn continued_line(text: &str) -> Option<usize> {
-    text.lines()
-        .position(|l| {
-            let l = l.strip_suffix('\r').unwrap_or(l);
-            (l.len() - l.trim_end_matches('\\').len()) % 2 == 1
-        })
-        .map(|i| i + 1)
-}
-
-/// The banned CPUs a file configures, in CPU-list words (`unset` when none).
-pub fn banned(text: &str) -> String {
-    match assignment(text) {
-        None => "unset".into(),
-        Some((_, v)) => CpuList::parse(&v)
-            .map(|l| l.to_string())
-            .unwrap_or(v),
     }
 }
 

@@ -19,21 +19,12 @@
 
 use serde::Deserialize;
 
-use super::allocator::{UNIT_DIRS, dropin_dirs};
 use super::{FieldError, HostCtx, KindName, KnobKind, Service, Spec, Survey, Target, WriteMode};
 use crate::cpulist::CpuList;
+use crate::peers::systemd::{self, Configured, MANAGER_CONF, MANAGER_DIRS, apply_text};
 use crate::schema::{Persistence, Scalar};
 
-const MANAGER_CONF: &str = "/etc/systemd/system.conf";
 const OVERRIDE: &str = "the kernel command line (/proc/cmdline) sets systemd.cpu_affinity=";
-/// systemd-system.conf(5): drop-in directories, in priority order.
-const MANAGER_DIRS: [&str; 5] = [
-    "/etc/systemd/system.conf.d",
-    "/run/systemd/system.conf.d",
-    "/usr/local/lib/systemd/system.conf.d",
-    "/usr/lib/systemd/system.conf.d",
-    "/lib/systemd/system.conf.d",
-];
 const CGROUP: &str = "/sys/fs/cgroup";
 
 #[derive(Debug, Deserialize)]
@@ -69,73 +60,8 @@ pub struct SystemdCpuAffinity {
     pub id: String,
 }
 
-/// A configured value: the CPUs, and the last assignment's `file:line`.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Configured {
-    /// `None`: unset (or reset by an empty assignment).
-    cpus: Option<CpuList>,
-    /// A value that is no CPU list (kept as written).
-    unparsed: Option<String>,
-    at: Option<String>,
-}
-
-impl Configured {
-    fn words(&self) -> String {
-        match (&self.unparsed, &self.cpus) {
-            (Some(u), _) => u.clone(),
-            (None, Some(c)) => c.to_string(),
-            (None, None) => "(unset)".into(),
-        }
-    }
-}
-
-/// `0-3 8,9`: white space or commas between CPUs and ranges.
-fn parse_value(text: &str) -> Option<CpuList> {
-    let joined: Vec<&str> = text
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|s| !s.is_empty())
-        .collect();
-    CpuList::parse(&joined.join(",")).ok()
-}
-
-/// Applies one file's assignments of `key` in `section` to `conf`.
-fn apply_text(text: &str, file: &str, section: &str, key: &str, conf: &mut Configured) {
-    let mut inside = false;
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            inside = line == section;
-            continue;
-        }
-        if !inside || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        let Some((k, v)) = line.split_once('=') else {
-            continue;
-        };
-        if k.trim() != key {
-            continue;
-        }
-        let v = v.trim();
-        conf.at = Some(format!("{file}:{}", i + 1));
-        if v.is_empty() {
-            conf.cpus = None;
-            conf.unparsed = None;
-            continue;
-        }
-        match parse_value(v) {
-            Some(l) if conf.unparsed.is_none() => {
-                let mut all = conf.cpus.take().unwrap_or_default().as_slice().to_vec();
-                all.extend_from_slice(l.as_slice());
-                conf.cpus = Some(CpuList::new(all));
-            }
-            _ => conf.unparsed = Some(v.to_string()),
-        }
-    }
-}
-
 fn check_cpus(set: &Scalar) -> Result<CpuList, FieldError> {
-    match parse_value(&set.0) {
+    match systemd::parse_value(&set.0) {
         Some(l) if !l.is_empty() => Ok(l),
         Some(_) => Err(FieldError::new(
             "set",
@@ -246,46 +172,24 @@ impl SystemdCpuAffinity {
             if let Ok(text) = host.root.read_string(MANAGER_CONF) {
                 apply_text(&text, MANAGER_CONF, "[Manager]", key, &mut conf);
             }
-            // A name in an earlier directory hides the same name in later ones.
-            let mut files: std::collections::BTreeMap<String, String> = Default::default();
-            for dir in MANAGER_DIRS {
-                for name in host.list(dir).into_iter().filter(|n| n.ends_with(".conf")) {
-                    files.entry(name.clone()).or_insert(format!("{dir}/{name}"));
-                }
-            }
-            for path in files.values() {
-                if let Ok(text) = host.root.read_string(path) {
-                    apply_text(&text, path, "[Manager]", key, &mut conf);
+            for path in systemd::manager_dropins(host.root) {
+                if let Ok(text) = host.root.read_string(&path) {
+                    apply_text(&text, &path, "[Manager]", key, &mut conf);
                 }
             }
             return (true, conf);
         };
         let mut found = false;
-        if let Some(dir) = UNIT_DIRS
-            .iter()
-            .find(|d| host.root.exists(&format!("{d}/{unit}")))
-        {
+        if let Some(path) = systemd::unit_file(host.root, unit) {
             found = true;
-            let path = format!("{dir}/{unit}");
             if let Ok(text) = host.root.read_string(&path) {
                 apply_text(&text, &path, "[Service]", key, &mut conf);
             }
         }
-        let mut dropins: std::collections::BTreeMap<String, String> = Default::default();
-        for d in dropin_dirs(unit).iter().rev() {
-            for dir in UNIT_DIRS {
-                let d = format!("{dir}/{d}");
-                for name in host.list(&d) {
-                    if name.ends_with(".conf") {
-                        dropins.entry(name.clone()).or_insert(format!("{d}/{name}"));
-                    }
-                }
-            }
-        }
-        for path in dropins.values() {
+        for path in systemd::dropins(host.root, unit) {
             found = true;
-            if let Ok(text) = host.root.read_string(path) {
-                apply_text(&text, path, "[Service]", key, &mut conf);
+            if let Ok(text) = host.root.read_string(&path) {
+                apply_text(&text, &path, "[Service]", key, &mut conf);
             }
         }
         (found, conf)

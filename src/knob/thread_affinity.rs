@@ -38,19 +38,9 @@ fn patterns(field: &str, list: &[String]) -> Result<Vec<regex::Regex>, FieldErro
             if p.is_empty() {
                 return Err(FieldError::new(field, "an empty pattern matches every thread: leave it out"));
             }
-            compile(p).map_err(|why| FieldError::new(field, format!("{p:?} is not a regular expression: {why}")))
+            crate::task::name_pattern(p).map_err(|why| FieldError::new(field, format!("{p:?} is not a regular expression: {why}")))
         })
         .collect()
-}
-
-/// A thread name pattern, or why the `regex` crate refuses it, in one line
-/// (the crate's message draws a caret under the pattern; its last line says why).
-pub(crate) fn compile(p: &str) -> Result<regex::Regex, String> {
-    regex::Regex::new(p).map_err(|e| {
-        let text = e.to_string();
-        let why = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(&text);
-        why.trim_start_matches("error: ").to_string()
-    })
 }
 
 impl Spec for ThreadAffinity {

@@ -16,7 +16,7 @@ pub mod overrides;
 pub mod profile;
 pub mod profile_list;
 mod read;
-pub use read::slug;
+pub use crate::name::slug;
 pub mod revision;
 pub mod variant;
 pub mod when;

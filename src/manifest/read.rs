@@ -258,20 +258,6 @@ pub(super) fn check_id(id: &str) -> Result<(), String> {
     }
 }
 
-/// `text` in a knob id's letters: lower case, digits, one `-` for each run of
-/// anything else, none at either end (`Ens1f0.100` -> `ens1f0-100`).
-pub fn slug(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
-
 /// The checks made after parsing, each on what could be read; the knob when
 /// everything needed was there.
 fn check(source: Source, f: Fields, spec: Spec, errors: &mut Vec<ManifestError>) -> Option<Knob> {

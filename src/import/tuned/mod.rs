@@ -1,24 +1,16 @@
-//! `hostknob import tuned PROFILE`: a tuned profile read as tuned reads it
-//! (`load`: locations, includes, merging; `vars`: variables and functions),
-//! translated onto this project's kinds (`translate`, `cpu`, `sections`) and
-//! written as a manifest directory (`write`). Nothing is run, and the host is
-//! only read.
+//! `hostknob import tuned PROFILE`: a tuned profile as `peers::tuned` reads
+//! and translates it, written as a manifest directory (`write`): a knob file
+//! per setting, a profile, and the accounting of every line. Nothing is
+//! run, and the host is only read.
 
-mod cpu;
-pub mod facts;
-pub mod ini;
-pub mod load;
-mod sections;
-pub mod translate;
-pub mod vars;
 mod write;
 
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::peers::tuned::{facts, load, source, translate};
 use crate::root::Root;
-pub use load::Source;
 
 /// What an import produced, before anything is written.
 pub struct Import {
@@ -71,7 +63,7 @@ pub fn import(root: &Root, from: Option<&Path>, name: &str, host: &str) -> Resul
         .map(|k| (format!("{}.yaml", k.id), write::knob_file(k, &p, &cx)))
         .collect();
     outputs.push((
-        format!("profiles/{}.yaml", translate::slug(&p.name)),
+        format!("profiles/{}.yaml", crate::name::slug(&p.name)),
         write::profile_file(&out.knobs, &p, &cx),
     ));
     let (imp, not, stderr, imported, total) = write::accounting(&p, &out);
@@ -97,40 +89,6 @@ pub fn import(root: &Root, from: Option<&Path>, name: &str, host: &str) -> Resul
         imported,
         total,
     })
-}
-
-pub fn source<'r>(root: &'r Root, from: Option<&Path>) -> Result<Source<'r>> {
-    let from = match from {
-        Some(d) => {
-            let seam = Root::confined(d)
-                .with_context(|| format!("--from {}: cannot open", d.display()))?;
-            Some((seam, d.display().to_string()))
-        }
-        None => None,
-    };
-    Ok(Source { root, from })
-}
-
-/// (name, directory, summary) of every profile found.
-pub fn list(root: &Root, from: Option<&Path>) -> Result<Vec<(String, String, String)>> {
-    let src = source(root, from)?;
-    let mut out = Vec::new();
-    for (name, dir) in src.list() {
-        let summary = src
-            .locate(&name, &[])
-            .and_then(|(seam, logical, _)| seam.read_string(&logical).ok())
-            .and_then(|t| {
-                t.lines().find_map(|l| {
-                    l.trim()
-                        .strip_prefix("summary")
-                        .and_then(|r| r.trim_start().strip_prefix('='))
-                        .map(|s| s.trim().to_string())
-                })
-            })
-            .unwrap_or_default();
-        out.push((name, dir, summary));
-    }
-    Ok(out)
 }
 
 /// Writes the outputs into `dir` (made when missing), each file replaced
@@ -159,7 +117,7 @@ pub fn write_dir(dir: &Path, imp: &Import) -> Result<Vec<String>> {
         seam.replace_file(&format!("/{name}"), text.as_bytes())
             .with_context(|| format!("writing {}", dir.join(name).display()))?;
     }
-    let prefix = format!("tuned-{}-", translate::slug(&imp.profile));
+    let prefix = format!("tuned-{}-", crate::name::slug(&imp.profile));
     let mut stale: Vec<String> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().to_string())

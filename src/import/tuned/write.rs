@@ -4,9 +4,9 @@
 use serde::Serialize;
 use serde_yaml::Value;
 
-use super::ini::option_lines;
-use super::load::Profile;
-use super::translate::{Fate, KnobOut, Out};
+use crate::peers::tuned::ini::{Opt, option_lines};
+use crate::peers::tuned::load::Profile;
+use crate::peers::tuned::out::{Fate, KnobOut, Out};
 
 #[derive(Serialize)]
 struct Doc<'a> {
@@ -44,7 +44,7 @@ pub struct Context<'a> {
 /// The longest value a `why` quotes whole; the line it cites has the rest.
 const QUOTED: usize = 200;
 
-fn cite(o: &super::ini::Opt) -> String {
+fn cite(o: &Opt) -> String {
     let value = match o.value.char_indices().nth(QUOTED) {
         Some((cut, _)) => format!(
             "{} ... ({} more bytes)",

@@ -5,7 +5,7 @@ use serde_yaml::Value;
 
 use super::facts::Facts;
 use super::ini::Opt;
-use super::translate::{Out, map, s};
+use super::out::{Out, map, s};
 
 /// `a|b|c`: the first the host offers, else the first (said so).
 fn pick(value: &str, offered: &[String], what: &str) -> (String, String) {

@@ -6,7 +6,7 @@ use serde_yaml::Value;
 use super::facts::Facts;
 use super::ini::Opt;
 use super::load::Unit;
-use super::translate::{Fate, Out, map, s, value};
+use super::out::{Fate, Out, map, s, value};
 use super::vars::{Vars, pack, unpack};
 use crate::cpulist::CpuList;
 
@@ -320,9 +320,9 @@ pub fn bootloader(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
         "tuned joins every cmdline* option of [bootloader] into its tuned_params; here the same words".into(),
     );
     let k = out.knobs.last_mut().expect("just pushed");
-    k.id = super::translate::short_id(format!(
+    k.id = super::out::short_id(format!(
         "tuned-{}-bootloader-cmdline",
-        super::translate::slug(&out.profile)
+        super::out::slug(&out.profile)
     ));
     let id = k.id.clone();
     k.lines = lines.clone();
@@ -496,9 +496,9 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
         ),
     );
     let k = out.knobs.last_mut().expect("just pushed");
-    k.id = super::translate::short_id(format!(
+    k.id = super::out::short_id(format!(
         "tuned-{}-scheduler-threads",
-        super::translate::slug(&out.profile)
+        super::out::slug(&out.profile)
     ));
     k.lines = lines.clone();
     let threads = k.id.clone();
@@ -675,7 +675,7 @@ fn split_patterns(v: &str) -> Result<Vec<String>, String> {
     }
     parts.push(cur);
     for p in parts.iter().filter(|p| !p.is_empty()) {
-        crate::knob::thread_affinity::compile(p).map_err(|why| {
+        crate::task::name_pattern(p).map_err(|why| {
             format!("pattern {p:?} is not one hostknob reads the way Python's re does: {why}")
         })?;
     }
