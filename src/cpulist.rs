@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CpuList(Vec<u32>);
 
-/// CPU numbers above this are refused as typos rather than allocated.
-pub const MAX_CPU: u32 = 1 << 16;
+/// The highest CPU number a list may name: the kernel's NR_CPUS is at most
+/// 8192 (arch/x86/Kconfig `NR_CPUS_RANGE_END` with MAXSMP; arm64 and
+/// powerpc stop lower), so a larger number is a typo or a hostile file.
+pub const MAX_CPU: u32 = 8191;
 
 impl CpuList {
     pub fn new(mut cpus: Vec<u32>) -> CpuList {
@@ -23,14 +25,17 @@ impl CpuList {
     /// Parses `0-3,8,10-11` (white space and a trailing newline allowed; empty
     /// is the empty set).
     pub fn parse(text: &str) -> Result<CpuList> {
-        let mut cpus = Vec::new();
+        // Ranges are merged in a bitmap of every possible CPU, never
+        // expanded one by one: `0-8191,` repeated a million times costs a
+        // pass over the text, not a billion CPU numbers.
+        let mut set = Bitmap::default();
         for part in text.trim().split(',') {
             let part = part.trim();
             if part.is_empty() {
                 if text.trim().is_empty() {
                     continue;
                 }
-                bail!("empty element in CPU list {:?}", text.trim());
+                bail!("empty element in CPU list {:?}", short(text));
             }
             let (lo, hi) = match part.split_once('-') {
                 Some((a, b)) => (parse_cpu(a, text)?, parse_cpu(b, text)?),
@@ -40,11 +45,11 @@ impl CpuList {
                 }
             };
             if lo > hi {
-                bail!("descending range {part:?} in CPU list {:?}", text.trim());
+                bail!("descending range {part:?} in CPU list {:?}", short(text));
             }
-            cpus.extend(lo..=hi);
+            set.insert(lo, hi);
         }
-        Ok(CpuList::new(cpus))
+        Ok(CpuList(set.cpus()))
     }
 
     /// Parses a hex CPU mask as old kernels write it (`00000000,00000202`:
@@ -54,7 +59,11 @@ impl CpuList {
         let words: Vec<&str> = text.trim().split(',').collect();
         for (i, word) in words.iter().rev().enumerate() {
             let bits = u32::from_str_radix(word.trim(), 16).map_err(|_| {
-                anyhow::anyhow!("{word:?} is not a hex word in CPU mask {:?}", text.trim())
+                anyhow::anyhow!(
+                    "{:?} is not a hex word in CPU mask {:?}",
+                    short(word),
+                    short(text)
+                )
             })?;
             for b in 0..32 {
                 if bits & (1 << b) != 0 {
@@ -91,10 +100,58 @@ fn parse_cpu(s: &str, whole: &str) -> Result<u32> {
     match s.parse::<u32>() {
         Ok(n) if n <= MAX_CPU => Ok(n),
         Ok(n) => bail!(
-            "CPU {n} in CPU list {:?} is out of range (max {MAX_CPU})",
-            whole.trim()
+            "CPU {n} in CPU list {:?} is out of range (max {MAX_CPU}: the kernel's NR_CPUS is at most 8192)",
+            short(whole)
         ),
-        Err(_) => bail!("{s:?} is not a CPU number in CPU list {:?}", whole.trim()),
+        Err(_) => bail!(
+            "{:?} is not a CPU number in CPU list {:?}",
+            short(s),
+            short(whole)
+        ),
+    }
+}
+
+/// A list as an error message quotes it: its first 80 characters (a hostile
+/// file can be megabytes long).
+fn short(text: &str) -> String {
+    let t = text.trim();
+    match t.char_indices().nth(80) {
+        Some((at, _)) => format!("{}...", &t[..at]),
+        None => t.to_string(),
+    }
+}
+
+/// One bit per possible CPU (0..=MAX_CPU).
+struct Bitmap([u64; (MAX_CPU as usize + 1) / 64]);
+
+impl Default for Bitmap {
+    fn default() -> Bitmap {
+        Bitmap([0; (MAX_CPU as usize + 1) / 64])
+    }
+}
+
+impl Bitmap {
+    /// Sets `lo..=hi` (both at most MAX_CPU) a word at a time.
+    fn insert(&mut self, lo: u32, hi: u32) {
+        let (lw, hw) = ((lo / 64) as usize, (hi / 64) as usize);
+        for w in lw..=hw {
+            let from = if w == lw { lo % 64 } else { 0 };
+            let to = if w == hw { hi % 64 } else { 63 };
+            let bits = (u64::MAX >> (63 - to)) & (u64::MAX << from);
+            self.0[w] |= bits;
+        }
+    }
+
+    fn cpus(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for (w, &word) in self.0.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                out.push(w as u32 * 64 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        out
     }
 }
 
@@ -226,6 +283,46 @@ mod tests {
     fn rejects_malformed_lists() {
         for bad in ["a", "3-1", "1,,2", "0-", "-1", "99999999"] {
             assert!(CpuList::parse(bad).is_err(), "{bad} should fail");
+        }
+    }
+
+    #[test]
+    fn ranges_merge_without_expanding() {
+        // Issue 50 item 6: 160 KB of `0-65536,` once expanded to 1 GB before
+        // deduplication; a number past NR_CPUS is now refused at once, and a
+        // repeated range in bounds costs nothing per repeat.
+        let hostile = "0-65536,".repeat(20_000);
+        let e = CpuList::parse(&hostile).unwrap_err().to_string();
+        assert!(e.contains("out of range (max 8191") && e.len() < 300, "{e}");
+        let repeated = "0-8191,".repeat(200_000) + "5";
+        let all = CpuList::parse(&repeated).unwrap();
+        assert_eq!((all.len(), all.to_string()), (8192, "0-8191".to_string()));
+        assert!(CpuList::parse("8192").is_err());
+        assert!(CpuList::parse_mask(&format!("1{}", ",00000000".repeat(256))).is_err());
+        // The bitmap agrees with plain expansion on lists that cross words.
+        let mut seed = 7u64;
+        for _ in 0..200 {
+            let mut text = Vec::new();
+            let mut want = std::collections::BTreeSet::new();
+            for _ in 0..(seed % 6 + 1) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let lo = ((seed >> 33) % 300) as u32;
+                let hi = lo + ((seed >> 13) % 140) as u32;
+                want.extend(lo..=hi);
+                text.push(if lo == hi {
+                    lo.to_string()
+                } else {
+                    format!("{lo}-{hi}")
+                });
+            }
+            let got = CpuList::parse(&text.join(",")).unwrap();
+            assert_eq!(
+                got.as_slice(),
+                want.into_iter().collect::<Vec<_>>(),
+                "{text:?}"
+            );
         }
     }
 

@@ -161,7 +161,7 @@ where
     R: IntoIterator<Item = Vec<F>>,
     F: Display,
 {
-    let file = std::fs::File::create(path)
+    let file = crate::root::create_output(path)
         .with_context(|| format!("--raw {}: cannot create", path.display()))?;
     let mut w = std::io::BufWriter::new(file);
     let write = |w: &mut std::io::BufWriter<std::fs::File>| -> std::io::Result<()> {

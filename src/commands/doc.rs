@@ -100,7 +100,8 @@ fn write_doc(path: &std::path::Path, text: &str) -> Result<()> {
         use std::os::unix::fs::FileTypeExt;
         m.file_type().is_char_device()
     }) {
-        return std::fs::write(path, text).with_context(|| format!("writing {}", path.display()));
+        return crate::root::write_output(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()));
     }
     let dir = path
         .parent()

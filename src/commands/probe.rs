@@ -29,7 +29,8 @@ fn plot(common: &CommonArgs, title: &str, samples_ns: &[u64]) -> Result<()> {
                     .collect::<Vec<_>>(),
             }],
         )?;
-        std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        crate::root::write_output(path, svg.as_bytes())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
     Ok(())
 }

@@ -113,7 +113,8 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
     }
     if let Some(path) = &args.plot {
         let svg = render::verify::plot(&report)?;
-        std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        crate::root::write_output(path, svg.as_bytes())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
     match render::machine(g.format.format.into(), &report)? {
         Some(text) => print!("{text}"),

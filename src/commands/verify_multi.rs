@@ -57,7 +57,8 @@ pub fn run(
         }
         if let Some(path) = &args.svg {
             let svg = render::sweep::curve(&r)?;
-            std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            crate::root::write_output(path, svg.as_bytes())
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         }
         match render::machine(format, &r)? {
             Some(text) => print!("{text}"),

@@ -513,6 +513,27 @@ pub fn documents(text: &str) -> Vec<(usize, String)> {
 }
 
 /// Loads every knob under `dir`; all problems are reported together.
+/// Whether the loader would accept `text` as the knob file `name`: the
+/// problems it would report, each in the loader's words (for writers of
+/// knob files, such as `import`, that must never write one it refuses).
+pub fn check_knob_file(name: &Path, text: &str) -> Result<(), Vec<ManifestError>> {
+    let mut errors = Vec::new();
+    for (first_line, doc) in documents(text) {
+        let source = Source {
+            file: name.to_path_buf(),
+            first_line,
+            text: doc,
+        };
+        if let Err(e) = read::read_knob(source) {
+            errors.extend(e);
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(()),
+        false => Err(errors),
+    }
+}
+
 pub fn load(dir: &Path) -> Result<Manifest, ManifestErrors> {
     let one = |message: String| {
         ManifestErrors(vec![ManifestError {

@@ -4,7 +4,7 @@
 //! unpersisted, the latest verify evidence per knob, manifest revisions and
 //! competing managers; `--compare` says what changed between two rounds.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
@@ -160,6 +160,9 @@ struct HostIn {
     file: PathBuf,
     audit: AuditIn,
     statuses: Vec<Status>,
+    /// Knob id -> its first entry in `audit.knobs`: a knob is found in
+    /// constant time, so the report stays linear in the knobs read.
+    index: HashMap<String, usize>,
 }
 
 fn host_set(value: String, mut hosts: Vec<String>) -> HostSet {
@@ -179,12 +182,20 @@ fn read_host(f: &std::path::Path) -> Result<HostIn> {
         .iter()
         .map(|k| parse_status(f, &k.id, &k.status))
         .collect::<Result<Vec<_>>>()?;
+    let mut index = HashMap::with_capacity(audit.knobs.len());
+    for (i, k) in audit.knobs.iter().enumerate() {
+        index.entry(k.id.clone()).or_insert(i);
+    }
     Ok(HostIn {
         file: f.to_path_buf(),
         audit,
         statuses,
+        index,
     })
 }
+
+/// Host-knob entries one report reads: 5,000 hosts of 200 knobs each.
+pub const MAX_ENTRIES: usize = 1_000_000;
 
 type ReadAll = (
     BTreeMap<String, HostIn>,
@@ -199,9 +210,19 @@ fn read_all(files: &[PathBuf]) -> Result<ReadAll> {
     let mut read = Vec::new();
     let mut unreadable = Vec::new();
     let mut first_error = None;
+    let mut entries = 0usize;
     for f in files {
         match read_host(f) {
-            Ok(h) => read.push(h),
+            Ok(h) => {
+                entries += h.audit.knobs.len();
+                if entries > MAX_ENTRIES {
+                    anyhow::bail!(
+                        "{}: the inputs read so far hold {entries} host-knob entries, over the {MAX_ENTRIES} one report reads at once (about 1 GB): report on a part of the fleet at a time",
+                        f.display()
+                    );
+                }
+                read.push(h)
+            }
             Err(e) => {
                 let file = f.display().to_string();
                 let text = format!("{e:#}");
@@ -272,15 +293,10 @@ fn is_stale(audited_at: Option<&str>, now: SystemTime, max_age: Duration) -> boo
 pub fn build(files: &[PathBuf], now: SystemTime, max_age: Duration) -> Result<FleetReport> {
     let (hosts, clashes, unreadable) = read_all(files)?;
 
-    let mut knob_ids: Vec<String> = Vec::new();
-    for h in hosts.values() {
-        for k in &h.audit.knobs {
-            if !knob_ids.contains(&k.id) {
-                knob_ids.push(k.id.clone());
-            }
-        }
-    }
-    knob_ids.sort();
+    let knob_ids: BTreeSet<&str> = hosts
+        .values()
+        .flat_map(|h| h.index.keys().map(String::as_str))
+        .collect();
 
     let mut summary = BTreeMap::new();
     let mut lines = Vec::new();
@@ -396,33 +412,30 @@ fn fleet_knob(id: &str, hosts: &BTreeMap<String, HostIn>) -> FleetKnob {
         evidence_stale: BTreeMap::new(),
         unverified_here: Vec::new(),
     };
+    // Constant-time lookups: a fleet whose hosts all differ stays linear.
+    let mut desired: HashSet<&str> = HashSet::new();
+    let mut group_at: HashMap<(Status, String), usize> = HashMap::new();
     for (name, h) in hosts {
-        let Some((kin, st)) = h
-            .audit
-            .knobs
-            .iter()
-            .zip(&h.statuses)
-            .find(|(k, _)| k.id == *id)
-        else {
+        let Some(&i) = h.index.get(id) else {
             continue;
         };
-        if !k.desired.contains(&kin.desired) {
+        let (kin, st) = (&h.audit.knobs[i], &h.statuses[i]);
+        if desired.insert(&kin.desired) {
             k.desired.push(kin.desired.clone());
         }
         let current = describe(&kin.current);
-        match k
-            .groups
-            .iter_mut()
-            .find(|g| g.status == *st && g.current == current)
-        {
-            Some(g) => g.hosts.push(name.clone()),
-            None => k.groups.push(KnobGroup {
-                status: *st,
-                current,
-                hosts: vec![name.clone()],
-                count: 0,
-                compressed: String::new(),
-            }),
+        match group_at.get(&(*st, current.clone())) {
+            Some(&g) => k.groups[g].hosts.push(name.clone()),
+            None => {
+                group_at.insert((*st, current.clone()), k.groups.len());
+                k.groups.push(KnobGroup {
+                    status: *st,
+                    current,
+                    hosts: vec![name.clone()],
+                    count: 0,
+                    compressed: String::new(),
+                });
+            }
         }
         if st.fails() {
             k.drifting.push(name.clone());

@@ -17,6 +17,7 @@
 //! and `dir` (directory handles for many reads beneath one directory).
 
 mod dir;
+mod output;
 mod read;
 mod resolve;
 mod unseen;
@@ -35,6 +36,7 @@ use std::sync::atomic::Ordering;
 use anyhow::{Context, Result, bail};
 
 pub use dir::DirHandle;
+pub use output::{create_output, write_output};
 pub use read::{READ_CAP, read_system_file};
 pub use unseen::{Concern, POD_UNSEEN, Unseen, entry_of};
 #[cfg(feature = "test-hooks")]

@@ -362,3 +362,41 @@ fn capture_refuses_a_link_as_out_and_host_must_not_be_empty() {
         assert!(err(&o).contains("is empty"), "{args:?}: {}", err(&o));
     }
 }
+
+/// Issue 50 item 9: `--raw` (and every output path a user names) is opened
+/// as the state files are: a FIFO is refused at once instead of blocking
+/// forever, a symbolic link or a second hard link is refused before the
+/// file it leads to is truncated.
+#[test]
+fn probe_raw_output_refuses_fifos_links_and_hard_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = |raw: &Path| {
+        let raw = raw.to_str().unwrap().to_string();
+        guarded(&mut hostknob_command(&[
+            "probe",
+            "wakeup",
+            "--samples",
+            "20",
+            "--gap-us",
+            "200..400",
+            "--raw",
+            &raw,
+        ]))
+    };
+    let fifo = dir.path().join("raw.csv");
+    mkfifo(&fifo);
+    exit1(&probe(&fifo), &["--raw", "FIFO"]);
+    let kept = dir.path().join("kept");
+    std::fs::write(&kept, "keep").unwrap();
+    let link = dir.path().join("link.csv");
+    symlink(&kept, &link).unwrap();
+    exit1(&probe(&link), &["--raw", "symbolic link"]);
+    let hard = dir.path().join("hard.csv");
+    std::fs::hard_link(&kept, &hard).unwrap();
+    exit1(&probe(&hard), &["--raw", "hard links"]);
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "keep");
+    let plain = dir.path().join("plain.csv");
+    let o = probe(&plain);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(std::fs::read_to_string(&plain).unwrap().lines().count() > 20);
+}

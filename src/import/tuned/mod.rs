@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::peers::tuned::out::Fate;
 use crate::peers::tuned::{facts, load, source, translate};
 use crate::root::Root;
 
@@ -40,7 +41,7 @@ pub fn import(root: &Root, from: Option<&Path>, name: &str, host: &str) -> Resul
     let src = source(root, from)?;
     let p = load::load(&src, name)?;
     let facts = facts::read(root);
-    let out = translate::translate(root, &p, &facts)?;
+    let mut out = translate::translate(root, &p, &facts)?;
     let summary = p
         .main
         .iter()
@@ -57,11 +58,38 @@ pub fn import(root: &Root, from: Option<&Path>, name: &str, host: &str) -> Resul
         profile_date: &profile_date,
         summary: &summary,
     };
-    let mut outputs: Vec<(String, String)> = out
-        .knobs
-        .iter()
-        .map(|k| (format!("{}.yaml", k.id), write::knob_file(k, &p, &cx)))
-        .collect();
+    let mut outputs: Vec<(String, String)> = Vec::new();
+    // Only what the manifest loader accepts is written: a setting whose knob
+    // it would refuse (a quote in a kernel parameter, a sysfs path leaving
+    // /sys) is listed as not imported, with the loader's reason.
+    for k in std::mem::take(&mut out.knobs) {
+        let name = format!("{}.yaml", k.id);
+        let text = write::knob_file(&k, &p, &cx);
+        match crate::manifest::check_knob_file(Path::new(&name), &text) {
+            Ok(()) => {
+                outputs.push((name, text));
+                out.knobs.push(k);
+            }
+            Err(errors) => {
+                let why: Vec<String> = errors
+                    .iter()
+                    .map(|e| match &e.field {
+                        Some(f) => format!("{f}: {}", e.message),
+                        None => e.message.clone(),
+                    })
+                    .collect();
+                for o in &k.lines {
+                    out.fate(
+                        o,
+                        Fate::Not(format!(
+                            "the manifest loader refuses it ({})",
+                            why.join("; ")
+                        )),
+                    );
+                }
+            }
+        }
+    }
     outputs.push((
         format!("profiles/{}.yaml", crate::name::slug(&p.name)),
         write::profile_file(&out.knobs, &p, &cx),

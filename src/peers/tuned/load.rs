@@ -228,6 +228,7 @@ fn read_chain(
     let text = seam
         .read_string(&logical)
         .map_err(|e| anyhow::anyhow!("{shown}: cannot read: {e}"))?;
+    check_size(p, &shown, &text)?;
     let mut sections = ini::parse(&shown, &text)?;
     p.files.push(shown.clone());
     p.texts.push((shown.clone(), text));
@@ -250,6 +251,36 @@ fn read_chain(
     }
     stack.pop();
     parts.push((shown, sections));
+    Ok(())
+}
+
+/// A profile with its includes is read whole into memory, with a few
+/// hundred bytes of bookkeeping per option line: its size is capped before
+/// it is parsed, so an import stays within the 100 MB every command keeps
+/// (docs/safety.md). tuned's shipped profiles hold at most tens of lines and
+/// a few KiB.
+pub const MAX_PROFILE_BYTES: usize = 1 << 20;
+pub const MAX_OPTION_LINES: usize = 20_000;
+
+fn check_size(p: &Profile, shown: &str, text: &str) -> Result<()> {
+    let bytes = p.texts.iter().map(|(_, t)| t.len()).sum::<usize>() + text.len();
+    if bytes > MAX_PROFILE_BYTES {
+        bail!(
+            "{shown}: the profile and its includes hold {bytes} bytes, over the {} KiB an import reads (tuned's own profiles hold a few KiB); nothing was imported",
+            MAX_PROFILE_BYTES >> 10
+        );
+    }
+    let lines = p
+        .texts
+        .iter()
+        .map(|(_, t)| ini::option_lines(t).count())
+        .sum::<usize>()
+        + ini::option_lines(text).count();
+    if lines > MAX_OPTION_LINES {
+        bail!(
+            "{shown}: the profile and its includes hold {lines} option lines, over the {MAX_OPTION_LINES} an import reads (tuned's own profiles hold tens); nothing was imported"
+        );
+    }
     Ok(())
 }
 

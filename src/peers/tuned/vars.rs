@@ -25,10 +25,9 @@ type Val = Result<String, Fail>;
 /// ten copies of a variable would otherwise reach gigabytes.
 pub const MAX_VALUE: usize = 64 << 10;
 
-/// The highest CPU number a CPU list may name: the kernel's NR_CPUS is at
-/// most 8192 (arch/x86/Kconfig `NR_CPUS_RANGE_END` with MAXSMP); a shared
-/// profile may name CPUs this host lacks, so the cap is not the host's.
-pub const MAX_CPU: u32 = 8191;
+/// The highest CPU number a CPU list may name (the kernel's NR_CPUS cap);
+/// a shared profile may name CPUs this host lacks, so the cap is not the host's.
+pub use crate::cpulist::MAX_CPU;
 
 fn too_long(what: &str, len: usize) -> Fail {
     Fail::Refused(format!(
