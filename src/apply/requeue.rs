@@ -6,10 +6,9 @@
 //! queues the channels will leave) is what refuses a queue that would not
 //! exist; a failure after the channel writes rolls back both.
 
-use super::apply::{
-    ApplyOutcome, apply_groups, confirm_seen, journal_before, knob_apply, rollback, write_in_order,
-};
+use super::outcome::{ApplyOutcome, Skipped, apply_groups, knob_apply};
 use super::plan::{self, Planned};
+use super::steps::{confirm_seen, journal_before, rollback, write_in_order};
 use super::{ApplyError, Session, validate};
 use crate::journal::{self, Journal};
 use crate::knob::{Write, rules};
@@ -98,7 +97,7 @@ pub(super) fn after_channels(
             let st = &planned.steps[*l];
             if planned.knobs[st.knob].knob.id == p.knob.id {
                 done.retain(|w| w.path != st.write.path);
-                now.refused.push(super::apply::Skipped {
+                now.refused.push(Skipped {
                     path: st.write.path.clone(),
                     cpus: st.write.cpus.clone(),
                     reason: why.clone(),

@@ -14,7 +14,7 @@
 use std::io;
 
 use super::Channels;
-use crate::root::Root;
+use crate::root::{Root, numbered};
 
 /// Queue directories of one direction of `ifname`: `rx-` or `tx-`.
 pub const RX: &str = "rx-";
@@ -65,17 +65,6 @@ pub fn sync_tree(root: &Root, ifname: &str, from: &Channels, to: &Channels) -> i
         }
     }
     Ok(())
-}
-
-/// `rx-0`, `rx-1`, ... as their numbers, in order (inventory's own rule;
-/// not imported, so that inventory, which reads ethtool, is not a circle).
-fn numbered(names: &[String], prefix: &str) -> Vec<u32> {
-    let mut v: Vec<u32> = names
-        .iter()
-        .filter_map(|n| n.strip_prefix(prefix)?.parse().ok())
-        .collect();
-    v.sort_unstable();
-    v
 }
 
 fn remove_tree(root: &Root, path: &str) -> io::Result<()> {
