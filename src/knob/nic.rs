@@ -185,12 +185,31 @@ impl EthtoolKnob {
 
     pub fn survey(&self, host: &HostCtx) -> Survey {
         let mut survey = Survey::default();
+        if matches!(self.section, Section::Channels | Section::Rings) {
+            survey
+                .notes
+                .push(RESETS_LINK.replace("{}", self.section.as_str()));
+        }
         let names = self.sel.select(host);
         if names.is_empty() {
             survey.targets.push(self.sel.none_here(&self.desired()));
         }
         for ifname in names {
             let state = ethtool::read(host.root, &ifname);
+            // Every channel count in one request: the kernel checks them together.
+            if self.section == Section::Channels {
+                let fields: Vec<&str> = self.values.keys().map(String::as_str).collect();
+                let pairs: Vec<(&str, String)> = self
+                    .values
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.clone()))
+                    .collect();
+                let field = ethtool::channels::field(&ifname, &fields);
+                survey
+                    .targets
+                    .push(target(&field, &state, &ethtool::channels::words(&pairs)));
+                continue;
+            }
             for (name, want) in &self.values {
                 let field = Field::new(&ifname, self.section, name);
                 survey.targets.push(target(&field, &state, want));
@@ -200,10 +219,22 @@ impl EthtoolKnob {
     }
 }
 
+/// Said once per knob that changes rings or channels: most drivers stop
+/// the interface and rebuild its queues for it (ice `ice_vsi_recfg_qs`,
+/// i40e `i40e_set_ringparam`/`i40e_reconfig_rss_queues`, mlx5
+/// `mlx5e_safe_switch_params`), which also resets per-queue values.
+const RESETS_LINK: &str = "changing {} resets the link on most drivers (ice, i40e, mlx5 rebuild \
+     their queues): traffic stops briefly; hostknob then writes again the per-queue values \
+     (rps, xps) and queue IRQ affinities it owns that the driver reset";
+
 /// One value's target: its current value, or why it cannot take `want`.
 fn target(field: &Field, state: &Result<Option<State>, String>, want: &str) -> Target {
     let path = field.path();
-    let label = Some(format!("{} {}", field.ifname, field.name));
+    let name = match field.name.contains(',') {
+        true => field.section.as_str(),
+        false => field.name.as_str(),
+    };
+    let label = Some(format!("{} {name}", field.ifname));
     let state = match state {
         Ok(Some(s)) => s,
         Ok(None) => {
@@ -256,11 +287,7 @@ fn refused(field: &Field, state: &State, want: &str) -> Option<String> {
     let n = field.name.as_str();
     let driver = driver_of(state, &field.ifname);
     let max = match field.section {
-        Section::Channels => state
-            .channels
-            .as_ref()
-            .and_then(|c| c.get(n))
-            .map(|p| p.max),
+        Section::Channels => return channels_refused(field, state, want),
         Section::Rings => state.rings.as_ref().and_then(|r| r.get(n)).map(|p| p.max),
         Section::Features => {
             let word = state.features.as_ref()?.get(n)?;
@@ -285,6 +312,43 @@ fn refused(field: &Field, state: &State, want: &str) -> Option<String> {
             "{} {n} {v} is above the maximum {max} {driver} reports ({})",
             field.ifname,
             field.check_command()
+        )
+    })
+}
+
+/// Why the kernel would refuse a channel request: a count above its
+/// maximum, or counts (with today's values of the fields it leaves alone)
+/// that leave no receive or no transmit channel ([`ethtool::channels::refused`]).
+fn channels_refused(field: &Field, state: &State, want: &str) -> Option<String> {
+    let from = state.channels.as_ref()?;
+    let request = ethtool::channels::parse(&field.name, want).ok()?;
+    let driver = driver_of(state, &field.ifname);
+    let cmd = field.check_command();
+    for (n, v) in &request {
+        let max = from.get(n)?.max;
+        if *v > max {
+            return Some(format!(
+                "{} {n} {v} is above the maximum {max} {driver} reports ({cmd})",
+                field.ifname
+            ));
+        }
+    }
+    let to = ethtool::channels::with(from, &request);
+    ethtool::channels::refused(&to).map(|why| {
+        let fields: Vec<&str> = request.iter().map(|(k, _)| k.as_str()).collect();
+        let today = ["combined", "rx", "tx"]
+            .into_iter()
+            .filter(|k| !fields.contains(k))
+            .map(|k| format!("{k} {}", from.get(k).map_or(0, |p| p.current)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "{} channels {want}{}: {why} ({cmd})",
+            field.ifname,
+            match today.is_empty() {
+                true => String::new(),
+                false => format!(" with today's {today}"),
+            }
         )
     })
 }
@@ -496,27 +560,26 @@ impl QueueSel {
 /// changes them ([`ethtool::queues`]).
 pub fn queues_after(host: &HostCtx, ifname: &str, prefix: &str) -> (Vec<u32>, bool) {
     let have = queue_numbers(host, ifname, prefix);
-    let fields: Vec<Field> = ethtool::CHANNEL_FIELDS
-        .iter()
-        .map(|n| Field::new(ifname, Section::Channels, n))
-        .filter(|f| host.is_assumed(&f.path()))
+    let under = Field::new(ifname, Section::Channels, "").path();
+    let requests: Vec<Vec<(String, u32)>> = host
+        .assumed_under(&under)
+        .into_iter()
+        .filter_map(|(path, v)| ethtool::channels::parse(&Field::parse(&path)?.name, &v).ok())
         .collect();
-    let Some(from) = fields
+    let Some(from) = requests
         .first()
         .and_then(|_| ethtool::read(host.root, ifname).ok().flatten())
         .and_then(|s| s.channels)
     else {
         return (have, false);
     };
-    let mut to = from.clone();
-    for f in &fields {
-        let (Some(pair), Some(v)) = (to.get_mut(&f.name), host.text(&f.path())) else {
-            continue;
-        };
-        pair.current = v.parse().unwrap_or(pair.current);
-    }
-    let delta = ethtool::queues::change(prefix, &from, &to);
-    (ethtool::queues::after(&have, delta), delta != 0)
+    let to = requests
+        .iter()
+        .fold(from, |c, r| ethtool::channels::with(&c, r));
+    // The kernel's queues follow the counts (ethtool::queues::sync_tree).
+    let after: Vec<u32> = (0..ethtool::channels::queue_count(prefix, &to)).collect();
+    let changed = after != have;
+    (after, changed)
 }
 
 /// A queue's file that a `nic-channels` write of this apply makes: written
