@@ -156,6 +156,7 @@ pub fn apply(
     confirm_seen(root, &journal, &entries);
     outcome.written = planned.steps.len() - left_out.len();
     let mut writes = written_per_knob(&planned, &left_out, &mut outcome);
+    super::requeue::rewrite_reset(root, &planned, &journal, &entries, &fresh)?;
     if !later.is_empty() {
         super::requeue::after_channels(
             s,

@@ -27,6 +27,7 @@ mod outcome;
 pub(crate) mod plan;
 mod record;
 mod requeue;
+mod reset;
 mod revert;
 mod steps;
 pub(crate) mod validate;

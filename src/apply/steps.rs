@@ -158,11 +158,22 @@ pub(super) fn rollback(
 ) -> ApplyError {
     let mut order = touched.to_vec();
     crate::knob::rules::restore_order(&mut order, |&i| entries[i].path.as_str());
-    let unrestored: Vec<String> = order
+    let mut unrestored: Vec<String> = order
         .iter()
         .filter_map(|&i| write::restore(root, &entries[i]).err())
         .map(|f| f.why)
         .collect();
+    // What the channels just put back reset, written again.
+    let nics = super::reset::channel_nics(order.iter().map(|&i| entries[i].path.as_str()));
+    if !nics.is_empty() {
+        let all = journal.entries().unwrap_or_default();
+        let applied: Vec<&journal::Entry> = all
+            .iter()
+            .filter(|e| !entries.iter().any(|x| x.knob == e.knob && x.path == e.path))
+            .collect();
+        let restored: Vec<&journal::Entry> = order.iter().map(|&i| &entries[i]).collect();
+        unrestored.extend(super::reset::rewrite(root, &nics, &applied, &restored));
+    }
     if !unrestored.is_empty() {
         return ApplyError::Stranded {
             why,

@@ -342,9 +342,11 @@ fn channels_refused(field: &Field, state: &State, want: &str) -> Option<String> 
             .map(|k| format!("{k} {}", from.get(k).map_or(0, |p| p.current)))
             .collect::<Vec<_>>()
             .join(", ");
+        let asked: Vec<String> = request.iter().map(|(k, v)| format!("{k} {v}")).collect();
         format!(
-            "{} channels {want}{}: {why} ({cmd})",
+            "{} channels {}{}: {why} ({cmd})",
             field.ifname,
+            asked.join(", "),
             match today.is_empty() {
                 true => String::new(),
                 false => format!(" with today's {today}"),
