@@ -59,6 +59,28 @@ fn ethtool_value(ns: &str, opt: &str, ifname: &str, heading: Option<&str>, key: 
         .unwrap_or_else(|| panic!("no {key} in {text}"))
 }
 
+/// hkv0 and hkv1, 4 queues each way, in namespace `ns`.
+fn veth_pair(ns: &str) {
+    let q = ["numrxqueues", "4", "numtxqueues", "4"];
+    let mut args = vec!["-n", ns, "link", "add", "hkv0"];
+    args.extend(q);
+    args.extend(["type", "veth", "peer", "name", "hkv1"]);
+    args.extend(q);
+    ip(&args);
+}
+
+/// hostknob run inside `ns` with `manifest` and its own state directory.
+fn hostknob_in(ns: &str, manifest: &Path, state: &Path, args: &[&str]) -> Output {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, bin()]);
+    isolate(&mut c);
+    c.env("HOSTKNOB_MANIFEST", manifest)
+        .args(["--state-dir", state.to_str().unwrap(), "--host", "live"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 const KNOBS: &[(&str, &str)] = &[
     (
         "veth-queues",
@@ -84,26 +106,7 @@ fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert()
     super::live_allowed().unwrap();
     let ns = Netns(format!("hostknob-test-{}", std::process::id()));
     ip(&["netns", "add", &ns.0]);
-    ip(&[
-        "-n",
-        &ns.0,
-        "link",
-        "add",
-        "hkv0",
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "hkv1",
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-    ]);
+    veth_pair(&ns.0);
     ip(&["-n", &ns.0, "link", "set", "hkv0", "up"]);
     ip(&["-n", &ns.0, "link", "set", "hkv1", "up"]);
     let q = "/sys/class/net/hkv0/queues/rx-0";
@@ -125,21 +128,7 @@ fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert()
     assert_ne!(before.0, "2", "veth starts with every queue: {before:?}");
     let state = tempfile::tempdir().unwrap();
     let m = knobs(KNOBS);
-    let hostknob = |args: &[&str]| -> Output {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns.0, bin()]);
-        isolate(&mut c);
-        c.env("HOSTKNOB_MANIFEST", m.path())
-            .args([
-                "--state-dir",
-                state.path().to_str().unwrap(),
-                "--host",
-                "live",
-            ])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let hostknob = |args: &[&str]| hostknob_in(&ns.0, m.path(), state.path(), args);
     let applied = ok(&hostknob(&["apply", "--all"]));
     assert!(applied.contains("wrote and read back"), "{applied}");
     assert_eq!(
@@ -206,26 +195,7 @@ fn live_revert_of_a_channel_change_writes_again_the_rps_maps_it_reset() {
     super::live_allowed().unwrap();
     let ns = Netns(format!("hostknob-reset-{}", std::process::id()));
     ip(&["netns", "add", &ns.0]);
-    ip(&[
-        "-n",
-        &ns.0,
-        "link",
-        "add",
-        "hkv0",
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "hkv1",
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-    ]);
+    veth_pair(&ns.0);
     let rps = |q: u32| {
         in_ns(
             &ns.0,
@@ -247,21 +217,7 @@ fn live_revert_of_a_channel_change_writes_again_the_rps_maps_it_reset() {
             "persistence: runtime\nkind: nic-channels\ntarget: {interfaces: hkv0}\nset: {rx: 2, tx: 2}\n",
         ),
     ]);
-    let hostknob = |args: &[&str]| -> Output {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns.0, bin()]);
-        isolate(&mut c);
-        c.env("HOSTKNOB_MANIFEST", m.path())
-            .args([
-                "--state-dir",
-                state.path().to_str().unwrap(),
-                "--host",
-                "live",
-            ])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let hostknob = |args: &[&str]| hostknob_in(&ns.0, m.path(), state.path(), args);
     ok(&hostknob(&["apply", "steer"]));
     ok(&hostknob(&["apply", "fewer"]));
     assert!(

@@ -35,6 +35,15 @@ fn channel_writes(root: &Path, manifest: &Path, args: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Audit finds knob `id` in effect (`unpersisted`: runtime only, in effect).
+fn assert_in_effect(report: &serde_json::Value, id: &str) {
+    let status = knob(report, id)["status"].as_str().unwrap().to_string();
+    assert!(
+        ["ok", "unpersisted"].contains(&status.as_str()),
+        "{id}: {report:#}"
+    );
+}
+
 const SPLIT: &str = "persistence: runtime\nkind: nic-channels\ntarget: {driver: bnxt_en}\nset: {combined: 0, rx: 4, tx: 4}\n";
 
 #[test]
@@ -60,14 +69,7 @@ fn combined_to_separate_channels_is_one_request_and_reverts_byte_identical() {
         std::fs::read_to_string(root.join("sys/class/net/ens4f0np0/queues/rx-3/rps_flow_cnt"));
     assert_eq!(new.unwrap(), "0\n");
     let (report, _) = audit_json(&root, m.path(), None);
-    let status = knob(&report, "split")["status"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(
-        ["ok", "unpersisted"].contains(&status.as_str()),
-        "{report:#}"
-    );
+    assert_in_effect(&report, "split");
     let back = channel_writes(&root, m.path(), &["revert", "--all"]);
     assert_eq!(back.len(), 1, "revert in one request: {back:?}");
     assert!(back[0].ends_with("\tcombined 8, rx 0, tx 0"), "{back:?}");
@@ -142,14 +144,7 @@ fn reverting_a_channel_change_writes_again_the_per_queue_values_it_reset() {
     );
     assert_eq!(read("rx-3/rps_cpus"), "c");
     let (report, _) = audit_json(&root, m.path(), None);
-    let status = knob(&report, "steer")["status"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(
-        ["ok", "unpersisted"].contains(&status.as_str()),
-        "{report:#}"
-    );
+    assert_in_effect(&report, "steer");
     ok(&run(&root, m.path(), &["revert", "steer"]));
     assert_tree(&pristine, &root, "ice after both reverts");
     // revert --all of both: steer's files of the removed queues wait for them.
