@@ -7,7 +7,7 @@
 
 use std::io;
 
-use super::{CHANNEL_FIELDS, Channels, Field, Section};
+use super::{CHANNEL_FIELDS, Channels, Field, Section, State};
 
 /// The fields a channel locator's name lists (`combined,rx,tx`).
 pub fn names(name: &str) -> Vec<&str> {
@@ -120,6 +120,53 @@ pub fn refused(to: &Channels) -> Option<String> {
         })
     };
     left(to.rx.current, "rx").or_else(|| left(to.tx.current, "tx"))
+}
+
+/// Said once per knob that changes rings or channels: most drivers stop
+/// the interface and rebuild its queues for it (ice `ice_vsi_recfg_qs`,
+/// i40e `i40e_set_ringparam`/`i40e_reconfig_rss_queues`, mlx5
+/// `mlx5e_safe_switch_params`), which also resets per-queue values.
+pub const RESETS_LINK: &str = "changing {} resets the link on most drivers (ice, i40e, mlx5 rebuild \
+     their queues): traffic stops briefly; hostknob then writes again the per-queue values \
+     (rps, xps) and queue IRQ affinities it owns that the driver reset";
+
+/// Why the kernel would refuse a channel request: a count above its
+/// maximum, or counts (with today's values of the fields it leaves alone)
+/// that leave no receive or no transmit channel ([`refused`]).
+pub fn refusal(field: &Field, state: &State, want: &str) -> Option<String> {
+    let from = state.channels.as_ref()?;
+    let request = parse(&field.name, want).ok()?;
+    let driver = state.driver_name(&field.ifname);
+    let cmd = field.check_command();
+    for (n, v) in &request {
+        let max = from.get(n)?.max;
+        if *v > max {
+            return Some(format!(
+                "{} {n} {v} is above the maximum {max} {driver} reports ({cmd})",
+                field.ifname
+            ));
+        }
+    }
+    let to = with(from, &request);
+    refused(&to).map(|why| {
+        let fields: Vec<&str> = request.iter().map(|(k, _)| k.as_str()).collect();
+        let today = ["combined", "rx", "tx"]
+            .into_iter()
+            .filter(|k| !fields.contains(k))
+            .map(|k| format!("{k} {}", from.get(k).map_or(0, |p| p.current)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let asked: Vec<String> = request.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        format!(
+            "{} channels {}{}: {why} ({cmd})",
+            field.ifname,
+            asked.join(", "),
+            match today.is_empty() {
+                true => String::new(),
+                false => format!(" with today's {today}"),
+            }
+        )
+    })
 }
 
 /// How many queues of `prefix` (`rx-`, `tx-`) channels `c` give: combined

@@ -181,6 +181,16 @@ impl Rings {
     }
 }
 
+impl State {
+    /// The driver's name in messages.
+    pub fn driver_name(&self, ifname: &str) -> String {
+        self.driver
+            .clone()
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| format!("the driver of {ifname}"))
+    }
+}
+
 /// Whether a feature's word says it is on.
 pub fn feature_on(word: &str) -> bool {
     word.starts_with("on")

@@ -158,11 +158,7 @@ impl NicSel {
 
 /// The driver's name in messages.
 pub fn driver_of(state: &State, ifname: &str) -> String {
-    state
-        .driver
-        .clone()
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| format!("the driver of {ifname}"))
+    state.driver_name(ifname)
 }
 
 /// A knob over ethtool values of one section: `values` by field name, in
@@ -218,14 +214,6 @@ impl EthtoolKnob {
         survey
     }
 }
-
-/// Said once per knob that changes rings or channels: most drivers stop
-/// the interface and rebuild its queues for it (ice `ice_vsi_recfg_qs`,
-/// i40e `i40e_set_ringparam`/`i40e_reconfig_rss_queues`, mlx5
-/// `mlx5e_safe_switch_params`), which also resets per-queue values.
-const RESETS_LINK: &str = "changing {} resets the link on most drivers (ice, i40e, mlx5 rebuild \
-     their queues): traffic stops briefly; hostknob then writes again the per-queue values \
-     (rps, xps) and queue IRQ affinities it owns that the driver reset";
 
 /// One value's target: its current value, or why it cannot take `want`.
 fn target(field: &Field, state: &Result<Option<State>, String>, want: &str) -> Target {
@@ -287,7 +275,7 @@ fn refused(field: &Field, state: &State, want: &str) -> Option<String> {
     let n = field.name.as_str();
     let driver = driver_of(state, &field.ifname);
     let max = match field.section {
-        Section::Channels => return channels_refused(field, state, want),
+        Section::Channels => return ethtool::channels::refusal(field, state, want),
         Section::Rings => state.rings.as_ref().and_then(|r| r.get(n)).map(|p| p.max),
         Section::Features => {
             let word = state.features.as_ref()?.get(n)?;
@@ -312,45 +300,6 @@ fn refused(field: &Field, state: &State, want: &str) -> Option<String> {
             "{} {n} {v} is above the maximum {max} {driver} reports ({})",
             field.ifname,
             field.check_command()
-        )
-    })
-}
-
-/// Why the kernel would refuse a channel request: a count above its
-/// maximum, or counts (with today's values of the fields it leaves alone)
-/// that leave no receive or no transmit channel ([`ethtool::channels::refused`]).
-fn channels_refused(field: &Field, state: &State, want: &str) -> Option<String> {
-    let from = state.channels.as_ref()?;
-    let request = ethtool::channels::parse(&field.name, want).ok()?;
-    let driver = driver_of(state, &field.ifname);
-    let cmd = field.check_command();
-    for (n, v) in &request {
-        let max = from.get(n)?.max;
-        if *v > max {
-            return Some(format!(
-                "{} {n} {v} is above the maximum {max} {driver} reports ({cmd})",
-                field.ifname
-            ));
-        }
-    }
-    let to = ethtool::channels::with(from, &request);
-    ethtool::channels::refused(&to).map(|why| {
-        let fields: Vec<&str> = request.iter().map(|(k, _)| k.as_str()).collect();
-        let today = ["combined", "rx", "tx"]
-            .into_iter()
-            .filter(|k| !fields.contains(k))
-            .map(|k| format!("{k} {}", from.get(k).map_or(0, |p| p.current)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let asked: Vec<String> = request.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        format!(
-            "{} channels {}{}: {why} ({cmd})",
-            field.ifname,
-            asked.join(", "),
-            match today.is_empty() {
-                true => String::new(),
-                false => format!(" with today's {today}"),
-            }
         )
     })
 }
