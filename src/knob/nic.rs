@@ -184,7 +184,7 @@ impl EthtoolKnob {
         if matches!(self.section, Section::Channels | Section::Rings) {
             survey
                 .notes
-                .push(RESETS_LINK.replace("{}", self.section.as_str()));
+                .push(ethtool::channels::RESETS_LINK.replace("{}", self.section.as_str()));
         }
         let names = self.sel.select(host);
         if names.is_empty() {
