@@ -59,14 +59,17 @@ fn ethtool_value(ns: &str, opt: &str, ifname: &str, heading: Option<&str>, key: 
         .unwrap_or_else(|| panic!("no {key} in {text}"))
 }
 
-/// hkv0 and hkv1, 4 queues each way, in namespace `ns`.
-fn veth_pair(ns: &str) {
+/// A namespace `hostknob-TAG-PID` holding hkv0 and hkv1, 4 queues each way.
+fn veth_ns(tag: &str) -> Netns {
+    let ns = Netns(format!("hostknob-{tag}-{}", std::process::id()));
+    ip(&["netns", "add", &ns.0]);
     let q = ["numrxqueues", "4", "numtxqueues", "4"];
-    let mut args = vec!["-n", ns, "link", "add", "hkv0"];
+    let mut args = vec!["-n", ns.0.as_str(), "link", "add", "hkv0"];
     args.extend(q);
     args.extend(["type", "veth", "peer", "name", "hkv1"]);
     args.extend(q);
     ip(&args);
+    ns
 }
 
 /// hostknob run inside `ns` with `manifest` and its own state directory.
@@ -104,9 +107,7 @@ const KNOBS: &[(&str, &str)] = &[
 #[ignore = "live: root and HOSTKNOB_LIVE=1"]
 fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert() {
     super::live_allowed().unwrap();
-    let ns = Netns(format!("hostknob-test-{}", std::process::id()));
-    ip(&["netns", "add", &ns.0]);
-    veth_pair(&ns.0);
+    let ns = veth_ns("test");
     ip(&["-n", &ns.0, "link", "set", "hkv0", "up"]);
     ip(&["-n", &ns.0, "link", "set", "hkv1", "up"]);
     let q = "/sys/class/net/hkv0/queues/rx-0";
@@ -193,9 +194,7 @@ fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert()
 #[ignore = "live: root and HOSTKNOB_LIVE=1"]
 fn live_revert_of_a_channel_change_writes_again_the_rps_maps_it_reset() {
     super::live_allowed().unwrap();
-    let ns = Netns(format!("hostknob-reset-{}", std::process::id()));
-    ip(&["netns", "add", &ns.0]);
-    veth_pair(&ns.0);
+    let ns = veth_ns("reset");
     let rps = |q: u32| {
         in_ns(
             &ns.0,
