@@ -22,6 +22,7 @@ pub mod knob;
 pub mod manifest;
 pub mod msr;
 pub mod name;
+pub mod peers;
 pub(crate) mod persist;
 pub mod probe;
 pub(crate) mod progress;
