@@ -238,6 +238,22 @@ fn a_capture_holds_each_interfaces_ethtool_state_and_reads_it_back() {
     let live = inventory_nic(None, "eth0");
     let captured = inventory_nic(Some(&out), "eth0");
     assert_eq!(captured["ethtool"], live["ethtool"]);
+    // ETHTOOL_GPERMADDR as `ethtool -P` shows it (all zero: none), stored.
+    let shown = std::process::Command::new("ethtool")
+        .args(["-P", "eth0"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    if let Some(o) = shown {
+        let text = String::from_utf8_lossy(&o.stdout);
+        let perm = text.trim().strip_prefix("Permanent address: ").unwrap();
+        let stored = &captured["ethtool"]["permanent-address"];
+        if perm == "00:00:00:00:00:00" {
+            assert!(stored.is_null(), "{stored}");
+        } else {
+            assert_eq!(stored, perm);
+        }
+    }
     assert_eq!(captured["rx_queues"], live["rx_queues"]);
     // The MAC persistence matches, as the kernel shows it.
     let mac = std::fs::read_to_string("/sys/class/net/eth0/address").unwrap();
