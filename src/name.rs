@@ -48,9 +48,10 @@ pub fn host_arg(s: &str) -> Result<String, String> {
 pub fn shell_word(arg: &str) -> String {
     let plain = !arg.is_empty()
         && !arg.starts_with(['=', '%'])
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | ':' | ',' | '=' | '+' | '@' | '%'));
+        && arg.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | ':' | ',' | '=' | '+' | '@' | '%')
+        });
     if plain {
         arg.to_string()
     } else {
@@ -60,7 +61,11 @@ pub fn shell_word(arg: &str) -> String {
 
 /// A command line of `words`, each quoted by [`shell_word`].
 pub fn shell_command(words: &[&str]) -> String {
-    words.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")
+    words
+        .iter()
+        .map(|w| shell_word(w))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

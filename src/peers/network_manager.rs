@@ -162,7 +162,11 @@ pub fn property(section: &str, name: &str) -> Result<String, String> {
         "coalesce" => ("coalesce", COALESCE, name.replace("frame-", "frames-")),
         "rings" => ("ring", RINGS, name.to_string()),
         "channels" => ("channels", CHANNELS, name.to_string()),
-        _ => return Err(format!("NetworkManager has no ethtool property for {section}")),
+        _ => {
+            return Err(format!(
+                "NetworkManager has no ethtool property for {section}"
+            ));
+        }
     };
     if names.contains(&n.as_str()) {
         Ok(format!("{prefix}-{n}"))
@@ -190,9 +194,8 @@ pub fn connection(root: &Root, ifname: &str, macs: &[&str]) -> Option<Keyfile> {
         let text = root.read_string(&path).ok()?;
         let ours = text.lines().map(str::trim).any(|l| {
             l == format!("interface-name={ifname}")
-                || l.strip_prefix("mac-address=").is_some_and(|m| {
-                    macs.iter().any(|mac| m.eq_ignore_ascii_case(mac))
-                })
+                || l.strip_prefix("mac-address=")
+                    .is_some_and(|m| macs.iter().any(|mac| m.eq_ignore_ascii_case(mac)))
         });
         let id = text
             .lines()
@@ -227,6 +230,9 @@ mod tests {
         );
         assert!(property("coalesce", "rx-frames-irq").is_ok());
         assert!(property("rings", "rx-jumbo").is_ok());
-        assert_eq!(property("channels", "combined").unwrap(), "channels-combined");
+        assert_eq!(
+            property("channels", "combined").unwrap(),
+            "channels-combined"
+        );
     }
 }

@@ -83,8 +83,12 @@ pub fn check_ifname(name: &str) -> Result<(), String> {
         && name.len() < 16
         && name != "."
         && name != ".."
-        && !name.bytes().any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace())
-        && !name.chars().any(|c| c.is_control() || c == '"' || c == '\'' || c == '\\');
+        && !name
+            .bytes()
+            .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace())
+        && !name
+            .chars()
+            .any(|c| c.is_control() || c == '"' || c == '\'' || c == '\\');
     if ok {
         Ok(())
     } else {
@@ -111,8 +115,7 @@ fn pci_of(devpath: &str) -> Option<String> {
     let before_net = devpath.rsplit_once("/net/")?.0;
     before_net
         .split('/')
-        .filter(|c| is_bdf(c))
-        .next_back()
+        .rfind(|c| is_bdf(c))
         .map(str::to_string)
 }
 
@@ -349,11 +352,7 @@ fn key_holds(key: &str, invert: bool, list: &[String], dev: &Device, facts: &Fac
         "Type" => strv(invert, list, Some(&dev.iftype)),
         // IFLA_INFO_KIND: a physical NIC has none; VLAN, bond and bridge
         // devices carry their DEVTYPE as kind too.
-        "Kind" => strv(
-            invert,
-            list,
-            dev.has_devtype.then_some(dev.iftype.as_str()),
-        ),
+        "Kind" => strv(invert, list, dev.has_devtype.then_some(dev.iftype.as_str())),
         "Property" => list.iter().all(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, "*"));
             let hit = dev.properties.get(k).is_some_and(|have| glob(v, have));
@@ -379,9 +378,10 @@ impl Facts {
     pub fn read(root: &Root) -> Facts {
         let text = |p: &str| root.read_trimmed(p).ok().flatten();
         let cpuinfo = text("/proc/cpuinfo");
-        let virtualized = cpuinfo
-            .as_deref()
-            .map(|c| c.lines().any(|l| l.starts_with("flags") && l.contains(" hypervisor")));
+        let virtualized = cpuinfo.as_deref().map(|c| {
+            c.lines()
+                .any(|l| l.starts_with("flags") && l.contains(" hypervisor"))
+        });
         let architecture = cpuinfo.as_deref().and_then(|c| {
             if c.contains("vendor_id") {
                 Some("x86-64".to_string())
@@ -411,7 +411,8 @@ impl Facts {
             "KernelCommandLine" => self.cmdline.as_ref().map(|c| {
                 list.iter().any(|p| {
                     c.split_whitespace().any(|w| {
-                        w == p || (!p.contains('=') && w.split_once('=').is_some_and(|(k, _)| k == p))
+                        w == p
+                            || (!p.contains('=') && w.split_once('=').is_some_and(|(k, _)| k == p))
                     })
                 })
             }),
@@ -488,14 +489,20 @@ mod tests {
     }
 
     fn m(text: &str) -> bool {
-        LinkFile::parse("/x/10-a.link", &format!("[Match]\n{text}\n[Link]\nName=x\n"))
-            .matches(&nic(), &Facts::default())
+        LinkFile::parse(
+            "/x/10-a.link",
+            &format!("[Match]\n{text}\n[Link]\nName=x\n"),
+        )
+        .matches(&nic(), &Facts::default())
     }
 
     #[test]
     fn match_keys_as_systemd_evaluates_them() {
         assert!(m("PermanentMACAddress=B4:96:91:17:00:00"));
-        assert!(!m("MACAddress=b4:96:91:17:00:00"), "the current MAC differs");
+        assert!(
+            !m("MACAddress=b4:96:91:17:00:00"),
+            "the current MAC differs"
+        );
         assert!(m("MACAddress=aa:bb:cc:dd:ee:ff 02:00:00:00:00:01"));
         assert!(m("OriginalName=ens*"));
         assert!(!m("OriginalName=!ens*"));
@@ -507,8 +514,10 @@ mod tests {
         assert!(m("Driver=mlx5*\nDriver="), "an empty assignment resets");
         assert!(!m("Driver=mlx5* ice\nPath=pci-0000:3b:*"));
         assert!(m("Virtualization=no"), "undecidable conditions hold");
-        assert!(!LinkFile::parse("/x/a.link", "[Match]\n[Link]\nName=y\n")
-            .matches(&nic(), &Facts::default()));
+        assert!(
+            !LinkFile::parse("/x/a.link", "[Match]\n[Link]\nName=y\n")
+                .matches(&nic(), &Facts::default())
+        );
         let vm = Facts {
             virtualized: Some(true),
             cmdline: Some("ro net.ifnames=0 quiet".into()),
@@ -551,7 +560,17 @@ mod tests {
     #[test]
     fn interface_names_by_dev_valid_name() {
         assert!(check_ifname("ens2f0.100").is_ok());
-        for bad in ["", ".", "..", "a/b", "a:b", "a b", "a\nACTION", "sixteen-chars-xx", "a\"b"] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a:b",
+            "a b",
+            "a\nACTION",
+            "sixteen-chars-xx",
+            "a\"b",
+        ] {
             assert!(check_ifname(bad).is_err(), "{bad:?}");
         }
     }

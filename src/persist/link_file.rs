@@ -13,9 +13,9 @@
 
 use super::{Artifact, nic_match, nm_view};
 use crate::ethtool::{Field, Section};
-use crate::peers::udev::{self, Device, LinkFile};
 use crate::knob::{HostCtx, Target};
 use crate::manifest::{Knob, Manifest};
+use crate::peers::udev::{self, Device, LinkFile};
 use crate::schema::Persistence;
 
 /// The file of interface `ifname`.
@@ -327,7 +327,6 @@ fn knob_lines(knob: &Knob, host: &HostCtx) -> Result<(String, Vec<String>), Stri
         })?;
     Ok((ifname, lines))
 }
-
 
 /// The file name of interface `ifname`'s file: what orders it.
 fn file_name(ifname: &str) -> String {

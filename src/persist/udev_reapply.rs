@@ -12,8 +12,8 @@
 //! first opened, after the `add` event, is applied after the network is up
 //! instead ([`XPS_AT_OPEN`]).
 
-use super::{Artifact, nic_match};
 use super::template_unit::{self, manifest_for_unit};
+use super::{Artifact, nic_match};
 use crate::knob::{HostCtx, Target};
 use crate::manifest::{Knob, Manifest};
 use crate::schema::Persistence;
@@ -64,7 +64,8 @@ const AFTER_UP: &str = "--property=After=network-online.target \
 /// files on an interface of such a driver.
 fn xps_at_open(targets: &[Target], ifname: &str, driver: Option<&str>) -> Option<&'static str> {
     let writes_xps = targets.iter().any(|t| {
-        t.path.starts_with(&format!("/sys/class/net/{ifname}/queues/tx-"))
+        t.path
+            .starts_with(&format!("/sys/class/net/{ifname}/queues/tx-"))
             && t.path.contains("/xps_")
     });
     let driver = driver?;

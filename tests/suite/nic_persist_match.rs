@@ -31,8 +31,8 @@ fn hk(root: &Path, m: &Path, args: &[&str]) -> std::process::Output {
 
 fn status(root: &Path, m: &Path, id: &str) -> serde_json::Value {
     let out = hk(root, m, &["--format", "json", "audit"]);
-    let v: serde_json::Value =
-        serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap_or_else(|e| {
+    let v: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout))
+        .unwrap_or_else(|e| {
             panic!("{e}: {}", err(&out));
         });
     v["knobs"]
@@ -71,7 +71,8 @@ fn a_link_file_of_the_host_that_sorts_first_and_matches_is_refused_and_named_by_
     with_permanent(&root, "ens2f0", PERM);
     let m = knobs(&[QUEUES]);
     // netplan's file for this NIC (match: macaddress, set-name), sorting first.
-    let netplan = format!("[Match]\nPermanentMACAddress={PERM}\n\n[Link]\nName=ens2f0\nWakeOnLan=off\n");
+    let netplan =
+        format!("[Match]\nPermanentMACAddress={PERM}\n\n[Link]\nName=ens2f0\nWakeOnLan=off\n");
     write(&root, NETPLAN, &netplan);
     let pristine = tree(&root);
     let out = hk(&root, m.path(), &["persist", "queues", "--install"]);
@@ -97,7 +98,11 @@ fn a_link_file_of_the_host_that_sorts_first_and_matches_is_refused_and_named_by_
         "{k:#}"
     );
     // A file for another device, or one masked in /etc, shadows nothing.
-    write(&root, NETPLAN, "[Match]\nPermanentMACAddress=b4:96:91:17:00:01\n\n[Link]\nName=x\n");
+    write(
+        &root,
+        NETPLAN,
+        "[Match]\nPermanentMACAddress=b4:96:91:17:00:01\n\n[Link]\nName=x\n",
+    );
     assert_eq!(status(&root, m.path(), "queues")["status"], "ok");
     write(&root, NETPLAN, &netplan);
     write(&root, "etc/systemd/network/10-netplan-data0.link", "");
@@ -160,7 +165,9 @@ fn the_link_file_and_the_udev_rule_match_the_device_not_its_current_mac() {
     ]);
     let printed = ok(&hk(&root, m.path(), &["persist", "queues"]));
     assert!(
-        printed.contains(&format!("[Match]\nPermanentMACAddress={PERM}\nType=ether\n\n")),
+        printed.contains(&format!(
+            "[Match]\nPermanentMACAddress={PERM}\nType=ether\n\n"
+        )),
         "{printed}"
     );
     assert!(!printed.contains("MACAddress=02:11"), "{printed}");
@@ -173,10 +180,16 @@ fn the_link_file_and_the_udev_rule_match_the_device_not_its_current_mac() {
     let nic = udev::Device::read(&r, "ens2f0").unwrap();
     let child = udev::Device::read(&r, "ens2f0.100").unwrap();
     let applied = udev::applying(&files, &nic, &facts, None).map(|f| f.path.clone());
-    assert_eq!(applied.as_deref(), Some("/etc/systemd/network/50-hostknob-ens2f0.link"));
+    assert_eq!(
+        applied.as_deref(),
+        Some("/etc/systemd/network/50-hostknob-ens2f0.link")
+    );
     assert!(udev::applying(&files, &child, &facts, None).is_none());
     let said = err(&hk(&root, m.path(), &["persist", "queues"]));
-    assert!(said.contains("permanent address b4:96:91:17:00:00 (ethtool -P)"), "{said}");
+    assert!(
+        said.contains("permanent address b4:96:91:17:00:00 (ethtool -P)"),
+        "{said}"
+    );
     // The rule names the PCI function, which the VLAN and the bond lack.
     let rule = ok(&hk(&root, m.path(), &["persist", "steer"]));
     assert!(
@@ -280,7 +293,10 @@ fn xps_on_drivers_that_set_it_at_open_is_applied_after_the_network_is_up() {
     .unwrap();
     let k = status(&root, m.path(), "send");
     assert_ne!(k["status"], "ok", "{k:#}");
-    assert!(k["detail"].to_string().contains("ice_cfg_xps_tx_ring"), "{k:#}");
+    assert!(
+        k["detail"].to_string().contains("ice_cfg_xps_tx_ring"),
+        "{k:#}"
+    );
     std::fs::write(&path, text).unwrap();
     // Down: the values in effect now are the driver's to replace at open.
     std::fs::write(sys_net(&root, "ens2f0", "flags"), "0x1002\n").unwrap();
