@@ -1,4 +1,7 @@
-//! What other tools on the host will do: one module per tool.
+//! What other tools on the host do: one module per tool, each answering
+//! "what will this tool do to a knob's files on this host", read through the
+//! root seam and never run. `audit`, `import`, `persist`, `knob` and
+//! `isolate` ask here; nothing here asks them (src/layering.rs checks it).
 
 pub mod network_manager;
 pub mod udev;

@@ -52,55 +52,18 @@ const FEATURES: &[(&str, &[&str])] = &[
 
 /// Kernel features NetworkManager has a property of their own name for
 /// (`feature-` and the kernel's name).
-const SAME_NAME: &[&str] = &[
-    "esp-hw-offload",
-    "esp-tx-csum-hw-offload",
-    "fcoe-mtu",
-    "highdma",
-    "hw-tc-offload",
-    "l2-fwd-offload",
-    "loopback",
-    "macsec-hw-offload",
-    "rx-all",
-    "rx-fcs",
-    "rx-gro-hw",
-    "rx-gro-list",
-    "rx-udp-gro-forwarding",
-    "rx-udp_tunnel-port-offload",
-    "rx-vlan-filter",
-    "rx-vlan-stag-filter",
-    "rx-vlan-stag-hw-parse",
-    "tls-hw-record",
-    "tls-hw-rx-offload",
-    "tls-hw-tx-offload",
-    "tx-checksum-fcoe-crc",
-    "tx-checksum-ip-generic",
-    "tx-checksum-ipv4",
-    "tx-checksum-ipv6",
-    "tx-checksum-sctp",
-    "tx-esp-segmentation",
-    "tx-fcoe-segmentation",
-    "tx-gre-csum-segmentation",
-    "tx-gre-segmentation",
-    "tx-gso-list",
-    "tx-gso-partial",
-    "tx-gso-robust",
-    "tx-ipxip4-segmentation",
-    "tx-ipxip6-segmentation",
-    "tx-nocache-copy",
-    "tx-scatter-gather",
-    "tx-scatter-gather-fraglist",
-    "tx-sctp-segmentation",
-    "tx-tcp-ecn-segmentation",
-    "tx-tcp-mangleid-segmentation",
-    "tx-tcp-segmentation",
-    "tx-tcp6-segmentation",
-    "tx-tunnel-remcsum-segmentation",
-    "tx-udp-segmentation",
-    "tx-udp_tnl-csum-segmentation",
-    "tx-udp_tnl-segmentation",
-    "tx-vlan-stag-hw-insert",
-];
+const SAME_NAME: &str = "esp-hw-offload esp-tx-csum-hw-offload fcoe-mtu highdma hw-tc-offload l2-fwd-offload \
+     loopback macsec-hw-offload rx-all rx-fcs rx-gro-hw rx-gro-list rx-udp-gro-forwarding \
+     rx-udp_tunnel-port-offload rx-vlan-filter rx-vlan-stag-filter rx-vlan-stag-hw-parse \
+     tls-hw-record tls-hw-rx-offload tls-hw-tx-offload tx-checksum-fcoe-crc \
+     tx-checksum-ip-generic tx-checksum-ipv4 tx-checksum-ipv6 tx-checksum-sctp \
+     tx-esp-segmentation tx-fcoe-segmentation tx-gre-csum-segmentation \
+     tx-gre-segmentation tx-gso-list tx-gso-partial tx-gso-robust tx-ipxip4-segmentation \
+     tx-ipxip6-segmentation tx-nocache-copy tx-scatter-gather tx-scatter-gather-fraglist \
+     tx-sctp-segmentation tx-tcp-ecn-segmentation tx-tcp-mangleid-segmentation \
+     tx-tcp-segmentation tx-tcp6-segmentation tx-tunnel-remcsum-segmentation \
+     tx-udp-segmentation tx-udp_tnl-csum-segmentation tx-udp_tnl-segmentation \
+     tx-vlan-stag-hw-insert";
 
 /// The property that sets kernel feature `feature` and nothing else, or why
 /// there is none.
@@ -108,7 +71,7 @@ pub fn feature_property(feature: &str) -> Result<String, String> {
     if let Some((prop, _)) = FEATURES.iter().find(|(_, f)| *f == [feature]) {
         return Ok(prop.to_string());
     }
-    if SAME_NAME.contains(&feature) {
+    if SAME_NAME.split_whitespace().any(|n| n == feature) {
         return Ok(format!("feature-{feature}"));
     }
     let wider: Vec<&str> = FEATURES

@@ -392,7 +392,7 @@ impl Facts {
             }
         });
         Facts {
-            hostname: text("/proc/sys/kernel/hostname").or_else(|| text("/etc/hostname")),
+            hostname: text("/proc/sys/kernel/hostname"),
             machine_id: text("/etc/machine-id"),
             cmdline: text("/proc/cmdline"),
             virtualized,

@@ -51,13 +51,13 @@ GenericReceiveOffload=no
 TCPSegmentationOffload=no
 ";
 
-fn hk(root: &Path, m: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn hk(root: &Path, m: &Path, args: &[&str]) -> std::process::Output {
     let mut all = vec!["--host", "nichost"];
     all.extend(args);
     run(root, m, &all)
 }
 
-fn audit(root: &Path, m: &Path) -> serde_json::Value {
+pub(crate) fn audit(root: &Path, m: &Path) -> serde_json::Value {
     let out = hk(root, m, &["--format", "json", "audit"]);
     serde_json::from_str(&out_text(&out)).unwrap_or_else(|e| panic!("{e}: {}", err(&out)))
 }
@@ -66,7 +66,7 @@ fn out_text(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn knob<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+pub(crate) fn knob<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     report["knobs"]
         .as_array()
         .unwrap()

@@ -11,6 +11,7 @@ use std::path::Path;
 use hostknob::peers::udev;
 use hostknob::root::Root;
 
+use crate::nic_persist::{audit, hk, knob};
 use crate::support::nic::{ICE, MLX5, host_with};
 use crate::support::*;
 
@@ -23,25 +24,8 @@ const QUEUES: (&str, &str) = (
     "persistence: link-file\nkind: nic-channels\ntarget: {driver: ice}\nset: {combined: 8}\n",
 );
 
-fn hk(root: &Path, m: &Path, args: &[&str]) -> std::process::Output {
-    let mut all = vec!["--host", "nichost"];
-    all.extend(args);
-    run(root, m, &all)
-}
-
 fn status(root: &Path, m: &Path, id: &str) -> serde_json::Value {
-    let out = hk(root, m, &["--format", "json", "audit"]);
-    let v: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout))
-        .unwrap_or_else(|e| {
-            panic!("{e}: {}", err(&out));
-        });
-    v["knobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["id"] == id)
-        .unwrap()
-        .clone()
+    knob(&audit(root, m), id).clone()
 }
 
 /// The capture's state file of `ifname` with `ethtool -P`'s address, as
