@@ -511,7 +511,14 @@ mod tests {
         assert!(!m("Type=vlan"));
         assert!(m("Kind=!vlan bond bridge"), "a NIC has no kind");
         assert!(!m("Kind=vlan"));
-        assert!(m("Driver=mlx5*\nDriver="), "an empty assignment resets");
+        assert!(
+            m("Driver=mlx5*\nDriver=\nType=ether"),
+            "an empty assignment resets"
+        );
+        assert!(
+            !m("Driver=mlx5*\nDriver="),
+            "and a [Match] left empty is ignored"
+        );
         assert!(!m("Driver=mlx5* ice\nPath=pci-0000:3b:*"));
         assert!(m("Virtualization=no"), "undecidable conditions hold");
         assert!(

@@ -15,7 +15,6 @@ use crate::nic_persist::{audit, hk, knob};
 use crate::support::nic::{ICE, MLX5, host_with};
 use crate::support::*;
 
-const LINK: &str = "etc/systemd/network/50-hostknob-ens2f0.link";
 const NETPLAN: &str = "run/systemd/network/10-netplan-data0.link";
 const PERM: &str = "b4:96:91:17:00:00";
 
