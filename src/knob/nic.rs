@@ -191,17 +191,39 @@ impl EthtoolKnob {
         }
         for ifname in names {
             let state = ethtool::read(host.root, &ifname);
-            for (name, want) in &self.values {
-                let field = Field::new(&ifname, self.section, name);
-                survey.targets.push(target(&field, &state, want));
+            let start = survey.targets.len();
+            for (name, want) in self.ordered() {
+                match self.section {
+                    Section::Features => survey.targets.extend(super::nic_feature::targets(
+                        &ifname, &state, name, want,
+                    )),
+                    _ => {
+                        let field = Field::new(&ifname, self.section, name);
+                        survey.targets.push(target(&field, &state, want));
+                    }
+                }
+            }
+            if self.section == Section::Coalesce
+                && let Ok(Some(s)) = &state
+            {
+                super::nic_coalesce::check(host, self, s, &mut survey.targets[start..]);
             }
         }
         survey
     }
+
+    /// The values in the order apply writes them: adaptive moderation
+    /// before the fixed values it governs (a driver refuses a fixed value
+    /// while adaptive is on: [`super::rules::coalesce`]); restoring runs backwards.
+    fn ordered(&self) -> Vec<(&String, &String)> {
+        let mut v: Vec<_> = self.values.iter().collect();
+        v.sort_by_key(|(k, _)| !k.starts_with("adaptive-"));
+        v
+    }
 }
 
 /// One value's target: its current value, or why it cannot take `want`.
-fn target(field: &Field, state: &Result<Option<State>, String>, want: &str) -> Target {
+pub fn target(field: &Field, state: &Result<Option<State>, String>, want: &str) -> Target {
     let path = field.path();
     let label = Some(format!("{} {}", field.ifname, field.name));
     let state = match state {

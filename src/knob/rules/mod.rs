@@ -17,7 +17,9 @@ pub struct KindRules {
 }
 
 pub mod cmdline;
+pub mod coalesce;
 pub mod irq;
+pub mod rps;
 mod table;
 
 pub use table::RULES;
