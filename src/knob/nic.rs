@@ -194,9 +194,9 @@ impl EthtoolKnob {
             let start = survey.targets.len();
             for (name, want) in self.ordered() {
                 match self.section {
-                    Section::Features => survey.targets.extend(super::nic_feature::targets(
-                        &ifname, &state, name, want,
-                    )),
+                    Section::Features => survey
+                        .targets
+                        .extend(super::nic_feature::targets(&ifname, &state, name, want)),
                     _ => {
                         let field = Field::new(&ifname, self.section, name);
                         survey.targets.push(target(&field, &state, want));

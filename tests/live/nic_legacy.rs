@@ -25,14 +25,17 @@ fn features(ns: &str, ifname: &str) -> BTreeMap<String, String> {
 }
 
 fn veth(ns: &str, a: &str, b: &str) {
-    ip(&["-n", ns, "link", "add", a, "type", "veth", "peer", "name", b]);
+    ip(&[
+        "-n", ns, "link", "add", a, "type", "veth", "peer", "name", b,
+    ]);
     ip(&["-n", ns, "link", "set", a, "up"]);
     ip(&["-n", ns, "link", "set", b, "up"]);
 }
 
 #[test]
 #[ignore = "live: root and HOSTKNOB_LIVE=1"]
-fn live_tso_off_turns_off_every_tcp_segmentation_feature_as_ethtool_does_and_revert_restores_each() {
+fn live_tso_off_turns_off_every_tcp_segmentation_feature_as_ethtool_does_and_revert_restores_each()
+{
     super::live_allowed().unwrap();
     let ns = Netns(format!("hostknob-tso-{}", std::process::id()));
     ip(&["netns", "add", &ns.0]);
@@ -44,7 +47,11 @@ fn live_tso_off_turns_off_every_tcp_segmentation_feature_as_ethtool_does_and_rev
         .keys()
         .filter(|k| k.starts_with("tx-tcp") && k.ends_with("-segmentation"))
         .collect();
-    for k in ["tx-tcp-segmentation", "tx-tcp6-segmentation", "tx-tcp-ecn-segmentation"] {
+    for k in [
+        "tx-tcp-segmentation",
+        "tx-tcp6-segmentation",
+        "tx-tcp-ecn-segmentation",
+    ] {
         assert!(
             before.get(k).is_some_and(|w| w == "on"),
             "veth has {k} on: {before:?}"
@@ -60,7 +67,12 @@ fn live_tso_off_turns_off_every_tcp_segmentation_feature_as_ethtool_does_and_rev
         c.args(["netns", "exec", &ns.0, bin()]);
         isolate(&mut c);
         c.env("HOSTKNOB_MANIFEST", m.path())
-            .args(["--state-dir", state.path().to_str().unwrap(), "--host", "live"])
+            .args([
+                "--state-dir",
+                state.path().to_str().unwrap(),
+                "--host",
+                "live",
+            ])
             .args(args)
             .output()
             .unwrap()
@@ -71,7 +83,11 @@ fn live_tso_off_turns_off_every_tcp_segmentation_feature_as_ethtool_does_and_rev
     let ours = features(&ns.0, "hka0");
     let theirs = features(&ns.0, "hkb0");
     for (k, w) in &theirs {
-        assert_eq!(ours.get(k), Some(w), "{k}: hostknob's hka0 against ethtool's hkb0");
+        assert_eq!(
+            ours.get(k),
+            Some(w),
+            "{k}: hostknob's hka0 against ethtool's hkb0"
+        );
     }
     assert_eq!(ours.len(), theirs.len());
     for k in &tcp {
@@ -80,11 +96,21 @@ fn live_tso_off_turns_off_every_tcp_segmentation_feature_as_ethtool_does_and_rev
     }
     let audit = hostknob(&["audit", "--format", "json"]);
     let report: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
-    let status = knob(&report, "notso")["status"].as_str().unwrap().to_string();
-    assert!(["ok", "unpersisted"].contains(&status.as_str()), "{report:#}");
+    let status = knob(&report, "notso")["status"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        ["ok", "unpersisted"].contains(&status.as_str()),
+        "{report:#}"
+    );
     let reverted = ok(&hostknob(&["revert", "--all"]));
     assert!(reverted.contains("restored and read back"), "{reverted}");
-    assert_eq!(features(&ns.0, "hka0"), before, "revert restores each feature");
+    assert_eq!(
+        features(&ns.0, "hka0"),
+        before,
+        "revert restores each feature"
+    );
     let name = ns.0.clone();
     drop(ns);
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();

@@ -77,7 +77,9 @@ fn adaptive_off_is_written_first_and_revert_restores_the_nic_byte_identical() {
     let pristine = tree(&root);
     let m = knobs(&[(
         "moderation",
-        &runtime("kind: nic-coalesce\ntarget: {driver: ice}\nset: {rx-usecs: 8, adaptive-rx: off, tx-usecs: 16, adaptive-tx: off}\n"),
+        &runtime(
+            "kind: nic-coalesce\ntarget: {driver: ice}\nset: {rx-usecs: 8, adaptive-rx: off, tx-usecs: 16, adaptive-tx: off}\n",
+        ),
     )]);
     let applied = ok(&run(&root, m.path(), &["apply", "--all"]));
     assert!(applied.contains("wrote and read back"), "{applied}");
@@ -114,7 +116,10 @@ fn adaptive_off_is_written_first_and_revert_restores_the_nic_byte_identical() {
 }
 
 /// adl0 (16 CPUs, Linux 7.0) booted with nohz_full and domain isolation.
-fn isolated_adl0(cmdline_extra: &str, version: Option<&str>) -> (tempfile::TempDir, std::path::PathBuf) {
+fn isolated_adl0(
+    cmdline_extra: &str,
+    version: Option<&str>,
+) -> (tempfile::TempDir, std::path::PathBuf) {
     let (t, root) = host_with("adl0", &ICE);
     let p = root.join("proc/cmdline");
     let line = fs::read_to_string(&p).unwrap();
@@ -127,7 +132,10 @@ fn isolated_adl0(cmdline_extra: &str, version: Option<&str>) -> (tempfile::TempD
 
 fn rps_cpus(root: &Path, q: u32) -> String {
     let nic = format!("sys/class/net/{}/queues/rx-{q}/rps_cpus", ICE.ifname);
-    fs::read_to_string(root.join(nic)).unwrap().trim().to_string()
+    fs::read_to_string(root.join(nic))
+        .unwrap()
+        .trim()
+        .to_string()
 }
 
 #[test]
@@ -140,17 +148,25 @@ fn rps_on_isolated_cpus_plans_and_audits_the_mask_the_kernel_keeps() {
     )]);
     let planned = ok(&run(&root, m.path(), &["apply", "--all"]));
     assert!(
-        planned.contains("the kernel keeps 0-3,8-11,14-15 and drops isolated CPUs 4-7,12-13 \
+        planned.contains(
+            "the kernel keeps 0-3,8-11,14-15 and drops isolated CPUs 4-7,12-13 \
                           (nohz_full=4-7 and isolcpus=domain,managed_irq,12-13 on the running \
-                          command line; net/core/net-sysfs.c store_rps_map"),
+                          command line; net/core/net-sysfs.c store_rps_map"
+        ),
         "{planned}"
     );
     // CPUs 0-3, 8-11, 14-15.
     assert_eq!(rps_cpus(&root, 0), "cf0f");
     assert_eq!(rps_cpus(&root, 1), "cf0f");
     let (report, code) = audit_json(&root, m.path(), None);
-    let status = knob(&report, "steer")["status"].as_str().unwrap().to_string();
-    assert!(["ok", "unpersisted"].contains(&status.as_str()), "{report:#}");
+    let status = knob(&report, "steer")["status"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        ["ok", "unpersisted"].contains(&status.as_str()),
+        "{report:#}"
+    );
     assert_ne!(code, 2, "no drift: {report:#}");
     ok(&run(&root, m.path(), &["revert", "--all"]));
     assert_tree(&pristine, &root, "rps after revert");
@@ -173,7 +189,10 @@ fn rps_keeps_every_cpu_where_the_kernel_does() {
     ok(&run(&root, m.path(), &["apply", "--all"]));
     assert_eq!(rps_cpus(&root, 0), "ffff");
     // Before Linux 5.9 store_rps_map kept isolated CPUs.
-    let (_t2, old) = isolated_adl0("nohz_full=4-7", Some("Linux version 5.4.0-150-generic (b@h) #1 SMP\n"));
+    let (_t2, old) = isolated_adl0(
+        "nohz_full=4-7",
+        Some("Linux version 5.4.0-150-generic (b@h) #1 SMP\n"),
+    );
     ok(&run(&old, m.path(), &["apply", "--all"]));
     assert_eq!(rps_cpus(&old, 0), "ffff");
 }
@@ -245,7 +264,9 @@ fn legacy_names_come_from_ethtools_table_and_overlaps_or_absent_features_are_ref
     // The long names ethtool -k prints are the same entries.
     let m = knobs(&[(
         "sg",
-        &runtime("kind: nic-feature\ntarget: {driver: ice}\nset: {scatter-gather: off, rx-checksumming: off}\n"),
+        &runtime(
+            "kind: nic-feature\ntarget: {driver: ice}\nset: {scatter-gather: off, rx-checksumming: off}\n",
+        ),
     )]);
     ok(&run(&root, m.path(), &["apply", "--all"]));
     let f = &state(&root, ICE.ifname)["features"];

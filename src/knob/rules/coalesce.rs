@@ -140,7 +140,11 @@ mod tests {
         assert!(value_refusal(ice, "rx-usecs", 8).is_none());
         let odd = value_refusal(ice, "rx-usecs", 7).unwrap();
         assert!(odd.contains("give 6 or 8"), "{odd}");
-        assert!(value_refusal(ice, "tx-usecs", 8162).unwrap().contains("above 8160"));
+        assert!(
+            value_refusal(ice, "tx-usecs", 8162)
+                .unwrap()
+                .contains("above 8160")
+        );
         assert!(value_refusal(ice, "rx-frames", 7).is_none());
         let mlx5 = of(Some("mlx5_core")).unwrap();
         assert!(value_refusal(mlx5, "rx-usecs", 7).is_none());

@@ -100,9 +100,15 @@ mod tests {
         let r = [6, 18, 8];
         assert_eq!(cpus(&r, "ro nohz_full=2-5"), Some("2-5".into()));
         assert_eq!(cpus(&r, "isolcpus=4-7"), Some("4-7".into()));
-        assert_eq!(cpus(&r, "isolcpus=domain,managed_irq,4-7"), Some("4-7".into()));
+        assert_eq!(
+            cpus(&r, "isolcpus=domain,managed_irq,4-7"),
+            Some("4-7".into())
+        );
         assert_eq!(cpus(&r, "isolcpus=managed_irq,4-7"), None);
-        assert_eq!(cpus(&r, "isolcpus=managed_irq,4-7 nohz_full=4-5"), Some("4-5".into()));
+        assert_eq!(
+            cpus(&r, "isolcpus=managed_irq,4-7 nohz_full=4-5"),
+            Some("4-5".into())
+        );
         // isolcpus=nohz is nohz_full since 6.14, only the tick before.
         assert_eq!(cpus(&r, "isolcpus=nohz,4-7"), Some("4-7".into()));
         assert_eq!(cpus(&[6, 8, 0], "isolcpus=nohz,4-7"), None);
