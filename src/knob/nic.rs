@@ -192,7 +192,7 @@ impl EthtoolKnob {
         for ifname in names {
             let state = ethtool::read(host.root, &ifname);
             let start = survey.targets.len();
-            for (name, want) in self.ordered() {
+            for (name, want) in &self.values {
                 match self.section {
                     Section::Features => survey
                         .targets
@@ -210,15 +210,6 @@ impl EthtoolKnob {
             }
         }
         survey
-    }
-
-    /// The values in the order apply writes them: adaptive moderation
-    /// before the fixed values it governs (a driver refuses a fixed value
-    /// while adaptive is on: [`super::rules::coalesce`]); restoring runs backwards.
-    fn ordered(&self) -> Vec<(&String, &String)> {
-        let mut v: Vec<_> = self.values.iter().collect();
-        v.sort_by_key(|(k, _)| !k.starts_with("adaptive-"));
-        v
     }
 }
 
