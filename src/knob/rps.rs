@@ -24,6 +24,9 @@ fn kernel_release(host: &HostCtx) -> Vec<u64> {
     release.map(|r| crate::inventory::facts::release_numbers(&r)).unwrap_or_default()
 }
 
+/// The CPUs in the knob's words, the mask written, and a note on what the kernel drops.
+type Planned = (String, String, Option<String>);
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RpsSet {
@@ -76,7 +79,7 @@ impl Rps {
     /// a note when the kernel keeps fewer than asked: `store_rps_map` drops
     /// isolated CPUs ([`rules::rps`]), so the plan writes and audit judges
     /// what it keeps. `Err`: it would keep none and refuse the write.
-    fn cpus_word(&self, host: &HostCtx) -> Option<Result<(String, String, Option<String>), String>> {
+    fn cpus_word(&self, host: &HostCtx) -> Option<Result<Planned, String>> {
         let asked = match self.cpus.as_ref()? {
             CpuSel::All => host.online().clone(),
             CpuSel::List(l) => l.clone(),

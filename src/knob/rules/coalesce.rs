@@ -119,7 +119,7 @@ pub fn value_refusal(rules: &DriverCoalesce, field: &str, value: u32) -> Option<
         ));
     }
     let step = rules.usecs_step;
-    (step > 1 && value % step != 0).then(|| {
+    (step > 1 && !value.is_multiple_of(step)).then(|| {
         let down = value - value % step;
         format!(
             "{field} {value}: {driver} sets the hardware in steps of {step} µs, so it would run \
