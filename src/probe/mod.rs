@@ -10,7 +10,7 @@ pub mod latency;
 pub mod noise_attrib;
 mod noise_checks;
 mod noise_pin;
-mod noise_spin;
+pub mod noise_spin;
 pub mod noise_trace;
 pub mod pmqos;
 pub mod residency;

@@ -339,7 +339,9 @@ impl Attribution {
         // tracefs: each gap's events are measured; steal takes what they leave.
         for s in spins {
             let a: &mut Attributed = per_cpu.entry(s.cpu).or_default();
-            let left = s.lost_ns().saturating_sub(a.0.iter().map(|x| x.time_ns).sum());
+            let left = s
+                .lost_ns()
+                .saturating_sub(a.0.iter().map(|x| x.time_ns).sum());
             let (ticks, st) = steal(s.cpu);
             if ticks > 0 {
                 a.0.push(steal_source(ticks, st.min(left)));
@@ -350,7 +352,14 @@ impl Attribution {
 }
 
 fn steal_source(ticks: u64, time_ns: u64) -> Source {
-    source("steal", "steal (hypervisor)".into(), None, ticks, time_ns, true)
+    source(
+        "steal",
+        "steal (hypervisor)".into(),
+        None,
+        ticks,
+        time_ns,
+        true,
+    )
 }
 
 fn source(

@@ -25,10 +25,6 @@ fn mask(cpus: &[u32]) -> Vec<u64> {
 }
 
 /// Sets thread `tid`'s mask (0: the calling thread).
-pub fn set(tid: i32, cpus: &[u32]) -> std::io::Result<()> {
-    set_mask(tid, &mask(cpus))
-}
-
 fn set_mask(tid: i32, m: &[u64]) -> std::io::Result<()> {
     // SAFETY: the kernel reads `m.len() * 8` bytes.
     if unsafe { libc::sched_setaffinity(tid, m.len() * 8, m.as_ptr().cast()) } != 0 {

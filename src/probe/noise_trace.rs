@@ -389,7 +389,11 @@ pub fn intervals(events: &[Event], ours: &[u32]) -> Vec<Interval> {
             }
             // `(REASON)`: arm64's `ipi_types`, e.g. `Rescheduling interrupts`.
             "ipi_entry" => {
-                let reason = e.fields.trim().trim_start_matches('(').trim_end_matches(')');
+                let reason = e
+                    .fields
+                    .trim()
+                    .trim_start_matches('(')
+                    .trim_end_matches(')');
                 open.insert("ipi".into(), (Level::Irq, format!("IPI {reason}"), e.ts));
             }
             "ipi_exit" => out.extend(close("ipi".into(), &mut open)),

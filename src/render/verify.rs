@@ -100,7 +100,10 @@ fn placement(r: &Report) -> (String, String) {
     if let (None, Some(m)) = (&r.command, &p.measured) {
         return (
             "placement".into(),
-            format!("noise measured on CPUs {} ({}; target CPUs {target})", m.cpus, m.why),
+            format!(
+                "noise measured on CPUs {} ({}; target CPUs {target})",
+                m.cpus, m.why
+            ),
         );
     }
     match &r.command {

@@ -6,8 +6,9 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::probe::noise::{self, Spin};
+use crate::probe::noise;
 use crate::probe::noise_attrib::Attributed;
+use crate::probe::noise_spin::Spin;
 use crate::verify::paired::{self, Analysis, Decision, Metric, Round, Rule, Verdict};
 
 /// verify's default leg: `probe noise`'s 10 s at its 1 µs threshold.
@@ -85,6 +86,9 @@ fn sparse_noise_falling_fivefold_is_found_and_aa_stays_under_one_percent() {
             })
             .count();
         eprintln!("A/A at {rate} events/s: {false_effects}/{runs} false verdicts");
-        assert!(false_effects * 100 <= runs, "{rate}/s: {false_effects}/{runs}");
+        assert!(
+            false_effects * 100 <= runs,
+            "{rate}/s: {false_effects}/{runs}"
+        );
     }
 }

@@ -236,10 +236,7 @@ pub fn noise_cpus(
     let own = isolating_words(knob_args.unwrap_or_default().iter().map(String::as_str));
     let cpus = union(&own);
     if !cpus.is_empty() {
-        return measured(
-            cpus,
-            format!("the CPUs the knob isolates ({})", said(&own)),
-        );
+        return measured(cpus, format!("the CPUs the knob isolates ({})", said(&own)));
     }
     let cmdline = root.read_string("/proc/cmdline").unwrap_or_default();
     let mut running = isolating_words(cmdline.split_whitespace());
@@ -274,11 +271,15 @@ pub fn noise_cpus(
     match (outside.is_empty(), target) {
         (false, Some(t)) => measured(
             outside,
-            format!("no CPU is isolated: the allowed CPUs outside the knob's target {t}, where it moves work away from"),
+            format!(
+                "no CPU is isolated: the allowed CPUs outside the knob's target {t}, where it moves work away from"
+            ),
         ),
         _ => measured(
             std::iter::once(sleeper).collect(),
-            format!("no CPU is isolated and none lies outside the knob's target: the sleeper's CPU {sleeper}"),
+            format!(
+                "no CPU is isolated and none lies outside the knob's target: the sleeper's CPU {sleeper}"
+            ),
         ),
     }
 }
@@ -292,11 +293,15 @@ mod tests {
         let w = isolating_words(
             "ro isolcpus=managed_irq,domain,2-3 nohz-full=2-5 isolcpus=7 rcu_nocbs=2-5".split(' '),
         );
-        let got: Vec<(String, String)> = w.iter().map(|(k, c)| (k.clone(), c.to_string())).collect();
+        let got: Vec<(String, String)> =
+            w.iter().map(|(k, c)| (k.clone(), c.to_string())).collect();
         assert_eq!(
             got,
             vec![
-                ("isolcpus=managed_irq,domain,2-3".to_string(), "2-3".to_string()),
+                (
+                    "isolcpus=managed_irq,domain,2-3".to_string(),
+                    "2-3".to_string()
+                ),
                 ("nohz_full=2-5".to_string(), "2-5".to_string()),
             ]
         );

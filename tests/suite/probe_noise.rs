@@ -436,7 +436,9 @@ fn no_cpu_left_for_its_own_threads_is_a_warning() {
     let v = json_of(&o);
     let w = v["warnings"].to_string();
     assert!(
-        w.contains(&format!("no CPU outside --cpus {all} is allowed to hostknob")),
+        w.contains(&format!(
+            "no CPU outside --cpus {all} is allowed to hostknob"
+        )),
         "{v}"
     );
     assert!(
@@ -449,7 +451,14 @@ fn no_cpu_left_for_its_own_threads_is_a_warning() {
 /// `probe noise` on a copy of the VM capture (the probe's threads run
 /// here; its host files are the copy's).
 fn noise_on(root: &std::path::Path, args: &[&str]) -> std::process::Command {
-    let mut all = vec!["--root", root.to_str().unwrap(), "--format", "json", "probe", "noise"];
+    let mut all = vec![
+        "--root",
+        root.to_str().unwrap(),
+        "--format",
+        "json",
+        "probe",
+        "noise",
+    ];
     all.extend(args);
     let mut c = hostknob_command(&all);
     c.env("HOSTKNOB_TEST_PROBE_ON_ROOT", "1");
@@ -479,7 +488,14 @@ fn counts_attribution_charges_steal_first_and_system_wide_rows_to_no_cpu() {
     let (_t, root) = copy_host("fc-haltpoll-2cpu");
     let mut child = noise_on(
         &root,
-        &["--cpus", "0", "--duration", "1500ms", "--attribution", "counts"],
+        &[
+            "--cpus",
+            "0",
+            "--duration",
+            "1500ms",
+            "--attribution",
+            "counts",
+        ],
     )
     .stdout(std::process::Stdio::piped())
     .stderr(std::process::Stdio::piped())
@@ -539,18 +555,42 @@ fn a_clocksource_without_vdso_refuses_the_default_threshold() {
     }
     let o = noise_on(
         &root,
-        &["--cpus", "1", "--duration", "100ms", "--threshold", "5us", "--attribution", "counts"],
+        &[
+            "--cpus",
+            "1",
+            "--duration",
+            "100ms",
+            "--threshold",
+            "5us",
+            "--attribution",
+            "counts",
+        ],
     )
     .output()
     .unwrap();
     let v = json_of(&o);
     assert_eq!(v["settings"]["clocksource"], "acpi_pm");
-    assert!(v["warnings"].to_string().contains("the clocksource is acpi_pm"), "{v}");
+    assert!(
+        v["warnings"]
+            .to_string()
+            .contains("the clocksource is acpi_pm"),
+        "{v}"
+    );
     std::fs::write(cs.join("current_clocksource"), "tsc\n").unwrap();
     let v = json_of(
-        &noise_on(&root, &["--cpus", "1", "--duration", "100ms", "--attribution", "counts"])
-            .output()
-            .unwrap(),
+        &noise_on(
+            &root,
+            &[
+                "--cpus",
+                "1",
+                "--duration",
+                "100ms",
+                "--attribution",
+                "counts",
+            ],
+        )
+        .output()
+        .unwrap(),
     );
     assert_eq!(v["settings"]["clocksource"], "tsc");
     assert_eq!(v["warnings"], serde_json::json!([]), "{v}");
@@ -568,7 +608,14 @@ fn priority_under_rt_throttling_is_a_warning() {
     }
     let (_t, root) = copy_host("fc-haltpoll-2cpu");
     let args = [
-        "--cpus", "1", "--duration", "100ms", "--priority", "1", "--attribution", "counts",
+        "--cpus",
+        "1",
+        "--duration",
+        "100ms",
+        "--priority",
+        "1",
+        "--attribution",
+        "counts",
     ];
     // The capture's own 950000 of 1000000 µs.
     let v = json_of(&noise_on(&root, &args).output().unwrap());
@@ -608,9 +655,25 @@ fn verify_measures_the_cpus_isolcpus_managed_irq_isolates() {
         &root,
         m.path(),
         &[
-            "--host", "vm", "--format", "json", "verify", "timer-migration-off", "--probe",
-            "noise", "--rounds", "5", "--max-rounds", "5", "--settle", "1ms", "--", "--duration",
-            "100ms", "--attribution", "counts",
+            "--host",
+            "vm",
+            "--format",
+            "json",
+            "verify",
+            "timer-migration-off",
+            "--probe",
+            "noise",
+            "--rounds",
+            "5",
+            "--max-rounds",
+            "5",
+            "--settle",
+            "1ms",
+            "--",
+            "--duration",
+            "100ms",
+            "--attribution",
+            "counts",
         ],
     );
     assert!(matches!(o.status.code(), Some(0 | 3)), "{}", err(&o));
@@ -618,8 +681,7 @@ fn verify_measures_the_cpus_isolcpus_managed_irq_isolates() {
     let m = &v["placement"]["measured"];
     assert_eq!(m["cpus"], "0", "{v}");
     assert_eq!(
-        m["why"],
-        "the CPUs the running kernel isolates: isolcpus=managed_irq,0 on /proc/cmdline",
+        m["why"], "the CPUs the running kernel isolates: isolcpus=managed_irq,0 on /proc/cmdline",
         "{v}"
     );
     assert_eq!(v["settings"]["cpus"], "0", "{}", v["settings"]);
