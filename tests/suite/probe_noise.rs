@@ -4,6 +4,7 @@
 
 use crate::support::*;
 use serde_json::Value;
+use std::process::{Command, Stdio};
 
 fn last_cpu() -> u32 {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
@@ -345,6 +346,21 @@ fn tasks(pid: u32) -> Vec<(u32, String, hostknob::cpulist::CpuList, u32, u64)> {
     .collect()
 }
 
+fn words(s: &str) -> Vec<&str> {
+    s.split_whitespace().collect()
+}
+
+/// Starts `c` with its output piped, and waits until its thread `comm` runs.
+fn start_until(mut c: Command, comm: &str) -> std::process::Child {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for_thread(&mut child, comm), "no {comm} thread");
+    child
+}
+
 /// Waits until process `pid` has a thread named `comm` (false: it ended first).
 fn wait_for_thread(child: &mut std::process::Child, comm: &str) -> bool {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -369,23 +385,8 @@ fn the_probes_own_threads_stay_off_the_measured_cpu() {
         return;
     }
     let spin = format!("noise/{cpu}");
-    let mut child = hostknob_command(&[
-        "--format",
-        "json",
-        "probe",
-        "noise",
-        "--cpus",
-        &cpu.to_string(),
-        "--duration",
-        "2s",
-        "--attribution",
-        "counts",
-    ])
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
-    assert!(wait_for_thread(&mut child, &spin), "no {spin} thread");
+    let args = format!("--format json probe noise --cpus {cpu} --duration 2s --attribution counts");
+    let mut child = start_until(hostknob_command(&words(&args)), &spin);
     let mut looks = 0;
     let mut ran: std::collections::HashMap<u32, u64> = Default::default();
     let mut others = std::collections::BTreeSet::new();
@@ -486,23 +487,9 @@ fn bump_interrupts(text: &str, row: &str, cpu: usize, by: u64) -> String {
 fn counts_attribution_charges_steal_first_and_system_wide_rows_to_no_cpu() {
     // Issue 44.13: steal got only what LOC/RES left; ERR's one column went to CPU 0.
     let (_t, root) = copy_host("fc-haltpoll-2cpu");
-    let mut child = noise_on(
-        &root,
-        &[
-            "--cpus",
-            "0",
-            "--duration",
-            "1500ms",
-            "--attribution",
-            "counts",
-        ],
-    )
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
     // The probe has read its first snapshot once its thread runs.
-    assert!(wait_for_thread(&mut child, "noise/0"));
+    let args = words("--cpus 0 --duration 1500ms --attribution counts");
+    let child = start_until(noise_on(&root, &args), "noise/0");
     let irq = std::fs::read_to_string(root.join("proc/interrupts")).unwrap();
     let irq = bump_interrupts(&irq, "LOC", 0, 5_000);
     let irq = bump_interrupts(&irq, "ERR", 0, 7);
@@ -651,31 +638,9 @@ fn verify_measures_the_cpus_isolcpus_managed_irq_isolates() {
         "timer-migration-off",
         "persistence: runtime\nkind: sysctl\ntarget: {name: kernel.timer_migration}\nset: 0\n",
     )]);
-    let o = run(
-        &root,
-        m.path(),
-        &[
-            "--host",
-            "vm",
-            "--format",
-            "json",
-            "verify",
-            "timer-migration-off",
-            "--probe",
-            "noise",
-            "--rounds",
-            "5",
-            "--max-rounds",
-            "5",
-            "--settle",
-            "1ms",
-            "--",
-            "--duration",
-            "100ms",
-            "--attribution",
-            "counts",
-        ],
-    );
+    let args = "--host vm --format json verify timer-migration-off --probe noise --rounds 5 \
+                --max-rounds 5 --settle 1ms -- --duration 100ms --attribution counts";
+    let o = run(&root, m.path(), &words(args));
     assert!(matches!(o.status.code(), Some(0 | 3)), "{}", err(&o));
     let v: Value = serde_json::from_str(&out(&o)).unwrap();
     let m = &v["placement"]["measured"];
