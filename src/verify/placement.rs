@@ -28,7 +28,8 @@ pub struct Placement {
     /// The sleeper is an isolated CPU (`/sys/devices/system/cpu/isolated`).
     pub sleeper_isolated: bool,
     pub why: String,
-    /// The noise probe's CPUs and why those (`noise_cpus`); null for the other probes.
+    /// The noise probe's CPUs and why those (`noise_cpus`); absent for the other probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
 }
 
