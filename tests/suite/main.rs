@@ -56,6 +56,7 @@ mod msr_knobs;
 mod newcomer;
 mod nic;
 mod nic_persist;
+mod no_cpuidle;
 mod packaging;
 mod persist;
 mod persist_order;
