@@ -214,24 +214,7 @@ pub fn choose(topo: &Topology, req: &Request, opts: Options) -> Result<Choice> {
             )),
         }
     }
-    if topo.is_hybrid() {
-        let p_iso = picked.iter().filter(|&&i| topo.cores[i].rank == 0).count();
-        reasons.push(format!(
-            "hybrid part: {} cores are isolated first{} ({p_iso} of {} chosen are P-cores)",
-            opts.prefer.words(),
-            match opts.prefer {
-                Prefer::Performance => "",
-                Prefer::Efficient => " (--prefer efficient)",
-            },
-            picked.len()
-        ));
-        let mixed = picked.iter().any(|&i| topo.cores[i].rank > 0);
-        if mixed {
-            warnings.push(
-                "the isolated set mixes performance and efficient cores: the workload's threads will see different speeds depending on where they run".into(),
-            );
-        }
-    }
+    hybrid(topo, req, opts, floor, &picked, &mut reasons, &mut warnings);
     if housekeeping.len() == 1 {
         let whole = match topo.online.len() {
             2 => {
@@ -242,11 +225,6 @@ pub fn choose(topo: &Topology, req: &Request, opts: Options) -> Result<Choice> {
         warnings.push(format!(
             "housekeeping is the single CPU {housekeeping}: every interrupt, kernel thread and system service shares it{whole}"
         ));
-    }
-    if opts.prefer == Prefer::Efficient && !topo.is_hybrid() {
-        warnings.push(
-            "--prefer efficient: this part has one core type, so there is no choice to make".into(),
-        );
     }
     if let Some(now) = &topo.isolated_now {
         warnings.push(format!(
@@ -260,6 +238,54 @@ pub fn choose(topo: &Topology, req: &Request, opts: Options) -> Result<Choice> {
         reasons,
         warnings,
     })
+}
+
+/// What the core types did to the choice: the type taken first, a count
+/// made as a combination, a mixed set, a `--prefer` with nothing to choose.
+fn hybrid(
+    topo: &Topology,
+    req: &Request,
+    opts: Options,
+    floor: usize,
+    picked: &[usize],
+    reasons: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
+    let allow_cpu0 = opts.allow_cpu0;
+    if let Request::Count(n) = req
+        && cpus_of(
+            topo,
+            &greedy(topo, &candidates(topo, allow_cpu0, opts.prefer), *n, floor),
+        ) != *n
+    {
+        reasons.push(format!(
+            "{n} CPUs are a combination of whole cores and whole clusters: taking them in order ({} first) does not reach {n}, so some of that type stay housekeeping",
+            opts.prefer.words()
+        ));
+    }
+    if topo.is_hybrid() {
+        let p_iso = picked.iter().filter(|&&i| topo.cores[i].rank == 0).count();
+        reasons.push(format!(
+            "hybrid part: {} cores are isolated first{} ({p_iso} of {} chosen are P-cores)",
+            opts.prefer.words(),
+            match opts.prefer {
+                Prefer::Performance => "",
+                Prefer::Efficient => ", as --prefer efficient asks",
+            },
+            picked.len()
+        ));
+        let mixed = picked.iter().any(|&i| topo.cores[i].rank > 0);
+        if mixed {
+            warnings.push(
+                "the isolated set mixes performance and efficient cores: the workload's threads will see different speeds depending on where they run".into(),
+            );
+        }
+    }
+    if opts.prefer == Prefer::Efficient && !topo.is_hybrid() {
+        warnings.push(
+            "--prefer efficient: this part has one core type, so there is no choice to make".into(),
+        );
+    }
 }
 
 /// Groups of core indices in the order they are isolated, each taken whole:

@@ -127,6 +127,15 @@ pub fn not_applicable(root: &Root, kind: KindName) -> Option<String> {
     no_cpuidle(root).then(|| format!("{} [{}]", rule.why, rule.source))
 }
 
+/// What audit calls a knob [`why`] gave `why` for: `not-applicable` where
+/// no cpuidle driver runs (whatever it reads), else `not-honoured`.
+pub fn audit_status(why: &str) -> &'static str {
+    match why.starts_with(NO_CPUIDLE_WHY) {
+        true => "not-applicable",
+        false => "not-honoured",
+    }
+}
+
 /// Why the kernel will ignore `desired` for a knob of `kind` on this host,
 /// with the rule's source; `None` when it acts on it (or cannot be known).
 pub fn why(root: &Root, kind: KindName, desired: &str, cpu: u32) -> Option<String> {
