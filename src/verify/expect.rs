@@ -298,7 +298,10 @@ mod tests {
         assert_eq!((c.outcome, c.met), (rule::Outcome::Inconclusive, false));
         let why = c.why.unwrap();
         assert!(
-            why.contains("upper bound") && why.contains("1.050") && why.contains("more rounds"),
+            why.contains("upper bound")
+                && why.contains("1.050")
+                // Hundreds of rounds at this noise: what would help instead.
+                && why.contains("no practical run would show it"),
             "{why}"
         );
         // A declared tolerance wide enough is met by the same run.
