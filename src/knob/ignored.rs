@@ -40,28 +40,25 @@ fn latency_ignored_by_haltpoll(desired: &str, deepest_exit_us: Option<u64>) -> b
 const NO_CPUIDLE_WHY: &str = "no cpuidle driver runs here (cpuidle `current_driver` reads `none`, or the kernel has no CONFIG_CPU_IDLE): the idle loop halts with the architecture's default idle and never reads a PM QoS latency request or an idle state's setting";
 const NO_CPUIDLE_SOURCE: &str = "kernel/sched/idle.c: cpuidle_idle_call() calls default_idle_call() when cpuidle_not_available(); only the cpuidle governors read cpu_latency_qos_limit() and dev_pm_qos_raw_resume_latency() (drivers/cpuidle/governor.c: cpuidle_governor_latency_req())";
 
+fn any_value(_: &str, _: Option<u64>) -> bool {
+    true
+}
+
+/// A kind no idle loop reads where no cpuidle driver runs, whatever its value.
+const fn without_cpuidle(kind: KindName) -> IgnoredBy {
+    IgnoredBy {
+        kind,
+        host: Host::NoCpuidle,
+        holds: any_value,
+        why: NO_CPUIDLE_WHY,
+        source: NO_CPUIDLE_SOURCE,
+    }
+}
+
 pub const RULES: &[IgnoredBy] = &[
-    IgnoredBy {
-        kind: KindName::PmQosResumeLatency,
-        host: Host::NoCpuidle,
-        holds: |_, _| true,
-        why: NO_CPUIDLE_WHY,
-        source: NO_CPUIDLE_SOURCE,
-    },
-    IgnoredBy {
-        kind: KindName::PmQos,
-        host: Host::NoCpuidle,
-        holds: |_, _| true,
-        why: NO_CPUIDLE_WHY,
-        source: NO_CPUIDLE_SOURCE,
-    },
-    IgnoredBy {
-        kind: KindName::CpuidleState,
-        host: Host::NoCpuidle,
-        holds: |_, _| true,
-        why: NO_CPUIDLE_WHY,
-        source: NO_CPUIDLE_SOURCE,
-    },
+    without_cpuidle(KindName::PmQosResumeLatency),
+    without_cpuidle(KindName::PmQos),
+    without_cpuidle(KindName::CpuidleState),
     IgnoredBy {
         kind: KindName::CpuidleState,
         host: Host::Governor("haltpoll"),
