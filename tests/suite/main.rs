@@ -10,6 +10,7 @@ mod apply_crash;
 mod apply_faults;
 mod apply_journal;
 mod apply_ledger;
+mod audit_blind;
 mod audit_status;
 mod cli;
 mod conditions;
