@@ -24,7 +24,7 @@ fn live_apply_unit_writes_net_core_busy_poll_in_the_hosts_namespace() {
     let m = knobs(&[(
         "net-busy-poll",
         &format!(
-            "kind: sysctl\ntarget: {{name: net.core.busy_poll}}\nset: {want}\npersistence: sysctl-d\n"
+            "kind: sysctl\ntarget: {{name: net.core.busy_poll}}\nset: {want}\npersistence: sysctl.d\n"
         ),
     )]);
     let sysctl_d = || std::fs::read_dir("/etc/sysctl.d").map(|d| d.count()).ok();

@@ -80,7 +80,7 @@ fn busy_poll_manifest() -> Option<(tempfile::TempDir, String, String)> {
     let m = knobs(&[(
         "net-busy-poll",
         &format!(
-            "kind: sysctl\ntarget: {{name: net.core.busy_poll}}\nset: {want}\npersistence: sysctl-d\n"
+            "kind: sysctl\ntarget: {{name: net.core.busy_poll}}\nset: {want}\npersistence: sysctl.d\n"
         ),
     )]);
     Some((m, now, want))
@@ -177,7 +177,9 @@ fn the_units_are_ordered_against_what_they_meet_at_boot() {
     );
     for (name, unit) in [("apply", &apply), ("audit", &audit)] {
         assert!(
-            !unit.contains("systemd-udev-settle"),
+            !after(unit)
+                .iter()
+                .any(|a| a == "systemd-udev-settle.service"),
             "{name}: systemd-udev-settle.service is deprecated"
         );
         // Nothing at boot requires it or waits for it but multi-user.target.
