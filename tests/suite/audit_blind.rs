@@ -28,17 +28,12 @@ fn a_missing_sysctl_is_its_knobs_verdict_and_the_rest_is_exported() {
     ]);
     std::fs::remove_file(root.join("proc/sys/net/core/busy_poll")).ok();
     let textfile = tempfile::tempdir().unwrap();
-    let o = hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "--manifest",
-        m.path().to_str().unwrap(),
-        "audit",
-        "--textfile",
-        textfile.path().to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let t = textfile.path().to_str().unwrap();
+    let o = run(
+        &root,
+        m.path(),
+        &["audit", "--textfile", t, "--format", "json"],
+    );
     // An error (exit 1), named with its file and line, but not a blind one.
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
     // The knob's `target:` line.

@@ -86,29 +86,34 @@ fn busy_poll_manifest() -> Option<(tempfile::TempDir, String, String)> {
     Some((m, now, want))
 }
 
+/// The unit's `ExecStart` on this host as the unit runs it, with `extra`
+/// and a runtime and a state directory of its own (returned, still alive).
+fn run_unit(
+    name: &str,
+    m: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Output, tempfile::TempDir, tempfile::TempDir) {
+    let runtime = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut args = extra.to_vec();
+    args.extend([
+        "--state-dir",
+        state.path().to_str().unwrap(),
+        "--host",
+        "live",
+    ]);
+    let o = exec_start_as_the_unit_runs_it(&unit_text(name), m, runtime.path(), &args)
+        .output()
+        .unwrap();
+    (o, runtime, state)
+}
+
 #[test]
 fn a_net_core_knob_is_audited_as_the_audit_unit_runs_it() {
     let Some((m, now, want)) = busy_poll_manifest() else {
         return;
     };
-    let runtime = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let unit = unit_text("hostknob-audit.service");
-    let o = exec_start_as_the_unit_runs_it(
-        &unit,
-        m.path(),
-        runtime.path(),
-        &[
-            "--format",
-            "json",
-            "--state-dir",
-            state.path().to_str().unwrap(),
-            "--host",
-            "live",
-        ],
-    )
-    .output()
-    .unwrap();
+    let (o, runtime, _state) = run_unit("hostknob-audit.service", m.path(), &["--format", "json"]);
     // Drift (exit 2) is the finding; exit 1 was "no sysctl net.core.busy_poll".
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     let prom = std::fs::read_to_string(runtime.path().join("hostknob.prom")).unwrap();
@@ -130,23 +135,7 @@ fn a_net_core_knob_is_planned_as_the_apply_unit_runs_it() {
     let Some((m, now, want)) = busy_poll_manifest() else {
         return;
     };
-    let runtime = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let unit = unit_text("hostknob-apply.service");
-    let o = exec_start_as_the_unit_runs_it(
-        &unit,
-        m.path(),
-        runtime.path(),
-        &[
-            "--dry-run",
-            "--state-dir",
-            state.path().to_str().unwrap(),
-            "--host",
-            "live",
-        ],
-    )
-    .output()
-    .unwrap();
+    let (o, _runtime, state) = run_unit("hostknob-apply.service", m.path(), &["--dry-run"]);
     let text = ok(&o);
     assert!(text.contains(BUSY_POLL) && text.contains(&want), "{text}");
     // --dry-run wrote nothing.
@@ -199,22 +188,7 @@ fn the_units_are_ordered_against_what_they_meet_at_boot() {
         "id: x\ntitle: t\nkind: sysctl\ntarget: {name: vm.swappiness\nset: 1\n",
     )
     .unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let runtime = tempfile::tempdir().unwrap();
-    let o = exec_start_as_the_unit_runs_it(
-        &apply,
-        m.path(),
-        runtime.path(),
-        &[
-            "--dry-run",
-            "--state-dir",
-            state.path().to_str().unwrap(),
-            "--host",
-            "live",
-        ],
-    )
-    .output()
-    .unwrap();
+    let (o, _runtime, _state) = run_unit("hostknob-apply.service", m.path(), &["--dry-run"]);
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     let want = format!("{}:", m.path().join("bad.yaml").display());
     assert!(err(&o).contains(&want), "{}", err(&o));
