@@ -222,28 +222,6 @@ fn cut(list: &str) -> String {
     format!("{head}{more} (cut; --format json lists all)")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::cut;
-
-    #[test]
-    fn a_cut_list_shows_its_first_hosts_even_when_one_group_is_longer_than_the_cap() {
-        // Every other host of 600: one bracket group far past the cap.
-        let runs: Vec<String> = (1..600).step_by(2).map(|n| format!("{n:03}")).collect();
-        let list = format!("web-[{}], db-[1-3]", runs.join(","));
-        let shown = cut(&list);
-        assert!(shown.starts_with("web-[001,003,005,"), "{shown}");
-        assert!(
-            shown.ends_with(",...], ... (cut; --format json lists all)"),
-            "{shown}"
-        );
-        assert!(shown.chars().count() <= super::LIST_CAP + 60, "{shown}");
-        // A whole first entry that fits still ends the list as before.
-        let short = format!("db-[1-3], {}", list);
-        assert_eq!(cut(&short), "db-[1-3], ... (cut; --format json lists all)");
-    }
-}
-
 fn hosts_with(r: &FleetReport, id: &str) -> usize {
     r.knobs
         .iter()
@@ -505,4 +483,26 @@ pub fn junit(r: &FleetReport) -> String {
     }
     out.push_str("</testsuites>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut;
+
+    #[test]
+    fn a_cut_list_shows_its_first_hosts_even_when_one_group_is_longer_than_the_cap() {
+        // Every other host of 600: one bracket group far past the cap.
+        let runs: Vec<String> = (1..600).step_by(2).map(|n| format!("{n:03}")).collect();
+        let list = format!("web-[{}], db-[1-3]", runs.join(","));
+        let shown = cut(&list);
+        assert!(shown.starts_with("web-[001,003,005,"), "{shown}");
+        assert!(
+            shown.ends_with(",...], ... (cut; --format json lists all)"),
+            "{shown}"
+        );
+        assert!(shown.chars().count() <= super::LIST_CAP + 60, "{shown}");
+        // A whole first entry that fits still ends the list as before.
+        let short = format!("db-[1-3], {}", list);
+        assert_eq!(cut(&short), "db-[1-3], ... (cut; --format json lists all)");
+    }
 }

@@ -464,17 +464,15 @@ fn the_daemonset_defaults_fit_a_latency_fleet() {
     let pod = &ds["spec"]["template"]["spec"];
     let tolerations = pod["tolerations"].as_sequence().expect("tolerations");
     assert!(
-        tolerations
-            .iter()
-            .any(|t| t["operator"] == Value::from("Exists")
-                && t["effect"] == Value::from("NoSchedule")
-                && t.get("key").is_none()),
+        tolerations.iter().any(|t| t["operator"] == "Exists"
+            && t["effect"] == "NoSchedule"
+            && t.get("key").is_none()),
         "{tolerations:?}"
     );
     assert!(
         !tolerations
             .iter()
-            .any(|t| t.get("effect").is_none() || t["effect"] == Value::from("NoExecute")),
+            .any(|t| t.get("effect").is_none() || t["effect"] == "NoExecute"),
         "NoExecute is tolerated: {tolerations:?}"
     );
     assert_eq!(
