@@ -291,6 +291,7 @@ fn fields(targets: &[Target]) -> Vec<(Field, String)> {
         .iter()
         .filter(|t| t.blocker.is_none())
         .filter_map(|t| Some((Field::parse(&t.path)?, t.write.clone()?)))
+        .flat_map(|(f, w)| crate::ethtool::channels::each(&f, &w))
         .collect()
 }
 

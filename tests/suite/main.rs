@@ -55,6 +55,7 @@ mod manifest_kinds;
 mod msr_knobs;
 mod newcomer;
 mod nic;
+mod nic_channels;
 mod nic_persist;
 mod packaging;
 mod persist;

@@ -242,10 +242,10 @@ pub const RULES: &[KindRules] = &[
     KindRules {
         kind: KindName::NicChannels,
         scope: "interface (by name glob, driver, PCI address or every physical NIC); one value per channel type",
-        depends_on: "written before every per-queue file (`rps`, `xps`) and `irq-affinity`, which are planned again after its writes and written then (same apply): combined channels give an rx and a tx queue each, rx/tx channels one of theirs, so the count creates and removes `queues/rx-N`, `tx-N` and the queue IRQs; restored after them; above the reported maximum (`ethtool -l`) refused at plan time (the kernel's EINVAL)",
-        read_back: "`ETHTOOL_GCHANNELS` (the state file in a capture), as a number",
+        depends_on: "written before every per-queue file (`rps`, `xps`) and `irq-affinity`, which are planned again after its writes and written then (same apply): combined channels give an rx and a tx queue each, rx/tx channels one of theirs, so the count creates and removes `queues/rx-N`, `tx-N` and the queue IRQs; restored after them, and the per-queue values and queue IRQ affinities hostknob owns that the change reset are written again; every count of the knob in one `ETHTOOL_SCHANNELS` per interface; above the reported maximum (`ethtool -l`), or leaving no rx or no tx channel with today's values of the fields left alone, refused at plan time (the kernel's EINVAL)",
+        read_back: "`ETHTOOL_GCHANNELS` (the state file in a capture), as a number (`combined 0, rx 4, tx 4` for a request of several)",
         persists: NIC_PERSISTS,
-        sources: "include/uapi/linux/ethtool.h (`struct ethtool_channels`); net/ethtool/ioctl.c (`ethtool_set_channels`: above max is EINVAL); net/ethtool/channels.c; Documentation/networking/ethtool-netlink.rst (CHANNELS_GET); net/core/net-sysfs.c (`net_rx_queue_update_kobjects`, `netdev_queue_update_kobjects`); drivers/net/veth.c (`veth_set_channels`); tuned/plugins/plugin_net.py (`channels`)",
+        sources: "include/uapi/linux/ethtool.h (`struct ethtool_channels`); net/ethtool/ioctl.c (`ethtool_set_channels`: above max, or no rx or no tx channel, is EINVAL); ice `ice_vsi_recfg_qs`, mlx5 `mlx5e_num_channels_changed` (queues rebuilt, XPS reset); net/ethtool/channels.c; Documentation/networking/ethtool-netlink.rst (CHANNELS_GET); net/core/net-sysfs.c (`net_rx_queue_update_kobjects`, `netdev_queue_update_kobjects`); drivers/net/veth.c (`veth_set_channels`); tuned/plugins/plugin_net.py (`channels`)",
     },
     KindRules {
         kind: KindName::NicCoalesce,
