@@ -314,6 +314,23 @@ fn report_knob(
         status::pending(&mut groups, &why);
         status = Status::PendingReboot;
     }
+    // Whatever it reads, a knob the kernel cannot act on here is not-applicable.
+    let inert = matches!(
+        status,
+        Status::Ok | Status::Unpersisted | Status::Drift | Status::PendingReboot
+    )
+    .then(|| crate::knob::ignored::not_applicable(host.root, knob.kind))
+    .flatten()
+    .map(|why| format!("the kernel ignores it here: {why}"));
+    if let Some(why) = &inert {
+        for g in groups
+            .iter_mut()
+            .filter(|g| g.status.rank() <= status.rank())
+        {
+            (g.status, g.detail) = (Status::NotApplicable, why.clone());
+        }
+        status = Status::NotApplicable;
+    }
     let ignored = matches!(status, Status::Ok | Status::Unpersisted)
         .then(|| ignored_by_the_kernel(knob, &targets, host))
         .flatten();
@@ -323,7 +340,7 @@ fn report_knob(
         status
     };
     let worst: Vec<&StatusGroup> = groups.iter().filter(|g| g.status == status).collect();
-    let detail = if let Some(why) = ignored {
+    let detail = if let Some(why) = ignored.or(inert) {
         why
     } else if groups.len() == 1 {
         worst[0].detail.clone()

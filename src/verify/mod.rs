@@ -8,6 +8,7 @@
 //! a probe error, a panic (a guard) and SIGINT/SIGTERM/SIGHUP (a flag the
 //! probes and the loop check) all end with the knob reverted and read back.
 
+mod beyond;
 pub mod blind;
 pub mod bundle;
 pub mod command;
@@ -335,6 +336,7 @@ fn run_locked(
     let honoured = honoured::conclude(
         session.root(),
         &knob.id,
+        knob.kind,
         std::mem::take(&mut legs.findings),
         legs.watched.clone(),
         overrule,

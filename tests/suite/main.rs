@@ -57,6 +57,7 @@ mod newcomer;
 mod nic;
 mod nic_channels;
 mod nic_persist;
+mod no_cpuidle;
 mod packaging;
 mod persist;
 mod persist_order;
