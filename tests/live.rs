@@ -19,6 +19,8 @@ use support::*;
 mod irq;
 #[path = "live/nic.rs"]
 mod nic;
+#[path = "live/nic_legacy.rs"]
+mod nic_legacy;
 #[path = "live/noise.rs"]
 mod noise;
 #[path = "live/sweep.rs"]

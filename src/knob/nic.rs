@@ -206,9 +206,22 @@ impl EthtoolKnob {
                     .push(target(&field, &state, &ethtool::channels::words(&pairs)));
                 continue;
             }
+            let start = survey.targets.len();
             for (name, want) in &self.values {
-                let field = Field::new(&ifname, self.section, name);
-                survey.targets.push(target(&field, &state, want));
+                match self.section {
+                    Section::Features => survey
+                        .targets
+                        .extend(super::nic_feature::targets(&ifname, &state, name, want)),
+                    _ => {
+                        let field = Field::new(&ifname, self.section, name);
+                        survey.targets.push(target(&field, &state, want));
+                    }
+                }
+            }
+            if self.section == Section::Coalesce
+                && let Ok(Some(s)) = &state
+            {
+                super::nic_coalesce::check(host, self, s, &mut survey.targets[start..]);
             }
         }
         survey
@@ -216,7 +229,7 @@ impl EthtoolKnob {
 }
 
 /// One value's target: its current value, or why it cannot take `want`.
-fn target(field: &Field, state: &Result<Option<State>, String>, want: &str) -> Target {
+pub fn target(field: &Field, state: &Result<Option<State>, String>, want: &str) -> Target {
     let path = field.path();
     let name = match field.name.contains(',') {
         true => field.section.as_str(),

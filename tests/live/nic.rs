@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use super::support::*;
 
 /// Deletes the namespace when dropped.
-struct Netns(String);
+pub(super) struct Netns(pub(super) String);
 
 impl Drop for Netns {
     fn drop(&mut self) {
@@ -20,7 +20,7 @@ impl Drop for Netns {
     }
 }
 
-fn ip(args: &[&str]) {
+pub(super) fn ip(args: &[&str]) {
     let o = Command::new("ip").args(args).output().unwrap();
     assert!(
         o.status.success(),
@@ -29,7 +29,7 @@ fn ip(args: &[&str]) {
     );
 }
 
-fn in_ns(ns: &str, cmd: &[&str]) -> String {
+pub(super) fn in_ns(ns: &str, cmd: &[&str]) -> String {
     let o = Command::new("ip")
         .args(["netns", "exec", ns])
         .args(cmd)

@@ -47,6 +47,7 @@ RxCoalesceSec=8us
 # nogro (nic-feature)
 GenericReceiveOffload=no
 TCPSegmentationOffload=no
+TCP6SegmentationOffload=no
 ";
 
 fn hk(root: &Path, m: &Path, args: &[&str]) -> std::process::Output {
