@@ -78,6 +78,10 @@ pub struct State {
     /// `ethtool -k` by the kernel's feature names, in its words: `on`,
     /// `off [fixed]` (the driver cannot change it), `on [requested off]`.
     pub features: Option<BTreeMap<String, String>>,
+    /// `ethtool -P` (`ETHTOOL_GPERMADDR`) as the kernel prints a MAC; absent
+    /// where the driver set none, and in captures older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permanent_address: Option<String>,
 }
 
 /// `struct ethtool_coalesce` after `cmd`, by `ethtool -c`'s names.
@@ -242,6 +246,16 @@ fn read_live(ifname: &str) -> io::Result<State> {
             })
             .collect()
     });
+    let permanent_address = match ioctl::perm_addr(ifname) {
+        Ok(a) => a.map(|a| {
+            a.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":")
+        }),
+        // Drivers without it answer EOPNOTSUPP; a short buffer ETOOSMALL.
+        Err(_) => None,
+    };
     Ok(State {
         driver,
         version,
@@ -251,6 +265,7 @@ fn read_live(ifname: &str) -> io::Result<State> {
         coalesce,
         rings,
         features,
+        permanent_address,
     })
 }
 

@@ -57,6 +57,7 @@ mod newcomer;
 mod nic;
 mod nic_channels;
 mod nic_persist;
+mod nic_persist_match;
 mod nic_rules;
 mod no_cpuidle;
 mod packaging;
