@@ -27,6 +27,8 @@ mod noise;
 mod sweep;
 #[path = "live/threads.rs"]
 mod threads;
+#[path = "live/units.rs"]
+mod units;
 
 /// Puts the value read before the test back when dropped, if it changed.
 struct Restore {

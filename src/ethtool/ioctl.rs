@@ -38,8 +38,15 @@ fn call(ifname: &str, buf: *mut libc::c_void) -> io::Result<()> {
             format!("{ifname:?} is not an interface name"),
         ));
     }
+    // Any socket carries SIOCETHTOOL (net/socket.c: sock_do_ioctl falls back to
+    // dev_ioctl): AF_INET first, then AF_UNIX as ethtool(8)'s ioctl_init does,
+    // for the units' RestrictAddressFamilies=AF_UNIX.
     // SAFETY: socket(2) with constant arguments; the descriptor is owned below.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    let open = |family| unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    let mut fd = open(libc::AF_INET);
+    if fd < 0 {
+        fd = open(libc::AF_UNIX);
+    }
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
