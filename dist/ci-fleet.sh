@@ -73,7 +73,7 @@ for u in dist/systemd/*; do
 done
 (cd "$work/units" && systemd-analyze verify --man=no ./*.service ./*.timer)
 
-step "ansible collection (ansible/tests/run.sh; HOSTKNOB_SANITY=1 adds ansible-test sanity, minutes on a fresh machine)"
+step "ansible collection (ansible/tests/run.sh, ansible-test sanity included)"
 HOSTKNOB_BIN=$bin bash ansible/tests/run.sh
 
 step "cargo-deb"
@@ -106,7 +106,10 @@ for b in hostknob hostknob-jemalloc; do
   fi
 done
 dpkg-deb --ctrl-tarfile "$deb" | tar -t | sort | tr '\n' ' '; echo
-for s in postinst prerm postrm; do dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -qx "./$s" || { echo "no $s"; exit 1; }; done
+for s in postinst prerm postrm md5sums; do dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -qx "./$s" || { echo "no $s"; exit 1; }; done
+# md5sums names every file of the payload, each with its sum.
+(cd "$pkg" && dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./md5sums | md5sum -c --quiet)
+[ "$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./md5sums | wc -l)" = "$(find "$pkg" -type f | wc -l)" ] || { echo "md5sums does not name every file"; exit 1; }
 # lintian: errors fail; the overrides it honours are shipped, each with its reason.
 lintian --fail-on error --info "$deb"
 dpkg -i "$deb"
@@ -136,14 +139,20 @@ completions=$(bash -c '
   printf "%s\n" "${COMPREPLY[@]}"')
 echo "bash completes \"hostknob au\" to: $completions"
 [ "$completions" = audit ]
-# The install role enables the timer; removing the package disables it (prerm).
+# The install role enables the timer; removing the package masks it and
+# keeps its link, so a reinstall finds it enabled; purge removes both
+# (deb-systemd-helper in the maintainer scripts).
+mask=/etc/systemd/system/hostknob-audit.timer
 systemctl enable hostknob-audit.timer
 [ -L "$timer_link" ]
 dpkg -r hostknob
 [ ! -e /usr/bin/hostknob ] || { echo "dpkg -r left the binary"; exit 1; }
-[ ! -L "$timer_link" ] \
-  || { echo "dpkg -r left hostknob-audit.timer enabled"; exit 1; }
+[ "$(readlink "$mask")" = /dev/null ] || { echo "dpkg -r did not mask hostknob-audit.timer"; exit 1; }
+dpkg -i "$deb"
+[ -L "$timer_link" ] && [ ! -e "$mask" ] || { echo "a reinstall lost the timer's enabled state"; exit 1; }
+dpkg -r hostknob
 dpkg --purge hostknob
+[ ! -L "$timer_link" ] && [ ! -L "$mask" ] || { echo "dpkg --purge left the timer's link or mask"; exit 1; }
 trap 'rm -rf "$work"' EXIT
 
 step "cargo-generate-rpm"

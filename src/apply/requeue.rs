@@ -6,13 +6,13 @@
 //! queues the channels will leave) is what refuses a queue that would not
 //! exist; a failure after the channel writes rolls back both.
 
-use super::apply::{
-    ApplyOutcome, apply_groups, confirm_seen, journal_before, knob_apply, rollback, write_in_order,
-};
+use super::outcome::{ApplyOutcome, Skipped, apply_groups, knob_apply};
 use super::plan::{self, Planned};
+use super::steps::{confirm_seen, journal_before, rollback, write_in_order};
 use super::{ApplyError, Session, validate};
 use crate::journal::{self, Journal};
 use crate::knob::{Write, rules};
+use crate::root::Root;
 
 /// Takes out of `planned` the steps of the knobs to plan again after its
 /// channel writes, and returns those knobs' indices (none without a
@@ -30,6 +30,40 @@ pub(super) fn defer(planned: &mut Planned) -> Vec<usize> {
         .collect();
     planned.steps.retain(|s| !later.contains(&s.knob));
     later
+}
+
+/// After the channel writes of `planned` (made: `entries`), the files of
+/// knobs applied before that the change reset ([`super::reset`]) are
+/// written again; a failure rolls back this apply.
+pub(super) fn rewrite_reset(
+    root: &Root,
+    planned: &Planned,
+    journal: &Journal,
+    entries: &[journal::Entry],
+    fresh: &[journal::Slot],
+) -> Result<(), ApplyError> {
+    let nics = super::reset::channel_nics(planned.steps.iter().map(|s| s.write.path.as_str()));
+    if nics.is_empty() {
+        return Ok(());
+    }
+    let all = journal.entries().unwrap_or_default();
+    let applied: Vec<&journal::Entry> = all
+        .iter()
+        .filter(|e| !planned.knobs.iter().any(|p| p.knob.id == e.knob))
+        .collect();
+    let failed = super::reset::rewrite(root, &nics, &applied, &[]);
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let every: Vec<usize> = (0..entries.len()).collect();
+    Err(rollback(
+        root,
+        journal,
+        entries,
+        &every,
+        fresh,
+        failed.join("; "),
+    ))
 }
 
 /// Plans the `later` knobs of `first` (already written: `entries`) on the
@@ -98,7 +132,7 @@ pub(super) fn after_channels(
             let st = &planned.steps[*l];
             if planned.knobs[st.knob].knob.id == p.knob.id {
                 done.retain(|w| w.path != st.write.path);
-                now.refused.push(super::apply::Skipped {
+                now.refused.push(Skipped {
                     path: st.write.path.clone(),
                     cpus: st.write.cpus.clone(),
                     reason: why.clone(),

@@ -369,8 +369,18 @@ fn restore_each<'j>(
     let mut order = chosen.to_vec();
     crate::knob::rules::restore_order(&mut order, |e| e.path.as_str());
     let mut services = None;
+    let nics = super::reset::channel_nics(chosen.iter().map(|e| e.path.as_str()));
+    // Files of queues the channels put back make again: restored after them.
+    let mut after_channels: Vec<&journal::Entry> = Vec::new();
     for e in order {
         let was = write::content(root, &e.path).ok().flatten();
+        if was.is_none()
+            && e.mode == WriteMode::Attribute
+            && super::reset::resets(root, &nics, &e.path)
+        {
+            after_channels.push(e);
+            continue;
+        }
         // From another boot: the reboot reset it only if it holds its value
         // as found again. Holding ours, the boot re-applied it (persistence):
         // restored. Holding a third value: left alone, as below.
@@ -429,6 +439,23 @@ fn restore_each<'j>(
             Err(f) => step.failed.push(f.why),
         }
     }
+    let restored_nics =
+        super::reset::channel_nics(step.restored.iter().map(|(e, _)| e.path.as_str()));
+    if !restored_nics.is_empty() {
+        step.failed.extend(rewrite_reset(
+            root,
+            entries,
+            chosen,
+            &restored_nics,
+            &step.restored,
+        ));
+    }
+    for e in after_channels {
+        match write::restore(root, e) {
+            Ok(()) => step.restored.push((e, None)),
+            Err(f) => step.failed.push(f.why),
+        }
+    }
     // Reported in journal order.
     let index: std::collections::HashMap<*const journal::Entry, usize> = chosen
         .iter()
@@ -440,6 +467,23 @@ fn restore_each<'j>(
     step.stale
         .sort_by_key(|e| index.get(&(*e as *const journal::Entry)).copied());
     step
+}
+
+/// After revert put channels back: the files of knobs still applied and
+/// of the entries restored that the change reset, written again.
+fn rewrite_reset<'j>(
+    root: &Root,
+    entries: &'j [journal::Entry],
+    chosen: &[&'j journal::Entry],
+    nics: &[String],
+    restored: &[(&'j journal::Entry, Option<String>)],
+) -> Vec<String> {
+    let applied: Vec<&journal::Entry> = entries
+        .iter()
+        .filter(|x| !chosen.iter().any(|c| std::ptr::eq(*c, *x)))
+        .collect();
+    let back: Vec<&journal::Entry> = restored.iter().map(|(e, _)| *e).collect();
+    super::reset::rewrite(root, nics, &applied, &back)
 }
 
 /// What a restored file reads now, as the ledger shows it.

@@ -205,7 +205,7 @@ pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
 }
 
 /// Checks that `path` holds `want` (exactly, or trimmed when `trim`).
-fn holds(root: &Root, path: &str, want: Option<&str>, trim: bool) -> Result<(), String> {
+pub(super) fn holds(root: &Root, path: &str, want: Option<&str>, trim: bool) -> Result<(), String> {
     let now = content(root, path).map_err(|e| format!("cannot read it back: {e}"))?;
     let same = match (&now, want) {
         (Some(n), Some(w)) if trim => n.trim() == w.trim(),

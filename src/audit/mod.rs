@@ -80,6 +80,11 @@ pub struct Report {
     /// does not mount them), each "not mounted in the pod: PATH".
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unseen: Vec<String>,
+    /// Knobs this host cannot evaluate (`no sysctl X on this host`), each
+    /// naming file, line and field: each is its knob's `not-applicable`
+    /// verdict, the others are audited, and audit exits 1 (stderr names them).
+    #[serde(skip)]
+    pub problems: Vec<ManifestError>,
 }
 
 /// A knob of the manifest that does not target this host, with its `hosts:`.
@@ -205,6 +210,7 @@ pub fn evaluate(
     let notes = crate::peers::saptune::Notes::read(host.root);
     let mut knobs = Vec::new();
     let mut concerns = Vec::new();
+    let mut problems = Vec::new();
     for knob in chosen {
         let conditions = match knob.conditions(&facts) {
             Ok(c) => c,
@@ -218,10 +224,24 @@ pub fn evaluate(
             concerns.push(Vec::new());
             continue;
         }
+        // What this host lacks (`no sysctl X on this host`) is this knob's
+        // verdict, not the audit's: the other knobs are still audited.
         let survey = match knob.spec.survey(host) {
             Ok(s) => s,
             Err(e) => {
-                errors.push(knob.source.field_error(e));
+                let e = knob.source.field_error(e);
+                let field = e
+                    .field
+                    .as_deref()
+                    .map_or(String::new(), |f| format!("{f}: "));
+                knobs.push(not_here(
+                    knob,
+                    format!("{field}{}", e.message),
+                    Vec::new(),
+                    &ledger,
+                ));
+                concerns.push(Vec::new());
+                problems.push(e);
                 continue;
             }
         };
@@ -280,6 +300,7 @@ pub fn evaluate(
         },
         other_machine_entries: other_machines,
         unseen: asked.iter().map(|u| unseen::reason(u)).collect(),
+        problems,
     })
 }
 
@@ -314,6 +335,23 @@ fn report_knob(
         status::pending(&mut groups, &why);
         status = Status::PendingReboot;
     }
+    // Whatever it reads, a knob the kernel cannot act on here is not-applicable.
+    let inert = matches!(
+        status,
+        Status::Ok | Status::Unpersisted | Status::Drift | Status::PendingReboot
+    )
+    .then(|| crate::knob::ignored::not_applicable(host.root, knob.kind))
+    .flatten()
+    .map(|why| format!("the kernel ignores it here: {why}"));
+    if let Some(why) = &inert {
+        for g in groups
+            .iter_mut()
+            .filter(|g| g.status.rank() <= status.rank())
+        {
+            (g.status, g.detail) = (Status::NotApplicable, why.clone());
+        }
+        status = Status::NotApplicable;
+    }
     let ignored = matches!(status, Status::Ok | Status::Unpersisted)
         .then(|| ignored_by_the_kernel(knob, &targets, host))
         .flatten();
@@ -323,7 +361,7 @@ fn report_knob(
         status
     };
     let worst: Vec<&StatusGroup> = groups.iter().filter(|g| g.status == status).collect();
-    let detail = if let Some(why) = ignored {
+    let detail = if let Some(why) = ignored.or(inert) {
         why
     } else if groups.len() == 1 {
         worst[0].detail.clone()
@@ -441,9 +479,10 @@ fn ignored_by_the_kernel(
 
 impl Report {
     /// 0 when every knob is ok, unpersisted or not-applicable; 1 when a
-    /// knob's file cannot be read (an error, not a finding); 2 otherwise.
+    /// knob's file cannot be read or a knob cannot be evaluated here (an
+    /// error, not a finding); 2 otherwise.
     pub fn exit_code(&self) -> i32 {
-        if self.knobs.iter().any(|k| k.status == Status::Unreadable) {
+        if !self.problems.is_empty() || self.knobs.iter().any(|k| k.status == Status::Unreadable) {
             1
         } else if self.knobs.iter().any(|k| k.status.fails()) {
             2

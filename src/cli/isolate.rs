@@ -29,6 +29,10 @@ pub struct IsolateArgs {
     /// deprecated by the kernel in favour of cpusets) or `none`.
     #[arg(long, value_name = "MODE", default_value = "managed_irq", value_parser = ["none", "managed_irq", "domain"])]
     pub isolcpus: String,
+    /// On a hybrid part, the core type isolated first: `performance` or
+    /// `efficient` (whole L2 clusters of E-cores).
+    #[arg(long, value_name = "TYPE", default_value = "performance", value_parser = ["performance", "efficient"])]
+    pub prefer: String,
     #[command(flatten)]
     pub read: ReadArgs,
 }

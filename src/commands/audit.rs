@@ -62,6 +62,10 @@ pub fn run(args: &AuditArgs) -> Result<i32> {
             return Err(e);
         }
     };
+    // Each named once, the rest of the report as usual (exit 1).
+    for p in &report.problems {
+        eprintln!("hostknob: {p}");
+    }
     if render::Format::from(args.format) == render::Format::Prometheus || args.textfile.is_some() {
         let metrics = render::prometheus::metrics(&report, now());
         if let Some(dir) = &args.textfile {

@@ -29,7 +29,7 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
     }
     let date = crate::manifest::ledger::today();
     let command = format!(
-        "hostknob isolate --cpus {}{}{}{}",
+        "hostknob isolate --cpus {}{}{}{}{}",
         args.cpus.trim(),
         if args.allow_cpu0 { " --allow-cpu0" } else { "" },
         if args.allow_small_housekeeping {
@@ -40,6 +40,10 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
         match args.isolcpus.as_str() {
             "managed_irq" => String::new(),
             m => format!(" --isolcpus {m}"),
+        },
+        match args.prefer.as_str() {
+            "performance" => String::new(),
+            p => format!(" --prefer {p}"),
         }
     );
     let cx = Context {
@@ -50,6 +54,8 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
     let opts = isolate::Options {
         allow_cpu0: args.allow_cpu0,
         allow_small_housekeeping: args.allow_small_housekeeping,
+        prefer: isolate::Prefer::parse(&args.prefer)
+            .ok_or_else(|| anyhow::anyhow!("--prefer {}: performance or efficient", args.prefer))?,
     };
     let isolcpus = isolate::Isolcpus::parse(&args.isolcpus).ok_or_else(|| {
         anyhow::anyhow!("--isolcpus {}: none, managed_irq or domain", args.isolcpus)

@@ -33,6 +33,9 @@ pub fn run(args: &KnobsArgs) -> Result<i32> {
         &args.knobs,
         &crate::journal::state_dir(&args.state.state_dir),
     )?;
+    for p in &report.problems {
+        eprintln!("hostknob: {p}");
+    }
     if args.all_hosts {
         report.for_other_hosts = audit::other_host_knobs(&manifest, &host.name, &args.knobs);
     }
@@ -44,5 +47,5 @@ pub fn run(args: &KnobsArgs) -> Result<i32> {
             render::colour_statuses(render::wrap_prose(&render::audit::knobs_table(&report)), 5)
         ),
     }
-    Ok(0)
+    Ok(i32::from(!report.problems.is_empty()))
 }

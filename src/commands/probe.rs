@@ -127,6 +127,9 @@ fn measure(args: &ProbeArgs) -> Result<i32> {
             if let Some(w) = &r.attribution_note {
                 eprintln!("hostknob: note: {w}");
             }
+            for w in &r.warnings {
+                eprintln!("hostknob: warning: {w}");
+            }
             if let Some(p) = &a.common.raw {
                 let rows = r.cpus.iter().flat_map(|c| {
                     c.raw

@@ -13,6 +13,7 @@ pub const SCOALESCE: u32 = 0x0f;
 pub const GRINGPARAM: u32 = 0x10;
 pub const SRINGPARAM: u32 = 0x11;
 const GSTRINGS: u32 = 0x1b;
+const GPERMADDR: u32 = 0x20;
 const GSSET_INFO: u32 = 0x37;
 const GFEATURES: u32 = 0x3a;
 const SFEATURES: u32 = 0x3b;
@@ -37,8 +38,15 @@ fn call(ifname: &str, buf: *mut libc::c_void) -> io::Result<()> {
             format!("{ifname:?} is not an interface name"),
         ));
     }
+    // Any socket carries SIOCETHTOOL (net/socket.c: sock_do_ioctl falls back to
+    // dev_ioctl): AF_INET first, then AF_UNIX as ethtool(8)'s ioctl_init does,
+    // for the units' RestrictAddressFamilies=AF_UNIX.
     // SAFETY: socket(2) with constant arguments; the descriptor is owned below.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    let open = |family| unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    let mut fd = open(libc::AF_INET);
+    if fd < 0 {
+        fd = open(libc::AF_UNIX);
+    }
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -91,6 +99,20 @@ pub fn drvinfo(ifname: &str) -> io::Result<[String; 4]> {
         String::from_utf8_lossy(&s[..end]).into_owned()
     };
     Ok([text(0), text(1), text(2), text(3)])
+}
+
+/// `ETHTOOL_GPERMADDR` (`ethtool -P`): the address the device was made
+/// with (`dev->perm_addr`), which a bond, a cloned MAC or a VLAN leaves
+/// alone; `None` when the driver set none (all zero: virtual devices).
+pub fn perm_addr(ifname: &str) -> io::Result<Option<Vec<u8>>> {
+    // struct ethtool_perm_addr: cmd, size, then `size` bytes (MAX_ADDR_LEN 32).
+    let mut buf = [0u8; 8 + 32];
+    buf[..4].copy_from_slice(&GPERMADDR.to_ne_bytes());
+    buf[4..8].copy_from_slice(&32u32.to_ne_bytes());
+    call(ifname, buf.as_mut_ptr().cast())?;
+    let size = u32::from_ne_bytes(buf[4..8].try_into().expect("4 bytes")) as usize;
+    let addr = &buf[8..8 + size.min(32)];
+    Ok((!addr.iter().all(|&b| b == 0)).then(|| addr.to_vec()))
 }
 
 /// One feature bit: available (changeable), requested, active, never changed.

@@ -11,6 +11,7 @@
 //! (`ethtool:eth0/channels/combined`, no file: `ethtool -l eth0` shows it):
 //! apply's write layer reads and writes it through [`content`] and [`set`].
 
+pub mod channels;
 pub mod ioctl;
 pub mod queues;
 
@@ -77,6 +78,10 @@ pub struct State {
     /// `ethtool -k` by the kernel's feature names, in its words: `on`,
     /// `off [fixed]` (the driver cannot change it), `on [requested off]`.
     pub features: Option<BTreeMap<String, String>>,
+    /// `ethtool -P` (`ETHTOOL_GPERMADDR`) as the kernel prints a MAC; absent
+    /// where the driver set none, and in captures older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permanent_address: Option<String>,
 }
 
 /// `struct ethtool_coalesce` after `cmd`, by `ethtool -c`'s names.
@@ -180,6 +185,16 @@ impl Rings {
     }
 }
 
+impl State {
+    /// The driver's name in messages.
+    pub fn driver_name(&self, ifname: &str) -> String {
+        self.driver
+            .clone()
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| format!("the driver of {ifname}"))
+    }
+}
+
 /// Whether a feature's word says it is on.
 pub fn feature_on(word: &str) -> bool {
     word.starts_with("on")
@@ -231,6 +246,16 @@ fn read_live(ifname: &str) -> io::Result<State> {
             })
             .collect()
     });
+    let permanent_address = match ioctl::perm_addr(ifname) {
+        Ok(a) => a.map(|a| {
+            a.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":")
+        }),
+        // Drivers without it answer EOPNOTSUPP; a short buffer ETOOSMALL.
+        Err(_) => None,
+    };
     Ok(State {
         driver,
         version,
@@ -240,6 +265,7 @@ fn read_live(ifname: &str) -> io::Result<State> {
         coalesce,
         rings,
         features,
+        permanent_address,
     })
 }
 
@@ -355,11 +381,7 @@ impl Field {
     pub fn value(&self, state: &State) -> Option<String> {
         let n = self.name.as_str();
         match self.section {
-            Section::Channels => state
-                .channels
-                .as_ref()?
-                .get(n)
-                .map(|p| p.current.to_string()),
+            Section::Channels => channels::value(state.channels.as_ref()?, n),
             Section::Rings => state.rings.as_ref()?.get(n).map(|p| p.current.to_string()),
             Section::Coalesce => state.coalesce.as_ref()?.get(n).map(|&v| {
                 if n.starts_with("adaptive-") {
@@ -442,12 +464,16 @@ pub fn set(root: &Root, path: &str, text: &str) -> io::Result<()> {
     let channels_before = state.channels.clone();
     match f.section {
         Section::Channels => {
-            let p = state
-                .channels
-                .as_mut()
-                .and_then(|c| c.get_mut(n))
-                .ok_or_else(missing)?;
-            p.current = within(number(text)?, p.max)?;
+            let request = channels::parse(n, text)?;
+            let from = state.channels.as_ref().ok_or_else(missing)?;
+            if request.iter().any(|(k, _)| from.get(k).is_none()) {
+                return Err(missing());
+            }
+            let to = channels::with(from, &request);
+            if channels::refused(&to).is_some() {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            state.channels = Some(to);
         }
         Section::Rings => {
             let p = state
@@ -480,7 +506,7 @@ pub fn set(root: &Root, path: &str, text: &str) -> io::Result<()> {
     root.replace_file(&file, to_text(&state).as_bytes())?;
     // The kernel adds or removes the queues with the channels.
     match (&channels_before, &state.channels) {
-        (Some(from), Some(to)) if from != to => queues::sync_tree(root, &f.ifname, from, to),
+        (Some(from), Some(to)) if from != to => queues::sync_tree(root, &f.ifname, to),
         _ => Ok(()),
     }
 }
@@ -503,15 +529,24 @@ fn set_live(f: &Field, text: &str) -> io::Result<()> {
             .ok_or_else(|| invalid(format!("{ifname}: no ethtool value {}", f.name)))
     };
     match f.section {
-        Section::Channels | Section::Rings => {
-            let (get, put, names) = match f.section {
-                Section::Channels => (ioctl::GCHANNELS, ioctl::SCHANNELS, CHANNEL_FIELDS),
-                _ => (ioctl::GRINGPARAM, ioctl::SRINGPARAM, RING_FIELDS),
-            };
-            let i = index(&names)?;
-            let mut w = ioctl::words::<8>(ifname, get)?;
+        // Every field of the request in one ETHTOOL_SCHANNELS: the kernel
+        // checks the counts together (channels::refused).
+        Section::Channels => {
+            let mut w = ioctl::words::<8>(ifname, ioctl::GCHANNELS)?;
+            for (k, v) in channels::parse(&f.name, text)? {
+                let i = CHANNEL_FIELDS
+                    .iter()
+                    .position(|n| *n == k)
+                    .expect("parse checks the names");
+                w[4 + i] = v;
+            }
+            ioctl::set_words(ifname, ioctl::SCHANNELS, &w)
+        }
+        Section::Rings => {
+            let i = index(&RING_FIELDS)?;
+            let mut w = ioctl::words::<8>(ifname, ioctl::GRINGPARAM)?;
             w[4 + i] = number(text)?;
-            ioctl::set_words(ifname, put, &w)
+            ioctl::set_words(ifname, ioctl::SRINGPARAM, &w)
         }
         Section::Coalesce => {
             let i = index(&COALESCE_FIELDS)?;

@@ -8,74 +8,49 @@
 //! (`net_rx_queue_update_kobjects`, `netdev_queue_update_kobjects`) removes
 //! the directories past the new count and makes the new ones.
 //!
-//! hostknob counts by difference (queues now plus the change in channels),
-//! so a driver with extra queues of its own (XDP, traffic classes) keeps them.
+//! A tree's queues follow the channel counts (target counts, not changes
+//! from what is present), so a sync cut short and run again, or run again
+//! by revert, ends with the same directories; a capture whose driver keeps
+//! queues beyond its channels (traffic classes) is brought to the counts too.
 
 use std::io;
 
 use super::Channels;
-use crate::root::Root;
+use crate::root::{Root, numbered};
 
 /// Queue directories of one direction of `ifname`: `rx-` or `tx-`.
 pub const RX: &str = "rx-";
 pub const TX: &str = "tx-";
 
-/// How many more (or fewer) queues of `prefix` channels `to` give than `from`.
-pub fn change(prefix: &str, from: &Channels, to: &Channels) -> i64 {
-    let n = |c: &Channels| {
-        let own = if prefix == RX {
-            c.rx.current
-        } else {
-            c.tx.current
-        };
-        i64::from(c.combined.current) + i64::from(own)
-    };
-    n(to) - n(from)
-}
-
-/// The queue numbers `ifname` has after a change of `delta` from `have`.
-pub fn after(have: &[u32], delta: i64) -> Vec<u32> {
-    let n = (have.len() as i64 + delta).max(0) as u32;
-    (0..n).collect()
-}
-
 fn queue_dir(ifname: &str) -> String {
     format!("/sys/class/net/{ifname}/queues")
 }
 
-/// In a captured tree, does what the kernel does when the channels change
-/// from `from` to `to`: removes the queue directories past the new count
-/// and makes the new ones with the files of queue 0 at a new queue's
-/// values (empty `rps_cpus`, `xps_cpus`, `xps_rxqs` masks, `rps_flow_cnt`
-/// 0; other files as queue 0 holds them, per-device defaults such as
-/// `byte_queue_limits`).
-pub fn sync_tree(root: &Root, ifname: &str, from: &Channels, to: &Channels) -> io::Result<()> {
+/// In a captured tree, does what the kernel does when the channels become
+/// `to`: removes the queue directories past the new count and makes the
+/// missing ones (and the missing files of a queue left half made) with the
+/// files of the lowest queue at a new queue's values (empty `rps_cpus`,
+/// `xps_cpus`, `xps_rxqs` masks, `rps_flow_cnt` 0; other files as that
+/// queue holds them, per-device defaults such as `byte_queue_limits`).
+pub fn sync_tree(root: &Root, ifname: &str, to: &Channels) -> io::Result<()> {
     let dir = queue_dir(ifname);
     let listed = root.read_dir(&dir).unwrap_or_default();
     for prefix in [RX, TX] {
         let have = numbered(&listed, prefix);
-        let want = after(&have, change(prefix, from, to));
-        for q in have.iter().filter(|q| !want.contains(q)) {
+        let want = super::channels::queue_count(prefix, to);
+        // From the top down, so a queue set cut short stays 0..k.
+        for q in have.iter().rev().filter(|&&q| q >= want) {
             remove_tree(root, &format!("{dir}/{prefix}{q}"))?;
         }
-        let Some(first) = have.first() else { continue };
+        let Some(first) = have.first().filter(|&&q| q < want) else {
+            continue;
+        };
         let template = format!("{dir}/{prefix}{first}");
-        for q in want.iter().filter(|q| !have.contains(q)) {
+        for q in (0..want).filter(|q| q != first) {
             copy_fresh(root, &template, &format!("{dir}/{prefix}{q}"))?;
         }
     }
     Ok(())
-}
-
-/// `rx-0`, `rx-1`, ... as their numbers, in order (inventory's own rule;
-/// not imported, so that inventory, which reads ethtool, is not a circle).
-fn numbered(names: &[String], prefix: &str) -> Vec<u32> {
-    let mut v: Vec<u32> = names
-        .iter()
-        .filter_map(|n| n.strip_prefix(prefix)?.parse().ok())
-        .collect();
-    v.sort_unstable();
-    v
 }
 
 fn remove_tree(root: &Root, path: &str) -> io::Result<()> {
@@ -107,7 +82,7 @@ fn copy_fresh(root: &Root, from: &str, to: &str) -> io::Result<()> {
         let (src, dst) = (format!("{from}/{name}"), format!("{to}/{name}"));
         if root.is_dir(&src) {
             copy_fresh(root, &src, &dst)?;
-        } else {
+        } else if !root.exists(&dst) {
             let text = root.read_string(&src)?;
             root.replace_file(&dst, fresh_value(&name, &text).as_bytes())?;
         }
@@ -120,15 +95,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn combined_channels_count_for_both_directions() {
-        let mut from = Channels::default();
-        from.combined.current = 16;
-        let mut to = from.clone();
-        to.combined.current = 8;
-        to.rx.current = 2;
-        assert_eq!(change(RX, &from, &to), -6);
-        assert_eq!(change(TX, &from, &to), -8);
-        assert_eq!(after(&[0, 1, 2], 2), vec![0, 1, 2, 3, 4]);
+    fn a_new_queue_starts_with_empty_masks() {
         assert_eq!(fresh_value("xps_cpus", "ff,00000001\n"), "00,00000000\n");
         assert_eq!(fresh_value("rps_flow_cnt", "4096\n"), "0\n");
     }

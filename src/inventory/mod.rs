@@ -368,15 +368,9 @@ fn type_word<T>() -> &'static str {
     }
 }
 
-/// Numbered entries such as `cpu12` or `state3` in a directory listing, sorted by number.
-pub fn numbered(names: &[String], prefix: &str) -> Vec<u32> {
-    let mut v: Vec<u32> = names
-        .iter()
-        .filter_map(|n| n.strip_prefix(prefix)?.parse().ok())
-        .collect();
-    v.sort_unstable();
-    v
-}
+/// Numbered entries in a listing (`cpu12`, `rx-3`): the rule lives with
+/// the root seam, so that `ethtool` (which inventory reads) shares it too.
+pub use crate::root::numbered;
 
 /// The bracketed choice in files such as `always [madvise] never`.
 pub fn bracketed(text: &str) -> Option<String> {

@@ -4,6 +4,7 @@
 //! kept unless asked, performance cores before efficient ones.
 
 use anyhow::{Result, bail};
+use serde::Serialize;
 
 use super::topology::Topology;
 use crate::cpulist::CpuList;
@@ -42,12 +43,47 @@ impl Request {
     }
 }
 
+/// Which core type a hybrid part isolates first (`--prefer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Prefer {
+    #[default]
+    Performance,
+    Efficient,
+}
+
+impl Prefer {
+    pub fn parse(text: &str) -> Option<Prefer> {
+        match text {
+            "performance" => Some(Prefer::Performance),
+            "efficient" => Some(Prefer::Efficient),
+            _ => None,
+        }
+    }
+
+    /// The order a core of `rank` is taken in: the asked-for type first.
+    fn order(self, rank: u8) -> u8 {
+        match (self, rank) {
+            (Prefer::Efficient, 0) => u8::MAX,
+            (_, r) => r,
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Prefer::Performance => "performance",
+            Prefer::Efficient => "efficient",
+        }
+    }
+}
+
 /// How the split may be made.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Options {
     pub allow_cpu0: bool,
     /// Accept fewer housekeeping CPUs than [`minimum`] (said in a warning).
     pub allow_small_housekeeping: bool,
+    pub prefer: Prefer,
 }
 
 /// The fewest housekeeping CPUs a split may leave, and why: one core on
@@ -96,7 +132,7 @@ pub fn choose(topo: &Topology, req: &Request, opts: Options) -> Result<Choice> {
         false => min,
     };
     let (picked, mut warnings) = match req {
-        Request::Count(n) => (by_count(topo, *n, allow_cpu0, floor, &min_why)?, Vec::new()),
+        Request::Count(n) => (by_count(topo, *n, opts, floor, &min_why)?, Vec::new()),
         Request::List(l) => by_list(topo, l, allow_cpu0, floor, &min_why)?,
     };
     let isolated: CpuList = picked
@@ -178,19 +214,7 @@ pub fn choose(topo: &Topology, req: &Request, opts: Options) -> Result<Choice> {
             )),
         }
     }
-    if topo.is_hybrid() {
-        let p_iso = picked.iter().filter(|&&i| topo.cores[i].rank == 0).count();
-        reasons.push(format!(
-            "hybrid part: performance cores are isolated first ({p_iso} of {} chosen are P-cores)",
-            picked.len()
-        ));
-        let mixed = picked.iter().any(|&i| topo.cores[i].rank > 0);
-        if mixed {
-            warnings.push(
-                "the isolated set mixes performance and efficient cores: the workload's threads will see different speeds depending on where they run".into(),
-            );
-        }
-    }
+    hybrid(topo, req, opts, floor, &picked, &mut reasons, &mut warnings);
     if housekeeping.len() == 1 {
         let whole = match topo.online.len() {
             2 => {
@@ -216,11 +240,59 @@ pub fn choose(topo: &Topology, req: &Request, opts: Options) -> Result<Choice> {
     })
 }
 
+/// What the core types did to the choice: the type taken first, a count
+/// made as a combination, a mixed set, a `--prefer` with nothing to choose.
+fn hybrid(
+    topo: &Topology,
+    req: &Request,
+    opts: Options,
+    floor: usize,
+    picked: &[usize],
+    reasons: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
+    let allow_cpu0 = opts.allow_cpu0;
+    if let Request::Count(n) = req
+        && cpus_of(
+            topo,
+            &greedy(topo, &candidates(topo, allow_cpu0, opts.prefer), *n, floor),
+        ) != *n
+    {
+        reasons.push(format!(
+            "{n} CPUs are a combination of whole cores and whole clusters: taking them in order ({} first) does not reach {n}, so some of that type stay housekeeping",
+            opts.prefer.words()
+        ));
+    }
+    if topo.is_hybrid() {
+        let p_iso = picked.iter().filter(|&&i| topo.cores[i].rank == 0).count();
+        reasons.push(format!(
+            "hybrid part: {} cores are isolated first{} ({p_iso} of {} chosen are P-cores)",
+            opts.prefer.words(),
+            match opts.prefer {
+                Prefer::Performance => "",
+                Prefer::Efficient => ", as --prefer efficient asks",
+            },
+            picked.len()
+        ));
+        let mixed = picked.iter().any(|&i| topo.cores[i].rank > 0);
+        if mixed {
+            warnings.push(
+                "the isolated set mixes performance and efficient cores: the workload's threads will see different speeds depending on where they run".into(),
+            );
+        }
+    }
+    if opts.prefer == Prefer::Efficient && !topo.is_hybrid() {
+        warnings.push(
+            "--prefer efficient: this part has one core type, so there is no choice to make".into(),
+        );
+    }
+}
+
 /// Groups of core indices in the order they are isolated, each taken whole:
-/// P-cores first; where a package holds several L3s, the L3 domains away
+/// the preferred core type first (P-cores unless `--prefer efficient`); where a package holds several L3s, the L3 domains away
 /// from CPU 0's first; a hybrid part's efficient cores by L2 cluster; then
 /// by number (the lowest CPUs after CPU 0's core, as people number them).
-fn candidates(topo: &Topology, allow_cpu0: bool) -> Vec<Vec<usize>> {
+fn candidates(topo: &Topology, allow_cpu0: bool, prefer: Prefer) -> Vec<Vec<usize>> {
     let cpu0_l3 = topo.core_of(0).and_then(|c| c.l3);
     let split = topo.l3.iter().any(|d| d.split_package);
     let mut v: Vec<usize> = (0..topo.cores.len())
@@ -229,7 +301,7 @@ fn candidates(topo: &Topology, allow_cpu0: bool) -> Vec<Vec<usize>> {
     v.sort_by_key(|&i| {
         let c = &topo.cores[i];
         (
-            c.rank,
+            prefer.order(c.rank),
             split && c.l3.is_some() && c.l3 == cpu0_l3,
             c.l3.filter(|_| split),
             c.cpus.first(),
@@ -251,7 +323,7 @@ fn candidates(topo: &Topology, allow_cpu0: bool) -> Vec<Vec<usize>> {
 
 /// Greedy: take each candidate group that fits the count, leaves its node a
 /// housekeeping core and housekeeping at least `floor` CPUs.
-fn greedy(topo: &Topology, n: usize, allow_cpu0: bool, floor: usize) -> Vec<usize> {
+fn greedy(topo: &Topology, units: &[Vec<usize>], n: usize, floor: usize) -> Vec<usize> {
     let mut node_hk = vec![0usize; topo.nodes.len()];
     for c in &topo.cores {
         node_hk[c.node] += 1;
@@ -259,10 +331,10 @@ fn greedy(topo: &Topology, n: usize, allow_cpu0: bool, floor: usize) -> Vec<usiz
     let mut left = n;
     let mut hk = topo.online.len();
     let mut picked = Vec::new();
-    for unit in candidates(topo, allow_cpu0) {
-        let size: usize = unit.iter().map(|&i| topo.cores[i].cpus.len()).sum();
+    for unit in units {
+        let size = cpus_of(topo, unit);
         let mut after = node_hk.clone();
-        for &i in &unit {
+        for &i in unit {
             after[topo.cores[i].node] = after[topo.cores[i].node].saturating_sub(1);
         }
         let nodes_ok = unit.iter().all(|&i| after[topo.cores[i].node] > 0);
@@ -279,6 +351,66 @@ fn greedy(topo: &Topology, n: usize, allow_cpu0: bool, floor: usize) -> Vec<usiz
     picked
 }
 
+/// Exactly `n` CPUs of whole units where greedy's units-in-order missed a
+/// combination (a hybrid part: 2-CPU P-cores and 4-CPU E-clusters make 8 as
+/// P+P+E, not P+P+P then nothing). Each node keeps its last unit in order as
+/// housekeeping (CPU 0's core already does that for its node). Of all
+/// combinations, the first in unit order: with one size per core type that
+/// is the one with the most CPUs of the preferred type.
+fn combination(topo: &Topology, units: &[Vec<usize>], n: usize, floor: usize) -> Vec<usize> {
+    if topo.online.len() < floor.saturating_add(n) {
+        return Vec::new();
+    }
+    // A node with a core outside every unit (CPU 0's) keeps that one.
+    let mut in_unit = vec![false; topo.cores.len()];
+    units.iter().flatten().for_each(|&i| in_unit[i] = true);
+    let mut kept = vec![false; topo.nodes.len()];
+    for (i, c) in topo.cores.iter().enumerate() {
+        kept[c.node] |= !in_unit[i];
+    }
+    let mut usable = vec![true; units.len()];
+    for (u, unit) in units.iter().enumerate().rev() {
+        let node = topo.cores[unit[0]].node;
+        if !kept[node] {
+            kept[node] = true;
+            usable[u] = false;
+        }
+    }
+    // can[u][s]: `s` CPUs can be made of usable units u.. .
+    let mut can = vec![vec![false; n + 1]; units.len() + 1];
+    can[units.len()][0] = true;
+    for u in (0..units.len()).rev() {
+        let size = cpus_of(topo, &units[u]);
+        for s in 0..=n {
+            can[u][s] = can[u + 1][s] || (usable[u] && size <= s && can[u + 1][s - size]);
+        }
+    }
+    if !can[0][n] {
+        return Vec::new();
+    }
+    let (mut left, mut picked) = (n, Vec::new());
+    for (u, unit) in units.iter().enumerate() {
+        let size = cpus_of(topo, unit);
+        if usable[u] && size <= left && can[u + 1][left - size] {
+            picked.extend(unit);
+            left -= size;
+        }
+    }
+    picked
+}
+
+/// `n` CPUs of whole units, or fewer when none make it.
+fn pick(topo: &Topology, units: &[Vec<usize>], n: usize, floor: usize) -> Vec<usize> {
+    let picked = greedy(topo, units, n, floor);
+    if cpus_of(topo, &picked) == n {
+        return picked;
+    }
+    match combination(topo, units, n, floor) {
+        c if c.is_empty() => picked,
+        c => c,
+    }
+}
+
 fn cpus_of(topo: &Topology, picked: &[usize]) -> usize {
     picked.iter().map(|&i| topo.cores[i].cpus.len()).sum()
 }
@@ -286,15 +418,17 @@ fn cpus_of(topo: &Topology, picked: &[usize]) -> usize {
 fn by_count(
     topo: &Topology,
     n: usize,
-    allow_cpu0: bool,
+    opts: Options,
     floor: usize,
     min_why: &str,
 ) -> Result<Vec<usize>> {
-    let picked = greedy(topo, n, allow_cpu0, floor);
+    let allow_cpu0 = opts.allow_cpu0;
+    let units = candidates(topo, allow_cpu0, opts.prefer);
+    let picked = pick(topo, &units, n, floor);
     if cpus_of(topo, &picked) == n {
         return Ok(picked);
     }
-    let max = cpus_of(topo, &greedy(topo, usize::MAX, allow_cpu0, floor));
+    let max = cpus_of(topo, &greedy(topo, &units, usize::MAX, floor));
     let keeps = format!(
         "whole cores only{}, housekeeping kept on each of the {} NUMA node(s); {min_why}{}{}",
         if topo.cores.iter().any(|c| c.l2_cluster.is_some()) {
@@ -326,7 +460,7 @@ fn by_count(
             topo.online.len()
         );
     }
-    let reachable = |m: usize| cpus_of(topo, &greedy(topo, m, allow_cpu0, floor)) == m;
+    let reachable = |m: usize| cpus_of(topo, &pick(topo, &units, m, floor)) == m;
     let below = (1..n).rev().find(|&m| reachable(m));
     let above = (n + 1..=max).find(|&m| reachable(m));
     let near: Vec<String> = [below, above]

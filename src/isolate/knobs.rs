@@ -2,10 +2,11 @@
 //! shapes the isolation kinds take (docs/knob-kinds.md).
 
 use serde::Serialize;
-use serde_yaml::{Mapping, Value};
+use serde_yaml::Value;
 
 use super::choose::Choice;
 use super::nic::Nics;
+use super::spec::{Spec, list, map};
 use super::topology::Topology;
 use crate::cpulist::CpuList;
 
@@ -68,44 +69,6 @@ struct History<'a> {
     note: String,
 }
 
-/// One knob of the fragment before it is written.
-pub(super) struct Spec {
-    pub id: String,
-    pub kind: &'static str,
-    pub title: String,
-    pub target: Option<Value>,
-    pub set: Value,
-    pub persistence: &'static str,
-    pub caveats: Vec<String>,
-    pub why: String,
-}
-
-impl Spec {
-    #[allow(clippy::too_many_arguments)]
-    fn of(
-        id: &str,
-        kind: &'static str,
-        title: String,
-        target: Option<Value>,
-        set: Value,
-        persistence: &'static str,
-        caveats: Vec<String>,
-        why: String,
-    ) -> Spec {
-        let id = id.to_string();
-        Spec {
-            id,
-            kind,
-            title,
-            target,
-            set,
-            persistence,
-            caveats,
-            why,
-        }
-    }
-}
-
 /// What the fragment is about, for its comments and history notes.
 pub struct Context<'a> {
     pub host: &'a str,
@@ -113,18 +76,6 @@ pub struct Context<'a> {
     pub date: &'a str,
     /// The command line that planned it (`hostknob isolate --cpus 8`).
     pub command: &'a str,
-}
-
-pub(super) fn map(pairs: &[(&str, Value)]) -> Value {
-    let mut m = Mapping::new();
-    for (k, v) in pairs {
-        m.insert(Value::String((*k).into()), v.clone());
-    }
-    Value::Mapping(m)
-}
-
-pub(super) fn list(cpus: &CpuList) -> Value {
-    Value::String(cpus.to_string())
 }
 
 /// The isolation command line's words and their caveats.

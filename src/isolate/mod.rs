@@ -6,6 +6,7 @@
 mod choose;
 mod knobs;
 mod nic;
+mod spec;
 mod topology;
 
 use serde::Serialize;
@@ -13,7 +14,7 @@ use serde::Serialize;
 use crate::cpulist::CpuList;
 use crate::inventory::Inventory;
 
-pub use choose::{Choice, Options, Request};
+pub use choose::{Choice, Options, Prefer, Request};
 pub use knobs::{Context, Isolcpus, KnobFile};
 pub use nic::Nics;
 pub use topology::Topology;
@@ -51,6 +52,8 @@ pub struct Asked {
     pub allow_small_housekeeping: bool,
     /// `--isolcpus`: the flags of `isolcpus=` (`none`: no such parameter).
     pub isolcpus: Isolcpus,
+    /// `--prefer`: the core type a hybrid part isolates first.
+    pub prefer: Prefer,
 }
 
 /// The layout the choice was made from.
@@ -128,6 +131,7 @@ pub fn plan(
             allow_cpu0: opts.allow_cpu0,
             allow_small_housekeeping: opts.allow_small_housekeeping,
             isolcpus,
+            prefer: opts.prefer,
         },
         isolated: choice.isolated.clone(),
         housekeeping: choice.housekeeping.clone(),

@@ -8,7 +8,7 @@
 
 use serde_yaml::Value;
 
-use super::knobs::{Spec, list, map};
+use super::spec::{Spec, list, map};
 use crate::cpulist::CpuList;
 use crate::inventory::Interface;
 use crate::knob::irq_affinity::{Unmovable, unmovable};

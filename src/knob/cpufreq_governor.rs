@@ -135,7 +135,18 @@ impl KnobKind for CpufreqGovernor {
         for (p, partial) in policy_targets(host, &self.cpus, &self.governor, &mut survey) {
             let path = format!("{}/scaling_governor", p.dir);
             let current = p.governor.clone();
-            let blocker = partial.or_else(|| match &p.available_governors {
+            // The policy listing reads the governor as an Option: a file
+            // that exists but cannot be read (EACCES, a FIFO) is not absent.
+            let unreadable = match current {
+                None => match host.value(&path) {
+                    ReadValue::Unreadable(e) => {
+                        Some(Blocker::Unreadable(format!("cannot read {path}: {e}")))
+                    }
+                    _ => None,
+                },
+                Some(_) => None,
+            };
+            let blocker = unreadable.or(partial).or_else(|| match &p.available_governors {
                 Some(av) if !av.contains(&self.governor) => Some(Blocker::Unsupported(format!(
                     "governor {} is not available here (available: {})",
                     self.governor,

@@ -241,6 +241,21 @@ impl<'r> HostCtx<'r> {
         }
     }
 
+    /// The paths under `prefix` an earlier write of this plan will have
+    /// written, with their values, in path order.
+    pub fn assumed_under(&self, prefix: &str) -> Vec<(String, String)> {
+        let Ok(p) = self.pending.read() else {
+            return Vec::new();
+        };
+        let mut out: Vec<(String, String)> = p
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Whether `path` holds a value an earlier write of this plan will have written.
     pub fn is_assumed(&self, path: &str) -> bool {
         self.pending.read().is_ok_and(|p| p.contains_key(path))

@@ -158,11 +158,7 @@ impl NicSel {
 
 /// The driver's name in messages.
 pub fn driver_of(state: &State, ifname: &str) -> String {
-    state
-        .driver
-        .clone()
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| format!("the driver of {ifname}"))
+    state.driver_name(ifname)
 }
 
 /// A knob over ethtool values of one section: `values` by field name, in
@@ -185,15 +181,47 @@ impl EthtoolKnob {
 
     pub fn survey(&self, host: &HostCtx) -> Survey {
         let mut survey = Survey::default();
+        if matches!(self.section, Section::Channels | Section::Rings) {
+            survey
+                .notes
+                .push(ethtool::channels::RESETS_LINK.replace("{}", self.section.as_str()));
+        }
         let names = self.sel.select(host);
         if names.is_empty() {
             survey.targets.push(self.sel.none_here(&self.desired()));
         }
         for ifname in names {
             let state = ethtool::read(host.root, &ifname);
+            // Every channel count in one request: the kernel checks them together.
+            if self.section == Section::Channels {
+                let fields: Vec<&str> = self.values.keys().map(String::as_str).collect();
+                let pairs: Vec<(&str, String)> = self
+                    .values
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.clone()))
+                    .collect();
+                let field = ethtool::channels::field(&ifname, &fields);
+                survey
+                    .targets
+                    .push(target(&field, &state, &ethtool::channels::words(&pairs)));
+                continue;
+            }
+            let start = survey.targets.len();
             for (name, want) in &self.values {
-                let field = Field::new(&ifname, self.section, name);
-                survey.targets.push(target(&field, &state, want));
+                match self.section {
+                    Section::Features => survey
+                        .targets
+                        .extend(super::nic_feature::targets(&ifname, &state, name, want)),
+                    _ => {
+                        let field = Field::new(&ifname, self.section, name);
+                        survey.targets.push(target(&field, &state, want));
+                    }
+                }
+            }
+            if self.section == Section::Coalesce
+                && let Ok(Some(s)) = &state
+            {
+                super::nic_coalesce::check(host, self, s, &mut survey.targets[start..]);
             }
         }
         survey
@@ -201,9 +229,13 @@ impl EthtoolKnob {
 }
 
 /// One value's target: its current value, or why it cannot take `want`.
-fn target(field: &Field, state: &Result<Option<State>, String>, want: &str) -> Target {
+pub fn target(field: &Field, state: &Result<Option<State>, String>, want: &str) -> Target {
     let path = field.path();
-    let label = Some(format!("{} {}", field.ifname, field.name));
+    let name = match field.name.contains(',') {
+        true => field.section.as_str(),
+        false => field.name.as_str(),
+    };
+    let label = Some(format!("{} {name}", field.ifname));
     let state = match state {
         Ok(Some(s)) => s,
         Ok(None) => {
@@ -256,11 +288,7 @@ fn refused(field: &Field, state: &State, want: &str) -> Option<String> {
     let n = field.name.as_str();
     let driver = driver_of(state, &field.ifname);
     let max = match field.section {
-        Section::Channels => state
-            .channels
-            .as_ref()
-            .and_then(|c| c.get(n))
-            .map(|p| p.max),
+        Section::Channels => return ethtool::channels::refusal(field, state, want),
         Section::Rings => state.rings.as_ref().and_then(|r| r.get(n)).map(|p| p.max),
         Section::Features => {
             let word = state.features.as_ref()?.get(n)?;
@@ -496,27 +524,26 @@ impl QueueSel {
 /// changes them ([`ethtool::queues`]).
 pub fn queues_after(host: &HostCtx, ifname: &str, prefix: &str) -> (Vec<u32>, bool) {
     let have = queue_numbers(host, ifname, prefix);
-    let fields: Vec<Field> = ethtool::CHANNEL_FIELDS
-        .iter()
-        .map(|n| Field::new(ifname, Section::Channels, n))
-        .filter(|f| host.is_assumed(&f.path()))
+    let under = Field::new(ifname, Section::Channels, "").path();
+    let requests: Vec<Vec<(String, u32)>> = host
+        .assumed_under(&under)
+        .into_iter()
+        .filter_map(|(path, v)| ethtool::channels::parse(&Field::parse(&path)?.name, &v).ok())
         .collect();
-    let Some(from) = fields
+    let Some(from) = requests
         .first()
         .and_then(|_| ethtool::read(host.root, ifname).ok().flatten())
         .and_then(|s| s.channels)
     else {
         return (have, false);
     };
-    let mut to = from.clone();
-    for f in &fields {
-        let (Some(pair), Some(v)) = (to.get_mut(&f.name), host.text(&f.path())) else {
-            continue;
-        };
-        pair.current = v.parse().unwrap_or(pair.current);
-    }
-    let delta = ethtool::queues::change(prefix, &from, &to);
-    (ethtool::queues::after(&have, delta), delta != 0)
+    let to = requests
+        .iter()
+        .fold(from, |c, r| ethtool::channels::with(&c, r));
+    // The kernel's queues follow the counts (ethtool::queues::sync_tree).
+    let after: Vec<u32> = (0..ethtool::channels::queue_count(prefix, &to)).collect();
+    let changed = after != have;
+    (after, changed)
 }
 
 /// A queue's file that a `nic-channels` write of this apply makes: written

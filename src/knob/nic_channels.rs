@@ -1,5 +1,7 @@
 //! `nic-channels`: a NIC's queue counts (`ethtool -L`: combined, rx, tx,
-//! other). Refused at plan time above the driver's reported maximum. More
+//! other), every count of a knob in one request per interface
+//! (`crate::ethtool::channels`). Refused at plan time above the driver's
+//! reported maximum and where no rx or no tx channel would be left. More
 //! queues mean more IRQs and more `queues/rx-N` files: its writes go
 //! before every per-queue kind and irq-affinity (`rules::phase`).
 
@@ -27,22 +29,24 @@ impl Spec for NicChannels {
     }
 }
 
-/// The kernel refuses counts that leave no receive or no transmit queue
-/// (net/ethtool/channels.c, ethnl_set_channels: "requested channel count
-/// is too low"): `combined: 0` needs rx and tx queues of their own.
+/// Counts the knob alone leaves without a receive or a transmit channel
+/// (`combined: 0` with `rx: 0` or `tx: 0`): refused whatever the host has
+/// (net/ethtool/ioctl.c ethtool_set_channels, net/ethtool/channels.c
+/// ethnl_set_channels). Counts that need today's values of the fields
+/// the knob leaves alone are judged at plan time, per interface.
 fn no_queue_left(values: &BTreeMap<String, String>) -> Result<(), FieldError> {
     let given = |k: &str| values.get(k).map(String::as_str);
     if given("combined") != Some("0") {
         return Ok(());
     }
     for k in ["rx", "tx"] {
-        if matches!(given(k), None | Some("0")) {
+        if given(k) == Some("0") {
             return Err(FieldError::new(
-                "set.combined",
+                &format!("set.{k}"),
                 format!(
-                    "0 combined channels without {k} channels of their own leave the NIC no {} \
-                     queue, which the kernel refuses (net/ethtool/channels.c); give combined 1 \
-                     or more, or rx and tx above 0",
+                    "combined 0 and {k} 0 leave the NIC no {} channel, which the kernel refuses \
+                     (net/ethtool/ioctl.c ethtool_set_channels); give combined 1 or more, or \
+                     {k} above 0",
                     if k == "rx" { "receive" } else { "transmit" }
                 ),
             ));

@@ -1,26 +1,48 @@
 //! `nic-feature`: offloads on or off (`ethtool -K`), by the kernel's
 //! feature names (`rx-gro`, `rx-gro-hw`, `rx-lro`, ...) or ethtool's
-//! short ones (`gro`, `lro`, `gso`, `tso`). A feature the driver reports as
+//! legacy ones (`gro`, `tso`, `sg`, `tx`, ...), each covering the features
+//! ethtool's table gives it. A feature named that the driver reports as
 //! fixed is refused at plan time (the kernel keeps it: net/ethtool/features.c).
 
 use std::collections::BTreeMap;
 
-use super::nic::{EthtoolKnob, NicSel, NicTargetDoc, ethtool_kind};
-use super::{FieldError, Spec};
-use crate::ethtool::Section;
+use super::nic::{self, EthtoolKnob, NicSel, NicTargetDoc, ethtool_kind};
+use super::{Blocker, FieldError, Spec, Target};
+use crate::ethtool::{self, Field, Section, State};
 
-/// ethtool's legacy names for single features (ethtool.c, `off_flag_def`).
-/// `tso` is IPv4 TSO only: IPv6 is `tx-tcp6-segmentation`.
-pub const ALIASES: [(&str, &str); 8] = [
-    ("gro", "rx-gro"),
-    ("generic-receive-offload", "rx-gro"),
-    ("lro", "rx-lro"),
-    ("large-receive-offload", "rx-lro"),
-    ("gso", "tx-generic-segmentation"),
-    ("generic-segmentation-offload", "tx-generic-segmentation"),
-    ("tso", "tx-tcp-segmentation"),
-    ("tcp-segmentation-offload", "tx-tcp-segmentation"),
+/// ethtool's legacy names as ethtool means them (ethtool.c, `off_flag_def`):
+/// the short name, the long one `ethtool -k` prints, and the pattern
+/// (fnmatch(3)) over the kernel's feature names it covers. `ethtool -K`
+/// requests every covered feature the device has and can change (available,
+/// not `never_changed`: `do_sfeatures`), so `tso` is IPv4, IPv6, ECN,
+/// mangleid and AccECN TSO alike.
+pub const LEGACY: [(&str, &str, &str); 12] = [
+    ("rx", "rx-checksumming", "rx-checksum"),
+    ("tx", "tx-checksumming", "tx-checksum-*"),
+    ("sg", "scatter-gather", "tx-scatter-gather*"),
+    ("tso", "tcp-segmentation-offload", "tx-tcp*-segmentation"),
+    ("ufo", "udp-fragmentation-offload", "tx-udp-fragmentation"),
+    ("gso", "generic-segmentation-offload", "tx-generic-segmentation"),
+    ("gro", "generic-receive-offload", "rx-gro"),
+    ("lro", "large-receive-offload", "rx-lro"),
+    ("rxvlan", "rx-vlan-offload", "rx-vlan-hw-parse"),
+    ("txvlan", "tx-vlan-offload", "tx-vlan-hw-insert"),
+    ("ntuple", "ntuple-filters", "rx-ntuple-filter"),
+    ("rxhash", "receive-hashing", "rx-hashing"),
 ];
+
+/// The legacy entry a short or long name is, as (short name, pattern).
+pub fn legacy(name: &str) -> Option<(&'static str, &'static str)> {
+    LEGACY
+        .iter()
+        .find(|(s, l, _)| *s == name || *l == name)
+        .map(|(s, _, p)| (*s, *p))
+}
+
+/// Whether a legacy pattern covers the kernel feature `name`.
+pub fn covers(pattern: &str, name: &str) -> bool {
+    glob::Pattern::new(pattern).is_ok_and(|p| p.matches(name))
+}
 
 /// The kernel's feature names: `netdev_features_strings` (net/ethtool/common.c,
 /// Linux 6.18, as `ethtool -k`/`ETH_SS_FEATURES` lists them on this project's
@@ -98,12 +120,12 @@ pub const KERNEL_FEATURES: [&str; 65] = [
 #[derive(Debug)]
 pub struct NicFeature(EthtoolKnob);
 
+/// The key a `set:` name is kept under: ethtool's short name for a legacy
+/// one, the kernel's name otherwise.
 fn feature_name(field: &str, name: &str) -> Result<String, FieldError> {
-    let name = ALIASES
-        .iter()
-        .find(|(a, _)| *a == name)
-        .map(|(_, k)| *k)
-        .unwrap_or(name);
+    if let Some((short, _)) = legacy(name) {
+        return Ok(short.to_string());
+    }
     let ok = !name.is_empty()
         && name.len() < 32
         && name
@@ -112,18 +134,30 @@ fn feature_name(field: &str, name: &str) -> Result<String, FieldError> {
     if !ok || !KERNEL_FEATURES.contains(&name) {
         let known = KERNEL_FEATURES
             .iter()
-            .chain(ALIASES.iter().map(|(a, _)| a))
+            .chain(LEGACY.iter().flat_map(|(s, l, _)| [s, l]))
             .copied();
         return Err(FieldError::new(
             field,
             format!(
                 "{name:?} is not a feature name the kernel has{} (ethtool -k lists them, as \
-                 rx-gro; ethtool's short names gro, lro, gso and tso are taken too)",
+                 rx-gro; ethtool's legacy names such as gro, tso, sg, tx and rxvlan are taken too)",
                 crate::spelling::did_you_mean(name, known)
             ),
         ));
     }
     Ok(name.to_string())
+}
+
+/// A kernel feature given by name and by a legacy name covering it: ethtool
+/// would request it twice, maybe both ways.
+fn overlap(values: &BTreeMap<String, String>) -> Option<String> {
+    values.keys().find_map(|k| {
+        values.keys().find_map(|other| {
+            let (short, pattern) = legacy(other)?;
+            (k != other && legacy(k).is_none() && covers(pattern, k))
+                .then(|| format!("{k} is given twice: {short} covers it ({pattern})"))
+        })
+    })
 }
 
 impl Spec for NicFeature {
@@ -152,6 +186,9 @@ impl Spec for NicFeature {
                 return Err(FieldError::new(&field, format!("{name} is given twice")));
             }
         }
+        if let Some(why) = overlap(&values) {
+            return Err(FieldError::new("set", why));
+        }
         Ok(NicFeature(EthtoolKnob {
             section: Section::Features,
             sel: NicSel::new(target)?,
@@ -161,3 +198,51 @@ impl Spec for NicFeature {
 }
 
 ethtool_kind!(NicFeature, NicFeature);
+
+/// The targets of one `set:` entry on `ifname`: the kernel feature named, or
+/// every feature a legacy name covers that the device can change (those it
+/// reports fixed are left as ethtool leaves them); when it can change none,
+/// the fixed ones, refused as fixed.
+pub fn targets(
+    ifname: &str,
+    state: &Result<Option<State>, String>,
+    key: &str,
+    want: &str,
+) -> Vec<Target> {
+    let field = |n: &str| Field::new(ifname, Section::Features, n);
+    let Some((short, pattern)) = legacy(key) else {
+        return vec![nic::target(&field(key), state, want)];
+    };
+    let Ok(Some(s)) = state else {
+        return vec![nic::target(&field(key), state, want)];
+    };
+    let covered: Vec<(&String, &String)> = s
+        .features
+        .iter()
+        .flatten()
+        .filter(|(n, _)| covers(pattern, n))
+        .collect();
+    if covered.is_empty() {
+        let why = format!(
+            "{ifname} has no feature {short} covers ({pattern}) on {} (ethtool -k {ifname})",
+            nic::driver_of(s, ifname)
+        );
+        return vec![Target {
+            label: Some(format!("{ifname} {short}")),
+            blocker: Some(Blocker::Unsupported(why)),
+            ..Target::absent(field(key).path(), None, want, String::new())
+        }];
+    }
+    let free: Vec<_> = covered
+        .iter()
+        .filter(|(_, w)| !ethtool::feature_fixed(w))
+        .collect();
+    let names: Vec<&String> = match free.is_empty() {
+        true => covered.iter().map(|(n, _)| *n).collect(),
+        false => free.iter().map(|(n, _)| *n).collect(),
+    };
+    names
+        .into_iter()
+        .map(|n| nic::target(&field(n), state, want))
+        .collect()
+}

@@ -10,7 +10,22 @@ use super::nic::{self, QueueSel, QueueTargetDoc};
 use super::{
     Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target,
 };
+use super::rules;
+use crate::cpulist::CpuList;
 use crate::schema::Persistence;
+
+/// The running kernel's release as numbers (`6.18.8` -> [6, 18, 8]) from
+/// `osrelease`, else `/proc/version`; empty when neither says.
+fn kernel_release(host: &HostCtx) -> Vec<u64> {
+    let release = host.text("/proc/sys/kernel/osrelease").or_else(|| {
+        let v = host.text("/proc/version")?;
+        v.strip_prefix("Linux version ")?.split_whitespace().next().map(str::to_string)
+    });
+    release.map(|r| crate::inventory::facts::release_numbers(&r)).unwrap_or_default()
+}
+
+/// The CPUs in the knob's words, the mask written, and a note on what the kernel drops.
+type Planned = (String, String, Option<String>);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,13 +75,38 @@ impl Spec for Rps {
 }
 
 impl Rps {
-    fn cpus_word(&self, host: &HostCtx) -> Option<(String, String)> {
-        let cpus = match self.cpus.as_ref()? {
+    /// The CPUs to write, in the knob's words and as the mask written, and
+    /// a note when the kernel keeps fewer than asked: `store_rps_map` drops
+    /// isolated CPUs ([`rules::rps`]), so the plan writes and audit judges
+    /// what it keeps. `Err`: it would keep none and refuse the write.
+    fn cpus_word(&self, host: &HostCtx) -> Option<Result<Planned, String>> {
+        let asked = match self.cpus.as_ref()? {
             CpuSel::All => host.online().clone(),
             CpuSel::List(l) => l.clone(),
         };
+        let mut cpus = asked.clone();
+        let mut note = None;
+        if !asked.is_empty()
+            && let Some((dropped, why)) = rules::rps::dropped(&kernel_release(host), host.cmdline().unwrap_or(""))
+        {
+            cpus = asked.as_slice().iter().copied().filter(|c| !dropped.contains(*c)).collect();
+            let gone: CpuList = asked.as_slice().iter().copied().filter(|c| dropped.contains(*c)).collect();
+            if cpus.is_empty() {
+                return Some(Err(format!(
+                    "rps cpus {asked} are all isolated ({why}): the kernel keeps no CPU of the mask and refuses it (EINVAL; {})",
+                    rules::rps::SOURCE
+                )));
+            }
+            if !gone.is_empty() {
+                note = Some(format!(
+                    "rps cpus {}: the kernel keeps {cpus} and drops isolated CPUs {gone} ({why}; {}): planned and audited as {cpus}",
+                    self.cpus.as_ref().map(|c| c.to_string()).unwrap_or_default(),
+                    rules::rps::SOURCE
+                ));
+            }
+        }
         let words = if cpus.is_empty() { "none".into() } else { cpus.to_string() };
-        Some((words, super::workqueue::to_mask(&cpus)))
+        Some(Ok((words, super::workqueue::to_mask(&cpus), note)))
     }
 
     fn file_target(&self, host: &HostCtx, path: String, want: &str, write: String) -> Target {
@@ -127,7 +167,20 @@ impl KnobKind for Rps {
         if names.is_empty() {
             survey.targets.push(self.sel.sel.none_here(&self.desired()));
         }
-        let cpus = self.cpus_word(host);
+        let cpus = match self.cpus_word(host) {
+            Some(Err(why)) => {
+                survey.targets.push(Target {
+                    blocker: Some(Blocker::Unsupported(why)),
+                    ..Target::absent("/sys/class/net".into(), None, &self.desired(), String::new())
+                });
+                return Ok(survey);
+            }
+            Some(Ok((words, mask, note))) => {
+                survey.notes.extend(note);
+                Some((words, mask))
+            }
+            None => None,
+        };
         for ifname in names {
             let queues = match self.sel.queues(host, &ifname, "rx-") {
                 Ok(q) => q,

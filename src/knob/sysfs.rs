@@ -149,11 +149,13 @@ impl KnobKind for Sysfs {
             let resolved = match host.root.resolve(&path) {
                 Ok(r) => r,
                 Err(e) if crate::root::is_absent(&e) => continue,
+                // A link loop or a refused open is this file's verdict, not absence.
                 Err(e) => {
-                    return Err(FieldError::new(
-                        "target.path",
-                        format!("{path} cannot be resolved inside the root: {e}"),
-                    ));
+                    let why = format!("cannot be resolved inside the root: {e}");
+                    survey
+                        .targets
+                        .push(Target::unreadable(path, None, &self.value, &why));
+                    continue;
                 }
             };
             if !resolved.starts_with("/sys/") {

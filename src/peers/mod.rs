@@ -4,6 +4,8 @@
 //! `isolate` ask here; nothing here asks them (src/layering.rs checks it).
 
 pub mod irqbalance;
+pub mod network_manager;
 pub mod saptune;
 pub mod systemd;
 pub mod tuned;
+pub mod udev;

@@ -2,31 +2,25 @@
 //! applies it whenever the device appears (at boot, and again when the
 //! driver reloads or the interface is re-created), where a boot unit would
 //! run once. One file per interface, `/etc/systemd/network/50-hostknob-IF.link`,
-//! matched by the interface's MAC address (names change), holding every
-//! `link-file` knob of the manifest on that interface: udev applies only the
-//! first `.link` file that matches a device (systemd.link(5), "The first (in
-//! lexical order) of the link files that matches a given device is applied"),
-//! so the file also carries the naming policy of the `99-default.link` it
-//! shadows. The settings and their ethtool fields are systemd's
-//! src/shared/ethtool-util.c and src/udev/net/link-config-gperf.gperf
-//! (coalescing since systemd 250).
+//! matched by the device's permanent address or PCI path
+//! ([`super::nic_match`]), holding every `link-file` knob of the manifest on
+//! that interface: udev applies only the first `.link` file that matches a
+//! device ([`crate::peers::udev`]), so a host file sorting first and matching
+//! is refused by name, and the file carries the `[Link]` lines of the one it
+//! replaces (the naming policy of `99-default.link`). The settings and their
+//! ethtool fields are systemd's src/shared/ethtool-util.c and
+//! src/udev/net/link-config-gperf.gperf (coalescing since systemd 250).
 
-use super::Artifact;
+use super::{Artifact, nic_match, nm_view};
 use crate::ethtool::{Field, Section};
 use crate::knob::{HostCtx, Target};
 use crate::manifest::{Knob, Manifest};
+use crate::peers::udev::{self, Device, LinkFile};
 use crate::schema::Persistence;
-
-pub const DIRS: [&str; 4] = [
-    "/etc/systemd/network",
-    "/run/systemd/network",
-    "/usr/lib/systemd/network",
-    "/lib/systemd/network",
-];
 
 /// The file of interface `ifname`.
 pub fn path_for(ifname: &str) -> String {
-    format!("{}/50-hostknob-{ifname}.link", DIRS[0])
+    format!("{}/{}", udev::LINK_DIRS[0], file_name(ifname))
 }
 
 /// A value in systemd's words: a number, `yes`/`no`, or a time span.
@@ -291,6 +285,7 @@ fn fields(targets: &[Target]) -> Vec<(Field, String)> {
         .iter()
         .filter(|t| t.blocker.is_none())
         .filter_map(|t| Some((Field::parse(&t.path)?, t.write.clone()?)))
+        .flat_map(|(f, w)| crate::ethtool::channels::each(&f, &w))
         .collect()
 }
 
@@ -309,26 +304,6 @@ fn one_interface(knob: &Knob, fields: &[(Field, String)]) -> Result<String, Stri
             many.join(", ")
         )),
     }
-}
-
-/// The `[Link]` lines of the `99-default.link` the host's udev reads, else systemd's.
-fn default_link(host: &HostCtx) -> (String, String) {
-    for dir in DIRS {
-        let path = format!("{dir}/99-default.link");
-        if let Some(text) = host.text(&path) {
-            let mut in_link = false;
-            let mut out = String::new();
-            for line in text.lines().map(str::trim) {
-                if line.starts_with('[') {
-                    in_link = line == "[Link]";
-                } else if in_link && !line.is_empty() && !line.starts_with(['#', ';']) {
-                    out += &format!("{line}\n");
-                }
-            }
-            return (out, path);
-        }
-    }
-    (DEFAULT_LINK.to_string(), "systemd's default".into())
 }
 
 /// The settings of `knob` on `ifname`, one per line with the knob's id.
@@ -354,6 +329,38 @@ fn knob_lines(knob: &Knob, host: &HostCtx) -> Result<(String, Vec<String>), Stri
     Ok((ifname, lines))
 }
 
+/// The file name of interface `ifname`'s file: what orders it.
+fn file_name(ifname: &str) -> String {
+    format!("50-hostknob-{ifname}.link")
+}
+
+/// Why a `.link` file of the host that sorts first and matches the device
+/// keeps hostknob's from ever being applied.
+fn shadowed(file: &LinkFile, ifname: &str) -> String {
+    format!(
+        "shadowed by {}: it matches {ifname} ({}) and sorts before {}, and udev applies only \
+         the first .link file that matches a device (systemd.link(5))",
+        file.path,
+        file.match_summary(),
+        file_name(ifname)
+    )
+}
+
+/// The interface's device, and the host's `.link` files with the facts
+/// their conditions ask about.
+fn host_links(
+    knob: &Knob,
+    host: &HostCtx,
+    ifname: &str,
+) -> Result<(Device, Vec<LinkFile>, udev::Facts), String> {
+    let dev = nic_match::device(host, ifname).map_err(|e| format!("{}: {e}", knob.id))?;
+    Ok((
+        dev,
+        udev::link_files(host.root),
+        udev::Facts::read(host.root),
+    ))
+}
+
 pub(super) fn artifact(
     knob: &Knob,
     host: &HostCtx,
@@ -365,10 +372,20 @@ pub(super) fn artifact(
         .map_err(|e| knob.source.field_error(e).to_string())?;
     let own = fields(&survey.targets);
     let (ifname, _) = knob_lines(knob, host)?;
-    let mac = host
-        .text(&format!("/sys/class/net/{ifname}/address"))
-        .filter(|m| !m.is_empty() && m != "00:00:00:00:00:00")
-        .ok_or_else(|| format!("{}: {ifname} has no MAC address to match", knob.id))?;
+    let (dev, files, facts) = host_links(knob, host, &ifname)?;
+    let (matching, why) =
+        nic_match::link_match(host, &dev).map_err(|e| format!("{}: {e}", knob.id))?;
+    let name = file_name(&ifname);
+    let now = udev::applying(&files, &dev, &facts, Some(&name));
+    if let Some(first) = now.filter(|f| f.name < name) {
+        return Err(format!(
+            "{}: {}; hostknob's file would never be applied: set these values in that file \
+             (or in what generates it: netplan, cloud-init), or give the knob `persistence: \
+             udev-reapply`",
+            knob.id,
+            shadowed(first, &ifname)
+        ));
+    }
     let mut body = String::new();
     let mut others = Vec::new();
     for other in manifest.for_host(&host.name) {
@@ -386,20 +403,29 @@ pub(super) fn artifact(
         }
         body += &format!("# {} ({})\n{}\n", other.id, other.kind, lines.join("\n"));
     }
-    let (link, from) = default_link(host);
+    let (link, from) = match now {
+        Some(f) => (
+            f.link.iter().map(|l| format!("{l}\n")).collect(),
+            f.path.clone(),
+        ),
+        None => (DEFAULT_LINK.to_string(), "systemd's default".into()),
+    };
     let content = format!(
         "{header}# Every link-file knob on {ifname}: udev applies the first .link file that \
          matches a device, so there is one per interface.\n\
-         [Match]\nMACAddress={mac}\n\n\
+         [Match]\n{matching}\n\
          [Link]\n# The naming policy of {from}, which this file shadows for {ifname}.\n{link}{body}",
         header = super::header(knob, &host.name),
     );
-    let mut notes = vec![format!(
-        "{}: udev applies {} whenever {ifname} appears (boot, driver reload, re-created \
-         interface); `udevadm trigger --action=add /sys/class/net/{ifname}` applies it now",
-        knob.id,
-        path_for(&ifname)
-    )];
+    let mut notes = vec![
+        format!(
+            "{}: udev applies {} whenever {ifname} appears (boot, driver reload, re-created \
+             interface); `udevadm trigger --action=add /sys/class/net/{ifname}` applies it now",
+            knob.id,
+            path_for(&ifname)
+        ),
+        format!("{}: {ifname} is {why}", knob.id),
+    ];
     if !others.is_empty() {
         notes.push(format!(
             "{}: the file also holds {} of this manifest (one .link file per interface); \
@@ -411,15 +437,16 @@ pub(super) fn artifact(
         ));
     }
     let mut commands = vec![];
-    if let Some((command, clash)) = nm_view(host, &ifname, &own) {
+    if let Some(view) = nm_view::view(host, &dev, &own) {
         notes.push(format!(
             "{}: NetworkManager manages {ifname}: it applies its connection's ethtool.* \
              properties when the connection activates, after udev; the command below sets the \
              same values there{}",
             knob.id,
-            clash.map(|c| format!(" ({c})")).unwrap_or_default()
+            view.clash.map(|c| format!(" ({c})")).unwrap_or_default()
         ));
-        commands.push(command);
+        notes.extend(view.missing.iter().map(|m| format!("{}: {m}", knob.id)));
+        commands.extend(view.command);
     }
     Ok(Artifact {
         knob: knob.id.clone(),
@@ -432,12 +459,14 @@ pub(super) fn artifact(
     })
 }
 
-/// What keeps the knob: its interface's file holds every one of its settings.
+/// What keeps the knob: its interface's file holds every one of its
+/// settings, matches the device, and is the file udev applies to it.
 pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result<String, String> {
     let owned: Vec<Target> = writable.iter().map(|t| (*t).clone()).collect();
     let fields = fields(&owned);
     let ifname = one_interface(knob, &fields)?;
     let path = path_for(&ifname);
+    let again = format!("`hostknob persist {} --install` rewrites it", knob.id);
     let Some(text) = host.text(&path) else {
         return Err(format!(
             "{path} does not exist: `hostknob persist {} --install` writes it",
@@ -449,111 +478,41 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
         let want = setting(f, v)?;
         if !lines.contains(&want.as_str()) {
             return Err(format!(
-                "{path} lacks {want} ({} {}): `hostknob persist {} --install` rewrites it",
-                f.ifname, f.name, knob.id
+                "{path} lacks {want} ({} {}): {again}",
+                f.ifname, f.name
             ));
         }
     }
-    if let Some((_, Some(clash))) = nm_view(host, &ifname, &fields) {
+    let (dev, files, facts) = host_links(knob, host, &ifname)?;
+    let (matching, _) = nic_match::link_match(host, &dev)?;
+    if let Some(miss) = matching.lines().find(|m| !lines.contains(m)) {
+        return Err(format!(
+            "{path} does not match {ifname} by {miss} (an older hostknob matched the current \
+             MAC, which a bond or a cloned MAC changes): {again}"
+        ));
+    }
+    match udev::applying(&files, &dev, &facts, None) {
+        Some(f) if f.path == path => {}
+        Some(f) if f.name < file_name(&ifname) => return Err(shadowed(f, &ifname)),
+        other => {
+            return Err(format!(
+                "{path} does not match {ifname} here ({}): {again}",
+                other
+                    .map(|f| format!("udev applies {}", f.path))
+                    .unwrap_or_else(|| "udev applies no .link file to it".into())
+            ));
+        }
+    }
+    if let Some(view) = nm_view::view(host, &dev, &fields)
+        && let Some(clash) = view.clash
+    {
         return Err(clash);
     }
-    let nm = match nm_connection(host, &ifname) {
-        Some((p, _)) => format!("; NetworkManager's {p} sets none of them otherwise"),
+    let nm = match nm_view::connection(host, &dev) {
+        Some(k) => format!("; NetworkManager's {} sets none of them otherwise", k.path),
         None => String::new(),
     };
     Ok(format!(
         "{path} (systemd.link: udev applies it whenever {ifname} appears){nm}"
     ))
-}
-
-/// NetworkManager's `ethtool.*` property for a field (nm-ethtool-utils.h:
-/// the short feature names for ethtool's legacy ones, the kernel's others).
-fn nm_property(field: &Field) -> String {
-    let n = field.name.as_str();
-    match field.section {
-        Section::Features => {
-            let short = match n {
-                "rx-gro" => "gro",
-                "rx-lro" => "lro",
-                "tx-generic-segmentation" => "gso",
-                "tx-tcp-segmentation" => "tso",
-                "rx-checksum" => "rx",
-                "rx-ntuple-filter" => "ntuple",
-                other => other,
-            };
-            format!("feature-{short}")
-        }
-        Section::Coalesce => format!("coalesce-{}", n.replace("frame-", "frames-")),
-        Section::Rings => format!("ring-{n}"),
-        Section::Channels => format!("channels-{n}"),
-    }
-}
-
-/// NetworkManager's keyfile for `ifname` (by `interface-name=` or its MAC),
-/// when NetworkManager runs here: its path and connection id.
-fn nm_connection(host: &HostCtx, ifname: &str) -> Option<(String, String)> {
-    let dir = "/etc/NetworkManager/system-connections";
-    let mac = host
-        .text(&format!("/sys/class/net/{ifname}/address"))
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    let mut names = host.list(dir);
-    names.sort();
-    names.into_iter().find_map(|name| {
-        let path = format!("{dir}/{name}");
-        let text = host.text(&path)?;
-        let ours = text.lines().map(str::trim).any(|l| {
-            l == format!("interface-name={ifname}")
-                || (!mac.is_empty() && l.to_ascii_lowercase() == format!("mac-address={mac}"))
-        });
-        let id = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("id="))
-            .unwrap_or(name.trim_end_matches(".nmconnection"))
-            .to_string();
-        ours.then_some((path, id))
-    })
-}
-
-/// The `nmcli` command that sets the same values in NetworkManager's
-/// connection, and a keyfile line that disagrees with them.
-fn nm_view(
-    host: &HostCtx,
-    ifname: &str,
-    fields: &[(Field, String)],
-) -> Option<(String, Option<String>)> {
-    let (path, id) = nm_connection(host, ifname)?;
-    let text = host.text(&path).unwrap_or_default();
-    let mut args = Vec::new();
-    let mut clash = None;
-    for (f, v) in fields {
-        let prop = nm_property(f);
-        let nm_value = match (f.section, v.as_str()) {
-            (Section::Features, "on") => "on".to_string(),
-            (Section::Features, _) => "off".to_string(),
-            (_, "on") => "1".to_string(),
-            (_, "off") => "0".to_string(),
-            (_, n) => n.to_string(),
-        };
-        let keyfile = match nm_value.as_str() {
-            "on" => "true".to_string(),
-            "off" => "false".to_string(),
-            n => n.to_string(),
-        };
-        for (i, line) in text.lines().enumerate() {
-            if let Some(set) = line.trim().strip_prefix(&format!("{prop}="))
-                && set != keyfile
-                && clash.is_none()
-            {
-                clash = Some(format!(
-                    "{path}:{}: NetworkManager's connection {id} sets {prop}={set}, not {keyfile}, \
-                     and applies it when the connection activates, after udev's .link file",
-                    i + 1
-                ));
-            }
-        }
-        args.push(format!("ethtool.{prop} {nm_value}"));
-    }
-    let command = format!("nmcli connection modify '{id}' {}", args.join(" "));
-    Some((command, clash))
 }

@@ -29,6 +29,8 @@ pub mod cmdline;
 pub mod dropin;
 pub mod hold_unit;
 pub mod link_file;
+mod nic_match;
+mod nm_view;
 pub mod sysctl_d;
 mod template_unit;
 pub mod tmpfiles;

@@ -1,15 +1,19 @@
 //! `persistence: udev-reapply`: a udev rule that applies the knob again
 //! whenever one of its interfaces appears (udev's coldplug at boot, a driver
 //! reload, a re-created interface), for what a systemd.link file cannot set:
-//! RPS masks and flow tables (`queues/rx-N` files exist only once the device
-//! does, so a tmpfiles.d line at boot misses a later one) and ethtool fields
-//! .link lacks. The rule matches each interface by its MAC address (the
-//! kernel name of an `add` event is the name before udev renames it) and
-//! hands the apply to systemd (`systemd-run --no-block`): udev kills long
-//! RUN programs, and apply may wait for the lock (udev(7), RUN).
+//! RPS and XPS masks and flow tables (`queues/rx-N` files exist only once
+//! the device does, so a tmpfiles.d line at boot misses a later one) and
+//! ethtool fields .link lacks. The rule matches each interface by its PCI
+//! function (`KERNELS==`, [`super::nic_match`]): the kernel name of an `add`
+//! event is the name before udev renames it, and the MAC may be a bond's or
+//! a cloned one. It hands the apply to systemd (`systemd-run --no-block`):
+//! udev kills long RUN programs, and apply may wait for the lock (udev(7),
+//! RUN). XPS on drivers that write their own map when the interface is
+//! first opened, after the `add` event, is applied after the network is up
+//! instead ([`XPS_AT_OPEN`]).
 
-use super::Artifact;
 use super::template_unit::{self, manifest_for_unit};
+use super::{Artifact, nic_match};
 use crate::knob::{HostCtx, Target};
 use crate::manifest::{Knob, Manifest};
 use crate::schema::Persistence;
@@ -41,9 +45,41 @@ fn interfaces(targets: &[Target]) -> Vec<String> {
     out
 }
 
-fn command(dir: &str, id: &str) -> String {
+/// Drivers that set each TX ring's XPS map themselves when the ring is
+/// first configured at open (`ndo_open`), after udev's `add` event, and the
+/// function doing it: an apply at the `add` event is overwritten.
+pub const XPS_AT_OPEN: [(&str, &str); 3] = [
+    ("ice", "ice_cfg_xps_tx_ring"),
+    ("i40e", "i40e_config_xps_tx_ring"),
+    ("ixgbe", "ixgbe_configure_tx_ring"),
+];
+
+/// systemd-run's ordering of the apply after the network is up: at boot,
+/// network-online.target is reached once the network manager has brought
+/// the interfaces up (opened them).
+const AFTER_UP: &str = "--property=After=network-online.target \
+                        --property=Wants=network-online.target ";
+
+/// The driver function that rewrites XPS at open, for a knob writing XPS
+/// files on an interface of such a driver.
+fn xps_at_open(targets: &[Target], ifname: &str, driver: Option<&str>) -> Option<&'static str> {
+    let writes_xps = targets.iter().any(|t| {
+        t.path
+            .starts_with(&format!("/sys/class/net/{ifname}/queues/tx-"))
+            && t.path.contains("/xps_")
+    });
+    let driver = driver?;
+    XPS_AT_OPEN
+        .iter()
+        .find(|(d, _)| *d == driver)
+        .filter(|_| writes_xps)
+        .map(|(_, f)| *f)
+}
+
+fn command(dir: &str, id: &str, after_up: bool) -> String {
     format!(
-        "/usr/bin/systemd-run --no-block --collect --quiet hostknob apply --wait --manifest {dir} {id}"
+        "/usr/bin/systemd-run --no-block --collect --quiet {}hostknob apply --wait --manifest {dir} {id}",
+        if after_up { AFTER_UP } else { "" }
     )
 }
 
@@ -57,21 +93,29 @@ pub(super) fn artifact(
     let (dir, outside) = manifest_for_unit(manifest, host).map_err(|e| format!("{id}: {e}"))?;
     let owned: Vec<Target> = targets.iter().map(|t| (*t).clone()).collect();
     let mut rules = String::new();
-    for ifname in interfaces(&owned) {
-        let mac = host
-            .text(&format!("/sys/class/net/{ifname}/address"))
-            .filter(|m| !m.is_empty() && m != "00:00:00:00:00:00")
-            .ok_or_else(|| format!("{id}: {ifname} has no MAC address to match"))?;
-        rules += &format!(
-            "# {ifname}\nACTION==\"add\", SUBSYSTEM==\"net\", ATTR{{address}}==\"{mac}\", \
-             RUN+=\"{}\"\n",
-            command(&dir, id)
-        );
-    }
     let mut notes = vec![format!(
         "{id}: udev applies the knob again whenever its interface appears (at boot too); \
          `udevadm control --reload` reads the rule now"
     )];
+    for ifname in interfaces(&owned) {
+        let dev = nic_match::device(host, &ifname).map_err(|e| format!("{id}: {e}"))?;
+        let (keys, why) = nic_match::rule_match(host, &dev).map_err(|e| format!("{id}: {e}"))?;
+        notes.push(format!("{id}: {ifname} is {why}"));
+        let at_open = xps_at_open(&owned, &ifname, dev.driver.as_deref());
+        if let Some(f) = at_open {
+            notes.push(format!(
+                "{id}: {} sets XPS itself when {ifname} is first opened ({f}), after udev's add \
+                 event, so the rule applies the knob once the network is up \
+                 (After=network-online.target); after a driver reload later on, run `hostknob \
+                 apply {id}` once {ifname} is up, and audit shows the driver's map until then",
+                dev.driver.as_deref().unwrap_or_default()
+            ));
+        }
+        rules += &format!(
+            "# {ifname}\nACTION==\"add\", SUBSYSTEM==\"net\", {keys}, RUN+=\"{}\"\n",
+            command(&dir, id, at_open.is_some())
+        );
+    }
     if outside {
         notes.push(template_unit::outside_note("rule", &dir, host));
     }
@@ -103,14 +147,16 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     for ifname in interfaces(&owned) {
-        let mac = host
-            .text(&format!("/sys/class/net/{ifname}/address"))
-            .unwrap_or_default();
-        let line = text.lines().find(|l| {
-            !l.trim_start().starts_with('#') && l.contains(&format!("ATTR{{address}}==\"{mac}\""))
-        });
+        let dev = nic_match::device(host, &ifname)?;
+        let (keys, _) = nic_match::rule_match(host, &dev)?;
+        let line = text
+            .lines()
+            .find(|l| !l.trim_start().starts_with('#') && l.contains(&keys));
         let Some(line) = line else {
-            return Err(format!("{path} has no rule for {ifname} ({mac}): {again}"));
+            return Err(format!(
+                "{path} has no rule for {ifname} ({keys}; an older hostknob matched the \
+                 current MAC, which a bond or a cloned MAC changes): {again}"
+            ));
         };
         let words: Vec<&str> = line.split_whitespace().collect();
         let runs_knob = words.windows(3).any(|w| {
@@ -124,6 +170,27 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
                  loaded from ({}): {again}",
                 knob.source.file.display()
             ));
+        }
+        let driver = dev.driver.as_deref().unwrap_or_default();
+        if let Some(f) = xps_at_open(&owned, &ifname, dev.driver.as_deref()) {
+            if !line.contains("After=network-online.target") {
+                return Err(format!(
+                    "{path}: its rule applies {id} at udev's add event, but {driver} sets XPS \
+                     itself when {ifname} is first opened ({f}), after that event, so every \
+                     boot ends with the driver's map: {again}"
+                ));
+            }
+            let flags = host.text(&format!("/sys/class/net/{ifname}/flags"));
+            let up = flags
+                .and_then(|f| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok())
+                .map(|f| f & 1 == 1);
+            if up == Some(false) {
+                return Err(format!(
+                    "{ifname} is down: {driver} sets XPS itself when it is next opened ({f}), \
+                     replacing the map in effect now; {path} applies {id} again only at the \
+                     next boot: run `hostknob apply {id}` once {ifname} is up"
+                ));
+            }
         }
     }
     Ok(format!(

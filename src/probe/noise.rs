@@ -14,8 +14,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::noise_attrib::{self, Method, Source};
+use super::noise_attrib::{self, CpuEvidence, Evidence, Method, Source};
+use super::noise_spin::{Spin, round3, share};
 use super::pmqos::{self, PmQosSetting};
+use super::{noise_checks, noise_pin};
 use super::{Cpus, HostFacts, now_ns, pin_current_thread};
 use crate::cpulist::CpuList;
 use crate::root::Root;
@@ -23,9 +25,6 @@ use crate::stats::{self, Summary};
 
 /// Set when one measuring thread could not start: the others stop.
 static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Windows verify compares (lost time per window, in ns per second).
-pub const WINDOW_NS: u64 = 100_000_000;
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -46,6 +45,9 @@ pub struct NoiseResult {
     pub attribution: String,
     /// Why tracefs was not used, when it was not.
     pub attribution_note: Option<String>,
+    /// What may bend the figures: no CPU left for hostknob's own threads,
+    /// RT throttling under `--priority`, a slow clocksource.
+    pub warnings: Vec<String>,
     pub cpus: Vec<CpuNoise>,
     /// True when a signal stopped the run early: the figures cover `measured_ns`.
     pub partial: bool,
@@ -63,6 +65,9 @@ pub struct Settings {
     /// SCHED_FIFO priority of the measuring threads; null: SCHED_OTHER.
     pub priority: Option<u32>,
     pub clock: String,
+    /// The kernel's clocksource (`current_clocksource`); hpet and acpi_pm
+    /// make every clock read a system call.
+    pub clocksource: Option<String>,
     pub pm_qos: PmQosSetting,
     pub host: HostFacts,
 }
@@ -91,22 +96,9 @@ pub struct CpuNoise {
     /// Lost time no source explains (SMIs, hypervisor exits, tracing gaps).
     pub unexplained_ns: u64,
     pub unexplained_share: f64,
-    /// Lost ns per second in each 100 ms window (what verify compares).
-    #[serde(skip)]
-    pub windows: Vec<u64>,
     /// (start, length) of every gap, ns.
     #[serde(skip)]
     pub raw: Vec<(u64, u64)>,
-}
-
-/// What one measuring thread saw.
-pub struct Spin {
-    pub cpu: u32,
-    pub tid: u32,
-    pub start_ns: u64,
-    pub end_ns: u64,
-    pub loops: u64,
-    pub gaps: Vec<(u64, u64)>,
 }
 
 /// Refuses CPUs that cannot run a measuring thread, saying why.
@@ -245,12 +237,21 @@ pub fn run(root: &Root, opts: &Options) -> Result<NoiseResult> {
     if opts.threshold.is_zero() {
         bail!("--threshold: must be longer than zero");
     }
+    let threshold_ns = opts.threshold.as_nanos() as u64;
+    let (clocksource, slow_clock) = noise_checks::clocksource(root, threshold_ns)?;
+    let mut warnings: Vec<String> = slow_clock.into_iter().collect();
+    warnings.extend(noise_checks::rt_throttling(root, opts.priority));
     let host = HostFacts::read(root);
     let hold = opts.pmqos_us.map(|us| pmqos::hold(root, us)).transpose()?;
     let start = now_ns();
+    // Before any thread of the run starts: they inherit the main thread's CPUs.
+    let allowed = Cpus::read(root)?.allowed;
+    let (pinned, no_room) = noise_pin::others_off(&opts.cpus, &allowed);
+    warnings.extend(no_room);
     let mut attrib = noise_attrib::Attribution::start(root, opts.attribution, &opts.cpus);
     attrib.check()?;
     let spins = measure(opts, |tids, until| attrib.watch(tids, until))?;
+    drop(pinned);
     let pm_qos = PmQosSetting::of(&hold);
     drop(hold);
     let interrupted = spins
@@ -274,11 +275,13 @@ pub fn run(root: &Root, opts: &Options) -> Result<NoiseResult> {
             threshold_ns: opts.threshold.as_nanos() as u64,
             priority: opts.priority,
             clock: "CLOCK_MONOTONIC (vDSO), read back to back".into(),
+            clocksource,
             pm_qos,
             host,
         },
         attribution: method.as_str().into(),
         attribution_note: note,
+        warnings,
         cpus,
         partial: interrupted.is_some(),
         interrupted,
@@ -287,7 +290,7 @@ pub fn run(root: &Root, opts: &Options) -> Result<NoiseResult> {
 }
 
 /// One CPU's figures from its gaps and its attributed sources.
-fn cpu_noise(s: Spin, attributed: noise_attrib::Attributed) -> CpuNoise {
+pub fn cpu_noise(s: Spin, attributed: noise_attrib::Attributed) -> CpuNoise {
     let measured_ns = s.end_ns.saturating_sub(s.start_ns).max(1);
     let lengths: Vec<u64> = s.gaps.iter().map(|g| g.1).collect();
     let lost_ns: u64 = lengths.iter().sum();
@@ -307,86 +310,61 @@ fn cpu_noise(s: Spin, attributed: noise_attrib::Attributed) -> CpuNoise {
         sources,
         unexplained_ns,
         unexplained_share: share(unexplained_ns, lost_ns),
-        windows: windows(s.start_ns, s.end_ns, &s.gaps),
         raw: s.gaps,
     }
 }
 
-/// Lost ns per second in each whole 100 ms window (the last, partial one
-/// dropped; a run shorter than one window is one window).
-pub fn windows(start: u64, end: u64, gaps: &[(u64, u64)]) -> Vec<u64> {
-    let n = ((end.saturating_sub(start)) / WINDOW_NS).max(1) as usize;
-    let mut lost = vec![0u64; n];
-    for &(at, len) in gaps {
-        let i = ((at.saturating_sub(start)) / WINDOW_NS) as usize;
-        if let Some(w) = lost.get_mut(i) {
-            *w += len;
+impl NoiseResult {
+    /// What verify keeps of a leg: per CPU the lost time and its top sources.
+    pub fn evidence(&self) -> Evidence {
+        Evidence {
+            attribution: self.attribution.clone(),
+            cpus: self
+                .cpus
+                .iter()
+                .map(|c| CpuEvidence {
+                    cpu: c.cpu,
+                    lost_us_per_s: c.lost_us_per_s,
+                    gaps: c.gaps,
+                    max_gap_ns: c.max_gap_ns,
+                    top: c.sources.iter().take(8).cloned().collect(),
+                    unexplained_share: c.unexplained_share,
+                })
+                .collect(),
         }
     }
-    let window = WINDOW_NS.min(end.saturating_sub(start).max(1));
-    lost.into_iter().map(|l| l * 1_000_000_000 / window).collect()
 }
 
-/// The CPUs verify measures: those asked for (`-- --cpus`), else the
-/// isolated CPUs, else the allowed CPUs outside the knob's target (what an
-/// isolation knob moves work away from), else the placed sleeper's CPU.
-pub fn verify_cpus(
-    root: &Root,
-    given: &CpuList,
-    sleeper: u32,
-    target_cpus: Option<&CpuList>,
-) -> CpuList {
-    if !given.is_empty() {
-        return given.clone();
-    }
-    let isolated = super::isolated_cpus(root);
-    if !isolated.is_empty() {
-        return isolated;
-    }
-    let outside: CpuList = Cpus::read(root)
-        .map(|c| c.allowed)
-        .unwrap_or_default()
-        .as_slice()
-        .iter()
-        .copied()
-        .filter(|&c| target_cpus.is_some_and(|t| !t.contains(c)))
-        .collect();
-    if outside.is_empty() {
-        std::iter::once(sleeper).collect()
-    } else {
-        outside
-    }
+/// What `verify` compares in a round: the lost time of every measured CPU
+/// together, per CPU-second (ns/s). On an isolated CPU noise is sparse: most
+/// short windows hold no gap, so a median of windows sees none in either
+/// leg, while the round's total still counts every event. A round with no
+/// gap counts as one gap of the threshold (the least the probe can see), so
+/// that every round has a ratio and a silent leg is not a thousandfold change.
+pub fn round_lost_per_s(cpus: &[CpuNoise], threshold_ns: u64) -> f64 {
+    let measured: u64 = cpus.iter().map(|c| c.measured_ns).sum::<u64>().max(1);
+    let lost: u64 = cpus.iter().map(|c| c.lost_ns).sum();
+    lost.max(threshold_ns.max(1)) as f64 * 1e9 / measured as f64
 }
 
-pub fn share(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        round3(part as f64 / whole as f64)
-    }
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
-}
-
-/// What `verify` compares: lost ns per second in each 100 ms window of
-/// every CPU, floored at 1 (a window with no gap) so each round has a ratio;
-/// the attribution goes with it as the leg's evidence.
+/// One sample per round (`round_lost_per_s`), so every metric (`p50`,
+/// `mean`, `max`) is that figure; the longest gap goes with the attribution
+/// as the leg's evidence (its second figure).
 impl super::latency::IntoLatencyRun for NoiseResult {
     fn into_latency_run(self) -> Result<super::latency::LatencyRun> {
         super::refuse_partial(&self.interrupted)?;
-        let samples = self
-            .cpus
-            .iter()
-            .flat_map(|c| c.windows.iter().map(|&w| w.max(1) as f64))
-            .collect();
-        let evidence = serde_json::to_value(noise_attrib::Evidence::of(&self))?;
+        let samples = vec![round_lost_per_s(&self.cpus, self.settings.threshold_ns)];
+        let evidence = serde_json::to_value(self.evidence())?;
         Ok(super::latency::LatencyRun {
             split: None,
             samples,
             settings: serde_json::to_value(&self.settings)?,
-            warnings: self.attribution_note.iter().cloned().collect(),
+            warnings: self
+                .attribution_note
+                .iter()
+                .chain(&self.warnings)
+                .cloned()
+                .collect(),
             lost: None,
             evidence: Some(evidence),
         })
@@ -397,14 +375,25 @@ impl super::latency::IntoLatencyRun for NoiseResult {
 mod tests {
     use super::*;
 
+    fn cpu(lost_ns: u64, measured_ns: u64) -> CpuNoise {
+        let gaps = if lost_ns > 0 { vec![(10, lost_ns)] } else { vec![] };
+        let spin = Spin {
+            cpu: 1,
+            tid: 0,
+            start_ns: 0,
+            end_ns: measured_ns,
+            loops: 1,
+            gaps,
+        };
+        cpu_noise(spin, noise_attrib::Attributed::default())
+    }
+
     #[test]
-    fn windows_hold_lost_time_per_second_of_their_gaps() {
-        let s = 1_000;
-        // 3 windows; 20 µs lost in the first, 5 µs in the third, one gap past the end.
-        let gaps = [(s + 10, 15_000), (s + 50_000_000, 5_000), (s + 250_000_000, 5_000), (s + 400_000_000, 1)];
-        let w = windows(s, s + 300_000_000, &gaps);
-        assert_eq!(w, vec![200_000, 0, 50_000]);
-        // Shorter than a window: one window, scaled by its real length.
-        assert_eq!(windows(0, 50_000_000, &[(0, 1_000)]), vec![20_000]);
+    fn a_round_is_its_total_lost_time_per_cpu_second() {
+        // 30 µs in 2 s on one CPU, 10 µs in 1 s on another: 40 µs in 3 CPU-seconds.
+        let v = round_lost_per_s(&[cpu(30_000, 2_000_000_000), cpu(10_000, 1_000_000_000)], 1_000);
+        assert!((v - 40_000.0 / 3.0).abs() < 1e-6, "{v}");
+        // No gap: one threshold-long gap over the round, not 1 ns/s.
+        assert_eq!(round_lost_per_s(&[cpu(0, 10_000_000_000)], 1_000), 100.0);
     }
 }

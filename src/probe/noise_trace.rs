@@ -1,5 +1,5 @@
 //! tracefs for `probe noise`: a private trace instance recording irq,
-//! softirq, IRQ-vector and `sched_switch` events on the target CPUs with the
+//! softirq, IRQ-vector, NMI, IPI and `sched_switch` events on the target CPUs with the
 //! `mono` clock (CLOCK_MONOTONIC, the probe's clock), turned into intervals
 //! of who ran.
 //!
@@ -8,7 +8,7 @@
 //! an instance (`instances/hostknob-noise-PID`, Documentation/trace/ftrace.rst
 //! "Instances") with its own buffer, clock, CPU mask and events, removed with
 //! the run, so the top-level tracing state another user set is never touched.
-//! Event formats: include/trace/events/irq.h, sched.h and
+//! Event formats: include/trace/events/irq.h, sched.h, nmi.h, ipi.h and
 //! arch/x86/include/asm/trace/irq_vectors.h.
 
 use std::collections::HashMap;
@@ -28,6 +28,11 @@ const EVENTS: [&str; 5] = [
     "irq/softirq_exit",
     "sched/sched_switch",
 ];
+/// Enabled where the kernel has them: NMIs (include/trace/events/nmi.h,
+/// one event after each handler with its `delta_ns`; rtla osnoise reports
+/// NMIs apart) and the IPIs of arm and arm64 (include/trace/events/ipi.h,
+/// `ipi_entry`/`ipi_exit` around `do_handle_IPI`), which have no vector events.
+const OPTIONAL_EVENTS: [&str; 3] = ["nmi/nmi_handler", "ipi/ipi_entry", "ipi/ipi_exit"];
 /// x86's system vectors, by `/proc/interrupts`' names.
 const VECTORS: [(&str, &str); 9] = [
     ("local_timer", "LOC"),
@@ -41,9 +46,11 @@ const VECTORS: [(&str, &str); 9] = [
     ("error_apic", "ERR"),
 ];
 
-/// Precedence of a gap's time: interrupts, then softirqs, then threads.
+/// Precedence of a gap's time: NMIs (they nest in anything), interrupts,
+/// softirqs, then threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
+    Nmi,
     Irq,
     Softirq,
     Thread,
@@ -52,6 +59,7 @@ pub enum Level {
 impl Level {
     pub fn as_str(self) -> &'static str {
         match self {
+            Level::Nmi => "nmi",
             Level::Irq => "irq",
             Level::Softirq => "softirq",
             Level::Thread => "thread",
@@ -145,12 +153,14 @@ impl Session {
         for e in EVENTS {
             write(&format!("events/{e}/enable"), "1")?;
         }
-        for (v, _) in VECTORS {
-            for end in ["entry", "exit"] {
-                let f = format!("events/irq_vectors/{v}_{end}/enable");
-                if root.exists(&format!("{}/{f}", self.instance)) {
-                    write(&f, "1")?;
-                }
+        let optional = VECTORS
+            .iter()
+            .flat_map(|(v, _)| ["entry", "exit"].map(|end| format!("irq_vectors/{v}_{end}")))
+            .chain(OPTIONAL_EVENTS.map(String::from));
+        for e in optional {
+            let f = format!("events/{e}/enable");
+            if root.exists(&format!("{}/{f}", self.instance)) {
+                write(&f, "1")?;
             }
         }
         for &c in cpus.as_slice() {
@@ -161,28 +171,14 @@ impl Session {
         write("tracing_on", "1")
     }
 
-    /// Reads what the pipes hold until the run ends (`until_ns`), from a
-    /// CPU outside the target where there is one.
+    /// Reads what the pipes hold until the run ends (`until_ns`), on the
+    /// calling thread, which `noise_pin` has moved off the target CPUs.
     pub fn follow(&mut self, tids: &[u32], until_ns: u64) {
         self.tids = tids.to_vec();
-        let targets: Vec<u32> = self.pipes.iter().map(|p| p.0).collect();
-        let before = super::allowed_cpus().ok();
-        if let Some(b) = &before {
-            let others: Vec<u32> = b
-                .as_slice()
-                .iter()
-                .copied()
-                .filter(|c| !targets.contains(c))
-                .collect();
-            let _ = set_affinity(&others);
-        }
         while super::now_ns() < until_ns && !super::cancelled() {
             if self.drain() == 0 {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-        }
-        if let Some(b) = before {
-            let _ = set_affinity(b.as_slice());
         }
     }
 
@@ -269,21 +265,6 @@ fn mount(root: &Root) -> Result<()> {
     let (src, fs) = (c("tracefs"), c("tracefs"));
     if unsafe { libc::mount(src.as_ptr(), at.as_ptr(), fs.as_ptr(), 0, std::ptr::null()) } != 0 {
         return Err(std::io::Error::last_os_error().into());
-    }
-    Ok(())
-}
-
-fn set_affinity(cpus: &[u32]) -> std::io::Result<()> {
-    let Some(&top) = cpus.iter().max() else {
-        return Ok(());
-    };
-    let mut mask = vec![0u64; top as usize / 64 + 1];
-    for &c in cpus {
-        mask[c as usize / 64] |= 1 << (c % 64);
-    }
-    // SAFETY: the kernel reads `mask.len() * 8` bytes.
-    if unsafe { libc::sched_setaffinity(0, mask.len() * 8, mask.as_ptr().cast()) } != 0 {
-        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }
@@ -390,6 +371,32 @@ pub fn intervals(events: &[Event], ours: &[u32]) -> Vec<Interval> {
                     running = Some((comm, next, e.ts));
                 }
             }
+            // `HANDLER() delta_ns: N handled: H`, at the handler's end.
+            "nmi_handler" => {
+                let f = &e.fields;
+                let delta: u64 = f
+                    .split_once("delta_ns: ")
+                    .and_then(|(_, r)| r.split_whitespace().next()?.parse().ok())
+                    .unwrap_or(0);
+                let handler = f.split_once("()").map_or("NMI", |(h, _)| h.trim());
+                out.push(Interval {
+                    level: Level::Nmi,
+                    name: format!("NMI {handler}"),
+                    pid: None,
+                    start: e.ts.saturating_sub(delta),
+                    end: e.ts,
+                });
+            }
+            // `(REASON)`: arm64's `ipi_types`, e.g. `Rescheduling interrupts`.
+            "ipi_entry" => {
+                let reason = e
+                    .fields
+                    .trim()
+                    .trim_start_matches('(')
+                    .trim_end_matches(')');
+                open.insert("ipi".into(), (Level::Irq, format!("IPI {reason}"), e.ts));
+            }
+            "ipi_exit" => out.extend(close("ipi".into(), &mut open)),
             other => {
                 if let Some(stem) = other.strip_suffix("_entry")
                     && let Some((_, row)) = VECTORS.iter().find(|(v, _)| *v == stem)
@@ -455,6 +462,13 @@ mod tests {
             ),
             ev(30, "irq_handler_entry", "irq=38 name=virtio2-input.0"),
             ev(33, "irq_handler_exit", "irq=38 ret=handled"),
+            ev(40, "ipi_entry", "(Rescheduling interrupts)"),
+            ev(42, "ipi_exit", "(Rescheduling interrupts)"),
+            ev(
+                50,
+                "nmi_handler",
+                "perf_event_nmi_handler() delta_ns: 6 handled: 1",
+            ),
         ];
         let iv = intervals(&events, &[5]);
         let got: Vec<(&str, Option<u32>, u64, u64)> = iv
@@ -467,7 +481,9 @@ mod tests {
                 ("my neighbour", Some(77), 10, 20),
                 ("LOC", None, 12, 14),
                 ("TIMER", None, 15, 16),
-                ("virtio2-input.0", None, 30, 33)
+                ("virtio2-input.0", None, 30, 33),
+                ("IPI Rescheduling interrupts", None, 40, 42),
+                ("NMI perf_event_nmi_handler", None, 44, 50),
             ]
         );
     }

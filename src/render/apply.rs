@@ -197,7 +197,7 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
     }
     for k in o.knobs.iter().filter(|k| k.not_honoured.is_some()) {
         out += &format!(
-            "warning: {}: {} but not honoured by this kernel (see NOT HONOURED above); `hostknob audit {}` will say `not-honoured`\n",
+            "warning: {}: {} but not honoured by this kernel (see NOT HONOURED above); `hostknob audit {}` will say `{}`\n",
             k.id,
             if o.dry_run {
                 "would be written"
@@ -206,7 +206,10 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
             } else {
                 "written"
             },
-            k.id
+            k.id,
+            k.not_honoured
+                .as_deref()
+                .map_or("not-honoured", crate::knob::ignored::audit_status)
         );
     }
     for f in &o.forced {

@@ -63,6 +63,24 @@ pub fn metrics(r: &Report, now: f64) -> String {
         );
     }
 
+    // One series per knob whatever its status: a knob that flaps between
+    // drift and ok (a daemon fighting the apply) shows as `changes()`, which
+    // the status label's series, replaced at each change, cannot show.
+    family(
+        &mut out,
+        "hostknob_knob_failing",
+        "1 when the knob's status fails the audit (drift, unsupported, lost-on-reboot, not-honoured), else 0; one series per knob.",
+    );
+    for k in &r.knobs {
+        let _ = writeln!(
+            out,
+            "hostknob_knob_failing{{knob=\"{}\",kind=\"{}\"}} {}",
+            escape(&k.id),
+            k.kind,
+            u8::from(k.status.fails())
+        );
+    }
+
     family(
         &mut out,
         "hostknob_knobs",
@@ -83,7 +101,7 @@ pub fn metrics(r: &Report, now: f64) -> String {
         "Knobs of the manifest that target this host (0: the audit checked nothing here).",
     );
     let _ = writeln!(out, "hostknob_audit_knobs_targeting {}", r.knobs.len());
-    audit_outcome(&mut out, &r.host, r.exit_code());
+    audit_outcome(&mut out, &r.host, true, r.exit_code());
     // Only where knobs were checked: a failed load claims nothing about them.
     family(
         &mut out,
@@ -207,13 +225,13 @@ fn audit_timestamp(out: &mut String, now: f64) {
 /// Success, error and failing from the audit's exit code: 1 (could not run,
 /// or a knob unreadable), 2 (drift), 0. An audit that exits 1 never reports
 /// success, whatever it could check.
-fn audit_outcome(out: &mut String, host: &str, exit_code: i32) {
+fn audit_outcome(out: &mut String, host: &str, ran: bool, exit_code: i32) {
     family(
         out,
         "hostknob_audit_success",
-        "1 when the audit exits 0 or 2 (it checked every knob, whatever it found), 0 when it exits 1 (it could not run, or a knob is unreadable).",
+        "1 when the audit ran (each knob has its status, an unreadable one included), 0 when it could not (the manifest does not load, the root cannot be read).",
     );
-    let _ = writeln!(out, "hostknob_audit_success {}", u8::from(exit_code != 1));
+    let _ = writeln!(out, "hostknob_audit_success {}", u8::from(ran));
     family(
         out,
         "hostknob_audit_exit_code",
@@ -243,7 +261,7 @@ fn audit_outcome(out: &mut String, host: &str, exit_code: i32) {
 /// textfile does not keep an earlier audit's green figures.
 pub fn error_metrics(host: &str, revision: Option<&str>, now: f64) -> String {
     let mut out = String::new();
-    audit_outcome(&mut out, host, 1);
+    audit_outcome(&mut out, host, false, 1);
     // Which review it failed on, when the knob files can still be read.
     if let Some(rev) = revision {
         manifest_info(&mut out, rev);

@@ -17,8 +17,8 @@ fn unit(r: &Report, ns: f64) -> String {
     }
 }
 
-/// The noise probe's samples are ns lost per second in each 100 ms window
-/// of every watched CPU (probe::noise), not latencies.
+/// The noise probe's sample is each round's ns lost per CPU-second over the
+/// watched CPUs (probe::noise::round_lost_per_s), not a latency.
 fn is_noise(r: &Report) -> bool {
     r.probe == "noise"
 }
@@ -44,7 +44,7 @@ fn metric_name(c: &command::Placed) -> String {
 fn leg_heads(r: &Report) -> (String, Vec<String>) {
     let Some(c) = &r.command else {
         let what = if is_noise(r) {
-            "Each leg: time lost per second in each 100 ms window of the watched CPUs, the median across rounds of each round's p50, p95, p99, max"
+            "Each leg: time lost per second of each round on the watched CPUs (one figure a round: p50 = max), the median across rounds"
         } else {
             "Each leg: the median across rounds of each round's p50, p95, p99, max"
         };
@@ -97,6 +97,15 @@ fn placement(r: &Report) -> (String, String) {
         .as_ref()
         .map(|c| c.to_string())
         .unwrap_or_else(|| "none".into());
+    if let (None, Some(m)) = (&r.command, &p.measured) {
+        return (
+            "placement".into(),
+            format!(
+                "noise measured on CPUs {} ({}; target CPUs {target})",
+                m.cpus, m.why
+            ),
+        );
+    }
     match &r.command {
         Some(c) => (
             "placement".into(),
@@ -481,7 +490,7 @@ pub fn plot(r: &Report) -> anyhow::Result<String> {
         ),
         None => (
             if is_noise(r) {
-                "time lost per second in each 100 ms window (µs/s, log scale)".to_string()
+                "time lost per second of each round (µs/s, log scale)".to_string()
             } else {
                 super::svg::LATENCY_US.to_string()
             },

@@ -201,8 +201,25 @@ fn cut(list: &str) -> String {
     while !list.is_char_boundary(limit) {
         limit -= 1;
     }
-    let end = list[..limit].rfind(", ").unwrap_or(0);
-    format!("{}, ... (cut; --format json lists all)", &list[..end])
+    if let Some(end) = list[..limit].rfind(", ") {
+        return format!("{}, ... (cut; --format json lists all)", &list[..end]);
+    }
+    // Not even the first entry fits (5,000 hosts compress to a few long
+    // `web-[...]` groups): its first runs, the rest elided in its brackets.
+    let first = list.split(", ").next().unwrap_or(list);
+    let more = if first.len() < list.len() {
+        ", ..."
+    } else {
+        ""
+    };
+    let head = match (first.find('['), first.rfind(']')) {
+        (Some(open), Some(close)) => match first[..limit.min(close)].rfind(',') {
+            Some(c) if c > open => format!("{},...{}", &first[..c], &first[close..]),
+            _ => format!("{}...", &first[..limit.min(first.len())]),
+        },
+        _ => format!("{}...", &first[..limit.min(first.len())]),
+    };
+    format!("{head}{more} (cut; --format json lists all)")
 }
 
 fn hosts_with(r: &FleetReport, id: &str) -> usize {
@@ -466,4 +483,26 @@ pub fn junit(r: &FleetReport) -> String {
     }
     out.push_str("</testsuites>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut;
+
+    #[test]
+    fn a_cut_list_shows_its_first_hosts_even_when_one_group_is_longer_than_the_cap() {
+        // Every other host of 600: one bracket group far past the cap.
+        let runs: Vec<String> = (1..600).step_by(2).map(|n| format!("{n:03}")).collect();
+        let list = format!("web-[{}], db-[1-3]", runs.join(","));
+        let shown = cut(&list);
+        assert!(shown.starts_with("web-[001,003,005,"), "{shown}");
+        assert!(
+            shown.ends_with(",...], ... (cut; --format json lists all)"),
+            "{shown}"
+        );
+        assert!(shown.chars().count() <= super::LIST_CAP + 60, "{shown}");
+        // A whole first entry that fits still ends the list as before.
+        let short = format!("db-[1-3], {}", list);
+        assert_eq!(cut(&short), "db-[1-3], ... (cut; --format json lists all)");
+    }
 }

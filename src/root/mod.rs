@@ -226,5 +226,15 @@ pub fn split_parent(logical: &str) -> (&str, &str) {
     }
 }
 
+/// Numbered entries such as `cpu12`, `state3` or `rx-0` in a directory listing, sorted by number.
+pub fn numbered(names: &[String], prefix: &str) -> Vec<u32> {
+    let mut v: Vec<u32> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix(prefix)?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
 #[cfg(test)]
 mod tests;

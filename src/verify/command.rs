@@ -462,6 +462,7 @@ mod tests {
             sleeper_neighbours: CpuList::default(),
             sleeper_isolated: false,
             why: String::new(),
+            measured: None,
         };
         place(c, &p, &CpuList::parse("0-1").unwrap()).unwrap()
     }

@@ -10,7 +10,9 @@
 //! - under a `pm-qos` hold, a state deeper (exit latency) than the held
 //!   latency entered;
 //! - a knob file that no longer reads as set at the end of the leg (a
-//!   governor or EPP changed back mid-run).
+//!   governor or EPP changed back mid-run);
+//! - where no cpuidle driver runs, an idle knob at all ([`crate::knob::ignored`]):
+//!   the idle loop never reads it, and there are no counters to watch.
 
 use serde::Serialize;
 
@@ -149,15 +151,25 @@ pub fn findings(root: &Root, leg: &[StateCount], held_us: Option<u64>) -> Vec<St
 /// The likely cause of a disabled state being entered, when it is known.
 /// The honoured status from the applied legs' findings, with a warning
 /// when the kernel did not do what the knob asked.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn conclude(
     root: &Root,
     id: &str,
-    findings: Vec<String>,
+    kind: crate::knob::KindName,
+    mut findings: Vec<String>,
     cpus: Vec<u32>,
     overrule: Option<super::Decision>,
     applied_legs: usize,
     warnings: &mut Vec<String>,
 ) -> super::Honoured {
+    // No idle counters to read where no cpuidle driver runs: the kernel's
+    // own rule says the knob is not acted on, which no leg can contradict.
+    let inert = crate::knob::ignored::not_applicable(root, kind);
+    if let Some(why) = &inert
+        && applied_legs > 0
+    {
+        findings.insert(0, format!("the kernel ignores {id} here: {why}"));
+    }
     let honoured = super::Honoured {
         status: match (findings.is_empty(), overrule) {
             (false, _) => "not-honoured",
@@ -167,7 +179,9 @@ pub(super) fn conclude(
             (true, Some(super::Decision::NotExercised)) => "not-checked",
             (true, _) => "honoured",
         },
-        cause: (!findings.is_empty()).then(|| likely_cause(root)).flatten(),
+        cause: (!findings.is_empty() && inert.is_none())
+            .then(|| likely_cause(root))
+            .flatten(),
         findings,
         cpus,
     };

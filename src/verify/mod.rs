@@ -8,6 +8,7 @@
 //! a probe error, a panic (a guard) and SIGINT/SIGTERM/SIGHUP (a flag the
 //! probes and the loop check) all end with the knob reverted and read back.
 
+mod beyond;
 pub mod blind;
 pub mod bundle;
 pub mod command;
@@ -268,9 +269,10 @@ fn run_locked(
         "verifying {} with the {} probe {}: {} rounds first, up to {}, seed {}, settle {} ms",
         knob.id,
         opts.probe_name,
-        match &placed {
-            Some(p) => format!("on CPUs {} ({})", p.cpus, p.why),
-            None => format!(
+        match (&placed, &placement.measured) {
+            (Some(p), _) => format!("on CPUs {} ({})", p.cpus, p.why),
+            (None, Some(m)) => format!("on CPUs {} ({})", m.cpus, m.why),
+            (None, None) => format!(
                 "on CPU {} (from CPU {})",
                 placement.sleeper, placement.waker
             ),
@@ -335,6 +337,7 @@ fn run_locked(
     let honoured = honoured::conclude(
         session.root(),
         &knob.id,
+        knob.kind,
         std::mem::take(&mut legs.findings),
         legs.watched.clone(),
         overrule,
@@ -464,7 +467,8 @@ fn place_probe(
         // Its CPUs are chosen below (`noise::verify_cpus`), not as a sleeper.
         LatencyProbe::Noise(_) => placement::Asked::default(),
     };
-    let placed = placement::place(session.root(), &allowed, target.as_ref(), asked, opts.force)?;
+    let mut placed =
+        placement::place(session.root(), &allowed, target.as_ref(), asked, opts.force)?;
     match &mut p {
         LatencyProbe::Wakeup(o) => {
             o.sleeper_cpu = Some(placed.sleeper);
@@ -476,12 +480,15 @@ fn place_probe(
         }
         LatencyProbe::Timer(o) => o.cpu = Some(placed.sleeper),
         LatencyProbe::Noise(o) => {
-            o.cpus = probe::noise::verify_cpus(
+            let m = placement::noise_cpus(
                 session.root(),
                 &o.cpus,
+                knob.spec.cmdline_args().as_deref(),
                 placed.sleeper,
                 placed.target_cpus.as_ref(),
-            )
+            );
+            o.cpus = m.cpus.clone();
+            placed.measured = Some(m);
         }
     }
     Ok((p, placed))

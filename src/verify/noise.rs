@@ -56,6 +56,9 @@ pub struct NoiseEvidence {
     pub attribution: String,
     /// Mean lost µs per second of each leg's rounds: as found, applied.
     pub lost_us_per_s: [f64; 2],
+    /// The second figure: per leg, the median over its rounds of each
+    /// round's longest gap (any measured CPU), µs.
+    pub max_gap_us: [f64; 2],
     /// Per leg, sources by time, largest first (up to 12).
     pub sources: [Vec<LegSource>; 2],
     /// Sources whose time differs by at least half between the legs (or
@@ -94,6 +97,15 @@ impl Pool {
                 round1(v.iter().sum::<f64>() / v.len() as f64)
             }
         };
+        let max_gap = |k: usize| {
+            let mut v: Vec<u64> = rounds[k]
+                .iter()
+                .map(|e| e.cpus.iter().map(|c| c.max_gap_ns).max().unwrap_or(0))
+                .collect();
+            v.sort_unstable();
+            v.get(v.len().saturating_sub(1) / 2)
+                .map_or(0.0, |&ns| round1(ns as f64 / 1e3))
+        };
         let sources = [leg_sources(&rounds[0]), leg_sources(&rounds[1])];
         Some(NoiseEvidence {
             attribution: rounds
@@ -102,6 +114,7 @@ impl Pool {
                 .next()
                 .map_or(String::new(), |e| e.attribution.clone()),
             lost_us_per_s: [lost(0), lost(1)],
+            max_gap_us: [max_gap(0), max_gap(1)],
             changed: changed(&sources),
             sources: sources.map(|s| s.into_iter().take(12).collect()),
             rounds,
@@ -119,9 +132,11 @@ pub fn words(n: &NoiseEvidence) -> String {
             })
     };
     let mut w = format!(
-        "noise lost {:.1} -> {:.1} µs/s ({} attribution; as found {}, applied {})",
+        "noise lost {:.1} -> {:.1} µs/s, longest gap {:.1} -> {:.1} µs ({} attribution; as found {}, applied {})",
         n.lost_us_per_s[0],
         n.lost_us_per_s[1],
+        n.max_gap_us[0],
+        n.max_gap_us[1],
         n.attribution,
         top(0),
         top(1)
@@ -239,6 +254,7 @@ mod tests {
         }
         let r = p.report().unwrap();
         assert_eq!(r.lost_us_per_s, [1000.0, 60.0]);
+        assert_eq!(r.max_gap_us, [0.1, 0.1]);
         assert_eq!(r.sources[0][0].name, "noisy");
         assert_eq!(r.sources[0][0].us_per_s, 900.0);
         assert!(r.sources[1].iter().all(|s| s.name != "noisy"));
@@ -255,3 +271,7 @@ mod tests {
         assert!(Pool::default().report().is_none());
     }
 }
+
+#[cfg(test)]
+#[path = "noise_sim.rs"]
+mod sim;

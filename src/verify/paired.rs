@@ -303,7 +303,10 @@ impl Analysis {
         let n = self.ratios.len();
         let iv = self.interval_words();
         let more = match self.more_rounds_needed {
-            Some(m) => format!("; about {m} more rounds at this noise would decide"),
+            Some(m) => format!(
+                "; {}",
+                super::beyond::more_rounds(m, &self.rule, self.sd_log, "decide")
+            ),
             None => String::new(),
         };
         let min = self.rule.min_effect * 100.0;

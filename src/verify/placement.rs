@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::cpulist::CpuList;
 use crate::inventory::{CPU_DIR, Reader};
+use crate::knob::rules::cmdline as rules;
 use crate::root::Root;
 
 /// The CPUs chosen and why.
@@ -26,6 +27,16 @@ pub struct Placement {
     pub sleeper_neighbours: CpuList,
     /// The sleeper is an isolated CPU (`/sys/devices/system/cpu/isolated`).
     pub sleeper_isolated: bool,
+    pub why: String,
+    /// The noise probe's CPUs and why those (`noise_cpus`); absent for the other probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
+}
+
+/// The CPUs the noise probe measures, and why those.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Measured {
+    pub cpus: CpuList,
     pub why: String,
 }
 
@@ -161,5 +172,139 @@ pub fn place(
         sleeper_neighbours: near,
         sleeper_isolated,
         why,
+        measured: None,
     })
+}
+
+/// The keys whose CPUs are isolated (kernel/sched/isolation.c,
+/// `housekeeping_nohz_full_setup`, `housekeeping_isolcpus_setup`): the
+/// first word of each counts (`knob::rules::cmdline::FIRST_WINS`).
+const ISOLATING: [&str; 2] = ["nohz_full", "isolcpus"];
+
+/// The first `nohz_full=` and `isolcpus=` words of a command line with their
+/// CPUs (`isolcpus=` with any flags: `managed_irq,2-3` isolates 2-3 too).
+fn isolating_words<'a>(words: impl Iterator<Item = &'a str>) -> Vec<(String, CpuList)> {
+    let mut out: Vec<(String, CpuList)> = Vec::new();
+    for w in words {
+        let Some((key, value)) = w.split_once('=') else {
+            continue;
+        };
+        let key = key.replace('-', "_");
+        let first = !out.iter().any(|(o, _)| o.starts_with(&format!("{key}=")));
+        if ISOLATING.contains(&key.as_str())
+            && first
+            && let Some((_, cpus)) = rules::split_flags(&key, value)
+        {
+            out.push((format!("{key}={value}"), cpus));
+        }
+    }
+    out
+}
+
+/// The CPUs the noise probe measures under verify: those asked for
+/// (`-- --cpus`); else the CPUs the knob itself isolates (its `isolcpus=` /
+/// `nohz_full=`); else those the running kernel isolates by any means:
+/// `nohz_full=` and every `isolcpus=` flag on `/proc/cmdline` (isolate's
+/// default `isolcpus=managed_irq,LIST` leaves `cpu/isolated`, which lists
+/// domain isolation only, empty), `cpu/isolated` and `cpu/nohz_full`; else
+/// the allowed CPUs outside the knob's target (what an isolation knob moves
+/// work away from); else the sleeper's CPU. Only online CPUs count.
+pub fn noise_cpus(
+    root: &Root,
+    given: &CpuList,
+    knob_args: Option<&[String]>,
+    sleeper: u32,
+    target: Option<&CpuList>,
+) -> Measured {
+    let measured = |cpus: CpuList, why: String| Measured { cpus, why };
+    if !given.is_empty() {
+        return measured(given.clone(), "--cpus as asked".into());
+    }
+    let r = Reader::new(root);
+    let online = r.cpulist(&format!("{CPU_DIR}/online")).unwrap_or_default();
+    let union = |sets: &[(String, CpuList)]| -> CpuList {
+        sets.iter()
+            .flat_map(|(_, c)| c.as_slice().iter().copied())
+            .filter(|&c| online.contains(c))
+            .collect()
+    };
+    let said = |sets: &[(String, CpuList)]| {
+        sets.iter()
+            .map(|(w, _)| w.as_str())
+            .collect::<Vec<_>>()
+            .join(" and ")
+    };
+    let own = isolating_words(knob_args.unwrap_or_default().iter().map(String::as_str));
+    let cpus = union(&own);
+    if !cpus.is_empty() {
+        return measured(cpus, format!("the CPUs the knob isolates ({})", said(&own)));
+    }
+    let cmdline = root.read_string("/proc/cmdline").unwrap_or_default();
+    let mut running = isolating_words(cmdline.split_whitespace());
+    for (file, what) in [("isolated", "domain-isolated"), ("nohz_full", "nohz_full")] {
+        let path = format!("{CPU_DIR}/{file}");
+        if let Some(c) = r.cpulist(&path).filter(|c| !c.is_empty()) {
+            running.push((format!("{path} ({what} {c})"), c));
+        }
+    }
+    let cpus = union(&running);
+    if !cpus.is_empty() {
+        let words: Vec<(String, CpuList)> = running
+            .iter()
+            .map(|(w, c)| match w.starts_with('/') {
+                true => (w.clone(), c.clone()),
+                false => (format!("{w} on /proc/cmdline"), c.clone()),
+            })
+            .collect();
+        return measured(
+            cpus,
+            format!("the CPUs the running kernel isolates: {}", said(&words)),
+        );
+    }
+    let outside: CpuList = crate::probe::Cpus::read(root)
+        .map(|c| c.allowed)
+        .unwrap_or_default()
+        .as_slice()
+        .iter()
+        .copied()
+        .filter(|&c| target.is_some_and(|t| !t.contains(c)))
+        .collect();
+    match (outside.is_empty(), target) {
+        (false, Some(t)) => measured(
+            outside,
+            format!(
+                "no CPU is isolated: the allowed CPUs outside the knob's target {t}, where it moves work away from"
+            ),
+        ),
+        _ => measured(
+            std::iter::once(sleeper).collect(),
+            format!(
+                "no CPU is isolated and none lies outside the knob's target: the sleeper's CPU {sleeper}"
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_isolating_word_of_each_key_counts_with_any_flags() {
+        let w = isolating_words(
+            "ro isolcpus=managed_irq,domain,2-3 nohz-full=2-5 isolcpus=7 rcu_nocbs=2-5".split(' '),
+        );
+        let got: Vec<(String, String)> =
+            w.iter().map(|(k, c)| (k.clone(), c.to_string())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "isolcpus=managed_irq,domain,2-3".to_string(),
+                    "2-3".to_string()
+                ),
+                ("nohz_full=2-5".to_string(), "2-5".to_string()),
+            ]
+        );
+    }
 }

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use super::support::*;
 
 /// Deletes the namespace when dropped.
-struct Netns(String);
+pub(super) struct Netns(pub(super) String);
 
 impl Drop for Netns {
     fn drop(&mut self) {
@@ -20,7 +20,7 @@ impl Drop for Netns {
     }
 }
 
-fn ip(args: &[&str]) {
+pub(super) fn ip(args: &[&str]) {
     let o = Command::new("ip").args(args).output().unwrap();
     assert!(
         o.status.success(),
@@ -29,7 +29,7 @@ fn ip(args: &[&str]) {
     );
 }
 
-fn in_ns(ns: &str, cmd: &[&str]) -> String {
+pub(super) fn in_ns(ns: &str, cmd: &[&str]) -> String {
     let o = Command::new("ip")
         .args(["netns", "exec", ns])
         .args(cmd)
@@ -59,6 +59,31 @@ fn ethtool_value(ns: &str, opt: &str, ifname: &str, heading: Option<&str>, key: 
         .unwrap_or_else(|| panic!("no {key} in {text}"))
 }
 
+/// A namespace `hostknob-TAG-PID` holding hkv0 and hkv1, 4 queues each way.
+fn veth_ns(tag: &str) -> Netns {
+    let ns = Netns(format!("hostknob-{tag}-{}", std::process::id()));
+    ip(&["netns", "add", &ns.0]);
+    let q = ["numrxqueues", "4", "numtxqueues", "4"];
+    let mut args = vec!["-n", ns.0.as_str(), "link", "add", "hkv0"];
+    args.extend(q);
+    args.extend(["type", "veth", "peer", "name", "hkv1"]);
+    args.extend(q);
+    ip(&args);
+    ns
+}
+
+/// hostknob run inside `ns` with `manifest` and its own state directory.
+fn hostknob_in(ns: &str, manifest: &Path, state: &Path, args: &[&str]) -> Output {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, bin()]);
+    isolate(&mut c);
+    c.env("HOSTKNOB_MANIFEST", manifest)
+        .args(["--state-dir", state.to_str().unwrap(), "--host", "live"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 const KNOBS: &[(&str, &str)] = &[
     (
         "veth-queues",
@@ -82,28 +107,7 @@ const KNOBS: &[(&str, &str)] = &[
 #[ignore = "live: root and HOSTKNOB_LIVE=1"]
 fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert() {
     super::live_allowed().unwrap();
-    let ns = Netns(format!("hostknob-test-{}", std::process::id()));
-    ip(&["netns", "add", &ns.0]);
-    ip(&[
-        "-n",
-        &ns.0,
-        "link",
-        "add",
-        "hkv0",
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "hkv1",
-        "numrxqueues",
-        "4",
-        "numtxqueues",
-        "4",
-    ]);
+    let ns = veth_ns("test");
     ip(&["-n", &ns.0, "link", "set", "hkv0", "up"]);
     ip(&["-n", &ns.0, "link", "set", "hkv1", "up"]);
     let q = "/sys/class/net/hkv0/queues/rx-0";
@@ -125,21 +129,7 @@ fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert()
     assert_ne!(before.0, "2", "veth starts with every queue: {before:?}");
     let state = tempfile::tempdir().unwrap();
     let m = knobs(KNOBS);
-    let hostknob = |args: &[&str]| -> Output {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns.0, bin()]);
-        isolate(&mut c);
-        c.env("HOSTKNOB_MANIFEST", m.path())
-            .args([
-                "--state-dir",
-                state.path().to_str().unwrap(),
-                "--host",
-                "live",
-            ])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let hostknob = |args: &[&str]| hostknob_in(&ns.0, m.path(), state.path(), args);
     let applied = ok(&hostknob(&["apply", "--all"]));
     assert!(applied.contains("wrote and read back"), "{applied}");
     assert_eq!(
@@ -194,4 +184,62 @@ fn live_nic_knobs_on_a_veth_pair_in_a_private_namespace_apply_audit_and_revert()
         "namespace {name} is left"
     );
     assert!(Path::new("/sys/class/net/eth0").exists(), "eth0 untouched");
+}
+
+/// Issue 44 item 9: a channel change removes veth queues rx-2 and rx-3,
+/// whose RPS map the kernel frees (net/core/net-sysfs.c `rx_queue_release`);
+/// reverting it makes them again empty, and hostknob writes again the map
+/// a knob still applied owns there.
+#[test]
+#[ignore = "live: root and HOSTKNOB_LIVE=1"]
+fn live_revert_of_a_channel_change_writes_again_the_rps_maps_it_reset() {
+    super::live_allowed().unwrap();
+    let ns = veth_ns("reset");
+    let rps = |q: u32| {
+        in_ns(
+            &ns.0,
+            &[
+                "cat",
+                &format!("/sys/class/net/hkv0/queues/rx-{q}/rps_cpus"),
+            ],
+        )
+    };
+    let before: Vec<String> = (0..4).map(rps).collect();
+    let state = tempfile::tempdir().unwrap();
+    let m = knobs(&[
+        (
+            "steer",
+            "persistence: runtime\nkind: rps\ntarget: {interfaces: hkv0}\nset: {cpus: 0-1}\n",
+        ),
+        (
+            "fewer",
+            "persistence: runtime\nkind: nic-channels\ntarget: {interfaces: hkv0}\nset: {rx: 2, tx: 2}\n",
+        ),
+    ]);
+    let hostknob = |args: &[&str]| hostknob_in(&ns.0, m.path(), state.path(), args);
+    ok(&hostknob(&["apply", "steer"]));
+    ok(&hostknob(&["apply", "fewer"]));
+    assert!(
+        !Path::new("/sys/class/net/hkv0").exists(),
+        "inside the namespace only"
+    );
+    ok(&hostknob(&["revert", "fewer"]));
+    assert_eq!(
+        ethtool_value(&ns.0, "-l", "hkv0", Some("Current"), "RX"),
+        "4"
+    );
+    assert_eq!(
+        rps(3).trim(),
+        "3",
+        "written again after the channels came back"
+    );
+    ok(&hostknob(&["revert", "steer"]));
+    assert_eq!((0..4).map(rps).collect::<Vec<_>>(), before);
+    let name = ns.0.clone();
+    drop(ns);
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&list.stdout).contains(&name),
+        "namespace {name} is left"
+    );
 }

@@ -184,8 +184,11 @@ fn an_unreadable_knob_is_an_audit_error_in_the_metrics() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
     let prom = std::fs::read_to_string(text.path().join("hostknob.prom")).unwrap();
+    // Issue 47 item 2: success means the audit ran (every other knob is
+    // exported); the error is in the exit code, hostknob_audit_error and the
+    // knob's own status (HostknobKnobUnreadable).
     for line in [
-        "hostknob_audit_success 0",
+        "hostknob_audit_success 1",
         "hostknob_audit_error 1",
         "hostknob_audit_exit_code 1",
         "hostknob_knob_status{knob=\"thp-m\",kind=\"thp\",status=\"unreadable\"} 1",

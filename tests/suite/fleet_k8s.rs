@@ -160,10 +160,8 @@ fn the_daemonset_reads_the_node_read_only_with_no_capability() {
             "{secret} is mounted"
         );
     }
-    // No host network, no toleration unless asked, and the pod names no
-    // process namespace of the host.
+    // No host network, and the pod names no process namespace of the host.
     assert_eq!(pod["hostNetwork"], Value::Bool(false));
-    assert!(pod.get("tolerations").is_none(), "tolerations are opt-in");
     assert!(pod.get("hostPID").is_none() && pod.get("hostIPC").is_none());
     assert_eq!(s(&mount("manifest")["mountPath"]), "/manifest");
     assert_eq!(mount("manifest")["readOnly"], Value::Bool(true));
@@ -452,4 +450,73 @@ fn the_rendered_manifests_pass_the_kubernetes_schema() {
         docs(&std::fs::read_to_string(&path).unwrap()),
         "deploy/kubernetes/daemonset.yaml is not what the chart renders"
     );
+}
+
+/// Issue 47 item 7: defaults for a latency fleet. Dedicated pools carry
+/// NoSchedule taints: tolerated by default (NoExecute, a node unreachable or
+/// evicting, is not); a priority class as the Node Tuning Operator's tuned
+/// DaemonSet; maxUnavailable as a percentage (NTO: 10%); a liveness probe on
+/// the textfile's age, run here on a fresh and a stale file; requests and
+/// limits for CPU and memory.
+#[test]
+fn the_daemonset_defaults_fit_a_latency_fleet() {
+    let (_, ds) = rendered();
+    let pod = &ds["spec"]["template"]["spec"];
+    let tolerations = pod["tolerations"].as_sequence().expect("tolerations");
+    assert!(
+        tolerations.iter().any(|t| t["operator"] == "Exists"
+            && t["effect"] == "NoSchedule"
+            && t.get("key").is_none()),
+        "{tolerations:?}"
+    );
+    assert!(
+        !tolerations
+            .iter()
+            .any(|t| t.get("effect").is_none() || t["effect"] == "NoExecute"),
+        "NoExecute is tolerated: {tolerations:?}"
+    );
+    assert_eq!(
+        pod["priorityClassName"],
+        Value::from("system-node-critical")
+    );
+    let max = s(&ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"]);
+    assert_eq!(max, "10%");
+    let c = &pod["containers"][0];
+    for (kind, key) in [
+        ("requests", "cpu"),
+        ("requests", "memory"),
+        ("limits", "cpu"),
+        ("limits", "memory"),
+    ] {
+        assert!(c["resources"][kind].get(key).is_some(), "no {kind}.{key}");
+    }
+    let probe = c["livenessProbe"]["exec"]["command"]
+        .as_sequence()
+        .expect("a liveness probe");
+    assert_eq!(s(&probe[0]), "/bin/sh");
+    let script = s(&probe[2]);
+    assert!(script.contains("/textfile/hostknob.prom"), "{script}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hostknob.prom");
+    let run = || {
+        Command::new("/bin/sh")
+            .args([
+                "-c",
+                &script.replace("/textfile", dir.path().to_str().unwrap()),
+            ])
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(!run(), "no textfile yet: not alive");
+    std::fs::write(&file, "hostknob_audit_success 1\n").unwrap();
+    assert!(run(), "a fresh textfile");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert!(!run(), "a textfile two hours old");
 }

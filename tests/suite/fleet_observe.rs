@@ -46,8 +46,7 @@ fn the_audit_unit_is_sandboxed_for_reading_and_scores_at_most_2() {
         ("ProtectSystem", "strict"),
         ("ProtectKernelTunables", "yes"),
         ("NoNewPrivileges", "yes"),
-        ("PrivateNetwork", "yes"),
-        ("RestrictAddressFamilies", "none"),
+        ("RestrictAddressFamilies", "AF_UNIX"),
         ("SystemCallArchitectures", "native"),
     ] {
         assert_eq!(settings(&unit, key), [want], "{key}");
@@ -113,9 +112,8 @@ fn the_apply_unit_is_sandboxed_bounded_and_applies_persistent_knobs_only() {
         ("ProtectSystem", "strict"),
         ("ReadWritePaths", "/var/lib/hostknob"),
         ("NoNewPrivileges", "yes"),
-        ("PrivateNetwork", "yes"),
-        ("RestrictAddressFamilies", "none"),
-        ("CapabilityBoundingSet", "CAP_SYS_RAWIO CAP_SYS_NICE"),
+        ("RestrictAddressFamilies", "AF_UNIX"),
+        ("CapabilityBoundingSet", "CAP_SYS_RAWIO"),
         ("TimeoutStartSec", "3min"),
     ] {
         assert_eq!(settings(&unit, key), [want], "{key}");
@@ -149,7 +147,10 @@ fn publish_script(runtime: &Path) -> String {
     // left for the shell would reach it as an empty string.
     let bare = body.replace("$$", "");
     assert!(!bare.contains('$'), "a `$` systemd would expand: {body}");
+    // `%` starts a specifier (`%s`: the user's shell) unless doubled.
+    assert!(!body.replace("%%", "").contains('%'), "a specifier: {body}");
     body.replace("$$", "$")
+        .replace("%%", "%")
         .replace("/run/hostknob-audit", runtime.to_str().unwrap())
 }
 
@@ -157,8 +158,63 @@ fn publish(runtime: &Path, textfile_dir: &Path) -> std::process::Output {
     Command::new("/bin/sh")
         .args(["-c", &publish_script(runtime)])
         .env("HOSTKNOB_TEXTFILE_DIR", textfile_dir)
+        .env_remove("SERVICE_RESULT")
         .output()
         .unwrap()
+}
+
+/// Issue 47 item 4: a hung audit is killed after TimeoutStartSec; the step
+/// after it (systemd sets `$SERVICE_RESULT=timeout`) publishes success 0 and
+/// the time, replacing the last green figures. Before, nothing was written
+/// and only HostknobAuditStale saw it, after 77 minutes.
+#[test]
+fn a_hung_audit_is_killed_and_published_as_failed() {
+    let unit = audit_unit();
+    let limit = settings(&unit, "TimeoutStartSec");
+    assert_eq!(limit.len(), 1, "no TimeoutStartSec in\n{unit}");
+    let limit = humantime::parse_duration(&limit[0]).unwrap();
+    assert!(limit <= std::time::Duration::from_secs(600), "{limit:?}");
+    let runtime = tempfile::tempdir().unwrap();
+    let textfile = tempfile::tempdir().unwrap();
+    std::fs::write(
+        textfile.path().join("hostknob.prom"),
+        "hostknob_audit_success 1\n",
+    )
+    .unwrap();
+    let o = Command::new("/bin/sh")
+        .args(["-c", &publish_script(runtime.path())])
+        .env("HOSTKNOB_TEXTFILE_DIR", textfile.path())
+        .env("SERVICE_RESULT", "timeout")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let text = std::fs::read_to_string(textfile.path().join("hostknob.prom")).unwrap();
+    assert!(text.contains("\nhostknob_audit_success 0\n"), "{text}");
+    assert!(text.contains("(timeout)"), "{text}");
+    let ts: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("hostknob_audit_timestamp_seconds "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!((now - ts).abs() < 60.0, "{ts} vs {now}");
+    if has("promtool") {
+        let mut c = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}{}", out(&o), err(&o));
+    }
 }
 
 #[test]

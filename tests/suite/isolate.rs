@@ -145,22 +145,32 @@ fn eight_on(host: &str) -> (Set, Set, Topo) {
 
 /// `isolate --cpus N --out DIR` on HOST, checked: (isolated, housekeeping, topology).
 fn n_on(host: &str, n: usize) -> (Set, Set, Topo) {
+    n_on_with(host, n, &[])
+}
+
+/// [`n_on`] with more `isolate` arguments.
+fn n_on_with(host: &str, n: usize, extra: &[&str]) -> (Set, Set, Topo) {
     let count = n.to_string();
     let root = corpus_host(host);
     let before = snapshot(&root);
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("isolation");
-    let o = hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "--host",
-        host,
-        "isolate",
-        "--cpus",
-        &count,
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let o = hostknob(
+        &[
+            "--root",
+            root.to_str().unwrap(),
+            "--host",
+            host,
+            "isolate",
+            "--cpus",
+            &count,
+            "--out",
+            dir.to_str().unwrap(),
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect::<Vec<_>>(),
+    );
     let text = ok(&o);
     assert!(snapshot(&root) == before, "{host}: the tree changed");
     let knobs = knob_files(&dir);
@@ -276,8 +286,6 @@ fn isolate_spr1_eight_cpus_whole_cores_housekeeping_on_four_nodes() {
 
 #[test]
 fn isolate_adl0_chooses_the_performance_cores_first() {
-    // 8 cannot be made: 6 P-core CPUs, then E-cores by L2 cluster of 4.
-    refused(&corpus_host("adl0"), &["--cpus", "8"], "ask for 6 or 10");
     let (iso, _, t) = n_on("adl0", 10);
     let p = t.pcores.clone().expect("adl0 is hybrid");
     // Every P-core but CPU 0's is isolated before any E-core is.
@@ -291,6 +299,59 @@ fn isolate_adl0_chooses_the_performance_cores_first() {
     // The efficient cores came as one whole L2 cluster.
     let e: Set = iso.difference(&p).copied().collect();
     assert_eq!(e, parse_list("8-11"), "{iso:?}");
+}
+
+/// Issue 44 item 15: every even size from 2 to 14 on adl0 (P-cores 0-7 with
+/// SMT, E-clusters of 4 sharing an L2) is a combination of whole cores and
+/// whole clusters, with as many CPUs of the preferred type as any has.
+#[test]
+fn isolate_adl0_reaches_every_even_size_preferring_the_kind_asked() {
+    let root = corpus_host("adl0");
+    let t = topo(&root);
+    let p = t.pcores.clone().expect("adl0 is hybrid");
+    // The E-cores' L2 clusters, from the tree's own cache files.
+    let clusters: BTreeSet<Vec<u32>> = t
+        .online
+        .iter()
+        .filter(|c| !p.contains(c))
+        .map(|c| {
+            let rel = format!("sys/devices/system/cpu/cpu{c}/cache/index2/shared_cpu_list");
+            read_list(&root, &rel).unwrap().into_iter().collect()
+        })
+        .collect();
+    assert_eq!(clusters.len(), 2, "{clusters:?}");
+    // P-cores other than CPU 0's, and the sizes any split could take.
+    let p_free = t
+        .cores
+        .iter()
+        .filter(|c| c.is_subset(&p) && !c.contains(&0))
+        .count();
+    for prefer in ["performance", "efficient"] {
+        for n in (2..=14).step_by(2) {
+            let (iso, _, _) = n_on_with("adl0", n, &["--prefer", prefer]);
+            for cl in &clusters {
+                let cl: Set = cl.iter().copied().collect();
+                assert!(
+                    cl.is_subset(&iso) || cl.is_disjoint(&iso),
+                    "--cpus {n}: cluster {cl:?} split by {iso:?}"
+                );
+            }
+            // The most CPUs of the preferred type any whole-unit split of n has.
+            let best = (0..=p_free)
+                .flat_map(|pc| (0..=clusters.len()).map(move |ec| (2 * pc, 4 * ec)))
+                .filter(|(pn, en)| pn + en == n)
+                .map(|(pn, en)| if prefer == "performance" { pn } else { en })
+                .max()
+                .unwrap();
+            let p_iso = iso.intersection(&p).count();
+            let got = if prefer == "performance" {
+                p_iso
+            } else {
+                n - p_iso
+            };
+            assert_eq!(got, best, "--cpus {n} --prefer {prefer}: {iso:?}");
+        }
+    }
 }
 
 /// Issue 31 item 10: no "housekeeping core per L3" rule (no kernel basis):

@@ -131,7 +131,6 @@ fn isolate_plan_loads_and_plans_on_spr1() {
 
 #[test]
 fn isolate_plan_loads_and_plans_on_adl0() {
-    // 8 cannot be made on adl0: 6 P-core CPUs, then E-cores by L2 cluster of 4.
     plans_on("adl0", "10");
 }
 

@@ -25,14 +25,16 @@ const KNOBS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The file `persist queues` writes: every link-file knob on ens2f0, the
-/// naming policy of systemd's 99-default.link (adl0 has none to copy).
+/// The file `persist queues` writes: every link-file knob on ens2f0, matched
+/// by its PCI path (the hand-built NIC's state has no permanent address),
+/// the naming policy of systemd's 99-default.link (adl0 has none to copy).
 const EXPECTED: &str = "# hostknob persist: queues (nic-channels) for host nichost
 # queues
 # From the manifest's knobs.yaml; `hostknob persist queues` regenerates this file, `hostknob persist queues --remove` deletes it.
 # Every link-file knob on ens2f0: udev applies the first .link file that matches a device, so there is one per interface.
 [Match]
-MACAddress=b4:96:91:17:00:00
+Path=pci-0000:17:00.0
+Type=ether
 
 [Link]
 # The naming policy of systemd's default, which this file shadows for ens2f0.
@@ -47,15 +49,16 @@ RxCoalesceSec=8us
 # nogro (nic-feature)
 GenericReceiveOffload=no
 TCPSegmentationOffload=no
+TCP6SegmentationOffload=no
 ";
 
-fn hk(root: &Path, m: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn hk(root: &Path, m: &Path, args: &[&str]) -> std::process::Output {
     let mut all = vec!["--host", "nichost"];
     all.extend(args);
     run(root, m, &all)
 }
 
-fn audit(root: &Path, m: &Path) -> serde_json::Value {
+pub(crate) fn audit(root: &Path, m: &Path) -> serde_json::Value {
     let out = hk(root, m, &["--format", "json", "audit"]);
     serde_json::from_str(&out_text(&out)).unwrap_or_else(|e| panic!("{e}: {}", err(&out)))
 }
@@ -64,7 +67,7 @@ fn out_text(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn knob<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+pub(crate) fn knob<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     report["knobs"]
         .as_array()
         .unwrap()
@@ -150,7 +153,7 @@ fn networkmanager_managing_the_nic_gets_the_nmcli_command_and_a_clash_is_named()
     let said = err(&out);
     assert!(
         said.contains(
-            "nmcli connection modify 'uplink' ethtool.feature-gro off ethtool.feature-tso off"
+            "nmcli connection modify uplink ethtool.feature-gro off ethtool.feature-tx-tcp-segmentation off"
         ),
         "{said}"
     );
@@ -221,7 +224,7 @@ fn rps_is_reapplied_by_a_udev_rule_whenever_the_nic_appears() {
         "# hostknob persist: steer (rps) for host nichost\n# steer\n\
          # From the manifest's knobs.yaml; `hostknob persist steer` regenerates this file, \
          `hostknob persist steer --remove` deletes it.\n\
-         # ens2f0\nACTION==\"add\", SUBSYSTEM==\"net\", ATTR{{address}}==\"b4:96:91:17:00:00\", \
+         # ens2f0\nACTION==\"add\", SUBSYSTEM==\"net\", KERNELS==\"0000:17:00.0\", \
          RUN+=\"/usr/bin/systemd-run --no-block --collect --quiet hostknob apply --wait \
          --manifest {} steer\"\n",
         dir.display()

@@ -64,7 +64,7 @@ pub fn same_value(key: &str, a: &str, b: &str) -> bool {
 }
 
 /// A CPU-list value: its flags (sorted; `isolcpus=` only) and its CPUs.
-fn split_flags(key: &str, value: &str) -> Option<(Vec<String>, CpuList)> {
+pub fn split_flags(key: &str, value: &str) -> Option<(Vec<String>, CpuList)> {
     let mut flags: Vec<String> = Vec::new();
     let mut rest = value;
     if key == "isolcpus" {

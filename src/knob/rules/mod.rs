@@ -17,7 +17,9 @@ pub struct KindRules {
 }
 
 pub mod cmdline;
+pub mod coalesce;
 pub mod irq;
+pub mod rps;
 mod table;
 
 pub use table::RULES;
@@ -80,6 +82,9 @@ pub fn phase(path: &str) -> u8 {
     if is_channels(path) {
         return 0;
     }
+    if is_adaptive(path) {
+        return 1;
+    }
     match path.rsplit('/').next() {
         Some("scaling_governor") => 1,
         Some("energy_performance_preference") => 3,
@@ -91,13 +96,24 @@ pub fn phase(path: &str) -> u8 {
 /// within a phase, but phases forward (the governor goes back before EPP is
 /// written under it), so every restoring write meets the state it needs.
 /// Channels go back last: the per-queue files are restored while their
-/// queues exist, and the queues the channels make again start fresh.
+/// queues exist, and the queues the channels make again start fresh;
+/// adaptive moderation after the fixed coalescing values ([`is_adaptive`]).
 pub fn restore_order<'a, T>(items: &mut [T], path: impl Fn(&T) -> &'a str) {
     items.reverse();
-    items.sort_by_key(|t| match is_channels(path(t)) {
-        true => MSR_PHASE + 1,
-        false => phase(path(t)),
+    items.sort_by_key(|t| match (is_channels(path(t)), is_adaptive(path(t))) {
+        (true, _) => MSR_PHASE + 1,
+        (_, true) => DEPENDENT_FREE + 1,
+        _ => phase(path(t)),
     });
+}
+
+/// `adaptive-rx`/`adaptive-tx`: written before every fixed coalescing value
+/// (ice, i40e and iavf refuse one while adaptive is on: [`coalesce`]), and
+/// restored after them, so each goes back under the mode it was read in.
+pub fn is_adaptive(path: &str) -> bool {
+    crate::ethtool::Field::parse(path).is_some_and(|f| {
+        f.section == crate::ethtool::Section::Coalesce && f.name.starts_with("adaptive-")
+    })
 }
 
 /// A `nic-channels` value: it makes and removes queues (`crate::ethtool::queues`).

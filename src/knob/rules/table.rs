@@ -242,18 +242,18 @@ pub const RULES: &[KindRules] = &[
     KindRules {
         kind: KindName::NicChannels,
         scope: "interface (by name glob, driver, PCI address or every physical NIC); one value per channel type",
-        depends_on: "written before every per-queue file (`rps`, `xps`) and `irq-affinity`, which are planned again after its writes and written then (same apply): combined channels give an rx and a tx queue each, rx/tx channels one of theirs, so the count creates and removes `queues/rx-N`, `tx-N` and the queue IRQs; restored after them; above the reported maximum (`ethtool -l`) refused at plan time (the kernel's EINVAL)",
-        read_back: "`ETHTOOL_GCHANNELS` (the state file in a capture), as a number",
+        depends_on: "written before every per-queue file (`rps`, `xps`) and `irq-affinity`, which are planned again after its writes and written then (same apply): combined channels give an rx and a tx queue each, rx/tx channels one of theirs, so the count creates and removes `queues/rx-N`, `tx-N` and the queue IRQs; restored after them, and the per-queue values and queue IRQ affinities hostknob owns that the change reset are written again; every count of the knob in one `ETHTOOL_SCHANNELS` per interface; above the reported maximum (`ethtool -l`), or leaving no rx or no tx channel with today's values of the fields left alone, refused at plan time (the kernel's EINVAL)",
+        read_back: "`ETHTOOL_GCHANNELS` (the state file in a capture), as a number (`combined 0, rx 4, tx 4` for a request of several)",
         persists: NIC_PERSISTS,
-        sources: "include/uapi/linux/ethtool.h (`struct ethtool_channels`); net/ethtool/ioctl.c (`ethtool_set_channels`: above max is EINVAL); net/ethtool/channels.c; Documentation/networking/ethtool-netlink.rst (CHANNELS_GET); net/core/net-sysfs.c (`net_rx_queue_update_kobjects`, `netdev_queue_update_kobjects`); drivers/net/veth.c (`veth_set_channels`); tuned/plugins/plugin_net.py (`channels`)",
+        sources: "include/uapi/linux/ethtool.h (`struct ethtool_channels`); net/ethtool/ioctl.c (`ethtool_set_channels`: above max, or no rx or no tx channel, is EINVAL); ice `ice_vsi_recfg_qs`, mlx5 `mlx5e_num_channels_changed` (queues rebuilt, XPS reset); net/ethtool/channels.c; Documentation/networking/ethtool-netlink.rst (CHANNELS_GET); net/core/net-sysfs.c (`net_rx_queue_update_kobjects`, `netdev_queue_update_kobjects`); drivers/net/veth.c (`veth_set_channels`); tuned/plugins/plugin_net.py (`channels`)",
     },
     KindRules {
         kind: KindName::NicCoalesce,
         scope: "interface; any field of `struct ethtool_coalesce` by `ethtool -c`'s name",
-        depends_on: "none; a field the driver does not support is refused by the kernel (EOPNOTSUPP) when written, and apply rolls back",
+        depends_on: "`adaptive-rx`/`adaptive-tx` written before the fixed values they govern (a phase of their own in the apply) and restored after them; a fixed `rx-*`/`tx-*` usecs or frames value while its adaptive mode is on and stays on (the knob or an earlier one does not turn it off) is refused at plan time (ice, i40e, iavf refuse the write; mlx5 DIM overrides it); ice, i40e, iavf `rx-usecs`/`tx-usecs` must be even (2 µs steps) and at most 8160; a field the driver does not support is refused by the kernel (EOPNOTSUPP) when written, and apply rolls back",
         read_back: "`ETHTOOL_GCOALESCE`, a number; `adaptive-rx`/`adaptive-tx` as on or off",
         persists: NIC_PERSISTS,
-        sources: "include/uapi/linux/ethtool.h (`struct ethtool_coalesce`); net/ethtool/ioctl.c (`ethtool_set_coalesce_supported`); tuned/plugins/plugin_net.py (`coalesce`)",
+        sources: "include/uapi/linux/ethtool.h (`struct ethtool_coalesce`); net/ethtool/ioctl.c (`ethtool_set_coalesce_supported`); drivers/net/ethernet/intel/ice/ice_ethtool.c (`ice_set_rc_coalesce`, `ice_print_if_odd_usecs`), ice_txrx.h (`ICE_ITR_MAX`, `ICE_ITR_GRAN_US`); i40e_ethtool.c (`i40e_set_itr_per_queue`), i40e_txrx.h (`I40E_MAX_ITR`); iavf_ethtool.c, iavf_txrx.h (`IAVF_MAX_ITR`); mlx5 en_ethtool.c (`mlx5e_ethtool_set_coalesce`), en_dim.c; the table in src/knob/rules/coalesce.rs; tuned/plugins/plugin_net.py (`coalesce`)",
     },
     KindRules {
         kind: KindName::NicRing,
@@ -265,8 +265,8 @@ pub const RULES: &[KindRules] = &[
     },
     KindRules {
         kind: KindName::NicFeature,
-        scope: "interface; one offload by the kernel's name (`rx-gro`) or ethtool's (`gro`, `lro`, `gso`, `tso`)",
-        depends_on: "a feature the driver reports fixed (not in `hw_features`) is refused at plan time",
+        scope: "interface; one offload by the kernel's name (`rx-gro`), or ethtool's legacy name (`tso`, `sg`, `tx`, `rxvlan`, ...: `off_flag_def`) for every feature its pattern covers (`tso`: `tx-tcp*-segmentation`), each a target of its own",
+        depends_on: "a feature named that the driver reports fixed (not in `hw_features`) is refused at plan time; a legacy name skips the covered features the driver reports fixed (as ethtool does) and is refused when it covers none the device can change, or none at all; a feature given both by name and by a legacy name covering it is refused",
         read_back: "the feature's active bit (`ETHTOOL_GFEATURES`) as on or off; a request the driver does not honour reads back its old value and the apply rolls back",
         persists: NIC_PERSISTS,
         sources: "include/uapi/linux/ethtool.h (`ETHTOOL_GFEATURES`, `ETHTOOL_SFEATURES`, `ETH_SS_FEATURES`); net/core/dev.c (`netdev_update_features`); ethtool.c (`off_flag_def`, legacy names); tuned/plugins/plugin_net.py (`features`)",
@@ -274,10 +274,10 @@ pub const RULES: &[KindRules] = &[
     KindRules {
         kind: KindName::Rps,
         scope: "receive queue (`/sys/class/net/IF/queues/rx-N`), the queues the interface has after the apply's `nic-channels` writes",
-        depends_on: "after `nic-channels` (which creates the queues: planned again and written after its writes in the same apply; a queue named that would not exist then is refused at plan time); CPUs must be online; `flow_cnt` must be a power of two",
+        depends_on: "after `nic-channels` (which creates the queues: planned again and written after its writes in the same apply; a queue named that would not exist then is refused at plan time); CPUs must be online; `flow_cnt` must be a power of two; on Linux 5.9 and later the kernel drops CPUs isolated by `nohz_full=` or `isolcpus=` (no flag or `domain`; `nohz` too since 6.14) on the running command line, so the plan writes and audit judges the CPUs it keeps (said in the plan), and a mask of isolated CPUs only is refused (EINVAL)",
         read_back: "`rps_cpus` as a CPU list (the kernel prints a hex mask), `rps_flow_cnt` as a number (rounded up to a power of two by the kernel)",
         persists: "runtime; `udev-reapply` (a udev rule applies it again whenever the interface appears); tmpfiles.d (at boot only: lost when the interface is re-created)",
-        sources: "Documentation/networking/scaling.rst (RPS, RFS); net/core/net-sysfs.c (`store_rps_map`, `store_rps_dev_flow_table_cnt`: roundup_pow_of_two)",
+        sources: "Documentation/networking/scaling.rst (RPS, RFS); net/core/net-sysfs.c (`store_rps_map`, `rps_cpumask_housekeeping`: HK_TYPE_DOMAIN and HK_TYPE_WQ, commit 07bbecb34106 in 5.9; `store_rps_dev_flow_table_cnt`: roundup_pow_of_two); kernel/sched/isolation.c (`housekeeping_nohz_full_setup`, `housekeeping_isolcpus_setup`; commit 1174b9344bc7 in 6.14: `isolcpus=nohz` is `nohz_full`)",
     },
     KindRules {
         kind: KindName::Xps,

@@ -14,6 +14,7 @@ pub mod probe;
 pub mod run;
 pub mod threads;
 pub mod tree;
+pub mod units;
 
 pub use apply::*;
 pub use corpus::*;
@@ -24,3 +25,4 @@ pub use probe::*;
 pub use run::*;
 pub use threads::*;
 pub use tree::*;
+pub use units::*;

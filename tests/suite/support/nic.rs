@@ -156,6 +156,27 @@ features:
   tx-tcp6-segmentation: 'on'
 ";
 
+/// bnxt_en (BCM57414): rx-only and tx-only channels as well as combined
+/// ones (bnxt_get_channels: max_rx, max_tx, max_combined), 8 combined by
+/// default (netif_get_num_default_rss_queues); the rest as mlx5 above.
+pub const BNXT_STATE: &str = "driver: bnxt_en
+version: 6.8.0
+firmware-version: 227.0.131.0/pkg 227.1.111.0
+bus-info: 0000:4b:00.0
+channels:
+  rx:
+    current: 0
+    max: 16
+  tx:
+    current: 0
+    max: 16
+  other:
+    current: 0
+    max: 0
+  combined:
+    current: 8
+    max: 16
+";
 /// A mask of no CPUs as the kernel prints it for `cpus` CPUs.
 fn empty_mask(cpus: u32) -> String {
     vec!["00000000"; cpus.div_ceil(32) as usize].join(",")
@@ -244,4 +265,15 @@ pub const ICE: Nic = Nic {
     queues: 16,
     cpus: 24,
     state: ICE_STATE,
+};
+
+pub const BNXT: Nic = Nic {
+    ifname: "ens4f0np0",
+    mac: "00:0a:f7:4b:00:00",
+    driver: "bnxt_en",
+    pci: "0000:4b:00.0",
+    numa_node: 0,
+    queues: 8,
+    cpus: 320,
+    state: BNXT_STATE,
 };

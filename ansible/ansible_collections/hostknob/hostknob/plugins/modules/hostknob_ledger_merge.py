@@ -17,8 +17,8 @@ description:
     changes nothing.
   - An entry is known by its C(id) field when it has one, otherwise by a hash of its text as hostknob wrote
     it (entries are copied byte for byte, so the same entry has the same text wherever it is).
-  - A torn last entry in O(src) (no final newline, or cut before its last field, as hostknob's own reader
-    judges it: a machine or boot id without C(root), C(root: capture) without C(capture), no C(root) after
+  - A torn last entry in O(src) (no final newline, or cut before its last field as hostknob's own reader
+    judges it; a machine or boot id without C(root), C(root) V(capture) without C(capture), no C(root) after
     entries that had one) is left out with a warning; hostknob repairs it on the host at its next append.
   - An entry whose C(id) O(dest) already holds with another text is not appended and is reported (a warning
     and RV(conflicting)).

@@ -1,0 +1,205 @@
+//! Issue 47 items 5 and 10: the Ansible modules' documents are YAML and
+//! `ansible-test sanity` runs on every CI run; the Debian maintainer scripts
+//! keep a unit's enabled state across remove and reinstall (deb-systemd-helper
+//! on a DPKG_ROOT tree, never this host's /etc); the container recipe sends
+//! no build output and carries OCI labels; docs/fleet.md knows `hold`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::*;
+
+fn has(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `NAME = r"""..."""` of a module's source.
+fn document<'a>(source: &'a str, name: &str) -> Option<&'a str> {
+    let start = source.find(&format!("{name} = r\"\"\""))? + name.len() + 7;
+    let len = source[start..].find("\"\"\"")?;
+    Some(&source[start..start + len])
+}
+
+#[test]
+fn every_module_document_is_yaml() {
+    let dir = repo().join("ansible/ansible_collections/hostknob/hostknob/plugins/modules");
+    let mut checked = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "py") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        for name in ["DOCUMENTATION", "EXAMPLES", "RETURN"] {
+            let text =
+                document(&source, name).unwrap_or_else(|| panic!("{}: no {name}", path.display()));
+            if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(text) {
+                panic!("{}: {name} is not YAML: {e}", path.display());
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 9, "{checked}");
+}
+
+#[test]
+fn ansible_test_sanity_runs_on_every_ci_run_without_the_internet() {
+    let run = std::fs::read_to_string(repo().join("ansible/tests/run.sh")).unwrap();
+    assert!(!run.contains("HOSTKNOB_SANITY"), "sanity is still opt-in");
+    let sanity = run
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .find(|l| l.contains("ansible-test sanity --python"))
+        .expect("run.sh runs ansible-test sanity");
+    // Not inside an `if`: its line is at the top level of the script.
+    assert!(
+        sanity.starts_with("  &&") || !sanity.starts_with(' '),
+        "{sanity}"
+    );
+    // The stand-in for get-pip.py: ensurepip, then pip for the rest.
+    let standin = repo().join("ansible/tests/get_pip_standin.py");
+    let text = std::fs::read_to_string(&standin).unwrap();
+    assert!(text.contains("\"ensurepip\""), "{text}");
+    assert!(run.contains("get_pip_standin.py") && run.contains(".ansible/test/cache/get_pip_"));
+    let o = Command::new("python3")
+        .args(["-m", "py_compile"])
+        .arg(&standin)
+        .output();
+    if let Ok(o) = o {
+        assert!(o.status.success(), "{}", err(&o));
+    }
+    // CI reaches run.sh: .ci/run -> dist/ci-fleet.sh -> ansible/tests/run.sh.
+    let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    assert!(ci.contains("bash dist/ci-fleet.sh"));
+    let fleet = std::fs::read_to_string(repo().join("dist/ci-fleet.sh")).unwrap();
+    assert!(fleet.contains("bash ansible/tests/run.sh"));
+}
+
+/// The symbolic links under `root`'s /etc/systemd/system, as `path -> target`.
+fn links(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.join("etc/systemd/system")];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.file_type().is_symlink() {
+                let to = std::fs::read_link(&p).unwrap();
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                out.push(format!("/{rel} -> {}", to.display()));
+            } else if meta.is_dir() {
+                todo.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_timers_enabled_state_survives_remove_and_reinstall() {
+    if !has("deb-systemd-helper") || !has("systemctl") {
+        println!(
+            "deb-systemd-helper or systemctl not installed (Debian init-system-helpers, systemd): not checked"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let units = root.join("usr/lib/systemd/system");
+    std::fs::create_dir_all(root.join("etc/systemd/system")).unwrap();
+    let script = |name: &str, arg: &str| {
+        let o = Command::new("sh")
+            .arg(repo().join("dist/debian/scripts").join(name))
+            .arg(arg)
+            .env("DPKG_ROOT", root)
+            .env("DPKG_MAINTSCRIPT_PACKAGE", "hostknob")
+            .env("DPKG_MAINTSCRIPT_NAME", name)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{name} {arg}: {}", err(&o));
+    };
+    let install = || {
+        std::fs::create_dir_all(&units).unwrap();
+        for e in std::fs::read_dir(repo().join("dist/systemd")).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), units.join(e.file_name())).unwrap();
+        }
+        script("postinst", "configure");
+    };
+    let remove = || {
+        script("prerm", "remove");
+        std::fs::remove_dir_all(&units).unwrap();
+        script("postrm", "remove");
+    };
+    let wants = "/etc/systemd/system/timers.target.wants/hostknob-audit.timer -> /usr/lib/systemd/system/hostknob-audit.timer";
+    install();
+    assert!(
+        links(root).is_empty(),
+        "a first install enables nothing: {:?}",
+        links(root)
+    );
+    // The install role: systemctl enable.
+    let o = Command::new("systemctl")
+        .arg(format!("--root={}", root.display()))
+        .args(["enable", "hostknob-audit.timer"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(links(root), [wants]);
+    remove();
+    let masked = links(root);
+    assert!(masked.contains(&wants.to_string()), "{masked:?}");
+    assert!(
+        masked.contains(&"/etc/systemd/system/hostknob-audit.timer -> /dev/null".to_string()),
+        "removed, the timer is masked: {masked:?}"
+    );
+    install();
+    assert_eq!(links(root), [wants], "reinstalled, enabled as before");
+    remove();
+    script("postrm", "purge");
+    assert!(links(root).is_empty(), "purged: {:?}", links(root));
+    // Never enabled: a reinstall leaves it so.
+    install();
+    remove();
+    install();
+    assert!(links(root).is_empty(), "{:?}", links(root));
+}
+
+#[test]
+fn the_container_recipe_sends_no_build_output_and_carries_oci_labels() {
+    let ignore = std::fs::read_to_string(repo().join(".dockerignore")).unwrap();
+    let entries: Vec<&str> = ignore
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .collect();
+    for must in ["target/", ".git/"] {
+        assert!(
+            entries.contains(&must),
+            "{must} not in .dockerignore: {entries:?}"
+        );
+    }
+    let recipe = std::fs::read_to_string(repo().join("deploy/container/Containerfile")).unwrap();
+    for label in [
+        "org.opencontainers.image.title",
+        "org.opencontainers.image.version",
+        "org.opencontainers.image.licenses",
+        "org.opencontainers.image.base.name",
+    ] {
+        assert!(recipe.contains(&format!("{label}=")), "{label}");
+    }
+    let version = format!("ARG VERSION={}", env!("CARGO_PKG_VERSION"));
+    assert!(recipe.contains(&version), "{version}");
+}
+
+#[test]
+fn the_fleet_guide_knows_hold_exists() {
+    let doc = std::fs::read_to_string(repo().join("docs/fleet.md")).unwrap();
+    assert!(!doc.contains("`hostknob hold` does not exist"));
+    assert!(!doc.contains("HOSTKNOB_SANITY"));
+    let o = hostknob(&["hold", "--help"]);
+    assert!(o.status.success(), "{}", err(&o));
+}
