@@ -37,7 +37,7 @@ pub fn sync_tree(root: &Root, ifname: &str, to: &Channels) -> io::Result<()> {
     let listed = root.read_dir(&dir).unwrap_or_default();
     for prefix in [RX, TX] {
         let have = numbered(&listed, prefix);
-        let want = super::channels::queue_count(prefix, to);
+        let want = queue_count(prefix, to);
         // From the top down, so a queue set cut short stays 0..k.
         for q in have.iter().rev().filter(|&&q| q >= want) {
             remove_tree(root, &format!("{dir}/{prefix}{q}"))?;
@@ -90,6 +90,17 @@ fn copy_fresh(root: &Root, from: &str, to: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// How many queues of `prefix` (`rx-`, `tx-`) channels `c` give: combined
+/// channels carry one of each, rx-only and tx-only channels one of theirs.
+pub fn queue_count(prefix: &str, c: &Channels) -> u32 {
+    let own = if prefix == RX {
+        c.rx.current
+    } else {
+        c.tx.current
+    };
+    c.combined.current + own
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +109,18 @@ mod tests {
     fn a_new_queue_starts_with_empty_masks() {
         assert_eq!(fresh_value("xps_cpus", "ff,00000001\n"), "00,00000000\n");
         assert_eq!(fresh_value("rps_flow_cnt", "4096\n"), "0\n");
+    }
+
+    #[test]
+    fn combined_channels_give_a_queue_of_each_kind() {
+        let p = |current| crate::ethtool::Pair { current, max: 64 };
+        let c = Channels {
+            rx: p(3),
+            tx: p(0),
+            other: p(0),
+            combined: p(2),
+        };
+        assert_eq!(queue_count(RX, &c), 5);
+        assert_eq!(queue_count(TX, &c), 2);
     }
 }
