@@ -78,6 +78,22 @@ impl CpuList {
         Ok(CpuList::new(cpus))
     }
 
+    /// The kernel's bitmap form (`tracing_cpumask`, tuned's `cpulist2hex`):
+    /// 32-bit words, most significant first, each zero padded, commas between.
+    pub fn to_mask(&self) -> String {
+        let top = self.0.iter().max().copied().unwrap_or(0);
+        let mut words = vec![0u32; top as usize / 32 + 1];
+        for &c in &self.0 {
+            words[c as usize / 32] |= 1 << (c % 32);
+        }
+        words
+            .iter()
+            .rev()
+            .map(|w| format!("{w:08x}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     pub fn as_slice(&self) -> &[u32] {
         &self.0
     }

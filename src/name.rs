@@ -55,6 +55,16 @@ pub fn slug(text: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
+/// A short tag of `text` (FNV-1a 64, its low 32 bits in hex) that keeps
+/// names built from it unique and the same on every host: not a security
+/// boundary.
+pub fn tag(text: &str) -> String {
+    let h = text.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
+    format!("{:08x}", h as u32)
+}
+
 /// One argument of a command hostknob prints for a person to paste into a
 /// POSIX shell: kept as is when every character is one no shell treats
 /// specially, else in single quotes with each `'` written `'\''` (inside

@@ -223,15 +223,9 @@ fn unique_slugs<'a>(names: impl Iterator<Item = &'a str> + Clone) -> Vec<String>
         .zip(&slugs)
         .map(|(name, s)| match slugs.iter().filter(|o| *o == s).count() {
             1 => s.clone(),
-            _ => format!("{s}-{:08x}", fnv1a(name)),
+            _ => format!("{s}-{}", crate::name::tag(name)),
         })
         .collect()
-}
-
-/// FNV-1a, 32 bits: a short stable tag, not a security boundary.
-fn fnv1a(text: &str) -> u32 {
-    text.bytes()
-        .fold(0x811c_9dc5, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
 }
 
 #[cfg(test)]

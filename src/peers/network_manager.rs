@@ -5,7 +5,8 @@
 //! connection activates, after udev's `.link` file. Its names are those of
 //! libnm-base/nm-ethtool-base.c (`nm_ethtool_data`, the `NM_ETHTOOL_OPTNAME_*`
 //! of nm-ethtool-utils-base.h), and the kernel features each sets are
-//! libnm-platform/nm-platform-utils.c `_ethtool_feature_infos`: most set one
+//! libnm-platform/nmp-ethtool-ioctl.c `_ethtool_feature_infos` (1.54 on;
+//! nm-platform-utils.c before): most set one
 //! feature, but `feature-sg`, `feature-tso` and `feature-tx` set several, so
 //! a knob on one feature never gets those.
 
@@ -140,6 +141,27 @@ pub fn property(section: &str, name: &str) -> Result<String, String> {
     }
 }
 
+/// The first NetworkManager release that takes `prop`, where later than
+/// 1.14 (the ethtool setting's first): ring and coalesce 1.26 (7109ac667a,
+/// b0240db068), six features 1.30 (f72278eff7), channels 1.46 (80dd179ffd);
+/// an older nmcli refuses the command.
+pub fn since(prop: &str) -> Option<&'static str> {
+    const NEWER_FEATURES: &[&str] = &[
+        "feature-macsec-hw-offload",
+        "feature-rx-gro-list",
+        "feature-rx-udp-gro-forwarding",
+        "feature-tls-hw-rx-offload",
+        "feature-tx-gso-list",
+        "feature-tx-tunnel-remcsum-segmentation",
+    ];
+    match prop {
+        p if p.starts_with("channels-") => Some("1.46"),
+        p if NEWER_FEATURES.contains(&p) => Some("1.30"),
+        p if p.starts_with("ring-") || p.starts_with("coalesce-") => Some("1.26"),
+        _ => None,
+    }
+}
+
 /// A connection keyfile naming an interface.
 pub struct Keyfile {
     pub path: String,
@@ -184,6 +206,10 @@ mod tests {
             "feature-rxvlan"
         );
         assert_eq!(feature_property("rx-gro").unwrap(), "feature-gro");
+        assert_eq!(since("channels-combined"), Some("1.46"));
+        assert_eq!(since("feature-rx-gro-list"), Some("1.30"));
+        assert_eq!(since("coalesce-rx-usecs"), Some("1.26"));
+        assert_eq!(since("feature-gro"), None);
         assert_eq!(feature_property("rx-checksum").unwrap(), "feature-rx");
         let none = feature_property("tx-lockless").unwrap_err();
         assert!(none.contains("no ethtool property"), "{none}");

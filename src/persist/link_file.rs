@@ -441,9 +441,12 @@ pub(super) fn artifact(
         notes.push(format!(
             "{}: NetworkManager manages {ifname}: it applies its connection's ethtool.* \
              properties when the connection activates, after udev; the command below sets the \
-             same values there{}",
+             same values there{}{}",
             knob.id,
-            view.clash.map(|c| format!(" ({c})")).unwrap_or_default()
+            view.clash.map(|c| format!(" ({c})")).unwrap_or_default(),
+            view.needs
+                .map(|v| format!("; its nmcli needs NetworkManager {v} or later (older ones refuse the property)"))
+                .unwrap_or_default()
         ));
         notes.extend(view.missing.iter().map(|m| format!("{}: {m}", knob.id)));
         commands.extend(view.command);

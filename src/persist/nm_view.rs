@@ -15,6 +15,8 @@ pub struct View {
     pub clash: Option<String>,
     /// The values NetworkManager has no property for, said, never printed.
     pub missing: Vec<String>,
+    /// The oldest NetworkManager whose nmcli takes every property of `command`.
+    pub needs: Option<&'static str>,
 }
 
 /// The keyfile of the connection bound to `dev` (by name, current or
@@ -50,6 +52,7 @@ pub fn view(host: &HostCtx, dev: &Device, fields: &[(Field, String)]) -> Option<
     let mut args: Vec<String> = Vec::new();
     let mut clash = None;
     let mut missing = Vec::new();
+    let mut needs: Option<&'static str> = None;
     for (f, v) in fields {
         let prop = match nm::property(f.section.as_str(), &f.name) {
             Ok(p) => p,
@@ -74,6 +77,11 @@ pub fn view(host: &HostCtx, dev: &Device, fields: &[(Field, String)]) -> Option<
                 ));
             }
         }
+        if let Some(v) = nm::since(&prop)
+            && needs.is_none_or(|n| version(v) > version(n))
+        {
+            needs = Some(v);
+        }
         args.push(format!("ethtool.{prop}"));
         args.push(nmcli);
     }
@@ -86,5 +94,12 @@ pub fn view(host: &HostCtx, dev: &Device, fields: &[(Field, String)]) -> Option<
         command,
         clash,
         missing,
+        needs,
     })
+}
+
+/// `1.46` as (1, 46), for comparing releases.
+fn version(v: &str) -> (u32, u32) {
+    let (a, b) = v.split_once('.').unwrap_or((v, "0"));
+    (a.parse().unwrap_or(0), b.parse().unwrap_or(0))
 }

