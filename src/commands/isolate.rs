@@ -64,6 +64,7 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
     if let Some(dir) = &args.out {
         write_files(dir, &mut plan, args.force)?;
     }
+    runnable_verify_lines(&mut plan, args);
     let format = args.read.format.format.into();
     if let Some(text) = render::machine(format, &plan)? {
         print!("{text}");
@@ -85,6 +86,26 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// The verify lines as commands that run as printed on the host: with the
+/// directory the knobs are in (`DIR` when they went to stdout). Never with
+/// `--root`: the noise probe measures the machine it runs on.
+fn runnable_verify_lines(plan: &mut IsolatePlan, args: &crate::cli::IsolateArgs) {
+    let dir = match &args.out {
+        Some(d) => crate::name::shell_word(&d.to_string_lossy()),
+        None => "DIR".to_string(),
+    };
+    for v in &mut plan.verify {
+        *v = v.replace("`hostknob verify ", &format!("`hostknob --manifest {dir} verify "));
+    }
+    if args.out.is_none() {
+        plan.verify.insert(
+            0,
+            "save the fragment's documents as files in a directory DIR (`--out DIR` writes them), then:"
+                .into(),
+        );
+    }
 }
 
 fn summary(plan: &IsolatePlan) -> String {

@@ -330,7 +330,7 @@ pub fn run_self_burst_in_helper(opts: &BurstOptions) -> Result<SelfBurstResult> 
         .spawn()
         .with_context(|| {
             format!(
-                "--self-burst runs {} (installed beside hostknob; jemalloc is its allocator)",
+                "--self-burst runs {} (installed beside hostknob; jemalloc is its allocator,                  not hostknob's): build it with `cargo build --release --locked` (every binary),                  or install both with `cargo install --locked --path .` or the package",
                 helper.display()
             )
         })?;

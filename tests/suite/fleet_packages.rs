@@ -47,13 +47,12 @@ fn every_module_document_is_yaml() {
 
 #[test]
 fn ansible_test_sanity_runs_on_every_ci_run_without_the_internet() {
-    let run = std::fs::read_to_string(repo().join("ansible/tests/run.sh")).unwrap();
-    assert!(!run.contains("HOSTKNOB_SANITY"), "sanity is still opt-in");
-    let sanity = run
+    let script = std::fs::read_to_string(repo().join("ansible/tests/sanity.sh")).unwrap();
+    let sanity = script
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
         .find(|l| l.contains("ansible-test sanity --python"))
-        .expect("run.sh runs ansible-test sanity");
+        .expect("sanity.sh runs ansible-test sanity");
     // Not inside an `if`: its line is at the top level of the script.
     assert!(
         sanity.starts_with("  &&") || !sanity.starts_with(' '),
@@ -63,7 +62,9 @@ fn ansible_test_sanity_runs_on_every_ci_run_without_the_internet() {
     let standin = repo().join("ansible/tests/get_pip_standin.py");
     let text = std::fs::read_to_string(&standin).unwrap();
     assert!(text.contains("\"ensurepip\""), "{text}");
-    assert!(run.contains("get_pip_standin.py") && run.contains(".ansible/test/cache/get_pip_"));
+    assert!(
+        script.contains("get_pip_standin.py") && script.contains(".ansible/test/cache/get_pip_")
+    );
     let o = Command::new("python3")
         .args(["-m", "py_compile"])
         .arg(&standin)
@@ -71,8 +72,15 @@ fn ansible_test_sanity_runs_on_every_ci_run_without_the_internet() {
     if let Ok(o) = o {
         assert!(o.status.success(), "{}", err(&o));
     }
-    // CI reaches run.sh: .ci/run -> dist/ci-fleet.sh -> ansible/tests/run.sh.
+    // .ci/run starts it unconditionally (beside the compile), waits for it
+    // and fails when it fails.
     let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    let start = ci
+        .lines()
+        .find(|l| l.contains("bash ansible/tests/sanity.sh"))
+        .expect(".ci/run runs sanity.sh");
+    assert!(!start.starts_with(' '), "inside a condition: {start}");
+    assert!(ci.contains("wait \"$sanity\"") && ci.contains("ansible-test sanity failed"));
     assert!(ci.contains("bash dist/ci-fleet.sh"));
     let fleet = std::fs::read_to_string(repo().join("dist/ci-fleet.sh")).unwrap();
     assert!(fleet.contains("bash ansible/tests/run.sh"));

@@ -743,3 +743,47 @@ fn isolate_out_writes_all_knob_files_or_none() {
         .collect();
     assert_eq!(left, vec!["isolate-workqueue-cpumask.yaml".to_string()]);
 }
+
+/// Issue 49 item 2: the verify commands isolate prints run as printed: they
+/// carry the root the plan read and the directory its knobs went to.
+#[test]
+fn isolates_printed_verify_commands_run_as_printed() {
+    let (_t, root) = vm();
+    let dir = tempfile::tempdir().unwrap();
+    let r = root.to_str().unwrap();
+    let d = dir.path().join("frag dir");
+    let d = d.to_str().unwrap();
+    let o = hostknob(&[
+        "--root", r, "--host", "vm", "--format", "json", "isolate", "--cpus", "1", "--out", d,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let plan: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    let lines: Vec<&str> = plan["verify"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let verify = lines
+        .iter()
+        .filter_map(|l| l.split('`').nth(1))
+        .find(|c| c.contains(" verify "))
+        .unwrap_or_else(|| panic!("no verify command: {lines:?}"));
+    assert!(verify.contains(&format!("--manifest '{d}' verify ")), "{verify}");
+    // Not --root: verify's noise probe measures the machine it runs on, and
+    // refuses a tree; the command is for the host itself.
+    assert!(!verify.contains("--root"), "{verify}");
+    // What was missing: the knob's directory. The printed options find it.
+    let (head, tail) = verify.split_once(" verify ").unwrap();
+    let id = tail.split_whitespace().next().unwrap();
+    let cmd = format!("{} --root {r} knobs {id}", head.replacen("hostknob", bin(), 1));
+    let o = std::process::Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{cmd}: {}", err(&o));
+    assert!(out(&o).contains(id), "{cmd}: {}", out(&o));
+    // Without --out the lines say where the knobs must be first.
+    let o = hostknob(&["--root", r, "--host", "vm", "--format", "json", "isolate", "--cpus", "1"]);
+    let plan: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    let first = plan["verify"][0].as_str().unwrap();
+    assert!(first.contains("--out DIR"), "{first}");
+    assert!(plan["verify"].to_string().contains("--manifest DIR verify"), "{plan}");
+}
