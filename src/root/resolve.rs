@@ -91,21 +91,35 @@ pub(super) fn openat2(
         0
     };
     how.resolve = resolve;
-    // SAFETY: `how` and the NUL-terminated `c` outlive the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
+    // EAGAIN: a rename or mount anywhere on the machine raced a `..` of the
+    // lookup under RESOLVE_IN_ROOT/BENEATH; openat2(2) says to try again.
+    // Nothing was opened or created, so a retry is safe; bounded, so a
+    // machine renaming without pause still gets an answer.
+    let mut tries = 0;
+    loop {
+        // SAFETY: `how` and the NUL-terminated `c` outlive the call.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.as_raw_fd(),
+                c.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd >= 0 {
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        }
+        let e = io::Error::last_os_error();
+        tries += 1;
+        if e.raw_os_error() != Some(libc::EAGAIN) || tries >= OPENAT2_TRIES {
+            return Err(e);
+        }
     }
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
+
+/// How often an `openat2` that a concurrent rename made fail (EAGAIN) is tried.
+const OPENAT2_TRIES: u32 = 256;
 
 /// `rel` opened beneath `dir` without leaving it (no absolute paths, no `..`
 /// above it, no magic links) and without crossing into another mount:
@@ -508,4 +522,44 @@ fn device_in_tree(logical: &str, st: &libc::stat) -> io::Error {
              devices only on the live root (/), never in a tree (opening one can act on this machine)"
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Root;
+
+    /// A `..` in a lookup under RESOLVE_IN_ROOT fails with EAGAIN while any
+    /// rename runs on the machine; reads through the root must not.
+    #[test]
+    fn reads_under_a_root_survive_concurrent_renames() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
+        std::fs::create_dir_all(base.join("sys/class/net")).unwrap();
+        std::fs::create_dir_all(base.join("sys/devices/eth9")).unwrap();
+        std::fs::write(base.join("sys/devices/eth9/mtu"), "1500\n").unwrap();
+        std::os::unix::fs::symlink("../../devices/eth9", base.join("sys/class/net/eth9")).unwrap();
+        let root = Root::open(base).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spin = {
+            let (stop, dir) = (stop.clone(), base.join("spin"));
+            std::fs::create_dir(&dir).unwrap();
+            std::thread::spawn(move || {
+                let (a, b) = (dir.join("a"), dir.join("b"));
+                std::fs::write(&a, "").unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::fs::rename(&a, &b).unwrap();
+                    std::fs::rename(&b, &a).unwrap();
+                }
+            })
+        };
+        let mut failed = Vec::new();
+        for _ in 0..20_000 {
+            if let Err(e) = root.read_string("/sys/class/net/eth9/mtu") {
+                failed.push(e.to_string());
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spin.join().unwrap();
+        assert!(failed.is_empty(), "{} failed reads, first: {}", failed.len(), failed[0]);
+    }
 }
