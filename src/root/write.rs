@@ -380,11 +380,11 @@ impl Root {
 
 /// The temporary name [`Root::replace_file`] writes before renaming: fixed,
 /// so that a later restore can find and remove one left by a crash.
-fn temp_name(name: &str) -> String {
+pub(super) fn temp_name(name: &str) -> String {
     format!(".{name}.hostknob-new")
 }
 
-fn cstr(s: &str) -> io::Result<CString> {
+pub(super) fn cstr(s: &str) -> io::Result<CString> {
     CString::new(s).map_err(|_| io::ErrorKind::InvalidInput.into())
 }
 
