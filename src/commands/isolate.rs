@@ -115,6 +115,11 @@ fn write_files(dir: &Path, plan: &mut IsolatePlan, force: bool) -> Result<()> {
         .iter()
         .map(|k| format!("{}.yaml", k.id))
         .collect();
+    // Two knobs of one id would be one file, the second replacing the first.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = names.iter().find(|n| !seen.insert(n.as_str())) {
+        bail!("two knobs of the fragment would both be {twice}: nothing was written");
+    }
     if !force {
         let taken: Vec<String> = names
             .iter()

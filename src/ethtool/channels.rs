@@ -169,17 +169,6 @@ pub fn refusal(field: &Field, state: &State, want: &str) -> Option<String> {
     })
 }
 
-/// How many queues of `prefix` (`rx-`, `tx-`) channels `c` give: combined
-/// channels carry one of each, rx-only and tx-only channels one of theirs.
-pub fn queue_count(prefix: &str, c: &Channels) -> u32 {
-    let own = if prefix == super::queues::RX {
-        c.rx.current
-    } else {
-        c.tx.current
-    };
-    c.combined.current + own
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,7 +216,5 @@ mod tests {
                 .unwrap()
                 .contains("above the maximum 64")
         );
-        assert_eq!(queue_count("rx-", &ch(2, 3, 0)), 5);
-        assert_eq!(queue_count("tx-", &ch(2, 3, 0)), 2);
     }
 }

@@ -147,7 +147,7 @@ impl Queues {
         let present: HashSet<&str> = nodes.iter().map(|n| n.path.as_str()).collect();
         for prefix in [RX, TX] {
             let have = numbered(&top, prefix);
-            let want = super::channels::queue_count(prefix, to);
+            let want = queue_count(prefix, to);
             // From the top down, so a queue set cut short stays 0..k.
             for q in have.iter().rev().filter(|&&q| q >= want) {
                 self.nic.remove(&at(&format!("{prefix}{q}")))?;
@@ -338,6 +338,17 @@ fn fresh_value(name: &str, text: &str) -> String {
     }
 }
 
+/// How many queues of `prefix` (`rx-`, `tx-`) channels `c` give: combined
+/// channels carry one of each, rx-only and tx-only channels one of theirs.
+pub fn queue_count(prefix: &str, c: &Channels) -> u32 {
+    let own = if prefix == RX {
+        c.rx.current
+    } else {
+        c.tx.current
+    };
+    c.combined.current + own
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,5 +364,18 @@ mod tests {
         assert!(queue_name("rx-0") && queue_name("tx-63"));
         assert!(!queue_name("rx-03") && !queue_name("rx-+3") && !queue_name("rx-"));
         assert!(!queue_name("foo") && !queue_name("rx-1x"));
+    }
+
+    #[test]
+    fn combined_channels_give_a_queue_of_each_kind() {
+        let p = |current| crate::ethtool::Pair { current, max: 64 };
+        let c = Channels {
+            rx: p(3),
+            tx: p(0),
+            other: p(0),
+            combined: p(2),
+        };
+        assert_eq!(queue_count(RX, &c), 5);
+        assert_eq!(queue_count(TX, &c), 2);
     }
 }

@@ -130,9 +130,10 @@ impl Nics {
         if !globs.is_empty() {
             out.push(irq_spec(self, &globs, iso, hk));
         }
-        for n in &self.physical {
-            let slug = slug(&n.name);
-            let target = map(&[("interfaces", Value::String(n.name.clone()))]);
+        let slugs = unique_slugs(self.physical.iter().map(|n| n.name.as_str()));
+        for (n, slug) in self.physical.iter().zip(slugs) {
+            // A literal name: `e*` is a valid interface name and a glob.
+            let target = map(&[("interfaces", Value::String(glob::Pattern::escape(&n.name)))]);
             let cpus = map(&[("cpus", list(hk))]);
             if n.rx_queues > 0 {
                 out.push(Spec {
@@ -211,4 +212,39 @@ fn irq_spec(nics: &Nics, globs: &[String], iso: &CpuList, hk: &CpuList) -> Spec 
 /// `1 rx queue`, `16 rx queues`.
 fn queues(n: usize, dir: &str) -> String {
     format!("{n} {dir} queue{}", if n == 1 { "" } else { "s" })
+}
+
+/// Each name's slug for a knob id; names whose slugs meet (`ens2.f0`,
+/// `ens2_f0`) each get a suffix from the name itself, so ids stay unique
+/// and the same on every host that has that name.
+fn unique_slugs<'a>(names: impl Iterator<Item = &'a str> + Clone) -> Vec<String> {
+    let slugs: Vec<String> = names.clone().map(slug).collect();
+    names
+        .zip(&slugs)
+        .map(|(name, s)| match slugs.iter().filter(|o| *o == s).count() {
+            1 => s.clone(),
+            _ => format!("{s}-{:08x}", fnv1a(name)),
+        })
+        .collect()
+}
+
+/// FNV-1a, 32 bits: a short stable tag, not a security boundary.
+fn fnv1a(text: &str) -> u32 {
+    text.bytes()
+        .fold(0x811c_9dc5, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unique_slugs;
+
+    #[test]
+    fn names_that_slug_alike_get_distinct_ids() {
+        let got = unique_slugs(["ens2.f0", "ens2_f0", "eth0"].into_iter());
+        assert_eq!(got[2], "eth0");
+        assert!(got[0].starts_with("ens2-f0-") && got[1].starts_with("ens2-f0-"), "{got:?}");
+        assert_ne!(got[0], got[1]);
+        // The same name gets the same id whatever else the host has.
+        assert_eq!(unique_slugs(["ens2_f0", "ens2-f0"].into_iter())[0], got[1]);
+    }
 }

@@ -11,6 +11,7 @@ mod ctx;
 pub mod ignored;
 pub(crate) mod msr_field;
 pub(crate) mod nic;
+pub(crate) mod nic_queue;
 pub mod rules;
 
 use std::fmt;

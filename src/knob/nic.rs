@@ -5,16 +5,14 @@
 //! a [`crate::ethtool::Field`] apply writes through the ioctl live and the
 //! captured state file under `--root`.
 
-use crate::schema::Persistence;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{FieldError, HostCtx, KindName, Survey, Target, WriteMode};
-use crate::cpulist::CpuList;
+use super::{FieldError, HostCtx, Survey, Target, WriteMode};
 use crate::ethtool::{self, Field, Section, State};
 
-const NET_DIR: &str = "/sys/class/net";
+pub const NET_DIR: &str = "/sys/class/net";
 
 /// `target:` of every NIC kind. The fields given must all match.
 #[derive(Debug, Clone, Deserialize)]
@@ -48,7 +46,7 @@ fn pattern(field: &str, text: &str) -> Result<glob::Pattern, FieldError> {
         ));
     }
     // include/uapi/linux/if.h: IFNAMSIZ 16, the NUL included; `*` may stand for less.
-    if field == "target.interfaces" && !text.contains('*') && text.chars().count() > 15 {
+    if field == "target.interfaces" && !text.contains(['*', '?', '[']) && text.chars().count() > 15 {
         return Err(FieldError::new(
             field,
             format!("{text:?} is longer than an interface name can be (15 characters, IFNAMSIZ)"),
@@ -180,6 +178,16 @@ impl EthtoolKnob {
     }
 
     pub fn survey(&self, host: &HostCtx) -> Survey {
+        self.survey_with(host, |ifname, state| self.targets_on(ifname, state))
+    }
+
+    /// The targets on every interface selected, `each` making one
+    /// interface's (a kind with rules of its own passes its own).
+    pub fn survey_with(
+        &self,
+        host: &HostCtx,
+        each: impl Fn(&str, &Result<Option<State>, String>) -> Vec<Target>,
+    ) -> Survey {
         let mut survey = Survey::default();
         if matches!(self.section, Section::Channels | Section::Rings) {
             survey
@@ -192,39 +200,28 @@ impl EthtoolKnob {
         }
         for ifname in names {
             let state = ethtool::read(host.root, &ifname);
-            // Every channel count in one request: the kernel checks them together.
-            if self.section == Section::Channels {
-                let fields: Vec<&str> = self.values.keys().map(String::as_str).collect();
-                let pairs: Vec<(&str, String)> = self
-                    .values
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.clone()))
-                    .collect();
-                let field = ethtool::channels::field(&ifname, &fields);
-                survey
-                    .targets
-                    .push(target(&field, &state, &ethtool::channels::words(&pairs)));
-                continue;
-            }
-            let start = survey.targets.len();
-            for (name, want) in &self.values {
-                match self.section {
-                    Section::Features => survey
-                        .targets
-                        .extend(super::nic_feature::targets(&ifname, &state, name, want)),
-                    _ => {
-                        let field = Field::new(&ifname, self.section, name);
-                        survey.targets.push(target(&field, &state, want));
-                    }
-                }
-            }
-            if self.section == Section::Coalesce
-                && let Ok(Some(s)) = &state
-            {
-                super::nic_coalesce::check(host, self, s, &mut survey.targets[start..]);
-            }
+            survey.targets.extend(each(&ifname, &state));
         }
         survey
+    }
+
+    /// One target per value on `ifname`; every channel count in one request,
+    /// as the kernel checks them together.
+    pub fn targets_on(&self, ifname: &str, state: &Result<Option<State>, String>) -> Vec<Target> {
+        if self.section == Section::Channels {
+            let fields: Vec<&str> = self.values.keys().map(String::as_str).collect();
+            let pairs: Vec<(&str, String)> = self
+                .values
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.clone()))
+                .collect();
+            let field = ethtool::channels::field(ifname, &fields);
+            return vec![target(&field, state, &ethtool::channels::words(&pairs))];
+        }
+        self.values
+            .iter()
+            .map(|(name, want)| target(&Field::new(ifname, self.section, name), state, want))
+            .collect()
     }
 }
 
@@ -325,6 +322,12 @@ pub fn read_back(host: &HostCtx, path: &str) -> std::io::Result<Option<String>> 
 /// Defines a kind over [`EthtoolKnob`]: its `KnobKind` delegates to it.
 macro_rules! ethtool_kind {
     ($kind:ident, $name:ident) => {
+        $crate::knob::nic::ethtool_kind!($kind, $name, |k: &$crate::knob::nic::EthtoolKnob,
+                                                          host: &$crate::knob::HostCtx| {
+            k.survey(host)
+        });
+    };
+    ($kind:ident, $name:ident, $survey:expr) => {
         impl $crate::knob::KnobKind for $kind {
             fn kind(&self) -> $crate::knob::KindName {
                 $crate::knob::KindName::$name
@@ -342,7 +345,7 @@ macro_rules! ethtool_kind {
                 &self,
                 host: &$crate::knob::HostCtx,
             ) -> Result<$crate::knob::Survey, $crate::knob::FieldError> {
-                Ok(self.0.survey(host))
+                Ok(($survey)(&self.0, host))
             }
 
             fn persistence_allowed(&self) -> &'static [$crate::schema::Persistence] {
@@ -428,277 +431,4 @@ pub fn numbers(
         out.insert(k, text);
     }
     Ok(out)
-}
-
-/// `target:` of the per-queue kinds (`rps`, `xps`): interfaces as
-/// [`NicTargetDoc`], and queue numbers.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QueueTargetDoc {
-    interfaces: Option<String>,
-    driver: Option<String>,
-    pci: Option<String>,
-    physical: Option<bool>,
-    /// Queue numbers (`0-3`); every queue when absent.
-    queues: Option<String>,
-}
-
-/// The checked form of [`QueueTargetDoc`].
-#[derive(Debug)]
-pub struct QueueSel {
-    pub sel: NicSel,
-    pub queues: Option<CpuList>,
-}
-
-impl QueueSel {
-    pub fn new(doc: Option<QueueTargetDoc>) -> Result<QueueSel, FieldError> {
-        let Some(t) = doc else {
-            return Ok(QueueSel {
-                sel: NicSel::new(None)?,
-                queues: None,
-            });
-        };
-        let queues = match &t.queues {
-            Some(q) => Some(CpuList::parse(q).map_err(|e| {
-                FieldError::new("target.queues", format!("{q:?} is not a queue list ({e})"))
-            })?),
-            None => None,
-        };
-        let doc = NicTargetDoc {
-            interfaces: t.interfaces,
-            driver: t.driver,
-            pci: t.pci,
-            physical: t.physical,
-        };
-        Ok(QueueSel {
-            sel: NicSel::new(Some(doc))?,
-            queues,
-        })
-    }
-
-    /// `ens2f0 rx queues 0-3`, `driver ice every tx queue`.
-    pub fn summary(&self, dir: &str) -> String {
-        match &self.queues {
-            Some(q) => format!("{} {dir} queues {q}", self.sel.summary()),
-            None => format!("{} every {dir} queue", self.sel.summary()),
-        }
-    }
-
-    /// The queues of `ifname` it selects (`prefix` `rx-` or `tx-`) as the
-    /// interface will have them after the `nic-channels` writes planned
-    /// before, or why not: a queue it names that the interface lacks.
-    pub fn queues(&self, host: &HostCtx, ifname: &str, prefix: &str) -> Result<Vec<u32>, String> {
-        let (have, pending) = queues_after(host, ifname, prefix);
-        let Some(want) = &self.queues else {
-            return Ok(have);
-        };
-        let missing: Vec<u32> = want
-            .as_slice()
-            .iter()
-            .copied()
-            .filter(|q| !have.contains(q))
-            .collect();
-        if !missing.is_empty() {
-            let word = prefix.trim_end_matches('-');
-            let list = |l: Vec<u32>| match l.is_empty() {
-                true => "none".to_string(),
-                false => l.into_iter().collect::<CpuList>().to_string(),
-            };
-            let when = if pending {
-                " after this apply's nic-channels change"
-            } else {
-                ""
-            };
-            return Err(format!(
-                "{ifname} has no {word} queue {} (it has {}{when}: /sys/class/net/{ifname}/queues)",
-                list(missing),
-                list(have)
-            ));
-        }
-        Ok(want.as_slice().to_vec())
-    }
-}
-
-/// `ifname`'s queues of one direction after the `nic-channels` writes
-/// planned so far (`HostCtx::assume_written`), and whether such a write
-/// changes them ([`ethtool::queues`]).
-pub fn queues_after(host: &HostCtx, ifname: &str, prefix: &str) -> (Vec<u32>, bool) {
-    let have = queue_numbers(host, ifname, prefix);
-    let under = Field::new(ifname, Section::Channels, "").path();
-    let requests: Vec<Vec<(String, u32)>> = host
-        .assumed_under(&under)
-        .into_iter()
-        .filter_map(|(path, v)| ethtool::channels::parse(&Field::parse(&path)?.name, &v).ok())
-        .collect();
-    let Some(from) = requests
-        .first()
-        .and_then(|_| ethtool::read(host.root, ifname).ok().flatten())
-        .and_then(|s| s.channels)
-    else {
-        return (have, false);
-    };
-    let to = requests
-        .iter()
-        .fold(from, |c, r| ethtool::channels::with(&c, r));
-    // The kernel's queues follow the counts (ethtool::queues::sync_tree).
-    let after: Vec<u32> = (0..ethtool::channels::queue_count(prefix, &to)).collect();
-    let changed = after != have;
-    (after, changed)
-}
-
-/// A queue's file that a `nic-channels` write of this apply makes: written
-/// once it exists, right after that write (`apply::requeue`).
-pub fn made_by_channels(host: &HostCtx, path: &str) -> bool {
-    let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
-    !host.root.exists(dir)
-}
-
-/// The target of a file [`made_by_channels`].
-pub fn after_channels(path: String, desired: &str) -> Target {
-    let why = format!(
-        "{path} is made by this apply's nic-channels change: planned and written right after it"
-    );
-    Target::absent(path, None, desired, why)
-}
-
-/// The numbers of `ifname`'s queues of one direction (`rx-`, `tx-`).
-pub fn queue_numbers(host: &HostCtx, ifname: &str, prefix: &str) -> Vec<u32> {
-    let listed = host
-        .root
-        .read_dir(&format!("{NET_DIR}/{ifname}/queues"))
-        .unwrap_or_default();
-    crate::inventory::numbered(&listed, prefix)
-}
-
-/// How the per-queue kinds (rps, xps) persist: tmpfiles.d writes at boot
-/// only; the queues' files are made again with the device, which the udev
-/// rule follows.
-pub const QUEUE_PERSISTENCE: &[Persistence] = &[
-    Persistence::Runtime,
-    Persistence::UdevReapply,
-    Persistence::Tmpfiles,
-];
-
-/// CPUs the host can never have, in an rps or xps mask: the kernel parses
-/// the mask over its CPU bits and refuses more (net/core/net-sysfs.c,
-/// `store_rps_map` and `xps_cpus_store`: `bitmap_parse` over
-/// `nr_cpumask_bits`, EOVERFLOW). A bad value, not a state of the host,
-/// so a manifest error naming the line.
-pub fn beyond_possible(host: &HostCtx, cpus: &CpuList, kind: KindName) -> Result<(), FieldError> {
-    let file = "/sys/devices/system/cpu/possible";
-    let Some(possible) = host.text(file).and_then(|t| CpuList::parse(&t).ok()) else {
-        return Ok(());
-    };
-    let beyond: Vec<u32> = cpus
-        .as_slice()
-        .iter()
-        .copied()
-        .filter(|c| !possible.contains(*c))
-        .collect();
-    if beyond.is_empty() {
-        return Ok(());
-    }
-    let store = match kind {
-        KindName::Xps => "xps_cpus_store",
-        _ => "store_rps_map",
-    };
-    Err(FieldError::new(
-        "set.cpus",
-        format!(
-            "CPUs {} are beyond this host's possible CPUs {possible} ({file}): the kernel \
-             refuses the {kind} mask ({store} in net/core/net-sysfs.c)",
-            CpuList::new(beyond)
-        ),
-    ))
-}
-
-/// A refusal of CPUs that are not online: the kernel builds the RPS and
-/// XPS maps from online CPUs only (net/core/net-sysfs.c `store_rps_map`:
-/// `cpu_online_mask`; net/core/dev.c `__netif_set_xps_queue`: `online_mask`)
-/// and refuses bits past the possible CPUs (`bitmap_parse`: EOVERFLOW).
-pub fn offline_cpus(host: &HostCtx, cpus: Option<&super::CpuSel>, desired: &str) -> Option<Target> {
-    let Some(super::CpuSel::List(l)) = cpus else {
-        return None;
-    };
-    let (_, missing) = super::CpuSel::List(l.clone()).split(host.online());
-    (!missing.is_empty()).then(|| Target {
-        blocker: Some(super::Blocker::Unsupported(format!(
-            "CPUs {missing} are not online on this host (the kernel maps online CPUs only)"
-        ))),
-        ..Target::absent(NET_DIR.into(), None, desired, String::new())
-    })
-}
-
-/// A refused target on the queues of `ifname`.
-pub fn queue_refusal(ifname: &str, desired: &str, why: String) -> Target {
-    Target {
-        blocker: Some(super::Blocker::Unsupported(why)),
-        ..Target::absent(
-            format!("{NET_DIR}/{ifname}/queues"),
-            None,
-            desired,
-            String::new(),
-        )
-    }
-}
-
-/// A CPU or queue list in a mask's words: the list, or `none`.
-pub fn list_words(l: &CpuList) -> String {
-    if l.is_empty() {
-        "none".into()
-    } else {
-        l.to_string()
-    }
-}
-
-/// A mask as the kernel prints it, in the knob's words: a list or `none`.
-pub fn mask_words(raw: &str) -> String {
-    match super::workqueue::mask_cpus(raw) {
-        Some(l) => list_words(&l),
-        None => raw.trim().to_string(),
-    }
-}
-
-/// One per-queue sysfs file as a target: `words` turns what the kernel
-/// prints into the knob's words; `absent` says why a missing file cannot be
-/// written.
-pub fn queue_file(
-    read: std::io::Result<Option<String>>,
-    path: String,
-    want: &str,
-    write: String,
-    words: impl Fn(&str) -> String,
-    absent: Option<super::Blocker>,
-) -> Target {
-    match read {
-        Ok(Some(raw)) => {
-            let current = words(&raw);
-            Target {
-                path,
-                cpus: None,
-                label: None,
-                in_effect: current == want,
-                current: Some(current),
-                desired: want.to_string(),
-                write: Some(write),
-                restore: Some(raw),
-                mode: WriteMode::Attribute,
-                blocker: None,
-            }
-        }
-        Ok(None) => Target {
-            blocker: absent,
-            ..Target::absent(path, None, want, String::new())
-        },
-        Err(e) => Target::unreadable(path, None, want, &e.to_string()),
-    }
-}
-
-/// `set.cpus` of the per-queue kinds: a CPU list, `all` or `none`.
-pub fn cpus_set(text: Option<&str>) -> Result<Option<super::CpuSel>, FieldError> {
-    Ok(match text.map(str::trim) {
-        None => None,
-        Some("none") => Some(super::CpuSel::List(CpuList::default())),
-        Some(t) => Some(super::CpuSel::parse("set.cpus", t)?),
-    })
 }

@@ -26,7 +26,15 @@ impl Spec for NicCoalesce {
     }
 }
 
-ethtool_kind!(NicCoalesce, NicCoalesce);
+ethtool_kind!(NicCoalesce, NicCoalesce, |k: &EthtoolKnob, host| {
+    k.survey_with(host, |ifname, state| {
+        let mut targets = k.targets_on(ifname, state);
+        if let Ok(Some(s)) = state {
+            check(host, k, s, &mut targets);
+        }
+        targets
+    })
+});
 
 /// Refuses, at plan time, what the driver would refuse or ignore: a fixed
 /// value while its adaptive mode is (or stays) on, and values off the

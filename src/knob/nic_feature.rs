@@ -197,7 +197,14 @@ impl Spec for NicFeature {
     }
 }
 
-ethtool_kind!(NicFeature, NicFeature);
+ethtool_kind!(NicFeature, NicFeature, |k: &EthtoolKnob, host| {
+    k.survey_with(host, |ifname, state| {
+        k.values
+            .iter()
+            .flat_map(|(name, want)| targets(ifname, state, name, want))
+            .collect()
+    })
+});
 
 /// The targets of one `set:` entry on `ifname`: the kernel feature named, or
 /// every feature a legacy name covers that the device can change (those it

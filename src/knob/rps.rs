@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 
-use super::nic::{self, QueueSel, QueueTargetDoc};
+use super::nic_queue::{self, QueueSel, QueueTargetDoc};
 use super::{
     Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target,
 };
@@ -52,7 +52,7 @@ impl Spec for Rps {
         if set.cpus.is_none() && set.flow_cnt.is_none() {
             return Err(FieldError::new("set", "empty: give cpus, flow_cnt or both"));
         }
-        let cpus = nic::cpus_set(set.cpus.as_deref())?;
+        let cpus = nic_queue::cpus_set(set.cpus.as_deref())?;
         // net/core/net-sysfs.c, store_rps_dev_flow_table_cnt: roundup_pow_of_two.
         if let Some(n) = set.flow_cnt
             && n != 0
@@ -110,17 +110,17 @@ impl Rps {
     }
 
     fn file_target(&self, host: &HostCtx, path: String, want: &str, write: String) -> Target {
-        if nic::made_by_channels(host, &path) {
-            return nic::after_channels(path, want);
+        if nic_queue::made_by_channels(host, &path) {
+            return nic_queue::after_channels(path, want);
         }
         let why = format!("{path} does not exist (a kernel without CONFIG_RPS)");
         let words = |raw: &str| self.normalize_at(&path, raw);
-        nic::queue_file(host.root.read_trimmed(&path), path.clone(), want, write, words, Some(Blocker::NotApplicable(why)))
+        nic_queue::queue_file(host.root.read_trimmed(&path), path.clone(), want, write, words, Some(Blocker::NotApplicable(why)))
     }
 
     fn normalize_at(&self, path: &str, raw: &str) -> String {
         if path.ends_with("/rps_cpus") {
-            nic::mask_words(raw)
+            nic_queue::mask_words(raw)
         } else {
             raw.trim().to_string()
         }
@@ -151,15 +151,15 @@ impl KnobKind for Rps {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        nic::QUEUE_PERSISTENCE
+        nic_queue::QUEUE_PERSISTENCE
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let mut survey = Survey::default();
         if let Some(CpuSel::List(l)) = &self.cpus {
-            nic::beyond_possible(host, l, KindName::Rps)?;
+            nic_queue::beyond_possible(host, l, KindName::Rps)?;
         }
-        if let Some(t) = nic::offline_cpus(host, self.cpus.as_ref(), &self.desired()) {
+        if let Some(t) = nic_queue::offline_cpus(host, self.cpus.as_ref(), &self.desired()) {
             survey.targets.push(t);
             return Ok(survey);
         }
@@ -185,7 +185,7 @@ impl KnobKind for Rps {
             let queues = match self.sel.queues(host, &ifname, "rx-") {
                 Ok(q) => q,
                 Err(why) => {
-                    survey.targets.push(nic::queue_refusal(&ifname, &self.desired(), why));
+                    survey.targets.push(nic_queue::queue_refusal(&ifname, &self.desired(), why));
                     continue;
                 }
             };

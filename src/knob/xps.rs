@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use super::nic::{self, QueueSel, QueueTargetDoc};
+use super::nic_queue::{self, QueueSel, QueueTargetDoc};
 use super::{Blocker, CpuSel, FieldError, HostCtx, KindName, KnobKind, Spec, Survey, Target};
 use crate::cpulist::CpuList;
 use crate::schema::Persistence;
@@ -37,7 +37,7 @@ impl Spec for Xps {
         if set.cpus.is_none() && set.rxqs.is_none() {
             return Err(FieldError::new("set", "empty: give cpus, rxqs or both"));
         }
-        let cpus = nic::cpus_set(set.cpus.as_deref())?;
+        let cpus = nic_queue::cpus_set(set.cpus.as_deref())?;
         let rxqs = match set.rxqs.as_deref().map(str::trim) {
             None => None,
             Some("none") => Some(CpuList::default()),
@@ -62,8 +62,8 @@ fn no_xps(ifname: &str, file: &str) -> Blocker {
 
 impl Xps {
     fn file(&self, host: &HostCtx, ifname: &str, path: String, want: &str, write: String) -> Target {
-        if nic::made_by_channels(host, &path) {
-            return nic::after_channels(path, want);
+        if nic_queue::made_by_channels(host, &path) {
+            return nic_queue::after_channels(path, want);
         }
         let file = path.rsplit('/').next().unwrap_or_default().to_string();
         let read = host.root.read_trimmed(&path);
@@ -77,7 +77,7 @@ impl Xps {
                 ..Target::absent(path, None, want, String::new())
             };
         }
-        nic::queue_file(read, path, want, write, nic::mask_words, Some(no_xps(ifname, &file)))
+        nic_queue::queue_file(read, path, want, write, nic_queue::mask_words, Some(no_xps(ifname, &file)))
     }
 }
 
@@ -90,12 +90,12 @@ impl KnobKind for Xps {
         let mut parts = Vec::new();
         if let Some(c) = &self.cpus {
             parts.push(match c {
-                CpuSel::List(l) => format!("cpus {}", nic::list_words(l)),
+                CpuSel::List(l) => format!("cpus {}", nic_queue::list_words(l)),
                 c => format!("cpus {c}"),
             });
         }
         if let Some(q) = &self.rxqs {
-            parts.push(format!("rxqs {}", nic::list_words(q)));
+            parts.push(format!("rxqs {}", nic_queue::list_words(q)));
         }
         parts.join(", ")
     }
@@ -105,16 +105,16 @@ impl KnobKind for Xps {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        nic::QUEUE_PERSISTENCE
+        nic_queue::QUEUE_PERSISTENCE
     }
 
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let mut survey = Survey::default();
         let desired = self.desired();
         if let Some(CpuSel::List(l)) = &self.cpus {
-            nic::beyond_possible(host, l, KindName::Xps)?;
+            nic_queue::beyond_possible(host, l, KindName::Xps)?;
         }
-        if let Some(t) = nic::offline_cpus(host, self.cpus.as_ref(), &desired) {
+        if let Some(t) = nic_queue::offline_cpus(host, self.cpus.as_ref(), &desired) {
             survey.targets.push(t);
             return Ok(survey);
         }
@@ -127,7 +127,7 @@ impl KnobKind for Xps {
             CpuSel::List(l) => l.clone(),
         });
         for ifname in names {
-            let refuse = |why| nic::queue_refusal(&ifname, &desired, why);
+            let refuse = |why| nic_queue::queue_refusal(&ifname, &desired, why);
             let queues = match self.sel.queues(host, &ifname, "tx-") {
                 Ok(q) => q,
                 Err(why) => {
@@ -138,7 +138,7 @@ impl KnobKind for Xps {
             // `xps_rxqs_store` parses the mask over the device's rx queues
             // (`bitmap_parse(..., dev->num_rx_queues)`: EOVERFLOW past them).
             if let Some(rxqs) = &self.rxqs {
-                let (have, _) = nic::queues_after(host, &ifname, "rx-");
+                let (have, _) = nic_queue::queues_after(host, &ifname, "rx-");
                 if let Some(q) = rxqs.as_slice().iter().find(|q| !have.contains(q)) {
                     let n = have.len();
                     survey.targets.push(refuse(format!(
@@ -153,7 +153,7 @@ impl KnobKind for Xps {
                     if let Some(l) = list {
                         let path = format!("{dir}/tx-{q}/{file}");
                         let mask = super::workqueue::to_mask(l);
-                        survey.targets.push(self.file(host, &ifname, path, &nic::list_words(l), mask));
+                        survey.targets.push(self.file(host, &ifname, path, &nic_queue::list_words(l), mask));
                     }
                 }
             }
@@ -162,6 +162,6 @@ impl KnobKind for Xps {
     }
 
     fn read_back(&self, host: &HostCtx, path: &str) -> std::io::Result<Option<String>> {
-        Ok(host.root.read_trimmed(path)?.map(|raw| nic::mask_words(&raw)))
+        Ok(host.root.read_trimmed(path)?.map(|raw| nic_queue::mask_words(&raw)))
     }
 }

@@ -340,6 +340,7 @@ impl Analysis {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::verify::beyond;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
     use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -650,5 +651,40 @@ pub(crate) mod tests {
             Verdict::Regressed
         );
         assert!((analyze(&r, Metric::Max, Rule::for_rounds(12)).ratio - 3.0).abs() < 1e-12);
+    }
+
+    /// Rounds whose log ratios average `mean` with spread `spread`.
+    fn alternating_rounds(mean: f64, spread: f64, n: usize) -> Vec<Round> {
+        (0..n)
+            .map(|k| {
+                let d = mean + if k % 2 == 0 { spread } else { -spread };
+                (vec![1000.0; 20], vec![1000.0 * d.exp(); 20])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_count_beyond_any_practical_run_says_what_would_help_instead() {
+        let rule = Rule::for_rounds(6);
+        // Noisy rounds whose mean sits at the minimum effect: the interval
+        // could only settle after about a million rounds.
+        let a = analyze(&alternating_rounds(1.05f64.ln() - 0.0003, 0.3, 6), Metric::P50, rule);
+        let need = a.more_rounds_needed.expect("undecided");
+        assert!(need > rule.max_rounds * beyond::PRACTICAL, "{need}");
+        let words = a.verdict_words();
+        assert!(!words.contains(&need.to_string()), "{words}");
+        assert!(
+            words.contains("no practical run would decide")
+                && words.contains("more samples per round")
+                && words.contains("quieter host"),
+            "{words}"
+        );
+        // A count a run could reach is still given.
+        assert_eq!(
+            beyond::more_rounds(12, &rule, 0.1, "decide"),
+            "about 12 more rounds at this noise would decide"
+        );
+        // Noisier rounds: a larger smallest effect.
+        assert!(beyond::smallest_effect(&rule, 0.4) > beyond::smallest_effect(&rule, 0.1));
     }
 }

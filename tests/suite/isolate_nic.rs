@@ -228,3 +228,45 @@ fn isolate_leaves_a_managed_nic_queue_irq_to_isolcpus_managed_irq() {
         "{caveats}"
     );
 }
+
+/// Issue 50 item 10: interfaces whose names slug alike (`ens2.f0`,
+/// `ens2_f0`) get knobs of distinct ids, each written once; an interface
+/// named `e*` (a valid name, and a glob) is matched literally, so its knob
+/// writes its own queues and no other interface's.
+#[test]
+fn isolate_ids_stay_unique_and_names_match_literally() {
+    use crate::support::nic::add;
+    let names = ["ens2.f0", "ens2_f0", "e*"];
+    let (_t, root) = copy_host("adl0");
+    for (i, name) in names.iter().enumerate() {
+        let pci: &'static str = Box::leak(format!("0000:{:02x}:00.0", 0x20 + i).into_boxed_str());
+        let mac: &'static str = Box::leak(format!("b4:96:91:17:00:{i:02x}").into_boxed_str());
+        add(&root, &Nic { ifname: name, pci, mac, ..ICE });
+    }
+    let (_plan, knobs, dir) = isolate_into(&root, "adl0", "10");
+    let rps: Vec<&String> = knobs.keys().filter(|k| k.starts_with("isolate-rps-")).collect();
+    assert_eq!(rps.len(), names.len(), "one rps knob per interface: {rps:?}");
+    let files = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(files, knobs.len(), "one file per knob id");
+    let id_of = |name: &str| {
+        knobs
+            .iter()
+            .find(|(id, k)| {
+                id.starts_with("isolate-rps-")
+                    && glob::Pattern::new(k["target"]["interfaces"].as_str().unwrap())
+                        .unwrap()
+                        .matches(name)
+            })
+            .map(|(id, _)| id.clone())
+            .unwrap()
+    };
+    // `e*`'s knob, applied, changes e*'s queues and leaves the others'.
+    let star = id_of("e*");
+    let before = |n: &str| tree(&root.join(format!("sys/class/net/{n}/queues/")));
+    let others = (before("ens2.f0"), before("ens2_f0"));
+    apply_ids(&root, dir.path(), "adl0", &[&star]);
+    assert_eq!(others, (before("ens2.f0"), before("ens2_f0")), "{star} wrote another NIC");
+    let mask = std::fs::read_to_string(root.join("sys/class/net/e*/queues/rx-0/rps_cpus")).unwrap();
+    assert_ne!(mask.trim().trim_start_matches(['0', ',']), "", "{star} left e*'s rx-0 empty");
+    revert_all(&root, dir.path(), "adl0");
+}

@@ -580,9 +580,9 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
     (
         "nic-channels-zero",
         "nic.yaml",
-        7,
-        "set.combined",
-        "0 combined channels without rx channels of their own leave the NIC no receive queue",
+        8,
+        "set.rx",
+        "combined 0 and rx 0 leave the NIC no receive channel",
     ),
     (
         "nic-channels-too-large",
