@@ -117,6 +117,10 @@ def hk_run(*args, inject=None):
                "-e", f"inject={inject[0]}:signal=SIGKILL:when={inject[1]}"] + cmd
     return subprocess.run(cmd, capture_output=True, text=True)
 
+def must(*args):
+    r = hk_run(*args)
+    assert r.returncode == 0, f"{args}: {r.stderr}"
+
 def calls(syscall, *args):
     """How many `syscall` calls `hostknob ARGS` makes (strace -c)."""
     fd, log = tempfile.mkstemp(dir=tmp)
@@ -136,8 +140,8 @@ def differs(context):
 # The state file as hostknob writes it (its own YAML), so an exact revert is byte-identical.
 state = f"hostknob-capture/ethtool/{IF}.yaml"
 fresh()
-r = hk_run("apply", "--all"); assert r.returncode == 0, r.stderr
-assert hk_run("revert", "--all").returncode == 0
+must("apply", "--all")
+must("revert", "--all")
 shutil.copy(os.path.join(root, state), os.path.join(pristine, state))
 want = tree(pristine)
 
@@ -148,13 +152,13 @@ for syscall in ("unlinkat", "renameat", "mkdirat"):
     for phase in ("apply", "revert"):
         fresh()
         if phase == "revert":
-            assert hk_run("apply", "--all").returncode == 0
+            must("apply", "--all")
         n = calls(syscall, phase, "--all")
         runs = bad = 0
         for i in range(1, n + 1):
             fresh()
             if phase == "revert":
-                assert hk_run("apply", "--all").returncode == 0
+                must("apply", "--all")
             r = hk_run(phase, "--all", inject=(syscall, i))
             runs += 1
             # The first revert may say the journal was torn (exit 1): the second must be clean.

@@ -524,7 +524,9 @@ pub fn set(root: &Root, path: &str, text: &str) -> Result<(), SetError> {
     }
     // The kernel adds or removes the queues with the channels.
     let sync = match (&channels_before, &state.channels) {
-        (Some(from), Some(to)) if from != to => queues::Queues::open(root, &f.ifname)?.zip(Some(to)),
+        (Some(from), Some(to)) if from != to => {
+            queues::Queues::open(root, &f.ifname)?.zip(Some(to))
+        }
         _ => None,
     };
     root.replace_file(&file, to_text(&state).as_bytes())?;

@@ -207,7 +207,11 @@ fn not_plain(nic: &Subtree, rel: &str, kind: Kind) -> io::Error {
 /// Appends every name below `queues/dir` to `out`, checked; `text` counts
 /// the bytes read.
 fn scan(nic: &Subtree, dir: &str, out: &mut Snapshot, text: &mut usize) -> io::Result<()> {
-    let depth = if dir.is_empty() { 0 } else { dir.matches('/').count() + 1 };
+    let depth = if dir.is_empty() {
+        0
+    } else {
+        dir.matches('/').count() + 1
+    };
     for name in nic.list(&at(dir))? {
         let rel = join(dir, &name);
         let shown = || nic.path(&at(&rel));
@@ -224,7 +228,10 @@ fn scan(nic: &Subtree, dir: &str, out: &mut Snapshot, text: &mut usize) -> io::R
             )));
         }
         let meta = nic.meta(&at(&rel))?.ok_or_else(|| {
-            refused(format!("{}: listed but gone (a name that is not UTF-8?)", shown()))
+            refused(format!(
+                "{}: listed but gone (a name that is not UTF-8?)",
+                shown()
+            ))
         })?;
         match meta.kind {
             Kind::Dir => {

@@ -7,12 +7,12 @@
 //! `ethtool::queues`).
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::read::entry_names;
 use super::resolve::openat;
-use super::write::{cstr, temp_name};
+use super::write::{cstr, write_beside};
 use super::{Root, is_absent};
 
 /// What a name below a [`Subtree`] is, as `lstat` says.
@@ -244,28 +244,7 @@ impl Subtree {
     pub fn write(&self, rel: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
         let write = || {
             let (dir, name) = self.parent(rel)?;
-            let tmp = temp_name(name);
-            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-            let f = match openat(&dir, &tmp, flags, 0o600) {
-                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                    unlink(&dir, &tmp, 0)?;
-                    openat(&dir, &tmp, flags, 0o600)?
-                }
-                r => r?,
-            };
-            let mut f = File::from(f);
-            f.write_all(bytes)?;
-            if unsafe { libc::fchmod(f.as_raw_fd(), mode) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            f.sync_all()?;
-            drop(f);
-            let (ctmp, cname) = (cstr(&tmp)?, cstr(name)?);
-            let fd = dir.as_raw_fd();
-            if unsafe { libc::renameat(fd, ctmp.as_ptr(), fd, cname.as_ptr()) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            File::from(dir).sync_all()
+            write_beside(&File::from(dir), name, bytes, mode)
         };
         write().map_err(|e| self.named(rel, e))
     }

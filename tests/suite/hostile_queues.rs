@@ -42,7 +42,11 @@ fn small_ice(n: u32) -> (tempfile::TempDir, PathBuf) {
     for i in 0..n {
         let (rx, tx) = (q.join(format!("rx-{i}")), q.join(format!("tx-{i}")));
         put(&rx.join("rps_cpus"), &format!("{:08x}\n", i % 2 + 1), 0o644);
-        put(&rx.join("rps_flow_cnt"), &format!("{}\n", 256 * (i + 1)), 0o644);
+        put(
+            &rx.join("rps_flow_cnt"),
+            &format!("{}\n", 256 * (i + 1)),
+            0o644,
+        );
         put(&tx.join("xps_cpus"), &format!("{:08x}\n", 2 - i % 2), 0o644);
         put(&tx.join("xps_rxqs"), &format!("{:x}\n", 1 << i), 0o644);
         put(&tx.join("tx_timeout"), "0\n", 0o444);
@@ -256,7 +260,14 @@ fn a_failed_queue_sync_is_rolled_back_and_said_truthfully() {
         let mut rolled_back = 0;
         for i in 1..=n {
             fresh(&pristine, &root);
-            let o = injected(&root, m.path(), &["apply", "--all"], syscall, "error=EIO", i);
+            let o = injected(
+                &root,
+                m.path(),
+                &["apply", "--all"],
+                syscall,
+                "error=EIO",
+                i,
+            );
             let context = format!("combined {to}, {syscall} {i} of {n} failing: {}", err(&o));
             if err(&o).contains("the host is as it was") {
                 rolled_back += 1;
@@ -270,7 +281,10 @@ fn a_failed_queue_sync_is_rolled_back_and_said_truthfully() {
             }
             reverts_to(&root, m.path(), &want, &context);
         }
-        assert!(rolled_back > 0, "combined {to}: no {syscall} failure rolled back");
+        assert!(
+            rolled_back > 0,
+            "combined {to}: no {syscall} failure rolled back"
+        );
     }
 }
 
@@ -294,7 +308,12 @@ fn kill_sweep(pristine: &Path, want: &Tree, m: &Path, phase: &str, syscall: &str
         let o = injected(&root, m, &[phase, "--all"], syscall, "signal=SIGKILL", i);
         // strace ends as its tracee did: by SIGKILL.
         killed += usize::from(o.status.signal() == Some(libc::SIGKILL));
-        reverts_to(&root, m, want, &format!("{phase} killed at {syscall} {i} of {n}"));
+        reverts_to(
+            &root,
+            m,
+            want,
+            &format!("{phase} killed at {syscall} {i} of {n}"),
+        );
     }
     assert_eq!(killed, n, "{phase}: a kill at every {syscall}");
     killed
