@@ -9,7 +9,8 @@
 # directory) is not byte for byte the original (files, modes, directories).
 # Not a test: the suite's bounded sweep is tests/suite/hostile_queues.rs.
 # Usage: bench/queue-kills.sh [QUEUES] [TO] [HOSTKNOB]   (from the repository root;
-# defaults 16 combined channels to 4 and back to 16, and the release build)
+# defaults 16 combined channels to 4 and back to 16, and the release build);
+# KILL_AT="unlinkat renameat mkdirat" and PHASES="apply revert" choose the sweeps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v strace >/dev/null || { apt-get update -qq && apt-get install -y -qq strace; }
@@ -148,8 +149,8 @@ want = tree(pristine)
 results = {}
 failures = []
 t0 = time.monotonic()
-for syscall in ("unlinkat", "renameat", "mkdirat"):
-    for phase in ("apply", "revert"):
+for syscall in os.environ.get("KILL_AT", "unlinkat renameat mkdirat").split():
+    for phase in os.environ.get("PHASES", "apply revert").split():
         fresh()
         if phase == "revert":
             must("apply", "--all")
