@@ -23,11 +23,12 @@ fi
 export HK
 export CORPUS=${HOSTKNOB_CORPUS:-tests/corpus/hosts}
 exec python3 - "${1:-16}" "${2:-4}" <<'PY'
-import os, re, shutil, subprocess, sys, tempfile, time
+import atexit, os, re, shutil, subprocess, sys, tempfile, time
 
 queues, to = int(sys.argv[1]), int(sys.argv[2])
 hk, corpus = os.environ["HK"], os.environ["CORPUS"]
 tmp = tempfile.mkdtemp(prefix="hk-qkill-")
+atexit.register(shutil.rmtree, tmp, True)
 pristine = os.path.join(tmp, "pristine")
 os.makedirs(pristine)
 subprocess.run(["tar", "xzf", os.path.join(corpus, "adl0.tar.gz"), "-C", pristine], check=True)
@@ -183,5 +184,4 @@ for (syscall, phase), (runs, bad) in results.items():
 print(f"| all | | {total} | {total - bad_total} | {bad_total} |")
 for f in failures[:12]:
     print("  ", f)
-shutil.rmtree(tmp)
 PY
