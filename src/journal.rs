@@ -73,6 +73,10 @@ pub struct Entry {
     /// The boot it was written in (`/proc/sys/kernel/random/boot_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot: Option<String>,
+    /// A channel change in a tree: the interface's queue directories as
+    /// found, which revert puts back byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<crate::ethtool::queues::Snapshot>,
 }
 
 impl Entry {
@@ -536,6 +540,7 @@ mod tests {
             written: None,
             seen: None,
             boot: None,
+            queues: None,
         }
     }
 

@@ -225,6 +225,14 @@ pub(super) fn journal_entries(
                     (w.before.clone(), found, Vec::new())
                 }
             };
+            // A channel change in a tree: the queues it removes, as found.
+            let queues = match crate::ethtool::Field::parse(&w.path) {
+                Some(f) if crate::knob::rules::is_channels(&w.path) && !root.is_live() => {
+                    crate::ethtool::queues::snapshot(root, &f.ifname)
+                        .map_err(|e| format!("cannot record the queues of {}: {e}", f.ifname))?
+                }
+                _ => None,
+            };
             Ok(journal::Entry {
                 path: w.path.clone(),
                 mode: w.mode,
@@ -237,6 +245,7 @@ pub(super) fn journal_entries(
                 written: Some(w.after.clone()),
                 seen: None,
                 boot: boot.clone(),
+                queues,
             })
         })
         .collect()

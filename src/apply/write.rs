@@ -98,8 +98,12 @@ pub fn put(
             // An ethtool value: the ioctl, or a capture's state file, replaced whole.
             if crate::ethtool::Field::parse(path).is_some() {
                 if let Err(e) = crate::ethtool::set(root, path, text) {
-                    let why = describe_write_error(path, &e);
-                    return Err(refused(e, why));
+                    let why = describe_write_error(path, &e.error);
+                    // The state file changed before the queues failed: rolled back.
+                    return Err(match e.changed {
+                        true => fail(true, why),
+                        false => refused(e.error, why),
+                    });
                 }
                 return read_back().map_err(|why| fail(true, format!("{path}: {why}")));
             }
@@ -263,9 +267,13 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
                     .is_kernel_file(path)
                     .map_err(|e| fail(format!("cannot open {path}: {e}")))?;
             if kernel {
+                let queues = queues_found(root, entry);
+                queues()?;
                 put(root, path, Put::Attribute(before), || {
                     holds(root, path, Some(found), true)
-                })
+                })?;
+                // Again: the counts' sync removes queues a driver keeps beyond them.
+                queues()
             } else {
                 put(root, path, Put::Attribute(found), || {
                     holds(root, path, Some(found), false)
@@ -317,6 +325,33 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
         WriteMode::Hold => Err(fail(format!(
             "{path}: a held request ends with its process; nothing to restore"
         ))),
+    }
+}
+
+/// In a tree, what puts back the queue directories a channel entry
+/// journaled, byte for byte (a removed queue's values are nowhere else):
+/// run before the channels are written back and after.
+fn queues_found<'a>(
+    root: &'a Root,
+    entry: &'a journal::Entry,
+) -> impl Fn() -> Result<(), Failure> + 'a {
+    move || {
+        let (Some(want), Some(f)) = (&entry.queues, crate::ethtool::Field::parse(&entry.path))
+        else {
+            return Ok(());
+        };
+        if root.is_live() {
+            return Ok(());
+        }
+        crate::ethtool::queues::restore(root, &f.ifname, want).map_err(|e| Failure {
+            path: entry.path.clone(),
+            touched: true,
+            why: format!(
+                "{}: cannot put back the queue directories of {}: {e}",
+                entry.path, f.ifname
+            ),
+            errno: None,
+        })
     }
 }
 

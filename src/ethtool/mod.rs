@@ -449,12 +449,31 @@ fn coalesce_number(name: &str, text: &str) -> io::Result<u32> {
     number(text)
 }
 
+/// A write of an ethtool value that failed.
+#[derive(Debug)]
+pub struct SetError {
+    pub error: io::Error,
+    /// Whether it changed something first: in a tree, the state file was
+    /// replaced and the queue directories' sync failed. It must be rolled back.
+    pub changed: bool,
+}
+
+impl From<io::Error> for SetError {
+    fn from(error: io::Error) -> SetError {
+        SetError {
+            error,
+            changed: false,
+        }
+    }
+}
+
 /// Writes `text` to the value `path` names: the ioctl live, the state file
-/// in a tree.
-pub fn set(root: &Root, path: &str, text: &str) -> io::Result<()> {
+/// in a tree (and, for channels, the queue directories: checked before the
+/// state file changes, synced after it).
+pub fn set(root: &Root, path: &str, text: &str) -> Result<(), SetError> {
     let f = Field::parse(path).ok_or_else(|| invalid(format!("{path} is not an ethtool value")))?;
     if root.is_live() {
-        return set_live(&f, text);
+        return Ok(set_live(&f, text)?);
     }
     let file = state_path(&f.ifname);
     let mut state: State = serde_yaml::from_str(&root.read_string(&file)?)
@@ -467,11 +486,11 @@ pub fn set(root: &Root, path: &str, text: &str) -> io::Result<()> {
             let request = channels::parse(n, text)?;
             let from = state.channels.as_ref().ok_or_else(missing)?;
             if request.iter().any(|(k, _)| from.get(k).is_none()) {
-                return Err(missing());
+                return Err(missing().into());
             }
             let to = channels::with(from, &request);
             if channels::refused(&to).is_some() {
-                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+                return Err(io::Error::from_raw_os_error(libc::EINVAL).into());
             }
             state.channels = Some(to);
         }
@@ -498,17 +517,26 @@ pub fn set(root: &Root, path: &str, text: &str) -> io::Result<()> {
                 .and_then(|m| m.get_mut(n))
                 .ok_or_else(missing)?;
             if feature_fixed(w) {
-                return Err(missing());
+                return Err(missing().into());
             }
             *w = if onoff(text)? { "on" } else { "off" }.to_string();
         }
     }
-    root.replace_file(&file, to_text(&state).as_bytes())?;
     // The kernel adds or removes the queues with the channels.
-    match (&channels_before, &state.channels) {
-        (Some(from), Some(to)) if from != to => queues::sync_tree(root, &f.ifname, to),
-        _ => Ok(()),
+    let sync = match (&channels_before, &state.channels) {
+        (Some(from), Some(to)) if from != to => {
+            queues::Queues::open(root, &f.ifname)?.zip(Some(to))
+        }
+        _ => None,
+    };
+    root.replace_file(&file, to_text(&state).as_bytes())?;
+    if let Some((q, to)) = sync {
+        q.sync(to).map_err(|error| SetError {
+            error,
+            changed: true,
+        })?;
     }
+    Ok(())
 }
 
 /// The kernel's check (net/ethtool/channels.c, rings.c): above the
@@ -568,6 +596,10 @@ pub fn probe_write(root: &Root, path: &str) -> io::Result<()> {
             return Err(io::Error::from_raw_os_error(libc::EPERM));
         }
         return Ok(());
+    }
+    // A tree's queue directories are checked before the first write.
+    if f.section == Section::Channels {
+        queues::Queues::open(root, &f.ifname)?;
     }
     root.probe_write(&state_path(&f.ifname))
 }

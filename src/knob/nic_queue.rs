@@ -121,7 +121,7 @@ pub fn queues_after(host: &HostCtx, ifname: &str, prefix: &str) -> (Vec<u32>, bo
     let to = requests
         .iter()
         .fold(from, |c, r| ethtool::channels::with(&c, r));
-    // The kernel's queues follow the counts (ethtool::queues::sync_tree).
+    // The kernel's queues follow the counts (ethtool::queues::Queues::sync).
     let after: Vec<u32> = (0..ethtool::queues::queue_count(prefix, &to)).collect();
     let changed = after != have;
     (after, changed)

@@ -14,12 +14,14 @@
 //!
 //! One file per concern: `resolve` (opening a logical path inside the root),
 //! `read` (bounded reads), `write` (writes, whole-file replacement, removal)
-//! and `dir` (directory handles for many reads beneath one directory).
+//! `dir` (directory handles for many reads beneath one directory) and
+//! `subtree` (a directory removed and remade without following a link).
 
 mod dir;
 mod output;
 mod read;
 mod resolve;
+mod subtree;
 mod unseen;
 mod write;
 
@@ -38,6 +40,7 @@ use anyhow::{Context, Result, bail};
 pub use dir::DirHandle;
 pub use output::{create_output, write_output};
 pub use read::{READ_CAP, read_system_file};
+pub use subtree::{Kind, Meta, Subtree};
 pub use unseen::{Concern, POD_UNSEEN, Unseen, entry_of};
 #[cfg(feature = "test-hooks")]
 pub use write::APPEND_LIMIT_VAR;

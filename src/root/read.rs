@@ -110,7 +110,7 @@ impl Root {
 /// The names in an open directory but `.` and `..`, by `getdents64`
 /// (rustix's `RawDir`): `fdopendir` (nix's `Dir`) adds an `fstat` and two
 /// `fcntl`s per directory.
-fn entry_names(fd: &std::os::fd::OwnedFd) -> io::Result<Vec<String>> {
+pub(super) fn entry_names(fd: &std::os::fd::OwnedFd) -> io::Result<Vec<String>> {
     // Not zeroed (32 KiB per directory was a tenth of a live inventory's
     // instructions): only what the kernel wrote is read.
     let mut buf = Box::<[u8]>::new_uninit_slice(32 * 1024);

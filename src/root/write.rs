@@ -179,36 +179,7 @@ impl Root {
             return Err(proc_refused(logical));
         }
         let mode = self.replaced_mode(&dir, logical, name)?;
-        let tmp = temp_name(name);
-        let f = match create_exclusive(&dir, &tmp) {
-            // A leftover of a crash, or something placed there (a hard link):
-            // unlinking the name leaves whatever it pointed at untouched.
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                unlink_at(&dir, &tmp, 0)?;
-                create_exclusive(&dir, &tmp)?
-            }
-            other => other?,
-        };
-        let mut f = f;
-        f.write_all(bytes)?;
-        if unsafe { libc::fchmod(f.as_raw_fd(), mode) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        f.sync_all()?;
-        drop(f);
-        let (ctmp, cname) = (cstr(&tmp)?, cstr(name)?);
-        if unsafe {
-            libc::renameat(
-                dir.as_raw_fd(),
-                ctmp.as_ptr(),
-                dir.as_raw_fd(),
-                cname.as_ptr(),
-            )
-        } != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-        dir.sync_all()
+        write_beside(&dir, name, bytes, mode)
     }
 
     /// The mode a replacement of `name` gets: the replaced regular file's,
@@ -384,8 +355,36 @@ fn temp_name(name: &str) -> String {
     format!(".{name}.hostknob-new")
 }
 
-fn cstr(s: &str) -> io::Result<CString> {
+pub(super) fn cstr(s: &str) -> io::Result<CString> {
     CString::new(s).map_err(|_| io::ErrorKind::InvalidInput.into())
+}
+
+/// Puts `bytes` at `name` in `dir` with permission bits `mode`: written to
+/// a new temporary file beside it, synced, renamed over the name, the
+/// directory synced.
+pub(super) fn write_beside(dir: &File, name: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let tmp = temp_name(name);
+    let mut f = match create_exclusive(dir, &tmp) {
+        // A leftover of a crash, or something placed there (a hard link):
+        // unlinking the name leaves whatever it pointed at untouched.
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+            unlink_at(dir, &tmp, 0)?;
+            create_exclusive(dir, &tmp)?
+        }
+        other => other?,
+    };
+    f.write_all(bytes)?;
+    if unsafe { libc::fchmod(f.as_raw_fd(), mode) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    f.sync_all()?;
+    drop(f);
+    let (ctmp, cname) = (cstr(&tmp)?, cstr(name)?);
+    let fd = dir.as_raw_fd();
+    if unsafe { libc::renameat(fd, ctmp.as_ptr(), fd, cname.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    dir.sync_all()
 }
 
 /// A new file only: `O_EXCL` refuses an existing name, `O_NOFOLLOW` a link.

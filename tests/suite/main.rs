@@ -32,6 +32,7 @@ mod fleet_units;
 mod hostile;
 mod hostile_bounds;
 mod hostile_links;
+mod hostile_queues;
 mod housekeeping;
 mod import_tuned;
 mod inventory_bad_input;

@@ -11,6 +11,8 @@ pub enum Node {
     File(Vec<u8>, u32),
     Dir(u32),
     Link(PathBuf),
+    /// A FIFO, socket or device node: never opened (a FIFO would block).
+    Special(u32),
 }
 
 pub type Tree = BTreeMap<PathBuf, Node>;
@@ -37,8 +39,10 @@ pub fn tree(dir: &Path) -> Tree {
             } else if meta.is_dir() {
                 stack.push(p.clone());
                 Node::Dir(mode)
-            } else {
+            } else if meta.is_file() {
                 Node::File(std::fs::read(&p).unwrap(), mode)
+            } else {
+                Node::Special(std::os::unix::fs::MetadataExt::mode(&meta))
             };
             out.insert(rel, node);
         }
@@ -87,6 +91,7 @@ fn show(n: &Node) -> String {
         Node::File(b, m) => format!("{:?} {m:o}", String::from_utf8_lossy(b)),
         Node::Dir(m) => format!("dir {m:o}"),
         Node::Link(t) => format!("link {}", t.display()),
+        Node::Special(m) => format!("special {m:o}"),
     }
 }
 
