@@ -97,7 +97,10 @@ fn runnable_verify_lines(plan: &mut IsolatePlan, args: &crate::cli::IsolateArgs)
         None => "DIR".to_string(),
     };
     for v in &mut plan.verify {
-        *v = v.replace("`hostknob verify ", &format!("`hostknob --manifest {dir} verify "));
+        *v = v.replace(
+            "`hostknob verify ",
+            &format!("`hostknob --manifest {dir} verify "),
+        );
     }
     if args.out.is_none() {
         plan.verify.insert(

@@ -236,7 +236,10 @@ mod tests {
     fn names_that_slug_alike_get_distinct_ids() {
         let got = unique_slugs(["ens2.f0", "ens2_f0", "eth0"].into_iter());
         assert_eq!(got[2], "eth0");
-        assert!(got[0].starts_with("ens2-f0-") && got[1].starts_with("ens2-f0-"), "{got:?}");
+        assert!(
+            got[0].starts_with("ens2-f0-") && got[1].starts_with("ens2-f0-"),
+            "{got:?}"
+        );
         assert_ne!(got[0], got[1]);
         // The same name gets the same id whatever else the host has.
         assert_eq!(unique_slugs(["ens2_f0", "ens2-f0"].into_iter())[0], got[1]);

@@ -46,7 +46,8 @@ fn pattern(field: &str, text: &str) -> Result<glob::Pattern, FieldError> {
         ));
     }
     // include/uapi/linux/if.h: IFNAMSIZ 16, the NUL included; `*` may stand for less.
-    if field == "target.interfaces" && !text.contains(['*', '?', '[']) && text.chars().count() > 15 {
+    if field == "target.interfaces" && !text.contains(['*', '?', '[']) && text.chars().count() > 15
+    {
         return Err(FieldError::new(
             field,
             format!("{text:?} is longer than an interface name can be (15 characters, IFNAMSIZ)"),
@@ -322,10 +323,11 @@ pub fn read_back(host: &HostCtx, path: &str) -> std::io::Result<Option<String>> 
 /// Defines a kind over [`EthtoolKnob`]: its `KnobKind` delegates to it.
 macro_rules! ethtool_kind {
     ($kind:ident, $name:ident) => {
-        $crate::knob::nic::ethtool_kind!($kind, $name, |k: &$crate::knob::nic::EthtoolKnob,
-                                                          host: &$crate::knob::HostCtx| {
-            k.survey(host)
-        });
+        $crate::knob::nic::ethtool_kind!(
+            $kind,
+            $name,
+            |k: &$crate::knob::nic::EthtoolKnob, host: &$crate::knob::HostCtx| { k.survey(host) }
+        );
     };
     ($kind:ident, $name:ident, $survey:expr) => {
         impl $crate::knob::KnobKind for $kind {

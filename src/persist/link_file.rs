@@ -445,7 +445,9 @@ pub(super) fn artifact(
             knob.id,
             view.clash.map(|c| format!(" ({c})")).unwrap_or_default(),
             view.needs
-                .map(|v| format!("; its nmcli needs NetworkManager {v} or later (older ones refuse the property)"))
+                .map(|v| format!(
+                    "; its nmcli needs NetworkManager {v} or later (older ones refuse the property)"
+                ))
                 .unwrap_or_default()
         ));
         notes.extend(view.missing.iter().map(|m| format!("{}: {m}", knob.id)));

@@ -560,6 +560,11 @@ mod tests {
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         spin.join().unwrap();
-        assert!(failed.is_empty(), "{} failed reads, first: {}", failed.len(), failed[0]);
+        assert!(
+            failed.is_empty(),
+            "{} failed reads, first: {}",
+            failed.len(),
+            failed[0]
+        );
     }
 }

@@ -668,7 +668,11 @@ pub(crate) mod tests {
         let rule = Rule::for_rounds(6);
         // Noisy rounds whose mean sits at the minimum effect: the interval
         // could only settle after about a million rounds.
-        let a = analyze(&alternating_rounds(1.05f64.ln() - 0.0003, 0.3, 6), Metric::P50, rule);
+        let a = analyze(
+            &alternating_rounds(1.05f64.ln() - 0.0003, 0.3, 6),
+            Metric::P50,
+            rule,
+        );
         let need = a.more_rounds_needed.expect("undecided");
         assert!(need > rule.max_rounds * beyond::PRACTICAL, "{need}");
         let words = a.verdict_words();

@@ -769,21 +769,35 @@ fn isolates_printed_verify_commands_run_as_printed() {
         .filter_map(|l| l.split('`').nth(1))
         .find(|c| c.contains(" verify "))
         .unwrap_or_else(|| panic!("no verify command: {lines:?}"));
-    assert!(verify.contains(&format!("--manifest '{d}' verify ")), "{verify}");
+    assert!(
+        verify.contains(&format!("--manifest '{d}' verify ")),
+        "{verify}"
+    );
     // Not --root: verify's noise probe measures the machine it runs on, and
     // refuses a tree; the command is for the host itself.
     assert!(!verify.contains("--root"), "{verify}");
     // What was missing: the knob's directory. The printed options find it.
     let (head, tail) = verify.split_once(" verify ").unwrap();
     let id = tail.split_whitespace().next().unwrap();
-    let cmd = format!("{} --root {r} knobs {id}", head.replacen("hostknob", bin(), 1));
-    let o = std::process::Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    let cmd = format!(
+        "{} --root {r} knobs {id}",
+        head.replacen("hostknob", bin(), 1)
+    );
+    let o = std::process::Command::new("sh")
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{cmd}: {}", err(&o));
     assert!(out(&o).contains(id), "{cmd}: {}", out(&o));
     // Without --out the lines say where the knobs must be first.
-    let o = hostknob(&["--root", r, "--host", "vm", "--format", "json", "isolate", "--cpus", "1"]);
+    let o = hostknob(&[
+        "--root", r, "--host", "vm", "--format", "json", "isolate", "--cpus", "1",
+    ]);
     let plan: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
     let first = plan["verify"][0].as_str().unwrap();
     assert!(first.contains("--out DIR"), "{first}");
-    assert!(plan["verify"].to_string().contains("--manifest DIR verify"), "{plan}");
+    assert!(
+        plan["verify"].to_string().contains("--manifest DIR verify"),
+        "{plan}"
+    );
 }

@@ -241,11 +241,26 @@ fn isolate_ids_stay_unique_and_names_match_literally() {
     for (i, name) in names.iter().enumerate() {
         let pci: &'static str = Box::leak(format!("0000:{:02x}:00.0", 0x20 + i).into_boxed_str());
         let mac: &'static str = Box::leak(format!("b4:96:91:17:00:{i:02x}").into_boxed_str());
-        add(&root, &Nic { ifname: name, pci, mac, ..ICE });
+        add(
+            &root,
+            &Nic {
+                ifname: name,
+                pci,
+                mac,
+                ..ICE
+            },
+        );
     }
     let (_plan, knobs, dir) = isolate_into(&root, "adl0", "10");
-    let rps: Vec<&String> = knobs.keys().filter(|k| k.starts_with("isolate-rps-")).collect();
-    assert_eq!(rps.len(), names.len(), "one rps knob per interface: {rps:?}");
+    let rps: Vec<&String> = knobs
+        .keys()
+        .filter(|k| k.starts_with("isolate-rps-"))
+        .collect();
+    assert_eq!(
+        rps.len(),
+        names.len(),
+        "one rps knob per interface: {rps:?}"
+    );
     let files = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(files, knobs.len(), "one file per knob id");
     let id_of = |name: &str| {
@@ -265,8 +280,16 @@ fn isolate_ids_stay_unique_and_names_match_literally() {
     let before = |n: &str| tree(&root.join(format!("sys/class/net/{n}/queues/")));
     let others = (before("ens2.f0"), before("ens2_f0"));
     apply_ids(&root, dir.path(), "adl0", &[&star]);
-    assert_eq!(others, (before("ens2.f0"), before("ens2_f0")), "{star} wrote another NIC");
+    assert_eq!(
+        others,
+        (before("ens2.f0"), before("ens2_f0")),
+        "{star} wrote another NIC"
+    );
     let mask = std::fs::read_to_string(root.join("sys/class/net/e*/queues/rx-0/rps_cpus")).unwrap();
-    assert_ne!(mask.trim().trim_start_matches(['0', ',']), "", "{star} left e*'s rx-0 empty");
+    assert_ne!(
+        mask.trim().trim_start_matches(['0', ',']),
+        "",
+        "{star} left e*'s rx-0 empty"
+    );
     revert_all(&root, dir.path(), "adl0");
 }

@@ -260,7 +260,10 @@ fn the_nmcli_command_names_the_networkmanager_release_it_needs() {
     )]);
     let said = err(&hk(&root, m.path(), &["persist", "queues"]));
     assert!(said.contains("ethtool.channels-combined 8"), "{said}");
-    assert!(said.contains("needs NetworkManager 1.46 or later"), "{said}");
+    assert!(
+        said.contains("needs NetworkManager 1.46 or later"),
+        "{said}"
+    );
 }
 
 #[test]
