@@ -92,6 +92,8 @@ pub struct Settings {
     pub budget_legs: usize,
     pub seed: u64,
     pub metric: crate::verify::paired::Metric,
+    /// Limits a step must not break on other metrics.
+    pub guards: Vec<super::race::Guard>,
 }
 
 impl Settings {
@@ -102,6 +104,7 @@ impl Settings {
             budget_legs,
             seed,
             metric: Default::default(),
+            guards: Vec::new(),
         }
     }
 }

@@ -41,6 +41,27 @@ pub enum Ended {
     Stopped,
 }
 
+/// A limit a step must not break on another metric of the same samples
+/// (`--guard p99:no-higher:5%`).
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Guard {
+    pub metric: Metric,
+    /// `no-higher` (true) or `no-lower`.
+    pub upper: bool,
+    /// The ratio's limit: 1.05 for no-higher by 5 %.
+    pub limit: f64,
+    pub text: String,
+}
+
+/// A guard on a step's rounds.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct GuardCheck {
+    pub guard: String,
+    pub outcome: crate::verify::rule::Outcome,
+    pub ratio: f64,
+    pub interval: [f64; 2],
+}
+
 /// A comparison's result.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Compared {
@@ -53,6 +74,8 @@ pub struct Compared {
     pub interval: [f64; 2],
     pub rounds: usize,
     pub words: String,
+    /// The guards on its rounds (steps only): a step that breaks one is not accepted.
+    pub guards: Vec<GuardCheck>,
     pub analysis: Analysis,
 }
 
@@ -77,6 +100,7 @@ pub struct Racer<'b> {
     pub records: Vec<RoundRecord>,
     /// Why the search stopped early (a signal), if it did.
     pub stopped: Option<String>,
+    pub guards: Vec<Guard>,
     pub progress: &'b mut dyn FnMut(&str),
 }
 
@@ -176,7 +200,11 @@ impl Racer<'_> {
                 };
                 let l = line(name, c, &a, ended, self);
                 (self.progress)(&l);
-                *d = Some(compared(c, a, ended));
+                let mut done = compared(c, a, ended);
+                if c.role == Role::Step {
+                    done.guards = check_guards(&self.guards, &pairs(&samples, c), c.rule);
+                }
+                *d = Some(done);
             }
         }
         let why = if self.stopped.is_some() {
@@ -253,8 +281,24 @@ fn compared(c: &Comparison, a: Analysis, ended: Ended) -> Compared {
         interval: a.interval,
         rounds: a.ratios.len(),
         words,
+        guards: Vec::new(),
         analysis: a,
     }
+}
+
+fn check_guards(guards: &[Guard], rounds: &[paired::Round], rule: Rule) -> Vec<GuardCheck> {
+    guards
+        .iter()
+        .map(|g| {
+            let a = paired::analyze(rounds, g.metric, rule);
+            GuardCheck {
+                guard: g.text.clone(),
+                outcome: crate::verify::rule::interval_within(a.interval, g.limit, g.upper),
+                ratio: a.ratio,
+                interval: a.interval,
+            }
+        })
+        .collect()
 }
 
 /// One progress line per decided comparison, with the budget used and left.

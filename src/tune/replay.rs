@@ -11,11 +11,19 @@ use super::{Bench, Leg};
 pub struct Replay {
     records: Vec<RoundRecord>,
     at: usize,
+    /// The run's budget in legs after its pilot, and its seconds per leg.
+    pub budget_legs: Option<usize>,
+    pub leg_seconds: Option<f64>,
 }
 
 impl Replay {
     pub fn new(records: Vec<RoundRecord>) -> Replay {
-        Replay { records, at: 0 }
+        Replay {
+            records,
+            at: 0,
+            budget_legs: None,
+            leg_seconds: None,
+        }
     }
 
     /// Every recorded round was asked for: the replay followed the run to its end.
@@ -62,5 +70,13 @@ impl Bench for Replay {
         }
         self.at += 1;
         Ok(Some(r.samples.clone()))
+    }
+
+    fn budget_legs(&mut self, _: usize) -> Option<usize> {
+        self.budget_legs
+    }
+
+    fn leg_seconds(&self) -> Option<f64> {
+        self.leg_seconds
     }
 }

@@ -9,6 +9,7 @@ use super::race::{Compared, Comparison, Ended, Racer, RoundRecord};
 use super::{Bench, Config, Leg};
 use crate::verify::bundle::{self, Share};
 use crate::verify::paired::{Analysis, Rule, Verdict};
+use crate::verify::rule::Outcome as Met;
 
 /// One knob's race.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -140,6 +141,7 @@ pub fn run(
         legs_used: 0,
         records: Vec::new(),
         stopped: None,
+        guards: s.guards.clone(),
         progress,
     };
     let (pilot, plan) = pilot(dims, s, &mut racer)?;
@@ -263,6 +265,7 @@ fn race_knob(
         .iter()
         .filter(|c| c.role == Role::Step && c.ended == Ended::Decided)
         .filter(|c| c.verdict == Verdict::Improved)
+        .filter(|c| !c.guards.iter().any(|g| g.outcome == Met::NotMet))
         .min_by(|a, b| a.ratio.total_cmp(&b.ratio));
     let accepted = best.map(|c| {
         let j = (0..d.values.len())
