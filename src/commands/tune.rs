@@ -36,13 +36,13 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     let sp = space::load(file, manifest.as_ref()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let opts = options(args)?;
     let session = t.session(&g.state);
-    let (searched, not_searched): (Vec<&space::Entry>, Vec<&space::Entry>) =
-        sp.entries.iter().partition(|e| e.not_runtime.is_none());
-    let not_searched: Vec<NotSearched> = not_searched
+    let searched: Vec<&space::Entry> = sp.entries.iter().collect();
+    let not_searched: Vec<NotSearched> = sp
+        .skipped
         .iter()
         .map(|e| NotSearched {
             knob: e.id.clone(),
-            reason: e.not_runtime.clone().unwrap_or_default(),
+            reason: e.reason.clone(),
         })
         .collect();
     let quiet = g.quiet.quiet;

@@ -66,9 +66,15 @@ impl<'a, 's> HostBench<'a, 's> {
         budget_s: f64,
     ) -> Result<Self> {
         for e in &entries {
-            for (k, v) in e.variants.iter().zip(&e.values) {
+            for (j, (k, v)) in e.variants.iter().zip(&e.values).enumerate() {
                 verify::check_variant(session, k).with_context(|| {
-                    format!("{}:{}: {} value {v}", file.display(), e.line, e.id)
+                    format!(
+                        "{}:{}: knobs[{}].values[{j}]: {} value {v}",
+                        file.display(),
+                        e.line,
+                        e.index,
+                        e.id
+                    )
                 })?;
             }
         }

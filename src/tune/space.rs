@@ -49,20 +49,32 @@ struct Range {
 /// One knob of the space, every value checked by its kind.
 pub struct Entry {
     pub id: String,
-    /// The entry's line in the space file.
+    /// The entry's line in the space file, and its place in `knobs`.
     pub line: usize,
+    pub index: usize,
     pub base: Knob,
     pub values: Vec<String>,
     /// The knob once per value (`set:` replaced).
     pub variants: Vec<Knob>,
-    /// Why it is not searched (it does not take effect at runtime).
-    pub not_runtime: Option<String>,
+}
+
+/// A knob of the space that is not searched, and why (its values unchecked).
+pub struct Skipped {
+    pub id: String,
+    pub line: usize,
+    pub reason: String,
 }
 
 pub struct Space {
     pub file: PathBuf,
     pub text: String,
     pub entries: Vec<Entry>,
+    pub skipped: Vec<Skipped>,
+}
+
+enum Parsed {
+    Searched(Box<Entry>),
+    Skipped(Skipped),
 }
 
 /// Why a kind cannot be searched by switching it between legs.
@@ -101,16 +113,24 @@ pub fn load(file: &Path, manifest: Option<&Manifest>) -> Result<Space, ManifestE
     }
     let mut errors = Vec::new();
     let mut entries: Vec<Entry> = Vec::new();
+    let mut skipped = Vec::new();
     for (i, e) in doc.knobs.into_iter().enumerate() {
         let at = |f: &str| format!("knobs[{i}]{}{f}", if f.is_empty() { "" } else { "." });
-        match entry(&source, e, manifest, &at) {
-            Ok(e) => {
+        match entry(&source, e, manifest, &at).map(|p| match p {
+            Parsed::Searched(mut e) => {
+                e.index = i;
+                Parsed::Searched(e)
+            }
+            s => s,
+        }) {
+            Ok(Parsed::Searched(e)) => {
                 if entries.iter().any(|o| o.id == e.id) {
                     errors.push(source.error(&at("id"), format!("{} is given twice", e.id)));
                 } else {
-                    entries.push(e);
+                    entries.push(*e);
                 }
             }
+            Ok(Parsed::Skipped(s)) => skipped.push(s),
             Err(mut es) => errors.append(&mut es),
         }
     }
@@ -121,6 +141,7 @@ pub fn load(file: &Path, manifest: Option<&Manifest>) -> Result<Space, ManifestE
         file: file.to_path_buf(),
         text,
         entries,
+        skipped,
     })
 }
 
@@ -129,7 +150,7 @@ fn entry(
     e: EntryDoc,
     manifest: Option<&Manifest>,
     at: &dyn Fn(&str) -> String,
-) -> Result<Entry, Vec<ManifestError>> {
+) -> Result<Parsed, Vec<ManifestError>> {
     let err = |f: &str, m: String| vec![source.error(&at(f), m)];
     let line = crate::manifest::locate::line_of(&source.text, &at("")).unwrap_or(1);
     let values: Vec<String> = match (e.values, e.range) {
@@ -153,12 +174,19 @@ fn entry(
                 return Err(err("target", "a manifest knob keeps its own target: give `kind` instead of `id` to name another".into()));
             }
             match manifest.and_then(|m| m.get(id)) {
+                Some(k) if not_runtime(k.kind).is_some() => {
+                    return Ok(skip(id.clone(), line, k.kind));
+                }
                 Some(k) => variant::with_set(k, &k.spec.desired()).map_err(|m| err("id", m))?,
                 None => {
                     let hint = manifest.map(|m| m.did_you_mean(id)).unwrap_or_else(|| " (no --manifest was given)".into());
                     return Err(err("id", format!("no knob {id} in the manifest{hint}")));
                 }
             }
+        }
+        (None, Some(kind)) if KindName::parse(kind).and_then(not_runtime).is_some() => {
+            let k = KindName::parse(kind).expect("parsed above");
+            return Ok(skip(format!("{kind} (line {line})"), line, k));
         }
         (None, Some(kind)) => kind_knob(source, line, kind, e.target.as_ref(), &values[0], at)?,
     };
@@ -179,13 +207,21 @@ fn entry(
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(Entry {
+    Ok(Parsed::Searched(Box::new(Entry {
         id: base.id.clone(),
         line,
-        not_runtime: not_runtime(base.kind).map(String::from),
+        index: 0,
         base,
         values,
         variants,
+    })))
+}
+
+fn skip(id: String, line: usize, kind: KindName) -> Parsed {
+    Parsed::Skipped(Skipped {
+        id,
+        line,
+        reason: not_runtime(kind).unwrap_or_default().to_string(),
     })
 }
 
