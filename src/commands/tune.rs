@@ -54,7 +54,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     }
     let lock = session.lock(args.wait).map_err(|e| anyhow::anyhow!("{e}"))?;
     let result = (|| -> Result<i32> {
-        let dims = host::dims(&session, &searched)?;
+        let dims = host::dims(&session, file, &searched)?;
         let mut bench = HostBench::new(&session, searched.clone(), file, &opts, args.budget.as_secs_f64())?;
         let mut s = Settings::new(usize::MAX / 4, opts.seed);
         s.min_effect = args.min_effect;

@@ -35,14 +35,26 @@ pub struct HostBench<'a, 's> {
     pub started: Instant,
 }
 
+/// A kind's message about a variant, placed at its entry of the space file
+/// (the variant's own `file:line:` counts lines of the document tune wrote).
+fn at_entry(file: &std::path::Path, e: &Entry, m: &str) -> anyhow::Error {
+    let prefix = format!("{}:", e.base.source.file.display());
+    let m = match m.strip_prefix(&prefix) {
+        Some(rest) => rest.split_once(": ").map_or(rest, |(_, r)| r),
+        None => m,
+    };
+    anyhow!("{}:{}: knobs[{}]: {m}", file.display(), e.line, e.index)
+}
+
 /// Each searched entry as the core's dimension, its as-found value found by planning.
-pub fn dims(session: &Session, entries: &[&Entry]) -> Result<Vec<Dim>> {
+pub fn dims(session: &Session, file: &std::path::Path, entries: &[&Entry]) -> Result<Vec<Dim>> {
     entries
         .iter()
         .map(|e| {
             let mut as_found = None;
             for (j, k) in e.variants.iter().enumerate() {
-                let p = crate::apply::plan::plan(&session.ctx, &[k]).map_err(|m| anyhow!(m))?;
+                let p = crate::apply::plan::plan(&session.ctx, &[k])
+                    .map_err(|m| at_entry(file, e, &m.to_string()))?;
                 if p.steps.is_empty() && verify::held_request(k).is_none() {
                     as_found = Some(j);
                 }

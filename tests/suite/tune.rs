@@ -205,7 +205,7 @@ fn bad_space_files_are_refused_naming_file_line_and_field() {
         ("knobs: []\nextra: 1\n", ":2", "unknown field `extra`"),
         ("knobs:\n  - kind: sysctl\n    target: {name: kernel.msgmax}\n    values: [1]\n    step: 2\n", ":5", "unknown field `step`"),
         ("knobs:\n  - kind: sysctls\n    values: [1]\n", "knobs[0].kind", "unknown kind"),
-        ("knobs:\n  - kind: thp\n    target: {setting: defrag}\n    values: [madvise, sometimes]\n", "knobs[0].values[1]", "sometimes"),
+        ("knobs:\n  - kind: thp\n    target: {setting: defrag}\n    values: [madvise, sometimes]\n", ":2: knobs[0].values[1]", "sometimes is not a choice"),
         ("knobs:\n  - kind: sysctl\n    target: {name: kernel.msgmax}\n    range: {from: 10, to: 1, step: 1}\n", "knobs[0].range", "above"),
         ("knobs:\n  - kind: sysctl\n    target: {name: kernel.msgmax}\n    range: {from: 1, to: 100, step: 1}\n", "knobs[0].range", "at most 12"),
         ("knobs:\n  - kind: sysctl\n    target: {name: kernel.msgmax}\n    values: [1, 1]\n", "knobs[0].values[1]", "given twice"),
@@ -230,7 +230,8 @@ fn bad_space_files_are_refused_naming_file_line_and_field() {
     let sp = space(t.path(), "knobs:\n  - kind: sysctl\n    target: {name: kernel.nope}\n    values: [1]\n");
     let o = tune(&root, m.path(), &["--space", sp.to_str().unwrap(), "--out", out_dir.to_str().unwrap()], &cmd);
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
-    assert!(err(&o).contains("space.yaml:2"), "{}", err(&o));
+    let e = err(&o);
+    assert!(e.contains("space.yaml:2: knobs[0]: ") && e.contains("no sysctl kernel.nope"), "{e}");
     assert!(!out_dir.exists());
     assert_tree(&before, &root, "after the refusals");
 }
