@@ -48,6 +48,18 @@ pub enum Role {
     Retest,
 }
 
+/// A limit a step must not break on another metric of the same samples
+/// (`--guard p99:no-higher:5%`).
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Guard {
+    pub metric: crate::verify::paired::Metric,
+    /// `no-higher` (true) or `no-lower`.
+    pub upper: bool,
+    /// The ratio's limit: 1.05 for no-higher by 5 %.
+    pub limit: f64,
+    pub text: String,
+}
+
 /// One knob of the space as the core sees it.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Dim {
@@ -93,7 +105,7 @@ pub struct Settings {
     pub seed: u64,
     pub metric: crate::verify::paired::Metric,
     /// Limits a step must not break on other metrics.
-    pub guards: Vec<super::race::Guard>,
+    pub guards: Vec<Guard>,
 }
 
 impl Settings {

@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::design::{FUTILITY_CONFIDENCE, Role};
+use super::design::{FUTILITY_CONFIDENCE, Guard, Role};
 use super::{Bench, Leg};
 use crate::verify::Shuffle;
 use crate::verify::paired::{self, Analysis, Decision, Metric, Rule, Verdict};
@@ -39,18 +39,6 @@ pub enum Ended {
     Budget,
     /// A signal stopped the search.
     Stopped,
-}
-
-/// A limit a step must not break on another metric of the same samples
-/// (`--guard p99:no-higher:5%`).
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct Guard {
-    pub metric: Metric,
-    /// `no-higher` (true) or `no-lower`.
-    pub upper: bool,
-    /// The ratio's limit: 1.05 for no-higher by 5 %.
-    pub limit: f64,
-    pub text: String,
 }
 
 /// A guard on a step's rounds.
