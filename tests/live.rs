@@ -27,6 +27,8 @@ mod noise;
 mod sweep;
 #[path = "live/threads.rs"]
 mod threads;
+#[path = "live/tune.rs"]
+mod tune;
 #[path = "live/units.rs"]
 mod units;
 

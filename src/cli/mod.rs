@@ -13,9 +13,11 @@ use std::time::Duration;
 mod import;
 mod isolate;
 mod probe;
+mod tune;
 pub use import::{ImportArgs, ImportTool};
 pub use isolate::IsolateArgs;
 pub use probe::*;
+pub use tune::TuneArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -234,6 +236,15 @@ hostknob verify resume-latency-cpu1 --sweep 0,5,20,100,n/a --svg /tmp/knee.svg\n
 hostknob verify cpuidle-no-deep-state thp-madvise       # a bundle: each knob's share"
     )]
     Verify(VerifyArgs),
+    /// Search a space of knob values for the ones that help this host, each step a verify verdict, with a stated false-step rate; advice as a manifest directory.
+    #[command(
+        long_about = include_str!("../help/tune.txt"),
+        after_help = "Examples:\n  hostknob tune --space space.yaml --plan --budget 20m\n  \
+hostknob tune --space space.yaml --out /tmp/tuned --budget 30m --svg\n  \
+hostknob tune --space ipc.yaml --out /tmp/ipc --probe command --metric 'regex:took ([0-9.]+) ms' -- ./bench.sh\n  \
+hostknob tune --replay /tmp/tuned            # every decision again from the recorded samples"
+    )]
+    Tune(TuneArgs),
     /// Plan which CPUs to isolate from this host's topology, as manifest knobs to review and apply.
     #[command(
         long_about = include_str!("../help/isolate.txt"),
@@ -445,7 +456,7 @@ pub enum Mechanism {
 }
 
 /// `5%` or `5` as 0.05.
-fn parse_percent(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_percent(text: &str) -> Result<f64, String> {
     let t = text.trim().trim_end_matches('%').trim();
     match t.parse::<f64>() {
         Ok(p) if (0.0..100.0).contains(&p) => Ok(p / 100.0),

@@ -16,6 +16,7 @@ pub(crate) mod probe;
 pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod schema;
+pub(crate) mod tune;
 pub(crate) mod verify;
 mod verify_multi;
 
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Persist(args) => persist::run(args),
         Command::Hold(args) => hold::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Tune(args) => tune::run(args),
         Command::Isolate(args) => isolate::run(args),
         Command::Import(args) => import::run(args),
         Command::Report(args) => report::run(args),
@@ -60,6 +62,7 @@ fn quiet(c: &Command) -> bool {
         Command::Revert(a) => a.change.quiet.quiet,
         Command::Persist(a) => a.change.quiet.quiet,
         Command::Verify(a) => a.change.quiet.quiet,
+        Command::Tune(a) => a.change.quiet.quiet,
         _ => true,
     }
 }

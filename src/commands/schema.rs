@@ -61,6 +61,7 @@ contracts! {
     "error" => crate::contract::ErrorReport,
     "verify-sweep" => crate::verify::sweep::SweepReport,
     "verify-bundle" => crate::verify::bundle::BundleReport,
+    "tune" => crate::tune::output::TuneReport,
     "report" => crate::report::FleetReport,
     "isolate" => crate::isolate::IsolatePlan,
     "report-compare" => crate::report::FleetChange,

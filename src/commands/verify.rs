@@ -9,9 +9,9 @@ use crate::verify;
 /// Parses the probe's own options as `hostknob probe NAME ...` would.
 #[derive(Parser, Debug)]
 #[command(name = "hostknob probe", no_binary_name = true)]
-struct ProbeLine {
+pub(super) struct ProbeLine {
     #[command(subcommand)]
-    probe: ProbeCommand,
+    pub(super) probe: ProbeCommand,
 }
 
 pub fn run(args: &VerifyArgs) -> Result<i32> {

@@ -98,7 +98,7 @@ impl Source {
         self.error(&e.field, e.message)
     }
 
-    fn yaml_error(&self, e: &serde_yaml::Error) -> ManifestError {
+    pub fn yaml_error(&self, e: &serde_yaml::Error) -> ManifestError {
         let raw = e.to_string();
         let (field, mut message) = split_yaml_message(&raw);
         let mut rel_line = e.location().map(|l| l.line());

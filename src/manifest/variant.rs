@@ -23,14 +23,28 @@ pub fn with_set(knob: &Knob, value: &str) -> Result<Knob, String> {
         first_line: knob.source.first_line,
         text,
     };
-    read_knob(source).map_err(|errors| {
-        errors
-            .into_iter()
-            .map(|e| match e.field {
-                Some(f) => format!("{f}: {}", e.message),
-                None => e.message,
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    })
+    read_knob(source).map_err(joined)
+}
+
+/// A knob read from a document written by hostknob (a `tune` space's
+/// `kind`+`target` entry): the kind's messages when it refuses it.
+pub fn from_text(file: &std::path::Path, first_line: usize, text: String) -> Result<Knob, String> {
+    let source = Source {
+        file: file.to_path_buf(),
+        first_line,
+        text,
+    };
+    read_knob(source).map_err(joined)
+}
+
+/// The loader's errors as one line, field first.
+fn joined(errors: Vec<super::ManifestError>) -> String {
+    errors
+        .into_iter()
+        .map(|e| match e.field {
+            Some(f) => format!("{f}: {}", e.message),
+            None => e.message,
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -11,6 +11,7 @@ pub mod probe;
 pub mod prometheus;
 pub mod svg;
 pub mod sweep;
+pub mod tune;
 pub mod verify;
 
 use anyhow::Result;

@@ -38,7 +38,7 @@ pub struct Share {
 }
 
 /// A knob named as a candidate to drop, with why.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Drop {
     pub knob: String,
     pub reason: String,
@@ -46,7 +46,7 @@ pub struct Drop {
 
 /// One re-test of the backward elimination: a candidate's share in the
 /// reduced bundle (the knobs kept so far / the same without it).
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Retest {
     /// The reduced bundle the candidate was re-tested in.
     pub bundle: Vec<String>,

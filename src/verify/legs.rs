@@ -84,7 +84,7 @@ impl Drop for Guard<'_, '_> {
 }
 
 /// Sleeps `d` in short slices so a signal ends it promptly.
-pub(super) fn settle(d: Duration) -> bool {
+pub(crate) fn settle(d: Duration) -> bool {
     let end = Instant::now() + d;
     while Instant::now() < end {
         if probe::cancelled() {

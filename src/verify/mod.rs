@@ -30,6 +30,8 @@ pub mod split;
 pub mod sweep;
 
 pub use multi::{Plan, Shuffle};
+pub(crate) use legs::settle;
+pub(crate) use multi::{Snapshot, Switch, check_variant, snapshot_all};
 pub use record::{record, summary};
 pub use record_multi::{record_bundle, record_sweep, sweep_summary};
 
@@ -216,7 +218,7 @@ fn fold_warnings(all: Vec<String>) -> Vec<String> {
 }
 
 /// The knob's files and values, to check that the host is as found.
-fn snapshot(session: &Session, knob: &Knob) -> Result<Vec<(String, Option<String>)>> {
+pub(crate) fn snapshot(session: &Session, knob: &Knob) -> Result<Vec<(String, Option<String>)>> {
     let survey = knob
         .spec
         .survey(&session.ctx)
@@ -431,7 +433,7 @@ fn overrule(
 }
 
 /// The probe with its CPUs placed from the knob's target (see `placement`).
-fn place_probe(
+pub(crate) fn place_probe(
     session: &Session,
     knob: &Knob,
     opts: &Options,

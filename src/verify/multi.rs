@@ -68,16 +68,23 @@ impl Shuffle {
 }
 
 /// What is applied now, by knob id and value; reverts it all on an early end.
-struct Switch<'a, 's> {
+pub(crate) struct Switch<'a, 's> {
     session: &'a Session<'s>,
     applied: Vec<(String, String)>,
 }
 
 const LEG: ApplyOptions = super::legs::Guard::LEG;
 
-impl Switch<'_, '_> {
+impl<'a, 's> Switch<'a, 's> {
+    pub(crate) fn new(session: &'a Session<'s>) -> Self {
+        Switch {
+            session,
+            applied: Vec::new(),
+        }
+    }
+
     /// Reverts what the leg does not want, then applies what it wants that is not applied.
-    fn to(&mut self, want: &[&Knob]) -> Result<()> {
+    pub(crate) fn to(&mut self, want: &[&Knob]) -> Result<()> {
         let key = |k: &Knob| (k.id.clone(), k.spec.desired());
         let written: Vec<&Knob> = want
             .iter()
@@ -134,7 +141,7 @@ impl Switch<'_, '_> {
         Ok(())
     }
 
-    fn restore(&mut self) -> Result<()> {
+    pub(crate) fn restore(&mut self) -> Result<()> {
         let ids: Vec<String> = self.applied.iter().map(|a| a.0.clone()).collect();
         self.revert(&ids)
     }
@@ -209,7 +216,7 @@ impl MultiRun {
 /// Refuses a knob with unreverted changes or another knob's files in the
 /// journal, and a value the host cannot take. A value already in effect is
 /// allowed: its leg writes nothing (an as-found control).
-fn check_variant(session: &Session, knob: &Knob) -> Result<()> {
+pub(crate) fn check_variant(session: &Session, knob: &Knob) -> Result<()> {
     let journaled = session.journal().entries()?;
     apply::others_on_files(&journaled, knob, &session.ctx).map_err(|e| anyhow!(e))?;
     if journaled.iter().any(|e| e.knob == knob.id) {
@@ -259,9 +266,9 @@ fn distinct<'k>(variants: &[Variant<'k>]) -> Vec<&'k Knob> {
 }
 
 /// Each knob's files and what they held (`None`: absent).
-type Snapshot = Vec<(String, Option<String>)>;
+pub(crate) type Snapshot = Vec<(String, Option<String>)>;
 
-fn snapshot_all(session: &Session, knobs: &[&Knob]) -> Result<Vec<Snapshot>> {
+pub(crate) fn snapshot_all(session: &Session, knobs: &[&Knob]) -> Result<Vec<Snapshot>> {
     knobs.iter().map(|k| super::snapshot(session, k)).collect()
 }
 

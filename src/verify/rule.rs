@@ -250,7 +250,11 @@ pub enum Outcome {
 /// least `limit` (no-lower)? Met only when the whole interval is on the
 /// allowed side, not met only when the whole interval is past it.
 pub fn within(d: &Decided, limit: f64, upper: bool) -> Outcome {
-    let [lo, hi] = d.interval;
+    interval_within(d.interval, limit, upper)
+}
+
+/// [`within`] on an interval alone (an analysis's).
+pub fn interval_within([lo, hi]: [f64; 2], limit: f64, upper: bool) -> Outcome {
     match upper {
         true if hi <= limit => Outcome::Met,
         true if lo > limit => Outcome::NotMet,

@@ -80,6 +80,7 @@ mod readme_tour;
 mod shipped_catalog;
 mod tables_width;
 mod thread_affinity;
+mod tune;
 mod tuned_coexist;
 mod verify;
 mod verify_command;
