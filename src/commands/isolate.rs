@@ -102,13 +102,6 @@ fn runnable_verify_lines(plan: &mut IsolatePlan, args: &crate::cli::IsolateArgs)
             &format!("`hostknob --manifest {dir} verify "),
         );
     }
-    if args.out.is_none() {
-        plan.verify.insert(
-            0,
-            "save the fragment's documents as files in a directory DIR (`--out DIR` writes them), then:"
-                .into(),
-        );
-    }
 }
 
 fn summary(plan: &IsolatePlan) -> String {
@@ -122,7 +115,8 @@ fn summary(plan: &IsolatePlan) -> String {
     for w in &plan.warnings {
         s += &format!("  warning: {w}\n");
     }
-    s += "  verify (lost µs per second on the isolated CPUs, and who took them):\n";
+    s += "  verify (lost µs per second on the isolated CPUs, and who took them; DIR holds the \
+          fragment's files, which --out DIR writes):\n";
     for v in &plan.verify {
         s += &format!("    {v}\n");
     }

@@ -21,7 +21,11 @@ use crate::tune::{search, space};
 use crate::verify::{self, paired::Metric};
 
 pub fn run(args: &TuneArgs) -> Result<i32> {
-    let guards = args.guard.iter().map(|g| guard(g)).collect::<Result<Vec<_>>>()?;
+    let guards = args
+        .guard
+        .iter()
+        .map(|g| guard(g))
+        .collect::<Result<Vec<_>>>()?;
     if let Some(dir) = &args.replay {
         return replay(args, dir);
     }
@@ -50,12 +54,23 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         eprintln!("hostknob: not searched: {}: {}", n.knob, n.reason);
     }
     if searched.is_empty() {
-        bail!("{}: no knob of the space takes effect at runtime: nothing to search", file.display());
+        bail!(
+            "{}: no knob of the space takes effect at runtime: nothing to search",
+            file.display()
+        );
     }
-    let lock = session.lock(args.wait).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let lock = session
+        .lock(args.wait)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let result = (|| -> Result<i32> {
         let dims = host::dims(&session, file, &searched)?;
-        let mut bench = HostBench::new(&session, searched.clone(), file, &opts, args.budget.as_secs_f64())?;
+        let mut bench = HostBench::new(
+            &session,
+            searched.clone(),
+            file,
+            &opts,
+            args.budget.as_secs_f64(),
+        )?;
         let mut s = Settings::new(usize::MAX / 4, opts.seed);
         s.min_effect = args.min_effect;
         s.guards = guards;
@@ -118,7 +133,13 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         };
         let probe_value = probe_in_manifest(&opts, command.as_ref());
         let out = args.out.as_deref().expect("clap requires --out");
-        write(out, &report_files(&mut report, &searched, &probe_value)?, &mut report, &record, args.svg)?;
+        write(
+            out,
+            &report_files(&mut report, &searched, &probe_value)?,
+            &mut report,
+            &record,
+            args.svg,
+        )?;
         print(&report, g.format.format.into())?;
         Ok(code(&report))
     })();
@@ -152,7 +173,10 @@ fn plan_only(
         println!("pilot (as found twice, nothing written): {}", p.words);
     }
     for (d, e) in dims.iter().zip(entries) {
-        let found = d.as_found.map(|j| format!(" (the host has {})", d.values[j])).unwrap_or_default();
+        let found = d
+            .as_found
+            .map(|j| format!(" (the host has {})", d.values[j]))
+            .unwrap_or_default();
         println!(
             "knob {}: {} values{found}: {}; legs per round: {} (current, sham, each value)",
             d.id,
@@ -170,18 +194,31 @@ fn plan_only(
 
 /// The verify options the legs run with: the built-in probe, or the command.
 fn options(args: &TuneArgs) -> Result<verify::Options> {
-    let command = (args.probe == "command").then(|| command_probe(args)).transpose()?;
-    let name = if command.is_some() { "wakeup".to_string() } else { args.probe.clone() };
+    let command = (args.probe == "command")
+        .then(|| command_probe(args))
+        .transpose()?;
+    let name = if command.is_some() {
+        "wakeup".to_string()
+    } else {
+        args.probe.clone()
+    };
     if !crate::schema::Probe::parse(&name).is_some_and(crate::schema::Probe::is_latency) {
         bail!(
             "--probe {name}: tune compares latency distributions or a command's metric (use {}, or command)",
             crate::schema::Probe::latency_names()
         );
     }
-    let extra: Vec<String> = if command.is_some() { Vec::new() } else { args.probe_args.clone() };
+    let extra: Vec<String> = if command.is_some() {
+        Vec::new()
+    } else {
+        args.probe_args.clone()
+    };
     let probe = match ProbeLine::try_parse_from(std::iter::once(name.clone()).chain(extra)) {
         Ok(p) => p.probe,
-        Err(e) => bail!("probe options after `--`: {}", e.to_string().lines().next().unwrap_or("invalid")),
+        Err(e) => bail!(
+            "probe options after `--`: {}",
+            e.to_string().lines().next().unwrap_or("invalid")
+        ),
     };
     Ok(verify::Options {
         rounds: design::FIRST_LOOK,
@@ -193,7 +230,11 @@ fn options(args: &TuneArgs) -> Result<verify::Options> {
                 .map(|d| d.as_secs())
                 .unwrap_or(0)
         }),
-        probe_name: if command.is_some() { "command".into() } else { name },
+        probe_name: if command.is_some() {
+            "command".into()
+        } else {
+            name
+        },
         probe: super::probe::latency_probe(&probe)?,
         wait: args.wait,
         force: false,
@@ -207,10 +248,18 @@ fn command_probe(args: &TuneArgs) -> Result<CommandProbe> {
         bail!("--probe command: give the command after `--` (`-- ./bench.sh --quick`)");
     }
     let metric = match args.metric.as_deref() {
-        Some(m) if m.starts_with("regex:") => MetricSource { regex: Some(m[6..].into()), ..Default::default() },
-        Some(m) if m.starts_with("json:") => MetricSource { json: Some(m[5..].into()), ..Default::default() },
+        Some(m) if m.starts_with("regex:") => MetricSource {
+            regex: Some(m[6..].into()),
+            ..Default::default()
+        },
+        Some(m) if m.starts_with("json:") => MetricSource {
+            json: Some(m[5..].into()),
+            ..Default::default()
+        },
         Some(m) => bail!("--metric {m}: give `regex:RE` (one group: the number) or `json:PATH`"),
-        None => bail!("--probe command needs --metric: `regex:RE` (one group: the number) or `json:PATH`"),
+        None => bail!(
+            "--probe command needs --metric: `regex:RE` (one group: the number) or `json:PATH`"
+        ),
     };
     let better = match args.better.as_str() {
         "lower" => Better::Lower,
@@ -228,14 +277,21 @@ fn command_probe(args: &TuneArgs) -> Result<CommandProbe> {
         cpus: None,
     };
     if let Some((field, m)) = c.check().into_iter().next() {
-        bail!("--probe command: {}: {m}", field.trim_start_matches("verify.probe."));
+        bail!(
+            "--probe command: {}: {m}",
+            field.trim_start_matches("verify.probe.")
+        );
     }
     Ok(c)
 }
 
 /// `METRIC:no-higher:PCT` or `METRIC:no-lower:PCT`.
 fn guard(text: &str) -> Result<Guard> {
-    let bad = || anyhow::anyhow!("--guard {text}: give METRIC:no-higher:PCT or METRIC:no-lower:PCT (`p99:no-higher:5%`)");
+    let bad = || {
+        anyhow::anyhow!(
+            "--guard {text}: give METRIC:no-higher:PCT or METRIC:no-lower:PCT (`p99:no-higher:5%`)"
+        )
+    };
     let mut parts = text.splitn(3, ':');
     let (Some(m), Some(way), Some(pct)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad());
@@ -260,7 +316,10 @@ fn caveats(o: &search::Outcome) -> Vec<String> {
         "a one-knob-at-a-time search: knobs that help only together are not looked for".to_string(),
     ];
     if o.partial {
-        out.push("PARTIAL: the search was stopped before its end; the advice covers what was decided".into());
+        out.push(
+            "PARTIAL: the search was stopped before its end; the advice covers what was decided"
+                .into(),
+        );
     }
     if !o.shams.claimed.is_empty() {
         out.push(o.shams.words.clone());
@@ -277,28 +336,46 @@ fn report_files(
     let date = crate::manifest::ledger::today();
     let mut files = Vec::new();
     for a in &r.outcome.shipped {
-        let e = entries.iter().find(|e| e.id == a.knob).context("a shipped knob of the space")?;
+        let e = entries
+            .iter()
+            .find(|e| e.id == a.knob)
+            .context("a shipped knob of the space")?;
         let name = format!("{}.yaml", crate::name::slug(&e.id));
-        files.push((name.clone(), output::knob_file(e, a, &r.outcome, &r.host, &date, probe)?));
+        files.push((
+            name.clone(),
+            output::knob_file(e, a, &r.outcome, &r.host, &date, probe)?,
+        ));
         r.files.push(name);
     }
     Ok(files)
 }
 
 /// The probe as a knob file's `verify.probe`: its name, or the command.
-fn probe_in_manifest(opts: &verify::Options, placed: Option<&verify::command::Placed>) -> serde_yaml::Value {
+fn probe_in_manifest(
+    opts: &verify::Options,
+    placed: Option<&verify::command::Placed>,
+) -> serde_yaml::Value {
     match (&opts.command, placed) {
         (Some(c), _) => serde_yaml::to_value(c.as_ref()).unwrap_or(serde_yaml::Value::Null),
         _ => serde_yaml::Value::String(opts.probe_name.clone()),
     }
 }
 
-fn write(dir: &Path, knobs: &[(String, String)], r: &mut TuneReport, record: &Record, svg: bool) -> Result<()> {
+fn write(
+    dir: &Path,
+    knobs: &[(String, String)],
+    r: &mut TuneReport,
+    record: &Record,
+    svg: bool,
+) -> Result<()> {
     let mut files = knobs.to_vec();
     let json = serde_json::to_string_pretty(&crate::contract::Versioned::new(&*r))? + "\n";
     files.push((output::REPORT_JSON.into(), json));
     files.push((output::REPORT_TEXT.into(), render::tune::table(r)));
-    files.push((output::SAMPLES.into(), serde_json::to_string(record)? + "\n"));
+    files.push((
+        output::SAMPLES.into(),
+        serde_json::to_string(record)? + "\n",
+    ));
     if svg {
         files.push((output::SVG.into(), render::tune::path(r)));
     }
@@ -327,16 +404,26 @@ fn code(r: &TuneReport) -> i32 {
 /// `--replay DIR`: the search again on the recorded rounds; the host untouched.
 fn replay(args: &TuneArgs, dir: &Path) -> Result<i32> {
     let read = |name: &str| {
-        std::fs::read_to_string(dir.join(name)).with_context(|| format!("--replay {}: reading {name}", dir.display()))
+        std::fs::read_to_string(dir.join(name))
+            .with_context(|| format!("--replay {}: reading {name}", dir.display()))
     };
-    let record: Record = serde_json::from_str(&read(output::SAMPLES)?)
-        .with_context(|| format!("--replay {}: {} is not a tune record", dir.display(), output::SAMPLES))?;
+    let record: Record = serde_json::from_str(&read(output::SAMPLES)?).with_context(|| {
+        format!(
+            "--replay {}: {} is not a tune record",
+            dir.display(),
+            output::SAMPLES
+        )
+    })?;
     let recorded: serde_json::Value = serde_json::from_str(&read(output::REPORT_JSON)?)?;
     let dims: Vec<Dim> = record.dims.iter().map(RecordedDim::dim).collect();
     let mut s = Settings::new(record.budget_legs, record.seed);
     s.alpha = record.alpha;
     s.min_effect = record.min_effect;
-    s.guards = record.guards.iter().map(|g| guard(g)).collect::<Result<Vec<_>>>()?;
+    s.guards = record
+        .guards
+        .iter()
+        .map(|g| guard(g))
+        .collect::<Result<Vec<_>>>()?;
     let mut bench = Replay::new(record.rounds);
     bench.budget_legs = Some(record.budget_legs_after_pilot);
     bench.leg_seconds = record.leg_seconds;

@@ -34,7 +34,11 @@ fn one(out: &mut String, c: &Compared, accepted: Option<&str>) {
     );
     let _ = writeln!(out, "      {}", c.words);
     for g in &c.guards {
-        let _ = writeln!(out, "      guard {}: {:?} (ratio {:.3})", g.guard, g.outcome, g.ratio);
+        let _ = writeln!(
+            out,
+            "      guard {}: {:?} (ratio {:.3})",
+            g.guard, g.outcome, g.ratio
+        );
     }
 }
 
@@ -48,7 +52,11 @@ pub fn table(r: &TuneReport) -> String {
         r.probe,
         r.space,
         r.seed,
-        if o.partial { " (PARTIAL: stopped before the end)" } else { "" }
+        if o.partial {
+            " (PARTIAL: stopped before the end)"
+        } else {
+            ""
+        }
     );
     for l in o.plan.words() {
         let _ = writeln!(out, "  {l}");
@@ -64,9 +72,22 @@ pub fn table(r: &TuneReport) -> String {
             [] => "as found".to_string(),
             f => f.join(", "),
         };
-        let _ = writeln!(out, "knob {} of {}: {} (from {from})", i + 1, o.plan.shams, s.knob);
+        let _ = writeln!(
+            out,
+            "knob {} of {}: {} (from {from})",
+            i + 1,
+            o.plan.shams,
+            s.knob
+        );
         for c in &s.comparisons {
-            one(&mut out, c, s.accepted.as_ref().map(|v| format!("{}={v}", s.knob)).as_deref());
+            one(
+                &mut out,
+                c,
+                s.accepted
+                    .as_ref()
+                    .map(|v| format!("{}={v}", s.knob))
+                    .as_deref(),
+            );
         }
     }
     let _ = writeln!(out, "shams: {}", o.shams.words);
@@ -93,7 +114,10 @@ pub fn table(r: &TuneReport) -> String {
             let _ = writeln!(
                 out,
                 "advice: {} (review the knob files: {})",
-                s.iter().map(|a| format!("{}={}", a.knob, a.value)).collect::<Vec<_>>().join(", "),
+                s.iter()
+                    .map(|a| format!("{}={}", a.knob, a.value))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 r.files.join(", ")
             );
         }
@@ -159,7 +183,11 @@ pub fn path(r: &TuneReport) -> String {
     let (w, row_h, left, right) = (900.0, 22.0, 330.0, 40.0);
     let h = 60.0 + row_h * rows.len() as f64;
     let x = |v: f64| left + (v.ln() - lo.ln()) / (hi.ln() - lo.ln()) * (w - left - right);
-    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"15\">{}: the search path (ratio to the configuration before each step, log axis; below 1 is better)</text>\n",
         esc(&r.host)
@@ -173,7 +201,12 @@ pub fn path(r: &TuneReport) -> String {
     );
     for (i, (c, colour)) in rows.iter().enumerate() {
         let y = 45.0 + row_h * i as f64;
-        let _ = writeln!(svg, "<text x=\"10\" y=\"{:.1}\">{}</text>", y + 4.0, esc(&c.label));
+        let _ = writeln!(
+            svg,
+            "<text x=\"10\" y=\"{:.1}\">{}</text>",
+            y + 4.0,
+            esc(&c.label)
+        );
         if finite(c.interval[0]) && finite(c.interval[1]) {
             let _ = writeln!(
                 svg,

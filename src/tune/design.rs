@@ -393,10 +393,16 @@ mod tests {
         assert_eq!(small.planned_rounds, 12);
         assert!(small.mde.unwrap() > big.mde.unwrap());
         assert!(!small.advice.is_empty() && small.advice[0].contains("budget of"));
-        let e = plan(&d, &Settings::new(50, 1), None).unwrap_err().to_string();
+        let e = plan(&d, &Settings::new(50, 1), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("needs") && e.contains("--budget"), "{e}");
         // Heavy noise: no budget does it; more samples per round would.
         let noisy = plan(&d, &Settings::new(10_000, 1), Some(0.5)).unwrap();
-        assert!(noisy.advice[0].contains("samples per round"), "{:?}", noisy.advice);
+        assert!(
+            noisy.advice[0].contains("samples per round"),
+            "{:?}",
+            noisy.advice
+        );
     }
 }

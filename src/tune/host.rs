@@ -186,7 +186,12 @@ impl<'a, 's> HostBench<'a, 's> {
 }
 
 impl Bench for HostBench<'_, '_> {
-    fn round(&mut self, race: &str, legs: &[Leg], order: &[usize]) -> Result<Option<Vec<Vec<f64>>>> {
+    fn round(
+        &mut self,
+        race: &str,
+        legs: &[Leg],
+        order: &[usize],
+    ) -> Result<Option<Vec<Vec<f64>>>> {
         let mut got = vec![Vec::new(); legs.len()];
         for &i in order {
             if probe::cancelled() {

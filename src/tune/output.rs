@@ -115,10 +115,7 @@ pub fn check_dir(dir: &Path) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
         bail!("--out {}: not a directory", dir.display());
     }
-    if dir.is_dir()
-        && std::fs::read_dir(dir)?.next().is_some()
-        && !dir.join(SAMPLES).exists()
-    {
+    if dir.is_dir() && std::fs::read_dir(dir)?.next().is_some() && !dir.join(SAMPLES).exists() {
         bail!(
             "--out {}: not empty and not an earlier tune output: name a new directory (its knob files are for review, and would mix with these)",
             dir.display()
@@ -136,7 +133,11 @@ pub fn knob_file(
     date: &str,
     probe: &Value,
 ) -> Result<String> {
-    let j = e.values.iter().position(|v| *v == a.value).context("a value of the space")?;
+    let j = e
+        .values
+        .iter()
+        .position(|v| *v == a.value)
+        .context("a value of the space")?;
     let mut doc: Mapping = serde_yaml::from_str(&e.variants[j].source.text)?;
     let s = |t: &str| Value::String(t.to_string());
     // The conservative end of the evidence: the confirmation's share where
@@ -198,9 +199,13 @@ pub fn caveats_of(o: &Outcome, id: &str) -> Vec<String> {
         "measured at runtime on one host with one probe: another workload or host may differ".to_string(),
     ];
     if let Some(c) = &o.confirm
-        && c.not_reproduced.iter().any(|n| n.starts_with(&format!("{id}:")))
+        && c.not_reproduced
+            .iter()
+            .any(|n| n.starts_with(&format!("{id}:")))
     {
-        out.push("the confirmation run did not reproduce this step on its own (see the report)".into());
+        out.push(
+            "the confirmation run did not reproduce this step on its own (see the report)".into(),
+        );
     }
     if !o.shams.claimed.is_empty() {
         out.push(o.shams.words.clone());
@@ -228,7 +233,11 @@ pub fn differences(recorded: &serde_json::Value, replayed: &serde_json::Value) -
             .into_iter()
             .flatten()
             .flat_map(|s| s["comparisons"].as_array().into_iter().flatten())
-            .chain(o["confirm"]["together"].as_object().map(|_| &o["confirm"]["together"]))
+            .chain(
+                o["confirm"]["together"]
+                    .as_object()
+                    .map(|_| &o["confirm"]["together"]),
+            )
             .chain(o["confirm"]["shares"].as_array().into_iter().flatten());
         comps
             .map(|c| {
@@ -237,9 +246,13 @@ pub fn differences(recorded: &serde_json::Value, replayed: &serde_json::Value) -
                     c["label"], c["ended"], c["verdict"], c["ratio"], c["interval"], c["rounds"]
                 )
             })
-            .chain(o["shipped"].as_array().into_iter().flatten().map(|s| {
-                format!("shipped {}={}", s["knob"], s["value"])
-            }))
+            .chain(
+                o["shipped"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|s| format!("shipped {}={}", s["knob"], s["value"])),
+            )
             .collect()
     };
     let (ka, kb) = (key(recorded), key(replayed));
@@ -248,7 +261,11 @@ pub fn differences(recorded: &serde_json::Value, replayed: &serde_json::Value) -
         .filter(|k| !kb.contains(k))
         .map(|k| format!("recorded: {k}"))
         .collect();
-    out.extend(kb.iter().filter(|k| !ka.contains(k)).map(|k| format!("replayed: {k}")));
+    out.extend(
+        kb.iter()
+            .filter(|k| !ka.contains(k))
+            .map(|k| format!("replayed: {k}")),
+    );
     if out.is_empty() && recorded != replayed {
         out.push("the decisions agree but other figures of the outcome differ".into());
     }

@@ -201,7 +201,10 @@ impl Racer<'_> {
             Ended::RoundCap
         };
         self.end_open(comps, &mut done, &samples, metric, why, run);
-        Ok(done.into_iter().map(|d| d.expect("every comparison ended")).collect())
+        Ok(done
+            .into_iter()
+            .map(|d| d.expect("every comparison ended"))
+            .collect())
     }
 
     fn end_open(
@@ -301,7 +304,11 @@ fn line(race: &str, c: &Comparison, a: &Analysis, ended: Ended, r: &Racer) -> St
     let left = r.budget_legs.saturating_sub(r.legs_used);
     format!(
         "{}{}: {what}, ratio {:.3} ({:.3}-{:.3}) after {} rounds; {} legs used, {left} left",
-        if race.is_empty() { String::new() } else { format!("{race}: ") },
+        if race.is_empty() {
+            String::new()
+        } else {
+            format!("{race}: ")
+        },
         c.label,
         a.ratio,
         a.interval[0],

@@ -87,11 +87,7 @@ fn leg(label: String, c: Config) -> Leg {
 }
 
 /// Runs the pilot and plans: the pilot's A/A comparison and the plan.
-pub fn pilot(
-    dims: &[Dim],
-    s: &Settings,
-    racer: &mut Racer,
-) -> Result<(Option<Compared>, Plan)> {
+pub fn pilot(dims: &[Dim], s: &Settings, racer: &mut Racer) -> Result<(Option<Compared>, Plan)> {
     let draft = design::plan(dims, s, None)?;
     let none: Config = vec![None; dims.len()];
     let legs = [
@@ -110,7 +106,9 @@ pub fn pilot(
         },
         futility: None,
     };
-    let reserve = s.budget_legs.saturating_sub(racer.legs_used + 2 * PILOT_ROUNDS);
+    let reserve = s
+        .budget_legs
+        .saturating_sub(racer.legs_used + 2 * PILOT_ROUNDS);
     let got = racer.race("pilot", &legs, &[c], s.metric, reserve)?;
     let pilot = got.into_iter().next();
     let sd = pilot
@@ -163,7 +161,11 @@ pub fn run(
             * plan.planned_rounds;
         let stage = race_knob(&mut racer, dims, i, &current, &plan, s, reserve)?;
         if let Some(v) = &stage.accepted {
-            let j = d.values.iter().position(|x| x == v).expect("a value of the knob");
+            let j = d
+                .values
+                .iter()
+                .position(|x| x == v)
+                .expect("a value of the knob");
             current[i] = Some(j);
             let c = stage
                 .comparisons
@@ -447,10 +449,15 @@ fn retest(
             futility: None,
         });
     }
-    let got = racer.race(&format!("re-test {}", cands.join(", ")), &legs, &comps, s.metric, 0)?;
+    let got = racer.race(
+        &format!("re-test {}", cands.join(", ")),
+        &legs,
+        &comps,
+        s.metric,
+        0,
+    )?;
     if racer.stopped.is_some() || got.iter().any(|c| c.ended == Ended::Budget) {
         return Ok(None);
     }
     Ok(Some(got.into_iter().map(|c| c.analysis).collect()))
 }
-

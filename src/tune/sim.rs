@@ -195,13 +195,21 @@ fn the_search_ships_no_null_knob_and_finds_planted_ones() {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
     });
     for (d, t) in &rows {
         println!("{}", row(d, t));
         let n = t.searches;
         if d.kind == Kind::Null {
-            assert!(t.false_ship * 100 <= n, "{}: {}/{n} shipped", name(d), t.false_ship);
+            assert!(
+                t.false_ship * 100 <= n,
+                "{}: {}/{n} shipped",
+                name(d),
+                t.false_ship
+            );
             // The baselines ship noise: that is what the test prevents.
             assert!(t.single_false * 2 > n, "{}: {}", name(d), t.single_false);
         }
@@ -209,7 +217,12 @@ fn the_search_ships_no_null_knob_and_finds_planted_ones() {
             assert!(t.found * 10 >= n * 8, "{}: power {}/{n}", name(d), t.found);
         }
         if d.kind == Kind::Redundant {
-            assert!(t.false_ship * 20 <= n, "{}: {}/{n} shipped both", name(d), t.false_ship);
+            assert!(
+                t.false_ship * 20 <= n,
+                "{}: {}/{n} shipped both",
+                name(d),
+                t.false_ship
+            );
         }
     }
 }
@@ -219,7 +232,10 @@ fn a_replay_of_the_recorded_rounds_reaches_every_decision_again() {
     for (seed, kind) in [(3, Kind::Planted(4.0)), (4, Kind::Redundant)] {
         let d = Design::new(kind, 0.05, false);
         let o = search(d, seed);
-        assert!(!o.shipped.is_empty(), "seed {seed}: the planted knob was found");
+        assert!(
+            !o.shipped.is_empty(),
+            "seed {seed}: the planted knob was found"
+        );
         let mut replay = Replay::new(o.records.clone());
         let again = search::run(
             &sim_model::dims(),

@@ -160,7 +160,9 @@ impl Bench for SimHost {
     fn round(&mut self, _: &str, legs: &[Leg], order: &[usize]) -> Result<Option<Vec<Vec<f64>>>> {
         let configs: Vec<&Config> = legs.iter().map(|l| &l.config).collect();
         let logs = self.sample(&configs, order);
-        Ok(Some(logs.into_iter().map(|l| vec![1e5 * l.exp()]).collect()))
+        Ok(Some(
+            logs.into_iter().map(|l| vec![1e5 * l.exp()]).collect(),
+        ))
     }
 }
 

@@ -92,19 +92,22 @@ pub fn not_runtime(kind: KindName) -> Option<&'static str> {
 
 /// Reads and checks a space file; knob ids resolve in `manifest`.
 pub fn load(file: &Path, manifest: Option<&Manifest>) -> Result<Space, ManifestErrors> {
-    let one = |line, message: String| ManifestErrors(vec![ManifestError {
-        file: file.to_path_buf(),
-        line,
-        field: None,
-        message,
-    }]);
+    let one = |line, message: String| {
+        ManifestErrors(vec![ManifestError {
+            file: file.to_path_buf(),
+            line,
+            field: None,
+            message,
+        }])
+    };
     let text = std::fs::read_to_string(file).map_err(|e| one(None, e.to_string()))?;
     let source = Source {
         file: file.to_path_buf(),
         first_line: 1,
         text: text.clone(),
     };
-    let doc: Doc = serde_yaml::from_str(&text).map_err(|e| ManifestErrors(vec![source.yaml_error(&e)]))?;
+    let doc: Doc =
+        serde_yaml::from_str(&text).map_err(|e| ManifestErrors(vec![source.yaml_error(&e)]))?;
     if doc.knobs.is_empty() || doc.knobs.len() > MAX_KNOBS {
         return Err(ManifestErrors(vec![source.error(
             "knobs",
@@ -154,20 +157,39 @@ fn entry(
     let err = |f: &str, m: String| vec![source.error(&at(f), m)];
     let line = crate::manifest::locate::line_of(&source.text, &at("")).unwrap_or(1);
     let values: Vec<String> = match (e.values, e.range) {
-        (Some(_), Some(_)) => return Err(err("range", "give `values` or `range`, not both".into())),
-        (None, None) => return Err(err("values", "give the candidate values: `values: [a, b]` or `range: {from, to, step}`".into())),
+        (Some(_), Some(_)) => {
+            return Err(err("range", "give `values` or `range`, not both".into()));
+        }
+        (None, None) => {
+            return Err(err(
+                "values",
+                "give the candidate values: `values: [a, b]` or `range: {from, to, step}`".into(),
+            ));
+        }
         (Some(v), None) => v.into_iter().map(|s| s.0.trim().to_string()).collect(),
         (None, Some(r)) => range(&r).map_err(|m| err("range", m))?,
     };
     if values.is_empty() || values.len() > MAX_VALUES {
-        return Err(err("values", format!("give 1 to {MAX_VALUES} values (got {}): each is a leg in every round of its race", values.len())));
+        return Err(err(
+            "values",
+            format!(
+                "give 1 to {MAX_VALUES} values (got {}): each is a leg in every round of its race",
+                values.len()
+            ),
+        ));
     }
     let base = match (&e.id, &e.kind) {
         (Some(_), Some(_)) => {
-            return Err(err("kind", "give a manifest `id` or a `kind` with its `target`, not both".into()));
+            return Err(err(
+                "kind",
+                "give a manifest `id` or a `kind` with its `target`, not both".into(),
+            ));
         }
         (None, None) => {
-            return Err(err("", "give a manifest `id`, or a `kind` and its `target` as in a knob file".into()));
+            return Err(err(
+                "",
+                "give a manifest `id`, or a `kind` and its `target` as in a knob file".into(),
+            ));
         }
         (Some(id), None) => {
             if e.target.is_some() {
@@ -179,7 +201,9 @@ fn entry(
                 }
                 Some(k) => variant::with_set(k, &k.spec.desired()).map_err(|m| err("id", m))?,
                 None => {
-                    let hint = manifest.map(|m| m.did_you_mean(id)).unwrap_or_else(|| " (no --manifest was given)".into());
+                    let hint = manifest
+                        .map(|m| m.did_you_mean(id))
+                        .unwrap_or_else(|| " (no --manifest was given)".into());
                     return Err(err("id", format!("no knob {id} in the manifest{hint}")));
                 }
             }
@@ -235,7 +259,10 @@ fn range(r: &Range) -> Result<Vec<String>, String> {
     }
     let n = (r.to - r.from) / r.step + 1;
     if n as usize > MAX_VALUES {
-        return Err(format!("{n} values from {} to {} by {}: at most {MAX_VALUES}", r.from, r.to, r.step));
+        return Err(format!(
+            "{n} values from {} to {} by {}: at most {MAX_VALUES}",
+            r.from, r.to, r.step
+        ));
     }
     Ok((0..n).map(|k| (r.from + k * r.step).to_string()).collect())
 }
@@ -251,16 +278,29 @@ fn kind_knob(
 ) -> Result<Knob, Vec<ManifestError>> {
     let err = |f: &str, m: String| vec![source.error(&at(f), m)];
     let Some(k) = KindName::parse(kind) else {
-        return Err(err("kind", format!("unknown kind {kind:?} (kinds: {})", KindName::ALL.map(|k| k.as_str()).join(", "))));
+        return Err(err(
+            "kind",
+            format!(
+                "unknown kind {kind:?} (kinds: {})",
+                KindName::ALL.map(|k| k.as_str()).join(", ")
+            ),
+        ));
     };
-    let target_text = target.map(|t| serde_yaml::to_string(t).unwrap_or_default()).unwrap_or_default();
-    let id = format!("tune-{}-{}", k.as_str(), crate::name::slug(&target_text)).trim_end_matches('-').to_string();
+    let target_text = target
+        .map(|t| serde_yaml::to_string(t).unwrap_or_default())
+        .unwrap_or_default();
+    let id = format!("tune-{}-{}", k.as_str(), crate::name::slug(&target_text))
+        .trim_end_matches('-')
+        .to_string();
     let mut doc = serde_yaml::Mapping::new();
     let mut put = |key: &str, v: Value| {
         doc.insert(Value::String(key.into()), v);
     };
     put("id", Value::String(id));
-    put("title", Value::String(format!("{kind} searched by hostknob tune")));
+    put(
+        "title",
+        Value::String(format!("{kind} searched by hostknob tune")),
+    );
     put("kind", Value::String(kind.into()));
     if let Some(t) = target {
         put("target", t.clone());

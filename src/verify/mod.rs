@@ -29,8 +29,8 @@ pub mod rule;
 pub mod split;
 pub mod sweep;
 
-pub use multi::{Plan, Shuffle};
 pub(crate) use legs::settle;
+pub use multi::{Plan, Shuffle};
 pub(crate) use multi::{Snapshot, Switch, check_variant, snapshot_all};
 pub use record::{record, summary};
 pub use record_multi::{record_bundle, record_sweep, sweep_summary};

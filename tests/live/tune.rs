@@ -40,7 +40,12 @@ fn defrag_now() -> String {
         .to_string()
 }
 
-fn tune(dir: &Path, space: &str, seed: &str, cmd: &Path) -> (std::process::Output, serde_json::Value) {
+fn tune(
+    dir: &Path,
+    space: &str,
+    seed: &str,
+    cmd: &Path,
+) -> (std::process::Output, serde_json::Value) {
     let sp = dir.join(format!("space-{seed}.yaml"));
     std::fs::write(&sp, space).unwrap();
     let out = dir.join(format!("out-{seed}"));
@@ -87,31 +92,66 @@ fn live_tune_finds_the_planted_msgmax_accepts_no_sham_and_restores() {
     let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
     live_allowed().unwrap();
     let (_m, _d) = (Restore::of(MSGMAX), Restore::of(DEFRAG));
-    let (msgmax, defrag) = (std::fs::read_to_string(MSGMAX).unwrap(), std::fs::read_to_string(DEFRAG).unwrap());
+    let (msgmax, defrag) = (
+        std::fs::read_to_string(MSGMAX).unwrap(),
+        std::fs::read_to_string(DEFRAG).unwrap(),
+    );
     let own = defrag_now();
     let t = tempfile::tempdir().unwrap();
     let cmd = bench(t.path());
     let space = format!(
         "knobs:\n  - kind: sysctl\n    target: {{name: kernel.msgmax}}\n    values: [{}, 65536]\n  \
          - kind: thp\n    target: {{setting: defrag}}\n    values: [{own}, never, madvise]\n",
-        if msgmax.trim() == "8192" { "16384" } else { "8192" }
+        if msgmax.trim() == "8192" {
+            "16384"
+        } else {
+            "8192"
+        }
     );
     let (o, v) = tune(t.path(), &space, "1", &cmd);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(std::fs::read_to_string(MSGMAX).unwrap(), msgmax, "msgmax as found");
-    assert_eq!(std::fs::read_to_string(DEFRAG).unwrap(), defrag, "defrag as found");
+    assert_eq!(
+        std::fs::read_to_string(MSGMAX).unwrap(),
+        msgmax,
+        "msgmax as found"
+    );
+    assert_eq!(
+        std::fs::read_to_string(DEFRAG).unwrap(),
+        defrag,
+        "defrag as found"
+    );
     assert_eq!(v["restored"], true);
     let shipped = v["outcome"]["shipped"].as_array().unwrap();
     assert!(
-        shipped.iter().any(|s| s["knob"] == "tune-sysctl-name-kernel-msgmax" && s["value"] == "65536"),
+        shipped
+            .iter()
+            .any(|s| s["knob"] == "tune-sysctl-name-kernel-msgmax" && s["value"] == "65536"),
         "{}",
         v["outcome"]["shipped"]
     );
-    assert!(!shipped.iter().any(|s| s["knob"] != "tune-sysctl-name-kernel-msgmax"), "{shipped:?}");
-    assert!(v["outcome"]["shams"]["claimed"].as_array().unwrap().is_empty(), "{}", v["outcome"]["shams"]);
-    let r = hostknob_command(&["tune", "--replay", t.path().join("out-1").to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
+    assert!(
+        !shipped
+            .iter()
+            .any(|s| s["knob"] != "tune-sysctl-name-kernel-msgmax"),
+        "{shipped:?}"
+    );
+    assert!(
+        v["outcome"]["shams"]["claimed"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{}",
+        v["outcome"]["shams"]
+    );
+    let r = hostknob_command(&[
+        "tune",
+        "--replay",
+        t.path().join("out-1").to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .output()
+    .unwrap();
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
 }
 
@@ -129,7 +169,11 @@ fn live_null_tune_ships_nothing_in_19_of_20_seeds() {
     for seed in 1..=20 {
         let (o, v) = tune(t.path(), space, &seed.to_string(), &cmd);
         assert_eq!(o.status.code(), Some(0), "seed {seed}: {}", stderr(&o));
-        assert_eq!(std::fs::read_to_string(DEFRAG).unwrap(), defrag, "seed {seed}: defrag as found");
+        assert_eq!(
+            std::fs::read_to_string(DEFRAG).unwrap(),
+            defrag,
+            "seed {seed}: defrag as found"
+        );
         shipped += !v["outcome"]["shipped"].as_array().unwrap().is_empty() as usize;
     }
     assert!(shipped <= 1, "{shipped} of 20 null searches shipped a knob");

@@ -221,7 +221,8 @@ fn isolate_says_how_to_verify_with_the_noise_probe() {
     assert!(
         lines
             .iter()
-            .any(|l| l.contains("hostknob verify ") && l.contains("--probe noise -- --cpus 1")),
+            .any(|l| l.contains("hostknob --manifest DIR verify ")
+                && l.contains("--probe noise -- --cpus 1")),
         "{lines:?}"
     );
     assert!(
