@@ -157,16 +157,7 @@ fn plan_only(
     progress: &mut dyn FnMut(&str),
     entries: &[&space::Entry],
 ) -> Result<i32> {
-    let mut racer = Racer {
-        bench,
-        seed: s.seed,
-        budget_legs: s.budget_legs,
-        legs_used: 0,
-        records: Vec::new(),
-        stopped: None,
-        guards: Vec::new(),
-        progress,
-    };
+    let mut racer = Racer::new(bench, s, Vec::new(), progress);
     let (pilot, plan) = search::pilot(dims, s, &mut racer)?;
     let stopped = racer.stopped.is_some();
     if let Some(p) = pilot {

@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::design::{FUTILITY_CONFIDENCE, Guard, Role};
+use super::design::{FUTILITY_CONFIDENCE, Guard, Role, Settings};
 use super::{Bench, Leg};
 use crate::verify::Shuffle;
 use crate::verify::paired::{self, Analysis, Decision, Metric, Rule, Verdict};
@@ -90,6 +90,27 @@ pub struct Racer<'b> {
     pub stopped: Option<String>,
     pub guards: Vec<Guard>,
     pub progress: &'b mut dyn FnMut(&str),
+}
+
+impl<'b> Racer<'b> {
+    /// A racer with nothing run yet, under `s`'s seed and budget.
+    pub fn new(
+        bench: &'b mut dyn Bench,
+        s: &Settings,
+        guards: Vec<Guard>,
+        progress: &'b mut dyn FnMut(&str),
+    ) -> Racer<'b> {
+        Racer {
+            bench,
+            seed: s.seed,
+            budget_legs: s.budget_legs,
+            legs_used: 0,
+            records: Vec::new(),
+            stopped: None,
+            guards,
+            progress,
+        }
+    }
 }
 
 /// The one-sided bound of improvement: is it below `effect`?

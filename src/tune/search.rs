@@ -132,16 +132,7 @@ pub fn run(
     bench: &mut dyn Bench,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Outcome> {
-    let mut racer = Racer {
-        bench,
-        seed: s.seed,
-        budget_legs: s.budget_legs,
-        legs_used: 0,
-        records: Vec::new(),
-        stopped: None,
-        guards: s.guards.clone(),
-        progress,
-    };
+    let mut racer = Racer::new(bench, s, s.guards.clone(), progress);
     let (pilot, plan) = pilot(dims, s, &mut racer)?;
     for l in plan.words() {
         (racer.progress)(&l);
