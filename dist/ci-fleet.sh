@@ -83,7 +83,8 @@ if ! command -v cargo-deb >/dev/null 2>&1; then
   echo "cargo install cargo-deb: $((SECONDS - s)) s"
 fi
 bash dist/package.sh
-deb=$(ls -t target/debian/hostknob_*.deb | head -1)
+# Absolute: the md5sums check below reads it from inside the unpacked tree.
+deb=$PWD/$(ls -t target/debian/hostknob_*.deb | head -1)
 dpkg-deb -c "$deb"
 # The static binary needs no C library of the host (no NSS lookup: the
 # suite's packaging test checks its symbols): the package depends on nothing.
