@@ -58,6 +58,12 @@ fn ansible_test_sanity_runs_on_every_ci_run_without_the_internet() {
         sanity.starts_with("  &&") || !sanity.starts_with(' '),
         "{sanity}"
     );
+    // ansible-lint runs beside it (run.sh, in CI after the compile, no longer does).
+    let lint = script
+        .lines()
+        .find(|l| l.contains("ansible-lint --offline"))
+        .expect("sanity.sh runs ansible-lint");
+    assert!(!lint.starts_with(' '), "inside a condition: {lint}");
     // The stand-in for get-pip.py: ensurepip, then pip for the rest.
     let standin = repo().join("ansible/tests/get_pip_standin.py");
     let text = std::fs::read_to_string(&standin).unwrap();
