@@ -25,6 +25,7 @@ pub(crate) mod install;
 mod others;
 mod outcome;
 pub(crate) mod plan;
+mod pod;
 mod record;
 mod requeue;
 mod reset;
@@ -37,6 +38,7 @@ pub use apply::{apply, caveats, select};
 pub use boot::{KnobNote, apply_each};
 pub use others::{others_on_files, tuned_fights};
 pub use outcome::{ApplyOutcome, KnobApply, Skipped};
+pub use pod::apply_pod;
 pub use record::{ledger_entry, who};
 pub use revert::{KnobRevert, LeftAlone, RevertOutcome, Stale, revert, revert_with};
 

@@ -303,6 +303,13 @@ pub struct ApplyArgs {
     /// the command line, a drop-in or `hold` are left to their own mechanism.
     #[arg(long, conflicts_with_all = ["knobs", "all"])]
     pub boot: bool,
+    /// What the chart's apply DaemonSet runs (with --profile NAME): each
+    /// runtime knob of the profile applied on its own; a knob that needs a
+    /// reboot or a service restart (kernel-cmdline, systemd-cpu-affinity,
+    /// allocator, hold) reported pending and never written; a knob the
+    /// journal holds that left the profile reverted.
+    #[arg(long, requires = "profile", conflicts_with_all = ["knobs", "all", "boot"])]
+    pub pod: bool,
     /// Apply a knob that tuned's active profile sets differently (without it
     /// such a knob is refused: tuned would undo it on its next reapply):
     /// `--force=KNOB` for that knob only (repeatable); plain `--force`

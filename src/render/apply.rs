@@ -169,6 +169,12 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
     for n in &o.not_at_boot {
         out += &format!("{}: not applied at boot: {}\n", n.id, n.why);
     }
+    for n in o.pending.iter().chain(&o.out_of_reach) {
+        out += &format!("{}: not applied by the pod: {}\n", n.id, n.why);
+    }
+    for id in &o.reverted {
+        out += &format!("{id}: reverted: no longer in the profile\n");
+    }
     for f in &o.failed {
         out += &format!("{}: FAILED, the other knobs stand: {}\n", f.id, f.why);
     }

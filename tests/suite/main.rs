@@ -18,6 +18,7 @@ mod doc;
 mod doc_live_stable;
 mod evidence;
 mod first_hour;
+mod fleet_apply;
 mod fleet_cli;
 mod fleet_health;
 mod fleet_k8s;
