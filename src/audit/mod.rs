@@ -254,7 +254,17 @@ pub fn evaluate(
         k.conditions = conditions.results;
         k.tuned = by_tuned;
         k.saptune = by_notes;
-        if let Some(j) = evidence::judge(&k.id, k.status, &ledger, &facts_now, &mut everywhere) {
+        let ours =
+            last_applied(knob, &host.name, &ledger).is_some_and(|a| a.label.starts_with("ledger "));
+        let advice = evidence::verify_advice(knob, &manifest.dir, ours);
+        if let Some(j) = evidence::judge(
+            &k.id,
+            k.status,
+            &advice,
+            &ledger,
+            &facts_now,
+            &mut everywhere,
+        ) {
             k.evidence_status = Some(j.status);
             k.evidence_detail = Some(j.detail);
         }

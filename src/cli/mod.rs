@@ -154,7 +154,8 @@ pub struct FormatArg {
 
 #[derive(Args, Debug, Clone)]
 pub struct QuietArg {
-    /// No progress on stderr (shown only when stderr is a terminal).
+    /// No progress on stderr (shown only when stderr is a terminal); apply and
+    /// revert print what happened without the plan of every file.
     #[arg(long, short)]
     pub quiet: bool,
 }

@@ -39,6 +39,11 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
     };
     match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
+        // --quiet: what happened, not the plan (`--format json` has it).
+        None if g.quiet.quiet => print!(
+            "{}",
+            render::wrap_prose(render::apply::apply_summary(&outcome).trim_start())
+        ),
         None => print!(
             "{}",
             render::wrap_prose(&render::apply::apply_table(&outcome))

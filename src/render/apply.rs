@@ -124,12 +124,6 @@ fn grouped_for_display(groups: &[ChangeGroup]) -> Vec<ChangeGroup> {
 
 pub fn apply_table(o: &ApplyOutcome) -> String {
     let mut out = String::new();
-    let planned: usize = o
-        .knobs
-        .iter()
-        .flat_map(|k| &k.changes)
-        .map(|g| g.files)
-        .sum();
     for k in &o.knobs {
         if k.changes.is_empty() {
             // A pm-qos write is left to `hostknob hold` (the note says so):
@@ -166,6 +160,19 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
             out += &format!("  NOT HONOURED: the kernel takes this value and ignores it: {w}\n");
         }
     }
+    out + &apply_summary(o) + &caveats(o)
+}
+
+/// What `apply --quiet` prints: what failed, what was written and where the
+/// values before are, the warnings; not the plan.
+pub fn apply_summary(o: &ApplyOutcome) -> String {
+    let mut out = String::new();
+    let planned: usize = o
+        .knobs
+        .iter()
+        .flat_map(|k| &k.changes)
+        .map(|g| g.files)
+        .sum();
     for n in &o.not_at_boot {
         out += &format!("{}: not applied at boot: {}\n", n.id, n.why);
     }
@@ -221,6 +228,11 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
     for f in &o.forced {
         out += &format!("--force: overriding tuned: {f}; tuned undoes it on its next reapply\n");
     }
+    out
+}
+
+fn caveats(o: &ApplyOutcome) -> String {
+    let mut out = String::new();
     let with_caveats: Vec<_> = o.knobs.iter().filter(|k| !k.changes.is_empty()).collect();
     if !with_caveats.is_empty() {
         out += "\ncaveats:\n";
@@ -237,7 +249,8 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
     out
 }
 
-pub fn revert_table(o: &RevertOutcome) -> String {
+/// `diffs`: each file's before and after (not with `--quiet`).
+pub fn revert_table(o: &RevertOutcome, diffs: bool) -> String {
     if o.restored == 0 && o.left_alone.is_empty() && o.stale.is_empty() {
         return format!(
             "nothing to revert: the journal {} holds no values for these knobs\n",
@@ -252,8 +265,10 @@ pub fn revert_table(o: &RevertOutcome) -> String {
             k.id,
             files_and_threads(&k.changes, n)
         );
-        for g in &grouped_for_display(&k.changes) {
-            out += &diff(g);
+        if diffs {
+            for g in &grouped_for_display(&k.changes) {
+                out += &diff(g);
+            }
         }
         for n in &k.notes {
             out += &format!("  note: {n}\n");

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod advice_runs;
 mod apply_boot;
 mod apply_corpus;
 mod apply_crash;
@@ -67,6 +68,7 @@ mod nic_rules;
 mod no_cpuidle;
 mod packaging;
 mod persist;
+mod persist_mechanism;
 mod persist_order;
 mod platform_freq;
 mod platform_msr;

@@ -264,6 +264,7 @@ fn a_capture_holds_each_interfaces_ethtool_state_and_reads_it_back() {
 #[test]
 fn a_capture_stores_each_interfaces_mac_address_which_persistence_matches() {
     let (_t, root) = copy_host("fc-virtio-2cpu");
+    crate::support::nic::with_udev(&root);
     let r = root.to_str().unwrap();
     let m = knobs(&[(
         "nogro",
@@ -285,6 +286,7 @@ fn a_capture_stores_each_interfaces_mac_address_which_persistence_matches() {
     let stored = std::fs::read_to_string(out.join("sys/class/net/eth0/address")).unwrap();
     assert_eq!(stored, format!("{mac}\n"));
     assert_eq!(inventory_nic(Some(&out), "eth0")["address"], mac);
+    crate::support::nic::with_udev(&out);
     let printed = ok(&persist(&out));
     assert!(printed.contains(matched), "{printed}");
     assert!(!printed.contains(&format!("MACAddress={mac}")), "{printed}");
