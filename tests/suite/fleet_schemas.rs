@@ -261,7 +261,7 @@ fn every_json_output_validates_against_its_schema() {
         "probe-noise",
         &probe(&[
             "noise",
-            "--count",
+            "--cpus",
             "0",
             "--duration",
             "100ms",
