@@ -58,13 +58,37 @@ pub fn diff(g: &ChangeGroup) -> String {
     if g.files > 1 {
         about.push(files(g.files));
     }
+    let (before, after) = (g.before.as_deref(), g.after.as_deref());
+    // A CPU mask reads as CPUs (`2` is CPU 1); its bytes are named in the label.
+    let lists = crate::cpulist::is_mask_file(&g.path)
+        .then(|| {
+            let list = |v: Option<&str>| v.map(crate::cpulist::mask_as_list).unwrap_or(Some(String::new()));
+            Some((list(before)?, list(after)?))
+        })
+        .flatten();
+    if lists.is_some() {
+        let hex = |v: Option<&str>| v.map_or("(none)".to_string(), |t| t.trim().to_string());
+        about.push(format!(
+            "CPU lists; the file holds hex masks {} -> {}",
+            hex(before),
+            hex(after)
+        ));
+    }
     let name = if about.is_empty() {
         g.display.clone()
     } else {
         format!("{}\t({})", g.display, about.join(", "))
     };
-    let old = g.before.as_deref().map(as_lines).unwrap_or_default();
-    let new = g.after.as_deref().map(as_lines).unwrap_or_default();
+    let (old, new) = match &lists {
+        Some((b, a)) => (
+            before.map(|_| as_lines(b)).unwrap_or_default(),
+            after.map(|_| as_lines(a)).unwrap_or_default(),
+        ),
+        None => (
+            before.map(as_lines).unwrap_or_default(),
+            after.map(as_lines).unwrap_or_default(),
+        ),
+    };
     let from = if g.before.is_some() {
         &name
     } else {

@@ -145,7 +145,7 @@ fn every_kind(root: &Path) -> tempfile::TempDir {
         "--host",
         "adl0",
         "isolate",
-        "--cpus",
+        "--count",
         "4",
         "--out",
         out.to_str().unwrap(),
