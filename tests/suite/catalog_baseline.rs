@@ -186,10 +186,11 @@ fn want(root: &Path, id: &str, live: bool) -> Option<Want> {
             Some(_) => Want::Drift,
         },
         "cpuidle-deep-states-off" => {
-            let mut deep = Vec::new();
+            let (mut deep, mut states) = (Vec::new(), 0);
             for c in cpu_dirs(root) {
                 for s in std::fs::read_dir(c.join("cpuidle")).into_iter().flatten() {
                     let s = s.unwrap().path();
+                    states += 1;
                     let lat: u64 = match std::fs::read_to_string(s.join("latency")) {
                         Ok(t) => t.trim().parse().unwrap(),
                         Err(_) => continue,
@@ -199,8 +200,10 @@ fn want(root: &Path, id: &str, live: bool) -> Option<Want> {
                     }
                 }
             }
-            if deep.is_empty() {
-                Want::NotHere("µs".into())
+            if states == 0 {
+                Want::NotHere("no idle states".into())
+            } else if deep.is_empty() {
+                Want::NotHere("no idle state with exit latency ≥ 20 µs".into())
             } else if deep.iter().any(|d| d.trim() == "0") {
                 Want::Drift
             } else {
@@ -371,4 +374,49 @@ fn the_shipped_catalog_names_what_this_machine_can_act_on() {
     // Read only: audit writes nothing.
     let (ok, drift, na) = check_host("this machine", Path::new("/"), true);
     eprintln!("this machine: {ok} ok, {drift} drift, {na} not-applicable");
+}
+
+/// A sysctl some kernels lack: `optional: true` makes it not-applicable
+/// where it is absent; without it, absent stays an error (a typo), and the
+/// error names the way out.
+#[test]
+fn an_optional_sysctl_absent_here_is_not_applicable() {
+    // fc-haltpoll-2cpu's capture has vm.swappiness but no vm.dirty_ratio.
+    let host = corpus_host("fc-haltpoll-2cpu");
+    let doc = |id: &str, optional: &str| {
+        format!(
+            "id: {id}\ntitle: t\nkind: sysctl\ntarget: {{name: vm.dirty_ratio{optional}}}\nset: 10\nhosts: \"*\"\npersistence: sysctl.d\nwhy: w\n"
+        )
+    };
+    let m = manifest(&[("a.yaml", &doc("a", ", optional: true"))]);
+    let (r, code) = audit_json(&host, m.path(), None);
+    assert_eq!(code, 0, "{r:#}");
+    let k = knob(&r, "a");
+    assert_eq!(k["status"], "not-applicable", "{k:#}");
+    assert!(
+        k["detail"].as_str().unwrap().contains("no sysctl vm.dirty_ratio on this host"),
+        "{k:#}"
+    );
+    let m = manifest(&[("a.yaml", &doc("a", ""))]);
+    let o = run(&host, m.path(), &["audit"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = err(&o);
+    assert!(
+        e.contains("a.yaml:4: target.name: no sysctl vm.dirty_ratio on this host")
+            && e.contains("`optional: true`"),
+        "{e}"
+    );
+    // A value that is not a boolean is refused at its line.
+    let m = manifest(&[("a.yaml", &doc("a", ", optional: maybe"))]);
+    let o = run(&host, m.path(), &["audit"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("a.yaml:4: target"), "{}", err(&o));
+    // Present, it is judged as any sysctl (vm.swappiness is 60 there).
+    let m = manifest(&[(
+        "a.yaml",
+        &doc("a", ", optional: true").replace("vm.dirty_ratio", "vm.swappiness"),
+    )]);
+    let (r, code) = audit_json(&host, m.path(), None);
+    assert_eq!(code, 2);
+    assert_eq!(knob(&r, "a")["detail"], "is 60, should be 10");
 }
