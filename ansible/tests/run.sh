@@ -47,6 +47,11 @@ sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-p
     mkdir -p "$work/hosts/$h" "$work/pristine/$h"
     tar -xzf "$corpus/$h.tar.gz" -C "$work/hosts/$h"
     tar -xzf "$corpus/$h.tar.gz" -C "$work/pristine/$h"
+    # The clean host is the guest tuned as the catalog's baseline asks: its one
+    # finding as captured (vm-swappiness-low: 60, should be 10) set.
+    if [[ " ${clean[*]} " == *" $h "* ]]; then
+      for d in hosts pristine; do echo 10 > "$work/$d/$h/proc/sys/vm/swappiness"; done
+    fi
     expect=false
     [[ " ${drifting[*]} " == *" $h "* ]] && expect=true
     echo "$h hostknob_root=$work/hosts/$h hostknob_host=$h expect_drift=$expect"

@@ -1,6 +1,9 @@
 //! `sysctl`: a dotted name (`vm.swappiness`) mapped to `/proc/sys`. A name
 //! that does not exist on a host that has `/proc/sys` is bad input: it is
-//! far more often a typo than a kernel difference.
+//! far more often a typo than a kernel difference. A knob for every host
+//! says `optional: true` for a sysctl some kernels are built without
+//! (`kernel.numa_balancing`, `net.core.busy_poll`): absent, it is then
+//! not-applicable there.
 
 use serde::Deserialize;
 
@@ -13,6 +16,8 @@ use crate::schema::{Persistence, Scalar};
 #[serde(deny_unknown_fields)]
 pub struct TargetDoc {
     name: String,
+    #[serde(default)]
+    optional: bool,
 }
 
 #[derive(Debug)]
@@ -20,6 +25,8 @@ pub struct Sysctl {
     pub name: String,
     pub path: String,
     pub value: String,
+    /// Absent on the host is not-applicable, not an error.
+    pub optional: bool,
 }
 
 /// `net.ipv4.tcp_rmem` -> `/proc/sys/net/ipv4/tcp_rmem`, read as sysctl.d(5)
@@ -66,6 +73,7 @@ impl Spec for Sysctl {
             name,
             path,
             value: squash(&set.0),
+            optional: t.optional,
         })
     }
 }
@@ -126,11 +134,25 @@ impl KnobKind for Sysctl {
         }
         let current = match host.value(&self.path) {
             ReadValue::Value(v) => Some(self.normalize(&v)),
+            ReadValue::Absent if self.optional => {
+                survey.targets.push(Target::absent(
+                    self.path.clone(),
+                    None,
+                    &self.value,
+                    format!(
+                        "no sysctl {} on this host (the kernel is built without it, or the \
+                         capture did not copy it; the knob is optional)",
+                        self.name
+                    ),
+                ));
+                return Ok(survey);
+            }
             ReadValue::Absent => {
                 return Err(FieldError::new(
                     "target.name",
                     format!(
-                        "no sysctl {} on this host ({} does not exist)",
+                        "no sysctl {} on this host ({} does not exist; a sysctl some \
+                         kernels lack takes `optional: true` in target)",
                         self.name, self.path
                     ),
                 ));
