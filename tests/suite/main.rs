@@ -12,6 +12,7 @@ mod apply_journal;
 mod apply_ledger;
 mod audit_blind;
 mod audit_status;
+mod block;
 mod cli;
 mod conditions;
 mod doc;
