@@ -310,7 +310,11 @@ pub fn schedulers(text: &str) -> (Vec<String>, Option<String>) {
                 None => w.to_string(),
             },
         )
-        .collect();
+        .collect::<Vec<String>>();
+    // A tree written by apply (a capture's copy) holds the bare name.
+    if chosen.is_none() && offered.len() == 1 {
+        chosen = offered.first().cloned();
+    }
     (offered, chosen)
 }
 
@@ -619,6 +623,6 @@ mod tests {
         let (offered, chosen) = schedulers("none [mq-deadline] kyber \n");
         assert_eq!(offered, ["none", "mq-deadline", "kyber"]);
         assert_eq!(chosen.as_deref(), Some("mq-deadline"));
-        assert_eq!(schedulers("none").1, None);
+        assert_eq!(schedulers("kyber").1.as_deref(), Some("kyber"));
     }
 }

@@ -114,7 +114,7 @@ fn disk(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
         }
         "apm" | "spindown" => {
             return Err(format!(
-                "[disk] {}: ATA power management set through hdparm ({}) on the disks hdparm supports;                  hostknob writes kernel files and runs no tools, and the value cannot be read back (tuned itself                  assumes 253 for spindown)",
+                "[disk] {}: ATA power management set through hdparm ({}) on the disks hdparm supports; hostknob writes kernel files and runs no tools, and the value cannot be read back (tuned itself assumes 253 for spindown)",
                 o.key,
                 if o.key == "apm" {
                     "hdparm -B"
