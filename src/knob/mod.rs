@@ -6,6 +6,7 @@
 //! line in the `kinds!` registry below.
 
 pub mod boot;
+pub mod bound;
 pub mod bootloader;
 mod ctx;
 pub mod ignored;
@@ -90,6 +91,7 @@ kinds! {
     nic_feature::NicFeature => NicFeature "nic-feature",
     rps::Rps => Rps "rps",
     xps::Xps => Xps "xps",
+    block::Block => Block "block",
 }
 
 impl KindName {

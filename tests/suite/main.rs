@@ -13,6 +13,7 @@ mod apply_journal;
 mod apply_ledger;
 mod audit_blind;
 mod audit_status;
+mod block;
 mod catalog_baseline;
 mod cli;
 mod conditions;
