@@ -8,6 +8,7 @@
 //! compares an active profile with the manifest's knobs.
 
 mod cpu;
+mod devices;
 pub mod facts;
 pub mod ini;
 pub mod load;
