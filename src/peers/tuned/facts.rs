@@ -25,7 +25,7 @@ pub struct Facts {
     pub governors: Vec<String>,
     pub epps: Vec<String>,
     /// What the device plugins would tune (`devices`).
-    pub devices: super::devices::Devices,
+    pub devices: super::hardware::Devices,
 }
 
 fn list(root: &Root, path: &str) -> Vec<u32> {
@@ -92,7 +92,7 @@ pub fn read(root: &Root) -> Facts {
             .flatten(),
         governors: from_policy("scaling_available_governors"),
         epps: from_policy("energy_performance_available_preferences"),
-        devices: super::devices::read(root),
+        devices: super::hardware::read(root),
         online,
         cpuinfo,
     }

@@ -9,6 +9,7 @@
 
 mod cpu;
 mod devices;
+mod hardware;
 pub mod facts;
 pub mod ini;
 pub mod load;
