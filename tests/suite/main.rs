@@ -39,6 +39,7 @@ mod hostile_links;
 mod hostile_queues;
 mod housekeeping;
 mod import_tuned;
+mod import_tuned_devices;
 mod inventory_bad_input;
 mod inventory_corpus;
 mod inventory_gaps;

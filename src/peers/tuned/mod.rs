@@ -8,6 +8,8 @@
 //! compares an active profile with the manifest's knobs.
 
 mod cpu;
+mod devices;
+mod hardware;
 pub mod facts;
 pub mod ini;
 pub mod load;

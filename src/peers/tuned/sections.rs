@@ -161,6 +161,7 @@ fn net(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
         "coalesce" => ("nic-coalesce", &COALESCE_FIELDS),
         "ring" => ("nic-ring", &RING_FIELDS),
         "features" => ("nic-feature", &[]),
+        "nf_conntrack_hashsize" => return super::devices::conntrack(o, v, out),
         k => return Err(format!("[net] {k} has no hostknob kind")),
     };
     // _parse_config_parameters: `:`, `;`, `,` and blanks all separate.
