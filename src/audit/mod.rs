@@ -161,6 +161,15 @@ pub struct KnobReport {
     pub unseen: Vec<String>,
 }
 
+/// Knobs per status, every status named (0 where none).
+fn summarize(knobs: &[KnobReport]) -> BTreeMap<Status, usize> {
+    let mut summary: BTreeMap<Status, usize> = Status::ALL.iter().map(|s| (*s, 0)).collect();
+    for k in knobs {
+        *summary.entry(k.status).or_default() += 1;
+    }
+    summary
+}
+
 /// Evaluates every knob that targets this host (or only `only`, when given).
 pub fn evaluate(
     manifest: &Manifest,
@@ -278,10 +287,7 @@ pub fn evaluate(
     for (k, c) in knobs.iter_mut().zip(&concerns) {
         unseen::mark(k, c, &asked);
     }
-    let mut summary: BTreeMap<Status, usize> = Status::ALL.iter().map(|s| (*s, 0)).collect();
-    for k in &knobs {
-        *summary.entry(k.status).or_default() += 1;
-    }
+    let summary = summarize(&knobs);
     Ok(Report {
         host: host.name.clone(),
         host_source: host_source.to_string(),

@@ -9,6 +9,7 @@
 
 mod cpu;
 mod devices;
+mod disk;
 mod hardware;
 pub mod facts;
 pub mod ini;
