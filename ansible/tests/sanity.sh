@@ -38,5 +38,5 @@ echo "ansible-test sanity: $((SECONDS - s)) s"
 
 echo "== ansible-lint on the collection and playbooks"
 s=$SECONDS
-(cd ansible && ansible-lint --offline -q ansible_collections/hostknob/hostknob playbooks tests/*.yml)
+(cd ansible && ANSIBLE_COLLECTIONS_PATH="$repo/ansible" ansible-lint --offline -q ansible_collections/hostknob/hostknob playbooks tests/*.yml)
 echo "ansible-lint: $((SECONDS - s)) s"
