@@ -243,7 +243,11 @@ pub fn is_mask_file(path: &str) -> bool {
 /// `None` when the text is no mask.
 pub fn mask_as_list(raw: &str) -> Option<String> {
     let l = CpuList::parse_mask(raw.trim()).ok()?;
-    Some(if l.is_empty() { "none".into() } else { l.to_string() })
+    Some(if l.is_empty() {
+        "none".into()
+    } else {
+        l.to_string()
+    })
 }
 
 /// One value and the CPUs that have it.

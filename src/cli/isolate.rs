@@ -9,7 +9,12 @@ use super::ReadArgs;
 #[derive(Args, Debug)]
 pub struct IsolateArgs {
     /// How many CPUs to isolate, chosen from the topology (`--count 8`).
-    #[arg(long, value_name = "N", required_unless_present = "cpus", conflicts_with = "cpus")]
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "cpus",
+        conflicts_with = "cpus"
+    )]
     pub count: Option<String>,
     /// Which CPUs to isolate, a CPU list (`4-11,16-23`, `8-8`). A bare
     /// number here is the old spelling of --count and still read as a count

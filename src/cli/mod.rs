@@ -419,7 +419,12 @@ pub struct AuditArgs {
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
     /// Directory to create (or an empty one).
-    #[arg(long, value_name = "DIR", required_unless_present = "out_positional", conflicts_with = "out_positional")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "out_positional",
+        conflicts_with = "out_positional"
+    )]
     pub out: Option<PathBuf>,
     /// The old spelling `capture DIR`, still taken (with a note).
     #[arg(value_name = "DIR", hide = true)]
@@ -523,7 +528,13 @@ pub struct VerifyArgs {
     #[arg(long, default_value = "5%", value_parser = parse_percent, value_name = "PCT")]
     pub knee_tolerance: f64,
     /// The old spelling of --plot for a sweep, still taken (with a note).
-    #[arg(long, value_name = "FILE.svg", requires = "sweep", conflicts_with = "plot", hide = true)]
+    #[arg(
+        long,
+        value_name = "FILE.svg",
+        requires = "sweep",
+        conflicts_with = "plot",
+        hide = true
+    )]
     pub svg: Option<PathBuf>,
     /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
     #[arg(last = true, value_name = "PROBE OPTIONS")]

@@ -17,7 +17,9 @@ fn request(args: &IsolateArgs) -> Result<(Request, String)> {
             Request::Count(n) => {
                 super::deprecated(
                     &format!("--cpus {n} (a count)"),
-                    &format!("--count {n} for {n} CPUs chosen here, or --cpus {n}-{n} for CPU {n} alone"),
+                    &format!(
+                        "--count {n} for {n} CPUs chosen here, or --cpus {n}-{n} for CPU {n} alone"
+                    ),
                 );
                 Ok((Request::Count(n), format!("--count {n}")))
             }

@@ -120,7 +120,10 @@ impl<'r> Facts<'r> {
                 "unknown (no {CPU_DIR}/isolated or {CPU_DIR}/nohz_full)"
             ));
         }
-        let all = lists.iter().flat_map(|l| l.as_slice().iter().copied()).collect();
+        let all = lists
+            .iter()
+            .flat_map(|l| l.as_slice().iter().copied())
+            .collect();
         Value::Number(crate::cpulist::CpuList::new(all).len() as u64)
     }
 

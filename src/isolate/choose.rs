@@ -25,9 +25,7 @@ impl Request {
         match t.parse::<usize>() {
             Ok(0) => bail!("--count 0: nothing to isolate; give how many CPUs, e.g. --count 8"),
             Ok(n) => Ok(Request::Count(n)),
-            Err(_) => bail!(
-                "--count {t:?}: not a number of CPUs; for these CPUs write --cpus {t}"
-            ),
+            Err(_) => bail!("--count {t:?}: not a number of CPUs; for these CPUs write --cpus {t}"),
         }
     }
 

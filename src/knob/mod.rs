@@ -6,8 +6,8 @@
 //! line in the `kinds!` registry below.
 
 pub mod boot;
-pub mod bound;
 pub mod bootloader;
+pub mod bound;
 mod ctx;
 pub mod ignored;
 pub(crate) mod msr_field;

@@ -326,12 +326,14 @@ fn parse_test(at: &str, fact: &str, v: &Yaml) -> Result<Test, FieldError> {
         }
     };
     let want = match fact {
-        "family" | "numa_nodes" | "isolated_cpus" => Want::Number(number(value).ok_or_else(|| {
-            FieldError::new(
-                at,
-                format!("{raw:?}: {fact} is a number (decimal or 0x hex)"),
-            )
-        })?),
+        "family" | "numa_nodes" | "isolated_cpus" => {
+            Want::Number(number(value).ok_or_else(|| {
+                FieldError::new(
+                    at,
+                    format!("{raw:?}: {fact} is a number (decimal or 0x hex)"),
+                )
+            })?)
+        }
         "model" => match number(value) {
             Some(n) => Want::Number(n),
             None => {

@@ -153,7 +153,8 @@ fn bad_shapes_and_unknown_facts_name_the_field() {
         e.message
     );
     assert!(
-        e.message.contains("numa_nodes, isolated_cpus, memory, label.KEY"),
+        e.message
+            .contains("numa_nodes, isolated_cpus, memory, label.KEY"),
         "{}",
         e.message
     );

@@ -62,7 +62,10 @@ pub fn diff(g: &ChangeGroup) -> String {
     // A CPU mask reads as CPUs (`2` is CPU 1); its bytes are named in the label.
     let lists = crate::cpulist::is_mask_file(&g.path)
         .then(|| {
-            let list = |v: Option<&str>| v.map(crate::cpulist::mask_as_list).unwrap_or(Some(String::new()));
+            let list = |v: Option<&str>| {
+                v.map(crate::cpulist::mask_as_list)
+                    .unwrap_or(Some(String::new()))
+            };
             Some((list(before)?, list(after)?))
         })
         .flatten();

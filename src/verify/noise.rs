@@ -167,7 +167,10 @@ fn by_name(changes: Vec<Change>) -> Vec<ChangedName> {
     let mut acc: Vec<ChangedName> = Vec::new();
     for c in changes {
         let pids = usize::from(c.pid.is_some());
-        match acc.iter_mut().find(|g| g.kind == c.kind && g.name == c.name) {
+        match acc
+            .iter_mut()
+            .find(|g| g.kind == c.kind && g.name == c.name)
+        {
             Some(g) => {
                 g.pids += pids;
                 g.us_per_s = [g.us_per_s[0] + c.us_per_s[0], g.us_per_s[1] + c.us_per_s[1]];
@@ -339,18 +342,31 @@ mod tests {
             found.iter().map(|(n, p, s)| (n.as_str(), *p, *s)).collect();
         for _ in 0..2 {
             p.add(false, Some(serde_json::to_value(ev(1000.0, &top)).unwrap()));
-            p.add(true, Some(serde_json::to_value(ev(60.0, &[("LOC", None, 0.8)])).unwrap()));
+            p.add(
+                true,
+                Some(serde_json::to_value(ev(60.0, &[("LOC", None, 0.8)])).unwrap()),
+            );
         }
         let r = p.report().unwrap();
-        assert_eq!(r.changed.len(), 108, "every pid stays in the JSON (and LOC)");
+        assert_eq!(
+            r.changed.len(),
+            108,
+            "every pid stays in the JSON (and LOC)"
+        );
         assert_eq!(r.changed_by_name.len(), 9);
         assert_eq!(r.changed_by_name[0].name, "sh");
         assert_eq!(r.changed_by_name[0].pids, 100);
         assert_eq!(r.changed_by_name[0].us_per_s, [500.0, 0.0]);
         let w = words(&r);
         let cell = w.split("; changed: ").nth(1).unwrap();
-        assert!(cell.starts_with("thread sh (100 pids): 500.0 µs/s as found, gone applied"), "{cell}");
-        assert!(cell.ends_with("4 more (noise.changed in --format json)"), "{cell}");
+        assert!(
+            cell.starts_with("thread sh (100 pids): 500.0 µs/s as found, gone applied"),
+            "{cell}"
+        );
+        assert!(
+            cell.ends_with("4 more (noise.changed in --format json)"),
+            "{cell}"
+        );
         assert_eq!(cell.matches("pid").count(), 1, "{cell}");
         assert!(cell.len() < 400, "{} chars: {cell}", cell.len());
     }

@@ -371,7 +371,10 @@ fn the_shipped_catalog_on_this_vms_capture() {
         .map(|k| k["id"].as_str().unwrap())
         .collect();
     assert_eq!(drifting, ["vm-swappiness-low"], "{r:#}");
-    assert_eq!(knob(&r, "vm-swappiness-low")["detail"], "is 60, should be 10");
+    assert_eq!(
+        knob(&r, "vm-swappiness-low")["detail"],
+        "is 60, should be 10"
+    );
     // haltpoll.guest_halt_poll_ns=0 is on the capture's kernel command line.
     let k = knob(&r, "haltpoll-guest-no-poll");
     assert_eq!(k["status"], "ok");

@@ -47,10 +47,7 @@ fn policies(root: &Path) -> Vec<std::path::PathBuf> {
         .map(|d| {
             d.filter_map(|e| {
                 let p = e.ok()?.path();
-                p.file_name()?
-                    .to_str()?
-                    .starts_with("policy")
-                    .then_some(p)
+                p.file_name()?.to_str()?.starts_with("policy").then_some(p)
             })
             .collect()
         })
@@ -84,7 +81,11 @@ fn condition(root: &Path, id: &str) -> Result<(), String> {
                     .count()
                 })
                 .unwrap_or(0);
-            if nodes > 1 { Ok(()) } else { fails("numa_nodes > 1") }
+            if nodes > 1 {
+                Ok(())
+            } else {
+                fails("numa_nodes > 1")
+            }
         }
         "timer-migration-off" | "nmi-watchdog-off" => {
             let lists: Vec<String> = ["isolated", "nohz_full"]
@@ -98,17 +99,16 @@ fn condition(root: &Path, id: &str) -> Result<(), String> {
                 fails("isolated_cpus > 0")
             }
         }
-        "busy-poll-50" | "busy-read-50" => {
-            match read(root, "proc/cpuinfo") {
-                Some(t) if !t.lines().any(|l| {
+        "busy-poll-50" | "busy-read-50" => match read(root, "proc/cpuinfo") {
+            Some(t)
+                if !t.lines().any(|l| {
                     l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor")
                 }) =>
-                {
-                    Ok(())
-                }
-                _ => fails("virtualized == false"),
+            {
+                Ok(())
             }
-        }
+            _ => fails("virtualized == false"),
+        },
         "cpuidle-deep-states-off" => {
             let g = read(root, &format!("{cpu}/cpuidle/current_governor"))
                 .or_else(|| read(root, &format!("{cpu}/cpuidle/current_governor_ro")));
@@ -131,7 +131,12 @@ fn condition(root: &Path, id: &str) -> Result<(), String> {
 const SYSCTLS: &[(&str, &str, &str, bool)] = &[
     ("vm-swappiness-low", "vm.swappiness", "10", false),
     ("vm-dirty-ratio-low", "vm.dirty_ratio", "10", true),
-    ("vm-dirty-background-ratio-low", "vm.dirty_background_ratio", "3", true),
+    (
+        "vm-dirty-background-ratio-low",
+        "vm.dirty_background_ratio",
+        "3",
+        true,
+    ),
     ("numa-balancing-off", "kernel.numa_balancing", "0", true),
     ("timer-migration-off", "kernel.timer_migration", "0", true),
     ("nmi-watchdog-off", "kernel.nmi_watchdog", "0", true),
@@ -228,7 +233,11 @@ fn want(root: &Path, id: &str, live: bool) -> Option<Want> {
                 })
                 .collect();
             if values.is_empty() {
-                let why = if policies(root).is_empty() { "no cpufreq" } else { "" };
+                let why = if policies(root).is_empty() {
+                    "no cpufreq"
+                } else {
+                    ""
+                };
                 return Some(Want::NotHere(why.into()));
             }
             if values.iter().all(|(v, _)| v == "performance") {
@@ -275,7 +284,11 @@ fn want(root: &Path, id: &str, live: bool) -> Option<Want> {
                     .collect();
                 if states.iter().any(Option::is_none) {
                     Want::NotHere("no ethtool state".into())
-                } else if states.iter().flatten().any(|t| t.contains("adaptive-rx: 1")) {
+                } else if states
+                    .iter()
+                    .flatten()
+                    .any(|t| t.contains("adaptive-rx: 1"))
+                {
                     Want::Drift
                 } else {
                     Want::InEffect
@@ -394,7 +407,10 @@ fn an_optional_sysctl_absent_here_is_not_applicable() {
     let k = knob(&r, "a");
     assert_eq!(k["status"], "not-applicable", "{k:#}");
     assert!(
-        k["detail"].as_str().unwrap().contains("no sysctl vm.dirty_ratio on this host"),
+        k["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no sysctl vm.dirty_ratio on this host"),
         "{k:#}"
     );
     let m = manifest(&[("a.yaml", &doc("a", ""))]);

@@ -369,14 +369,20 @@ fn isolated_cpus_counts_isolcpus_and_nohz_full_together() {
     // As captured: `isolated` is empty, there is no nohz_full.
     let seen = check_facts(
         &host,
-        &[("{isolated_cpus: '>0'}", false), ("{isolated_cpus: 0}", true)],
+        &[
+            ("{isolated_cpus: '>0'}", false),
+            ("{isolated_cpus: 0}", true),
+        ],
     );
     assert_eq!(seen[0], "0");
     std::fs::write(cpu.join("isolated"), "1\n").unwrap();
     std::fs::write(cpu.join("nohz_full"), "0-1\n").unwrap();
     let seen = check_facts(
         &host,
-        &[("{isolated_cpus: '>0'}", true), ("{isolated_cpus: 2}", true)],
+        &[
+            ("{isolated_cpus: '>0'}", true),
+            ("{isolated_cpus: 2}", true),
+        ],
     );
     assert_eq!(seen[0], "2");
     // adl0 (a pepc capture) has neither file: unknown, so no condition holds.

@@ -827,9 +827,18 @@ fn isolate_takes_a_count_and_a_list_under_two_names_and_the_old_spelling_with_a_
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
     assert!(err(&o).contains("cannot be used with"), "{}", err(&o));
     let o = hostknob(&["--root", r, "isolate"]);
-    assert!(err(&o).contains("required arguments were not provided") && err(&o).contains("--count <N>"), "{}", err(&o));
+    assert!(
+        err(&o).contains("required arguments were not provided") && err(&o).contains("--count <N>"),
+        "{}",
+        err(&o)
+    );
     let o = hostknob(&["--root", r, "isolate", "--count", "4-11"]);
-    assert!(err(&o).contains("--count \"4-11\": not a number of CPUs; for these CPUs write --cpus 4-11"), "{}", err(&o));
+    assert!(
+        err(&o)
+            .contains("--count \"4-11\": not a number of CPUs; for these CPUs write --cpus 4-11"),
+        "{}",
+        err(&o)
+    );
 }
 
 /// Issue 49 item 8: `capture --out DIR`, as `doc`, `man`, `isolate` and

@@ -282,7 +282,13 @@ fn a_capture_stores_each_interfaces_mac_address_which_persistence_matches() {
     assert_eq!(inventory_nic(Some(&root), "eth0")["address"], mac);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c");
-    ok(&hostknob(&["--root", r, "capture", "--out", out.to_str().unwrap()]));
+    ok(&hostknob(&[
+        "--root",
+        r,
+        "capture",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
     let stored = std::fs::read_to_string(out.join("sys/class/net/eth0/address")).unwrap();
     assert_eq!(stored, format!("{mac}\n"));
     assert_eq!(inventory_nic(Some(&out), "eth0")["address"], mac);
@@ -688,5 +694,8 @@ fn an_rps_diff_shows_cpu_lists_and_labels_the_masks() {
     let lines: Vec<&str> = dry.lines().collect();
     assert!(lines.contains(&"-none") && lines.contains(&"+1"), "{dry}");
     assert!(!lines.contains(&"+2"), "the mask's bytes as a value: {dry}");
-    assert!(dry.contains("CPU lists; the file holds hex masks 00000000 -> 2"), "{dry}");
+    assert!(
+        dry.contains("CPU lists; the file holds hex masks 00000000 -> 2"),
+        "{dry}"
+    );
 }

@@ -403,7 +403,12 @@ fn tune_interrupted(
         line.clear();
     }
     let mut stdout = Vec::new();
-    child.stdout.take().unwrap().read_to_end(&mut stdout).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
     let status = child.wait().unwrap();
     assert!(midway.is_none(), "the plan never printed:\n{seen}");
     (
@@ -423,14 +428,19 @@ const ONE_KNOB: &str = "knobs:
 ";
 
 fn report(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("tune-report.json")).unwrap())
-        .unwrap()
+    serde_json::from_str(&std::fs::read_to_string(dir.join("tune-report.json")).unwrap()).unwrap()
 }
 
 fn replays_the_same(dir: &Path) {
-    let r = hostknob_command(&["tune", "--replay", dir.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
+    let r = hostknob_command(&[
+        "tune",
+        "--replay",
+        dir.to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .output()
+    .unwrap();
     assert_eq!(r.status.code(), Some(0), "{}\n{}", err(&r), out(&r));
     let rv: serde_json::Value = serde_json::from_str(&out(&r)).unwrap();
     assert_eq!(rv["replay"]["same"], true, "{}", rv["replay"]);
@@ -580,7 +590,11 @@ fn a_step_that_breaks_a_guard_is_not_accepted() {
     assert_eq!(o.status.code(), Some(0), "{e}\n{}", out(&o));
     assert_tree(&before, &root, "after the guarded search");
     let v = crate::fleet_schemas::check("tune", &o, &mut Default::default());
-    assert!(v["outcome"]["shipped"].as_array().unwrap().is_empty(), "{}", v["outcome"]["shipped"]);
+    assert!(
+        v["outcome"]["shipped"].as_array().unwrap().is_empty(),
+        "{}",
+        v["outcome"]["shipped"]
+    );
     assert!(v["outcome"]["accepted"].as_array().unwrap().is_empty());
     let steps = v["outcome"]["stages"][0]["comparisons"].as_array().unwrap();
     let step = steps
@@ -597,9 +611,20 @@ fn a_step_that_breaks_a_guard_is_not_accepted() {
     let o = tune(
         &root,
         m.path(),
-        &["--space", sp.to_str().unwrap(), "--out", out_dir.to_str().unwrap(), "--guard", "p50:sideways:5%"],
+        &[
+            "--space",
+            sp.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--guard",
+            "p50:sideways:5%",
+        ],
         &cmd,
     );
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    assert!(err(&o).contains("--guard p50:sideways:5%: give METRIC:no-higher:PCT"), "{}", err(&o));
+    assert!(
+        err(&o).contains("--guard p50:sideways:5%: give METRIC:no-higher:PCT"),
+        "{}",
+        err(&o)
+    );
 }

@@ -10,8 +10,8 @@
 mod cpu;
 mod devices;
 mod disk;
-mod hardware;
 pub mod facts;
+mod hardware;
 pub mod ini;
 pub mod load;
 pub mod out;

@@ -3,11 +3,11 @@
 
 use serde_yaml::Value;
 
+use super::disk::{bound, disk};
 use super::facts::Facts;
 use super::ini::Opt;
 use super::load::Unit;
 use super::out::{Fate, Out, map, s, value};
-use super::disk::{bound, disk};
 use super::vars::{Vars, pack, unpack};
 use crate::cpulist::CpuList;
 
