@@ -458,18 +458,8 @@ impl Block {
         // Before 6.11 a bio-based queue shows the blk-mq files and refuses writes.
         let bio_based = rule.mq_only && !host.root.is_dir(&format!("/sys/block/{dev}/mq"));
         let current = match host.value(&path) {
-            ReadValue::Value(_) if bio_based => {
-                let mut t = Target::absent(
-                    path,
-                    None,
-                    &desired,
-                    Self::absent_reason(host, dev, rule.file),
-                );
-                t.label = label;
-                return Ok(t);
-            }
-            ReadValue::Value(v) => v.trim().to_string(),
-            ReadValue::Absent => {
+            ReadValue::Value(v) if !bio_based => v.trim().to_string(),
+            ReadValue::Value(_) | ReadValue::Absent => {
                 let mut t = Target::absent(
                     path,
                     None,
