@@ -33,6 +33,7 @@ pub mod schema;
 pub(crate) mod spelling;
 pub(crate) mod stats;
 pub(crate) mod task;
+pub mod test_hooks;
 pub mod tune;
 pub mod verify;
 

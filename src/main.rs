@@ -126,7 +126,7 @@ fn quiet_when_stdout_closes() {
     }));
 }
 
-fn main() {
+pub(crate) fn main() {
     quiet_when_stdout_closes();
     let args = hoist(std::env::args_os().collect());
     let cli = match parse(args.clone()) {

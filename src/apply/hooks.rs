@@ -1,7 +1,7 @@
 //! Test-only hooks, read from the environment, that let the test suite
-//! interrupt an apply between two writes. Built only with the `test-hooks`
-//! feature (the test suite's); otherwise `Hooks` does nothing and no
-//! variable is read.
+//! interrupt an apply between two writes. Read only where
+//! [`crate::test_hooks`] is on (the test suite's binary); elsewhere `Hooks`
+//! does nothing and no variable is read.
 //!
 //! - `HOSTKNOB_TEST_WRITE_DELAY_MS=N`: sleep N ms before each write, so that
 //!   a test can kill the process (SIGKILL) at random points of an apply.
@@ -20,91 +20,64 @@
 //! `HOSTKNOB_TEST_APPEND_LIMIT` (a full disk for the journal and the ledger)
 //! is read by `root::append`.
 
-#[cfg(feature = "test-hooks")]
-pub use enabled::{DELAY_VAR, ERRNO_VAR, GATE_VAR, Hooks, LOG_VAR, injected_error, log_write};
+use std::path::PathBuf;
+use std::time::Duration;
 
-#[cfg(not(feature = "test-hooks"))]
-pub fn log_write(_path: &str, _text: &str) {}
+pub const DELAY_VAR: &str = "HOSTKNOB_TEST_WRITE_DELAY_MS";
+pub const GATE_VAR: &str = "HOSTKNOB_TEST_WRITE_GATE";
+pub const LOG_VAR: &str = "HOSTKNOB_TEST_WRITE_LOG";
+pub const ERRNO_VAR: &str = "HOSTKNOB_TEST_WRITE_ERRNO";
 
-#[cfg(not(feature = "test-hooks"))]
-pub fn injected_error(_path: &str) -> Option<std::io::Error> {
-    None
+/// The error the test asked a write of `path` to fail with, if any.
+pub fn injected_error(path: &str) -> Option<std::io::Error> {
+    let spec = crate::test_hooks::var(ERRNO_VAR)?;
+    spec.split(';')
+        .filter_map(|one| one.rsplit_once('='))
+        .find(|(p, _)| *p == path)
+        .and_then(|(_, n)| n.trim().parse().ok())
+        .map(std::io::Error::from_raw_os_error)
 }
 
-#[cfg(not(feature = "test-hooks"))]
-pub struct Hooks;
+/// Appends one attribute write to the test's log, if it asked for one.
+pub fn log_write(path: &str, text: &str) {
+    use std::io::Write as _;
+    let Some(log) = crate::test_hooks::var_os(LOG_VAR) else {
+        return;
+    };
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+    {
+        let _ = writeln!(f, "{path}\t{}", text.trim());
+    }
+}
 
-#[cfg(not(feature = "test-hooks"))]
+pub struct Hooks {
+    delay: Option<Duration>,
+    gate: Option<PathBuf>,
+}
+
 impl Hooks {
     pub fn from_env() -> Hooks {
-        Hooks
-    }
-
-    pub fn before_write(&self, _index: usize) {}
-}
-
-#[cfg(feature = "test-hooks")]
-mod enabled {
-    use std::path::PathBuf;
-    use std::time::Duration;
-
-    pub const DELAY_VAR: &str = "HOSTKNOB_TEST_WRITE_DELAY_MS";
-    pub const GATE_VAR: &str = "HOSTKNOB_TEST_WRITE_GATE";
-    pub const LOG_VAR: &str = "HOSTKNOB_TEST_WRITE_LOG";
-    pub const ERRNO_VAR: &str = "HOSTKNOB_TEST_WRITE_ERRNO";
-
-    /// The error the test asked a write of `path` to fail with, if any.
-    pub fn injected_error(path: &str) -> Option<std::io::Error> {
-        let spec = std::env::var(ERRNO_VAR).ok()?;
-        spec.split(';')
-            .filter_map(|one| one.rsplit_once('='))
-            .find(|(p, _)| *p == path)
-            .and_then(|(_, n)| n.trim().parse().ok())
-            .map(std::io::Error::from_raw_os_error)
-    }
-
-    /// Appends one attribute write to the test's log, if it asked for one.
-    pub fn log_write(path: &str, text: &str) {
-        use std::io::Write as _;
-        let Some(log) = std::env::var_os(LOG_VAR) else {
-            return;
-        };
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            let _ = writeln!(f, "{path}\t{}", text.trim());
+        Hooks {
+            delay: crate::test_hooks::var(DELAY_VAR)
+                .and_then(|v| v.parse().ok())
+                .map(Duration::from_millis),
+            gate: crate::test_hooks::var_os(GATE_VAR).map(PathBuf::from),
         }
     }
 
-    pub struct Hooks {
-        delay: Option<Duration>,
-        gate: Option<PathBuf>,
-    }
-
-    impl Hooks {
-        pub fn from_env() -> Hooks {
-            Hooks {
-                delay: std::env::var(DELAY_VAR)
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .map(Duration::from_millis),
-                gate: std::env::var_os(GATE_VAR).map(PathBuf::from),
-            }
+    /// Called by apply before its write number `index`.
+    pub fn before_write(&self, index: usize) {
+        if let Some(d) = self.delay {
+            std::thread::sleep(d);
         }
-
-        /// Called by apply before its write number `index`.
-        pub fn before_write(&self, index: usize) {
-            if let Some(d) = self.delay {
-                std::thread::sleep(d);
-            }
-            if let Some(dir) = &self.gate {
-                let _ = std::fs::write(dir.join(format!("at-{index}")), b"");
-                let go = dir.join(format!("go-{index}"));
-                while !go.exists() {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
+        if let Some(dir) = &self.gate {
+            let _ = std::fs::write(dir.join(format!("at-{index}")), b"");
+            let go = dir.join(format!("go-{index}"));
+            while !go.exists() {
+                std::thread::sleep(Duration::from_millis(2));
             }
         }
     }

@@ -50,9 +50,7 @@ use crate::knob::HostCtx;
 use crate::manifest::{ledger, ledger_home};
 use crate::root::Root;
 
-#[cfg(feature = "test-hooks")]
 pub use crate::root::APPEND_LIMIT_VAR;
-#[cfg(feature = "test-hooks")]
 pub use hooks::{DELAY_VAR, ERRNO_VAR, GATE_VAR, LOG_VAR};
 
 /// One host to change: its root, name, manifest directory and state directory.

@@ -490,7 +490,7 @@ impl Latency {
     }
 }
 
-/// The test suite's seam (only with the `test-hooks` feature): with
+/// The test suite's seam (only in its binary: [`crate::test_hooks`]): with
 /// `HOSTKNOB_TEST_PROBE_ON_ROOT=1`, probes and verify run under a `--root`
 /// tree, so that verify's orchestration is tested on copies of captures.
 /// The measurement is still of this machine; never set it outside the suite.
@@ -501,8 +501,7 @@ pub const PROBE_ON_ROOT_VAR: &str = "HOSTKNOB_TEST_PROBE_ON_ROOT";
 /// they were the ones measured.
 pub fn require_live(root: &Root, what: &str) -> Result<()> {
     if root.is_live()
-        || (cfg!(feature = "test-hooks")
-            && std::env::var_os(PROBE_ON_ROOT_VAR).is_some_and(|v| v == "1"))
+        || crate::test_hooks::var_os(PROBE_ON_ROOT_VAR).is_some_and(|v| v == "1")
     {
         return Ok(());
     }

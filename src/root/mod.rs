@@ -32,7 +32,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
-#[cfg(any(test, feature = "test-hooks"))]
+#[cfg(test)]
 use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result, bail};
@@ -42,7 +42,6 @@ pub use output::{create_output, write_output};
 pub use read::{READ_CAP, read_system_file};
 pub use subtree::{Kind, Meta, Subtree};
 pub use unseen::{Concern, POD_UNSEEN, Unseen, entry_of};
-#[cfg(feature = "test-hooks")]
 pub use write::APPEND_LIMIT_VAR;
 pub use write::{append, proc_write_allowed, symlink_refused};
 
@@ -65,7 +64,6 @@ pub struct Root {
     nodev: Option<OwnedFd>,
     /// Paths this root does not show (the pod's): see [`unseen`].
     hidden: Option<unseen::Hidden>,
-    #[cfg(feature = "test-hooks")]
     open_log: Option<unseen::OpenLog>,
 }
 
@@ -113,7 +111,6 @@ impl Root {
             live_proc: live.then(|| open_fs("/proc", PROC_SUPER_MAGIC)).flatten(),
             nodev,
             hidden: None,
-            #[cfg(feature = "test-hooks")]
             open_log: unseen::OpenLog::from_env(),
         };
         if !root.exists("/sys") && !root.exists("/proc") {
@@ -126,7 +123,7 @@ impl Root {
     }
 
     /// Resolves by the component walk even where `openat2` works.
-    #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg(test)]
     pub fn walking(self) -> Root {
         self.walk.store(true, Ordering::Relaxed);
         self
@@ -147,7 +144,6 @@ impl Root {
             live_proc: None,
             nodev: None,
             hidden: None,
-            #[cfg(feature = "test-hooks")]
             open_log: None,
         })
     }

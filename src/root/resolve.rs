@@ -137,16 +137,10 @@ pub(super) fn not_vouched(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EXDEV) | Some(libc::ELOOP)) || openat2_refused(e)
 }
 
-/// Test builds may force the component walk (`HOSTKNOB_NO_OPENAT2=1`), so
-/// the root-seam tests cover it on kernels that have `openat2`.
-#[cfg(any(test, feature = "test-hooks"))]
+/// The test binary may force the component walk (`HOSTKNOB_NO_OPENAT2=1`),
+/// so the root-seam tests cover it on kernels that have `openat2`.
 pub(super) fn walk_forced() -> bool {
-    std::env::var_os("HOSTKNOB_NO_OPENAT2").is_some_and(|v| v == "1")
-}
-
-#[cfg(not(any(test, feature = "test-hooks")))]
-pub(super) fn walk_forced() -> bool {
-    false
+    crate::test_hooks::var_os("HOSTKNOB_NO_OPENAT2").is_some_and(|v| v == "1")
 }
 
 pub(super) fn openat2_refused(e: &io::Error) -> bool {

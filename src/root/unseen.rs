@@ -224,7 +224,6 @@ impl Root {
     /// test suite's recording of them, and the unseen paths refused as absent.
     #[inline]
     pub(super) fn ask(&self, logical: &str) -> io::Result<()> {
-        #[cfg(feature = "test-hooks")]
         if let Some(log) = &self.open_log {
             log.note(logical);
         }
@@ -237,7 +236,6 @@ impl Root {
     /// Whether [`Root::ask`] has anything to do (saves spelling a path).
     #[inline]
     pub(super) fn asks(&self) -> bool {
-        #[cfg(feature = "test-hooks")]
         if self.open_log.is_some() {
             return true;
         }
@@ -245,18 +243,16 @@ impl Root {
     }
 }
 
-/// Test-only (the `test-hooks` feature): `HOSTKNOB_TEST_OPEN_LOG=FILE`
+/// Test-only ([`crate::test_hooks`]): `HOSTKNOB_TEST_OPEN_LOG=FILE`
 /// appends every host path a root opened with [`Root::open`] asks for, once
 /// each, a line each, so a test can check them against what a pod mounts.
-#[cfg(feature = "test-hooks")]
 pub(super) struct OpenLog {
     seen: Mutex<(BTreeSet<String>, std::fs::File)>,
 }
 
-#[cfg(feature = "test-hooks")]
 impl OpenLog {
     pub(super) fn from_env() -> Option<OpenLog> {
-        let path = std::env::var_os("HOSTKNOB_TEST_OPEN_LOG")?;
+        let path = crate::test_hooks::var_os("HOSTKNOB_TEST_OPEN_LOG")?;
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -426,19 +426,14 @@ fn unlink_at(dir: &File, name: &str, flags: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// Test-only (the `test-hooks` feature): `WHAT:N` makes an append to `WHAT`
+/// Test-only ([`crate::test_hooks`]): `WHAT:N` makes an append to `WHAT`
 /// (`journal` or `ledger`) write at most N bytes, then fail as a full disk
 /// would (ENOSPC).
-#[cfg(feature = "test-hooks")]
 pub const APPEND_LIMIT_VAR: &str = "HOSTKNOB_TEST_APPEND_LIMIT";
 
 /// Appends `bytes` to a state file (`what`: the journal, the ledger) in one write.
 pub fn append(f: &mut File, bytes: &[u8], what: &str) -> io::Result<()> {
-    #[cfg(not(feature = "test-hooks"))]
-    let _ = what;
-    #[cfg(feature = "test-hooks")]
-    if let Some(n) = std::env::var(APPEND_LIMIT_VAR)
-        .ok()
+    if let Some(n) = crate::test_hooks::var(APPEND_LIMIT_VAR)
         .and_then(|v| {
             let (w, n) = v.split_once(':')?;
             (w == what).then(|| n.parse::<usize>().ok())?

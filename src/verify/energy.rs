@@ -167,7 +167,6 @@ impl Legs {
         if self.zones.is_empty() {
             return;
         }
-        #[cfg(feature = "test-hooks")]
         test_advance(root, &self.zones, k);
         let secs = s.at.elapsed().as_secs_f64();
         let mut uj = 0u64;
@@ -319,14 +318,12 @@ pub struct Energy {
     pub words: String,
 }
 
-/// Test builds: `HOSTKNOB_TEST_ENERGY_UJ=AS_FOUND,APPLIED` advances every
+/// Test binary ([`crate::test_hooks`]): `HOSTKNOB_TEST_ENERGY_UJ=AS_FOUND,APPLIED` advances every
 /// zone's `energy_uj` in the tree by that much (wrapping) before a leg's end
 /// is read, as a package drawing that energy would.
-#[cfg(feature = "test-hooks")]
 fn test_advance(root: &Root, zones: &[Zone], k: usize) {
     // Never the live sysfs: only a tree's copy.
-    let Some(v) = std::env::var("HOSTKNOB_TEST_ENERGY_UJ")
-        .ok()
+    let Some(v) = crate::test_hooks::var("HOSTKNOB_TEST_ENERGY_UJ")
         .filter(|_| !root.is_live())
     else {
         return;

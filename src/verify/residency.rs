@@ -165,13 +165,12 @@ pub fn findings(knob: &Knob, hw: &[Count], idle: &[StateCount]) -> Vec<String> {
     out
 }
 
-/// Test builds only: `HOSTKNOB_TEST_LEG_GATE=DIR` makes each leg, after its
+/// Test binary only ([`crate::test_hooks`]): `HOSTKNOB_TEST_LEG_GATE=DIR` makes each leg, after its
 /// probe and before its closing counter reads, create `DIR/leg-I-applied`
 /// (or `-as-found`; I counts legs from 0) and wait for `DIR/go-I`, so a test
 /// can change a captured tree's counters inside a leg.
-#[cfg(feature = "test-hooks")]
 pub fn leg_gate(index: usize, applied: bool) {
-    let Some(dir) = std::env::var_os("HOSTKNOB_TEST_LEG_GATE").map(std::path::PathBuf::from) else {
+    let Some(dir) = crate::test_hooks::var_os("HOSTKNOB_TEST_LEG_GATE").map(std::path::PathBuf::from) else {
         return;
     };
     let name = if applied { "applied" } else { "as-found" };
@@ -182,9 +181,6 @@ pub fn leg_gate(index: usize, applied: bool) {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
-
-#[cfg(not(feature = "test-hooks"))]
-pub fn leg_gate(_index: usize, _applied: bool) {}
 
 #[cfg(test)]
 mod tests {

@@ -265,7 +265,7 @@ fn a_read_only_sys_is_refused_before_writing_anything() {
         .arg(r#"mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@""#)
         .arg("sh")
         .arg(&sys)
-        .arg(env!("CARGO_BIN_EXE_hostknob"))
+        .arg(crate::support::bin())
         .arg("--root")
         .arg(&root)
         .arg("--manifest")

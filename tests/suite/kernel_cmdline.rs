@@ -254,7 +254,7 @@ fn kernel_cmdline_on_a_read_only_boot_is_refused_and_changes_nothing() {
         .arg(r#"mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && "$@" apply iso; "$@" audit --format json"#)
         .arg("sh")
         .arg(&boot)
-        .arg(env!("CARGO_BIN_EXE_hostknob"))
+        .arg(crate::support::bin())
         .arg("--root")
         .arg(&root)
         .arg("--manifest")

@@ -143,7 +143,7 @@ fn noise_refuses_bad_cpus_and_options_with_the_reason() {
     if cpu > 0 {
         let out = std::process::Command::new("taskset")
             .args(["-c", "0"])
-            .arg(env!("CARGO_BIN_EXE_hostknob"))
+            .arg(crate::support::bin())
             .args([
                 "probe",
                 "noise",

@@ -8,8 +8,56 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// The hostknob the tests run: examples/hostknob-test-hooks.rs (hostknob's
+/// own main with the test switches on), linked as `test-hooks/hostknob` in the
+/// release directory with hostknob-jemalloc beside it, as an installed
+/// hostknob has it. `cargo test` builds the example; a run of one test target
+/// (`--test suite`) does not, so an example older than the library it was
+/// linked from is refused rather than tested.
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_hostknob")
+    static BIN: OnceLock<String> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let shipped = Path::new(env!("CARGO_BIN_EXE_hostknob"));
+        let release = shipped.parent().unwrap();
+        let example = release.join("examples/hostknob-test-hooks");
+        let fix = "build it first: `cargo build --release --locked --examples` (plain `cargo test` builds it)";
+        let built = std::fs::metadata(&example)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|e| panic!("{}: {e}: {fix}", example.display()));
+        let newest_lib = std::fs::read_dir(release.join("deps"))
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                n.starts_with("libhostknob-") && n.ends_with(".rlib")
+            })
+            .filter_map(|e| e.metadata().and_then(|m| m.modified()).ok())
+            .max();
+        let main_rs = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs");
+        let sources = [newest_lib, std::fs::metadata(main_rs).and_then(|m| m.modified()).ok()];
+        if let Some(newer) = sources.into_iter().flatten().find(|t| *t > built) {
+            panic!(
+                "{} is older than what it is built from ({newer:?}): {fix}",
+                example.display()
+            );
+        }
+        let dir = release.join("test-hooks");
+        std::fs::create_dir_all(&dir).unwrap();
+        let jemalloc = Path::new(env!("CARGO_BIN_EXE_hostknob-jemalloc"));
+        for (from, name) in [(example.as_path(), "hostknob"), (jemalloc, "hostknob-jemalloc")] {
+            // A fresh link each run (Cargo replaces its outputs, so an old
+            // link would keep an old build), renamed into place so that a
+            // second test process never sees none.
+            let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+            let _ = std::fs::remove_file(&tmp);
+            std::fs::hard_link(from, &tmp)
+                .or_else(|_| std::fs::copy(from, &tmp).map(|_| ()))
+                .unwrap();
+            std::fs::rename(&tmp, dir.join(name)).unwrap();
+        }
+        dir.join("hostknob").to_string_lossy().into_owned()
+    })
 }
 
 /// This process's directory of working directories, under the test target's
