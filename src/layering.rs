@@ -434,6 +434,35 @@ fn file_refs(code: &str, module: &[String]) -> Vec<Vec<String>> {
     out
 }
 
+/// The names a module's front re-exports (`pub use boot::apply_each;`,
+/// `pub use crate::root::X`), each with the full path it comes from.
+fn re_exports(code: &str, module: &[String]) -> BTreeMap<String, Vec<String>> {
+    let c: Vec<char> = code.chars().collect();
+    let mut out = BTreeMap::new();
+    for (at, _) in code.match_indices("pub use ") {
+        // match_indices gives byte offsets; the code is ASCII outside literals (blanked).
+        let start = code[..at].chars().count() + "pub use ".len();
+        let (paths, _) = use_tree(&c[start..]);
+        for p in paths {
+            let Some(name) = p.last().filter(|n| *n != "self" && *n != "*") else {
+                continue;
+            };
+            let full: Vec<String> = match p[0].as_str() {
+                "crate" => p[1..].to_vec(),
+                "self" => module.iter().chain(&p[1..]).cloned().collect(),
+                "super" => module[..module.len().saturating_sub(1)]
+                    .iter()
+                    .chain(&p[1..])
+                    .cloned()
+                    .collect(),
+                _ => module.iter().chain(&p).cloned().collect(),
+            };
+            out.insert(name.clone(), full);
+        }
+    }
+    out
+}
+
 /// The paths of a `use` tree (`a::{b, c::{d}}` gives a::b and a::c::d; a
 /// path in code, `a::b::f(x)`, gives a::b::f), and the characters read.
 fn use_tree(c: &[char]) -> (Vec<Vec<String>>, usize) {
@@ -484,15 +513,36 @@ fn no_import_circle_between_files() {
         .iter()
         .map(|s| (module_path(&s.rel), s.rel.clone()))
         .collect();
+    let fronts: BTreeMap<&str, BTreeMap<String, Vec<String>>> = files
+        .iter()
+        .map(|s| (s.rel.as_str(), re_exports(&s.code, &module_path(&s.rel))))
+        .collect();
+    // The deepest file the path names (`crate::knob::rules::irq::queue_glob`
+    // is knob/rules/irq.rs); a name a module's front re-exports
+    // (`super::KnobNote` for `pub use outcome::KnobNote`) is the file it comes from.
+    let deepest = |path: &[String]| -> Option<&String> {
+        let mut path = path.to_vec();
+        for _ in 0..8 {
+            let n = (1..=path.len())
+                .rev()
+                .find(|&n| by_module.contains_key(&path[..n]))?;
+            let to = &by_module[&path[..n]];
+            match path.get(n).and_then(|name| fronts[to.as_str()].get(name)) {
+                Some(origin) if *origin != path[..=n] => {
+                    let mut next = origin.clone();
+                    next.extend(path[n + 1..].iter().cloned());
+                    path = next;
+                }
+                _ => return Some(to),
+            }
+        }
+        None
+    };
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for s in &files {
         let own = module_path(&s.rel);
         for path in file_refs(&s.code, &own) {
-            // The deepest file the path names (`crate::knob::rules::irq::queue_glob` is knob/rules/irq.rs).
-            let Some(to) = (1..=path.len())
-                .rev()
-                .find_map(|n| by_module.get(&path[..n]))
-            else {
+            let Some(to) = deepest(&path) else {
                 continue;
             };
             let target = module_path(to);
@@ -555,4 +605,10 @@ fn use_trees_expand() {
     );
     let flat: Vec<String> = refs.iter().map(|p| p.join("::")).collect();
     assert_eq!(flat, ["probe::noise_attrib::Attr", "probe::noise::Spin"]);
+    let front = re_exports(
+        "mod boot;\npub use boot::{KnobNote, apply_each};\npub use crate::root::X;",
+        &["apply".to_string()],
+    );
+    assert_eq!(front["KnobNote"].join("::"), "apply::boot::KnobNote");
+    assert_eq!(front["X"].join("::"), "root::X");
 }

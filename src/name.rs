@@ -1,6 +1,8 @@
 //! The one rule for names that become file names (host names in ledger files
 //! and host documents): checked before the first write, wherever the name came
-//! from (`--host`, the tree's hostname file, the capture's metadata).
+//! from (`--host`, the tree's hostname file, the capture's metadata); the
+//! kernel's rule for interface names, checked wherever one is read from a
+//! tree; and the shell quoting of every printed command.
 
 /// At most this many characters (a DNS label is at most 63).
 pub const MAX_LEN: usize = 64;
@@ -27,6 +29,31 @@ pub fn check(name: &str) -> Result<(), String> {
         "{shown:?} {why}: a host name names files (the ledger, the host document), so it must be \
          1 to 64 letters, digits, `-`, `_` or `.`, starting with a letter or a digit"
     ))
+}
+
+/// The kernel's rule for interface names (net/core/dev.c `dev_valid_name`):
+/// 1 to 15 bytes, not `.` or `..`, no `/`, `:` or white space; refused
+/// otherwise, so a name never carries a newline or a quote into a file.
+pub fn check_ifname(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() < 16
+        && name != "."
+        && name != ".."
+        && !name
+            .bytes()
+            .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace())
+        && !name
+            .chars()
+            .any(|c| c.is_control() || c == '"' || c == '\'' || c == '\\');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not an interface name the kernel gives (net/core/dev.c \
+             dev_valid_name: 1 to 15 bytes, no `/`, `:` or white space; hostknob also \
+             refuses quotes, backslashes and control characters in names it writes)"
+        ))
+    }
 }
 
 /// `--host NAME` as given: an empty (or blank) name is an error at once,
@@ -94,7 +121,7 @@ pub fn shell_command(words: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::check;
+    use super::{check, check_ifname};
 
     #[test]
     fn names_that_could_leave_a_directory_are_refused() {
@@ -107,6 +134,24 @@ mod tests {
             assert!(check(bad).is_err(), "{bad:?}");
         }
         assert!(check(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn interface_names_by_dev_valid_name() {
+        assert!(check_ifname("ens2f0.100").is_ok());
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a:b",
+            "a b",
+            "a\nACTION",
+            "sixteen-chars-xx",
+            "a\"b",
+        ] {
+            assert!(check_ifname(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -2,18 +2,9 @@
 //! applied on its own, so one knob's bad file or refused write leaves the
 //! others applied (and is named) instead of rolling back every knob.
 
-use serde::Serialize;
-
-use super::{ApplyError, ApplyOptions, ApplyOutcome, Session, apply};
+use super::{ApplyError, ApplyOptions, ApplyOutcome, KnobNote, Session, apply};
 use crate::manifest::Knob;
 use crate::schema::Persistence;
-
-/// A knob `--boot` did not apply, and why.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct KnobNote {
-    pub id: String,
-    pub why: String,
-}
 
 /// Why `--boot` leaves a knob of this persistence alone (None: it applies it).
 fn not_at_boot(p: Persistence) -> Option<&'static str> {
@@ -49,15 +40,6 @@ pub fn apply_each(s: &Session, knobs: &[&Knob], opts: &ApplyOptions) -> ApplyOut
         }
         None => false,
     })
-}
-
-impl KnobNote {
-    pub(super) fn new(k: &Knob, why: &str) -> KnobNote {
-        KnobNote {
-            id: k.id.clone(),
-            why: why.into(),
-        }
-    }
 }
 
 /// Applies each knob of `knobs` on its own but those `leave` notes in the

@@ -35,9 +35,9 @@ pub(crate) mod validate;
 pub(crate) mod write;
 
 pub use apply::{apply, caveats, select};
-pub use boot::{KnobNote, apply_each};
+pub use boot::apply_each;
 pub use others::{others_on_files, tuned_fights};
-pub use outcome::{ApplyOutcome, KnobApply, Skipped};
+pub use outcome::{ApplyOutcome, KnobApply, KnobNote, Skipped};
 pub use pod::apply_pod;
 pub use record::{ledger_entry, who};
 pub use revert::{KnobRevert, LeftAlone, RevertOutcome, Stale, revert, revert_with};

@@ -9,6 +9,23 @@ use super::{ApplyOptions, Session};
 use crate::knob::{Blocked, HostCtx, KindName, Write};
 use crate::schema::Persistence;
 
+/// A knob an apply of each knob on its own (`--boot`, the pod's) did not
+/// apply, and why.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct KnobNote {
+    pub id: String,
+    pub why: String,
+}
+
+impl KnobNote {
+    pub(super) fn new(k: &crate::manifest::Knob, why: &str) -> KnobNote {
+        KnobNote {
+            id: k.id.clone(),
+            why: why.into(),
+        }
+    }
+}
+
 /// A target left alone because this host lacks it.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
@@ -65,15 +82,15 @@ pub struct ApplyOutcome {
     /// `apply --boot`: knobs for this host it leaves alone (their
     /// persistence is not a write at boot), with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub not_at_boot: Vec<super::KnobNote>,
+    pub not_at_boot: Vec<KnobNote>,
     /// `apply --pod`: knobs of the profile the pod never writes (a reboot
     /// or a service restart makes them take effect), with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub pending: Vec<super::KnobNote>,
+    pub pending: Vec<KnobNote>,
     /// `apply --pod`: knobs of the profile of a kind the pod's mounts and
     /// privileges cannot write, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub out_of_reach: Vec<super::KnobNote>,
+    pub out_of_reach: Vec<KnobNote>,
     /// `apply --pod`: knobs the journal held that are no longer in the
     /// profile, reverted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -81,7 +98,7 @@ pub struct ApplyOutcome {
     /// `apply --boot` and `--pod`: knobs whose own apply failed (each was refused or
     /// rolled back alone; the others stand). Exit 1.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<super::KnobNote>,
+    pub failed: Vec<KnobNote>,
 }
 
 impl ApplyOutcome {

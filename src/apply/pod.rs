@@ -9,7 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use super::boot::{KnobNote, each};
+use super::KnobNote;
+use super::boot::each;
 use super::{ApplyOptions, ApplyOutcome, Session, revert};
 use crate::knob::KindName;
 use crate::manifest::{Knob, Manifest};

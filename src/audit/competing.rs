@@ -38,7 +38,7 @@ pub fn detect(host: &HostCtx) -> Vec<Competing> {
 
 fn profile(host: &HostCtx, s: Service) -> Option<String> {
     let p = match s {
-        Service::Tuned => host.text("/etc/tuned/active_profile"),
+        Service::Tuned => crate::peers::tuned::active_profile(host.root),
         // `[State]` `Profile=performance`, written when the profile changes.
         Service::PowerProfilesDaemon => host
             .text("/var/lib/power-profiles-daemon/state.ini")?
@@ -53,55 +53,12 @@ fn profile(host: &HostCtx, s: Service) -> Option<String> {
     (!p.is_empty()).then_some(p)
 }
 
-/// saptune has no daemon: `saptune.service` applies its notes at boot and
-/// keeps what it changed in `/run/saptune/saved_state/`.
+/// saptune, where its service is enabled or its notes applied now.
 fn saptune(host: &HostCtx) -> Option<Competing> {
-    let mut evidence = Vec::new();
-    for w in host
-        .list("/etc/systemd/system")
-        .into_iter()
-        .filter(|n| n.ends_with(".wants"))
-    {
-        let link = format!("/etc/systemd/system/{w}/saptune.service");
-        if host.root.read_link(&link).is_ok() || host.root.exists(&link) {
-            evidence.push(format!("enabled ({link})"));
-        }
-    }
-    // Where /run/saptune is not seen (the pod), only a host with saptune's
-    // package asks for it: elsewhere it is absent, not unknown.
-    let installed = || host.root.is_dir("/usr/share/saptune/notes");
-    let mut applied = if host.root.shows("/run/saptune") || installed() {
-        host.list("/run/saptune/saved_state")
-    } else {
-        Vec::new()
-    };
-    applied.sort();
-    if !applied.is_empty() {
-        evidence.push(format!(
-            "applied now (/run/saptune/saved_state: {})",
-            applied.join(", ")
-        ));
-    }
-    if evidence.is_empty() {
-        return None;
-    }
-    let config = host.text("/etc/sysconfig/saptune").unwrap_or_default();
-    let setting = |key: &str| {
-        config.lines().find_map(|l| {
-            let v = l.trim().strip_prefix(key)?.strip_prefix('=')?;
-            let v = v.trim().trim_matches('"').trim();
-            (!v.is_empty()).then(|| v.to_string())
-        })
-    };
-    let profile = match (setting("TUNE_FOR_SOLUTIONS"), setting("TUNE_FOR_NOTES")) {
-        (Some(s), Some(n)) => Some(format!("solutions {s}; notes {n}")),
-        (Some(s), None) => Some(format!("solutions {s}")),
-        (None, Some(n)) => Some(format!("notes {n}")),
-        (None, None) => setting("NOTE_APPLY_ORDER").map(|n| format!("notes {n}")),
-    };
+    let state = crate::peers::saptune::service(host.root)?;
     Some(Competing {
         name: "saptune".into(),
-        profile,
-        evidence: evidence.join("; "),
+        profile: state.profile,
+        evidence: state.evidence.join("; "),
     })
 }

@@ -76,7 +76,7 @@ pub(super) fn detect_services(
         }
         if s == Service::Tuned
             && !evidence.is_empty()
-            && let Some(p) = host.text("/etc/tuned/active_profile")
+            && let Some(p) = crate::peers::tuned::active_profile(host.root)
         {
             evidence.push(format!("profile {p}"));
         }

@@ -23,8 +23,14 @@ pub fn run(args: &CaptureArgs) -> Result<i32> {
         (Some(o), _) => o,
         (None, Some(o)) => {
             super::deprecated(
-                &format!("`capture {}`", o.display()),
-                &format!("`capture --out {}`", o.display()),
+                &format!(
+                    "`capture {}`",
+                    crate::name::shell_word(&o.to_string_lossy())
+                ),
+                &format!(
+                    "`capture --out {}`",
+                    crate::name::shell_word(&o.to_string_lossy())
+                ),
             );
             o
         }
@@ -51,8 +57,13 @@ pub fn run(args: &CaptureArgs) -> Result<i32> {
                 }
             }
             println!(
-                "read it with: hostknob --root {} inventory",
-                report.out.display()
+                "read it with: {}",
+                crate::name::shell_command(&[
+                    "hostknob",
+                    "--root",
+                    &report.out.to_string_lossy(),
+                    "inventory"
+                ])
             );
         }
     }

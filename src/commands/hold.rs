@@ -16,7 +16,8 @@ pub fn run(args: &HoldArgs) -> Result<i32> {
     // The suite's hook (as for probes and verify) tests the orchestration on a
     // tree whose device is a plain file; a device node there is still refused.
     let root = crate::root::Root::open(&args.target.root.root)?;
-    let hooked = crate::test_hooks::var_os(crate::probe::PROBE_ON_ROOT_VAR).is_some_and(|v| v == "1");
+    let hooked =
+        crate::test_hooks::var_os(crate::probe::PROBE_ON_ROOT_VAR).is_some_and(|v| v == "1");
     if !root.is_live() && !hooked {
         bail!(
             "hold keeps a PM QoS request of this machine, not of the tree at --root {}: run it on \

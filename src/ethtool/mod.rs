@@ -326,16 +326,10 @@ const PREFIX: &str = "ethtool:";
 /// (`/sys/class/net/IF@ethtool/SECTION/FIELD`): still read, so they revert.
 const OLD_MARK: &str = "@ethtool/";
 
-/// An interface name the kernel could have (net/core/dev.c `dev_valid_name`:
-/// under IFNAMSIZ, not `.` or `..`, no `/`, `:` or space), so a journal
-/// line cannot name a file through the locator.
+/// An interface name the kernel could have ([`crate::name::check_ifname`]),
+/// so a journal line cannot name a file through the locator.
 fn dev_valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() < 16
-        && name != "."
-        && name != ".."
-        && !name.contains(['/', ':'])
-        && !name.chars().any(char::is_whitespace)
+    crate::name::check_ifname(name).is_ok()
 }
 
 impl Field {

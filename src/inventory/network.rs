@@ -150,6 +150,13 @@ pub fn read(ctx: &Reader) -> Vec<Interface> {
     };
     names
         .into_iter()
+        .filter(|name| match crate::name::check_ifname(name) {
+            Ok(()) => true,
+            Err(e) => {
+                ctx.warn(format!("{NET_DIR}: {e}; left out"));
+                false
+            }
+        })
         .map(|name| {
             let d = format!("{NET_DIR}/{name}");
             let resolved = ctx.root.resolve(&d).ok();

@@ -116,7 +116,9 @@ impl NicSel {
     pub fn select(&self, host: &HostCtx) -> Vec<String> {
         let mut names = host.root.read_dir(NET_DIR).unwrap_or_default();
         names.sort();
-        names.retain(|n| self.matches(host, n));
+        // A name the kernel could not give (a crafted tree's) is no interface:
+        // it would reach plans, journals and persisted files.
+        names.retain(|n| crate::name::check_ifname(n).is_ok() && self.matches(host, n));
         names
     }
 

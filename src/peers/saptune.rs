@@ -12,6 +12,66 @@
 
 use crate::root::Root;
 
+/// saptune's service on this host: why it is taken as present, and the
+/// solutions or notes it is configured to tune for.
+pub struct Service {
+    pub evidence: Vec<String>,
+    pub profile: Option<String>,
+}
+
+/// saptune has no daemon: `saptune.service` applies its notes at boot and
+/// keeps what it changed in `/run/saptune/saved_state/`.
+pub fn service(root: &Root) -> Option<Service> {
+    let mut evidence = Vec::new();
+    for w in root
+        .read_dir("/etc/systemd/system")
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.ends_with(".wants"))
+    {
+        let link = format!("/etc/systemd/system/{w}/saptune.service");
+        if root.read_link(&link).is_ok() || root.exists(&link) {
+            evidence.push(format!("enabled ({link})"));
+        }
+    }
+    // Where /run/saptune is not seen (the pod), only a host with saptune's
+    // package asks for it: elsewhere it is absent, not unknown.
+    let installed = || root.is_dir("/usr/share/saptune/notes");
+    let mut applied = if root.shows("/run/saptune") || installed() {
+        root.read_dir("/run/saptune/saved_state")
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    applied.sort();
+    if !applied.is_empty() {
+        evidence.push(format!(
+            "applied now (/run/saptune/saved_state: {})",
+            applied.join(", ")
+        ));
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    let config = root
+        .read_string("/etc/sysconfig/saptune")
+        .unwrap_or_default();
+    let setting = |key: &str| {
+        config.lines().find_map(|l| {
+            let v = l.trim().strip_prefix(key)?.strip_prefix('=')?;
+            let v = v.trim().trim_matches('"').trim();
+            (!v.is_empty()).then(|| v.to_string())
+        })
+    };
+    let profile = match (setting("TUNE_FOR_SOLUTIONS"), setting("TUNE_FOR_NOTES")) {
+        (Some(s), Some(n)) => Some(format!("solutions {s}; notes {n}")),
+        (Some(s), None) => Some(format!("solutions {s}")),
+        (None, Some(n)) => Some(format!("notes {n}")),
+        (None, None) => setting("NOTE_APPLY_ORDER").map(|n| format!("notes {n}")),
+    };
+    Some(Service { evidence, profile })
+}
+
 /// One option line of an active note.
 pub struct NoteLine {
     pub note: String,

@@ -1,4 +1,5 @@
-//! systemd-udevd's `.link` files: which one applies to a network device.
+//! systemd-udevd's `.link` files: which one applies to a network device;
+//! and its rules' `ATTR{...}=` assignments (another writer of a knob's file).
 //!
 //! udev reads every `*.link` in [`LINK_DIRS`]; a name in an earlier
 //! directory hides the same name in later ones (a masked file, empty or a
@@ -75,31 +76,6 @@ pub fn parse_mac(text: &str, len: Option<usize>, file: &str) -> Result<String, S
     Ok(t.to_ascii_lowercase())
 }
 
-/// The kernel's rule for interface names (net/core/dev.c `dev_valid_name`):
-/// 1 to 15 bytes, not `.` or `..`, no `/`, `:` or white space; refused
-/// otherwise, so a name never carries a newline or a quote into a file.
-pub fn check_ifname(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() < 16
-        && name != "."
-        && name != ".."
-        && !name
-            .bytes()
-            .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace())
-        && !name
-            .chars()
-            .any(|c| c.is_control() || c == '"' || c == '\'' || c == '\\');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{name:?} is not an interface name the kernel gives (net/core/dev.c \
-             dev_valid_name: 1 to 15 bytes, no `/`, `:` or white space; hostknob also \
-             refuses quotes, backslashes and control characters in names it writes)"
-        ))
-    }
-}
-
 /// The PCI function in a resolved sysfs path (`.../0000:17:00.0/net/ens2f0`).
 fn pci_of(devpath: &str) -> Option<String> {
     let is_bdf = |c: &str| {
@@ -139,7 +115,7 @@ fn arphrd_name(t: &str) -> String {
 impl Device {
     /// The device `ifname` as udev sees it, read through `root`.
     pub fn read(root: &Root, ifname: &str) -> Result<Device, String> {
-        check_ifname(ifname)?;
+        crate::name::check_ifname(ifname)?;
         let dir = format!("/sys/class/net/{ifname}");
         let text = |f: &str| root.read_trimmed(&format!("{dir}/{f}")).ok().flatten();
         let addr_len = text("addr_len").and_then(|l| l.parse().ok());
@@ -435,26 +411,99 @@ impl Facts {
     }
 }
 
-/// Every `.link` file of the host in udev's order, hidden and masked ones
-/// left out.
-pub fn link_files(root: &Root) -> Vec<LinkFile> {
+/// The files of `dirs` ending in `suffix`, in lexical order of their names,
+/// a name in an earlier directory hiding the same name in later ones (as
+/// udev reads both its rules and its `.link` files).
+fn by_name(root: &Root, dirs: &[&str], suffix: &str) -> Vec<String> {
     let mut by_name: BTreeMap<String, String> = BTreeMap::new();
-    for dir in LINK_DIRS {
+    for dir in dirs {
         for name in root.read_dir(dir).unwrap_or_default() {
-            if name.ends_with(".link") {
+            if name.ends_with(suffix) {
                 by_name
                     .entry(name.clone())
                     .or_insert_with(|| format!("{dir}/{name}"));
             }
         }
     }
-    by_name
-        .into_values()
+    by_name.into_values().collect()
+}
+
+/// Every `.link` file of the host in udev's order, hidden and masked ones
+/// left out.
+pub fn link_files(root: &Root) -> Vec<LinkFile> {
+    by_name(root, &LINK_DIRS, ".link")
+        .into_iter()
         .filter_map(|path| {
             let text = root.read_string(&path).ok()?;
             (!text.trim().is_empty()).then(|| LinkFile::parse(&path, &text))
         })
         .collect()
+}
+
+/// udev's rules directories (udev(7)), earlier ones first.
+pub const RULES_DIRS: [&str; 4] = [
+    "/etc/udev/rules.d",
+    "/run/udev/rules.d",
+    "/usr/lib/udev/rules.d",
+    "/lib/udev/rules.d",
+];
+
+/// An `ATTR{...}=` assignment of a udev rule: udev writes that attribute
+/// of the device when the rule matches (another manager of a knob's file).
+pub struct AttrAssignment {
+    pub file: String,
+    pub line: usize,
+    pub attr: String,
+    pub value: String,
+}
+
+/// Every `ATTR{...}=` assignment of the host's udev rules.
+pub fn attr_assignments(root: &Root) -> Vec<AttrAssignment> {
+    let mut out = Vec::new();
+    for file in by_name(root, &RULES_DIRS, ".rules") {
+        let Ok(text) = root.read_string(&file) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with('#') {
+                continue;
+            }
+            for (attr, value) in rule_assignments(line) {
+                out.push(AttrAssignment {
+                    file: file.clone(),
+                    line: i + 1,
+                    attr,
+                    value,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// `ATTR{power/control}="on"` assignments in a udev rule line (not `==` matches).
+fn rule_assignments(line: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("ATTR{") {
+        let after = &rest[i + 5..];
+        let Some(end) = after.find('}') else { break };
+        let attr = &after[..end];
+        let tail = after[end + 1..].trim_start();
+        rest = &after[end + 1..];
+        let tail = tail.strip_prefix(':').unwrap_or(tail);
+        if let Some(v) = tail.strip_prefix('=')
+            && !v.starts_with('=')
+        {
+            let v = v.trim_start();
+            let value = v
+                .strip_prefix('"')
+                .and_then(|q| q.split('"').next())
+                .unwrap_or(v.split([',', ' ']).next().unwrap_or(""));
+            out.push((attr.to_string(), value.to_string()));
+        }
+    }
+    out
 }
 
 /// The file udev applies to `dev`: the first in order whose `[Match]`
@@ -565,20 +614,20 @@ mod tests {
     }
 
     #[test]
-    fn interface_names_by_dev_valid_name() {
-        assert!(check_ifname("ens2f0.100").is_ok());
-        for bad in [
-            "",
-            ".",
-            "..",
-            "a/b",
-            "a:b",
-            "a b",
-            "a\nACTION",
-            "sixteen-chars-xx",
-            "a\"b",
-        ] {
-            assert!(check_ifname(bad).is_err(), "{bad:?}");
-        }
+    fn rule_assignments_only() {
+        let l = r#"SUBSYSTEM=="cpu", ATTR{online}=="1", ATTR{power/pm_qos_resume_latency_us}="20", ATTR{cpufreq/scaling_governor}:="performance""#;
+        assert_eq!(
+            rule_assignments(l),
+            vec![
+                (
+                    "power/pm_qos_resume_latency_us".to_string(),
+                    "20".to_string()
+                ),
+                (
+                    "cpufreq/scaling_governor".to_string(),
+                    "performance".to_string()
+                )
+            ]
+        );
     }
 }

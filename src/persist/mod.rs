@@ -35,7 +35,6 @@ mod nm_view;
 pub mod sysctl_d;
 mod template_unit;
 pub mod tmpfiles;
-pub mod udev;
 pub mod udev_reapply;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -267,7 +266,15 @@ impl BootConfig {
             .any(|k| *k != KindName::Allocator && *k != KindName::PmQos);
         if attributes {
             c.tmpfiles = tmpfiles::read(host);
-            c.udev = udev::read(host);
+            c.udev = crate::peers::udev::attr_assignments(host.root)
+                .into_iter()
+                .map(|a| ConfLine {
+                    file: a.file,
+                    line: a.line,
+                    key: a.attr,
+                    value: a.value,
+                })
+                .collect();
         }
         if kinds.contains(&KindName::Sysctl) {
             c.sysctl = sysctl_d::read(host);

@@ -7,7 +7,7 @@
 //! its creator gave it, or refused.
 
 use crate::knob::HostCtx;
-use crate::peers::udev::{self, Device};
+use crate::peers::udev::Device;
 
 /// The device `ifname`, its address and names checked.
 pub fn device(host: &HostCtx, ifname: &str) -> Result<Device, String> {
@@ -19,7 +19,7 @@ pub fn device(host: &HostCtx, ifname: &str) -> Result<Device, String> {
 fn siblings(host: &HostCtx, dev: &Device) -> Vec<(String, Option<String>)> {
     host.list("/sys/class/net")
         .into_iter()
-        .filter(|n| *n != dev.name && udev::check_ifname(n).is_ok())
+        .filter(|n| *n != dev.name && crate::name::check_ifname(n).is_ok())
         .filter(|n| {
             let link = host
                 .root

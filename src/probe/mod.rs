@@ -500,9 +500,7 @@ pub const PROBE_ON_ROOT_VAR: &str = "HOSTKNOB_TEST_PROBE_ON_ROOT";
 /// measure this machine and report the tree's idle states and CPUs as if
 /// they were the ones measured.
 pub fn require_live(root: &Root, what: &str) -> Result<()> {
-    if root.is_live()
-        || crate::test_hooks::var_os(PROBE_ON_ROOT_VAR).is_some_and(|v| v == "1")
-    {
+    if root.is_live() || crate::test_hooks::var_os(PROBE_ON_ROOT_VAR).is_some_and(|v| v == "1") {
         return Ok(());
     }
     anyhow::bail!(

@@ -323,8 +323,7 @@ pub struct Energy {
 /// is read, as a package drawing that energy would.
 fn test_advance(root: &Root, zones: &[Zone], k: usize) {
     // Never the live sysfs: only a tree's copy.
-    let Some(v) = crate::test_hooks::var("HOSTKNOB_TEST_ENERGY_UJ")
-        .filter(|_| !root.is_live())
+    let Some(v) = crate::test_hooks::var("HOSTKNOB_TEST_ENERGY_UJ").filter(|_| !root.is_live())
     else {
         return;
     };

@@ -170,7 +170,9 @@ pub fn findings(knob: &Knob, hw: &[Count], idle: &[StateCount]) -> Vec<String> {
 /// (or `-as-found`; I counts legs from 0) and wait for `DIR/go-I`, so a test
 /// can change a captured tree's counters inside a leg.
 pub fn leg_gate(index: usize, applied: bool) {
-    let Some(dir) = crate::test_hooks::var_os("HOSTKNOB_TEST_LEG_GATE").map(std::path::PathBuf::from) else {
+    let Some(dir) =
+        crate::test_hooks::var_os("HOSTKNOB_TEST_LEG_GATE").map(std::path::PathBuf::from)
+    else {
         return;
     };
     let name = if applied { "applied" } else { "as-found" };

@@ -377,3 +377,49 @@ fn compare_says_which_knobs_started_or_stopped_drifting_and_which_hosts_came_and
         err(&o)
     );
 }
+
+/// Issue 50 item 7's bound, on a bound the test binary lowers
+/// (`HOSTKNOB_TEST_REPORT_MAX_ENTRIES`; as shipped 1,000,000): files are
+/// read until the entries so far pass it, and the report is refused naming
+/// the file that crossed it; at the bound it is made.
+#[test]
+fn report_refuses_inputs_past_its_entry_bound_naming_the_file_that_crossed_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let adl = audit_as("adl0", "adl0");
+    let per_file = adl["knobs"].as_array().unwrap().len();
+    assert!(per_file > 5, "{per_file}");
+    let files: Vec<std::path::PathBuf> = (0..3)
+        .map(|i| {
+            write_as(dir.path(), &format!("h{i}.json"), &adl, &format!("h{i}"));
+            dir.path().join(format!("h{i}.json"))
+        })
+        .collect();
+    let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    let bounded = |max: usize, inputs: &[&Path]| {
+        hostknob_command(&["report"])
+            .env("HOSTKNOB_TEST_REPORT_MAX_ENTRIES", max.to_string())
+            .args(inputs)
+            .output()
+            .unwrap()
+    };
+    let at = bounded(2 * per_file, &paths[..2]);
+    assert!(matches!(at.status.code(), Some(0 | 2)), "{}", err(&at));
+    let past = bounded(2 * per_file, &paths);
+    assert_eq!(past.status.code(), Some(1), "{}", out(&past));
+    let e = err(&past);
+    assert!(
+        e.contains("h2.json")
+            && e.contains(&format!("{} host-knob entries", 3 * per_file))
+            && e.contains(&format!("over the {}", 2 * per_file)),
+        "{e}"
+    );
+    // The shipped binary's bound is not lowered by the variable.
+    let shipped_bin = Path::new(env!("CARGO_BIN_EXE_hostknob"));
+    let o = std::process::Command::new(shipped_bin)
+        .arg("report")
+        .args(&paths)
+        .env("HOSTKNOB_TEST_REPORT_MAX_ENTRIES", "1")
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 2)), "{}", err(&o));
+}

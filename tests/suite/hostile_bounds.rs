@@ -464,3 +464,44 @@ fn import_tuned_writes_only_knobs_the_loader_accepts() {
         .collect();
     assert_eq!(written.len(), 1, "{written:?}");
 }
+
+// Issue 50 item 6, through the binary: a CPU list is bounded before it is
+// expanded wherever a command reads one.
+
+#[test]
+fn a_160_kb_cpu_list_of_huge_ranges_stays_within_100_mb_in_every_reader() {
+    let (_t, root) = vm();
+    // 160 KB: expanded one number at a time, 1 GB and more.
+    let online = "0-65536,".repeat(20_000) + "1\n";
+    let within = "0-8191,".repeat(20_000) + "1\n";
+    for (file, text) in [
+        ("sys/devices/system/cpu/online", &online),
+        ("sys/devices/system/cpu/isolated", &within),
+        ("sys/devices/system/cpu/nohz_full", &within),
+    ] {
+        write_files(&root, &[(file, text)]);
+    }
+    let m = knobs(&[(
+        "thp",
+        "persistence: runtime\nkind: thp\ntarget: {setting: enabled}\nset: never\n",
+    )]);
+    for args in [
+        &["inventory"][..],
+        &["audit"],
+        &["apply", "--all", "--dry-run"],
+        &["doc", "--out", "-"],
+    ] {
+        // guarded: no panic, no abort, at most 100 MB resident.
+        let o = bounded(Some(&root), Some(m.path()), args, 60);
+        assert!(
+            matches!(code(&o), Some(0..=2)),
+            "{args:?}: {}",
+            out_text(&o)
+        );
+        assert!(
+            !err(&o).contains("memory allocation"),
+            "{args:?}: {}",
+            err(&o)
+        );
+    }
+}

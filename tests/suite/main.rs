@@ -36,6 +36,7 @@ mod fleet_units;
 mod hostile;
 mod hostile_bounds;
 mod hostile_links;
+mod hostile_names;
 mod hostile_queues;
 mod housekeeping;
 mod import_tuned;

@@ -181,3 +181,99 @@ fn a_rollback_of_a_channel_change_writes_again_the_per_queue_values_it_reset() {
     );
     assert_tree(&steered, &root, "rolled back to steer applied");
 }
+
+/// The VM copy with an ice NIC of 16 channels whose queue IRQs are 41 and
+/// 42 (`device/msi_irqs`), and a knob moving them to CPU 1.
+fn ice_with_queue_irqs() -> (tempfile::TempDir, std::path::PathBuf, tempfile::TempDir) {
+    let (t, root) = host_with(
+        "fc-haltpoll-2cpu",
+        &crate::support::nic::Nic { cpus: 2, ..ICE },
+    );
+    for irq in [41, 42] {
+        write_files(
+            &root,
+            &[(
+                &format!("sys/devices/pci0000:17/0000:17:00.0/0000:17:00.0/msi_irqs/{irq}"),
+                "msix\n",
+            )],
+        );
+    }
+    let m = knobs(&[
+        (
+            "irqs",
+            "persistence: runtime\nkind: irq-affinity\ntarget: {netdev: [ens2f0]}\nset: \"1\"\n",
+        ),
+        ("shrink", SHRINK),
+        (
+            "steer",
+            "persistence: runtime\nkind: rps\ntarget: {interfaces: ens2f0}\nset: {cpus: 1}\n",
+        ),
+    ]);
+    (t, root, m)
+}
+
+#[test]
+fn a_channel_change_writes_again_the_queue_irq_affinities_the_driver_reset() {
+    let (_t, root, m) = ice_with_queue_irqs();
+    let affinity = |irq: u32| {
+        std::fs::read_to_string(root.join(format!("proc/irq/{irq}/smp_affinity_list")))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    // The driver requests its queue IRQs anew at its own affinity: as here.
+    let driver_resets = || {
+        for irq in [41, 42] {
+            write_files(
+                &root,
+                &[(&format!("proc/irq/{irq}/smp_affinity_list"), "0-1\n")],
+            );
+        }
+    };
+    ok(&run(&root, m.path(), &["apply", "irqs"]));
+    assert_eq!((affinity(41), affinity(42)), ("1".into(), "1".into()));
+    // An apply with no channel change leaves another writer's value alone.
+    driver_resets();
+    ok(&run(&root, m.path(), &["apply", "steer"]));
+    assert_eq!(
+        affinity(41),
+        "0-1",
+        "no channel change, nothing written again"
+    );
+    // The apply path: a channel change writes again the IRQs hostknob owns.
+    let applied = ok(&run(&root, m.path(), &["apply", "shrink"]));
+    assert_eq!(
+        (affinity(41), affinity(42)),
+        ("1".into(), "1".into()),
+        "written again after the channel change: {applied}"
+    );
+    let (report, _) = audit_json(&root, m.path(), None);
+    assert_in_effect(&report, "irqs");
+    // The revert path: the channels go back, the driver resets again.
+    driver_resets();
+    ok(&run(&root, m.path(), &["revert", "shrink"]));
+    assert_eq!((affinity(41), affinity(42)), ("1".into(), "1".into()));
+    ok(&run(&root, m.path(), &["revert", "--all"]));
+    assert_eq!((affinity(41), affinity(42)), ("0-1".into(), "0-1".into()));
+}
+
+#[test]
+fn a_ring_or_channel_plan_says_once_that_the_link_resets() {
+    let (_t, root, m) = ice_with_queue_irqs();
+    let rings = knobs(&[(
+        "rings",
+        "persistence: runtime\nkind: nic-ring\ntarget: {driver: ice}\nset: {rx: 4096, tx: 4096}\n",
+    )]);
+    for (manifest, id, section) in [
+        (rings.path(), "rings", "rings"),
+        (m.path(), "shrink", "channels"),
+    ] {
+        let plan = ok(&run(&root, manifest, &["apply", id, "--dry-run"]));
+        let line = format!("changing {section} resets the link on most drivers");
+        assert_eq!(plan.matches(&line).count(), 1, "{plan}");
+        assert!(plan.contains("traffic stops briefly"), "{plan}");
+    }
+    // A knob of neither says nothing of the link.
+    let plan = ok(&run(&root, m.path(), &["apply", "steer", "--dry-run"]));
+    assert!(!plan.contains("resets the link"), "{plan}");
+}
