@@ -68,6 +68,9 @@ pub struct KnobsArgs {
     /// Also list the knobs for other hosts, with their `hosts:` (they are not audited here).
     #[arg(long, conflicts_with = "profiles")]
     pub all_hosts: bool,
+    /// Tables at their natural width, whatever the terminal (or `COLUMNS`): whole paths and names on one line.
+    #[arg(long)]
+    pub wide: bool,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
@@ -406,6 +409,9 @@ pub struct AuditArgs {
     /// Audit as the DaemonSet's pod (its chart sets HOSTKNOB_POD=1): the paths the chart does not mount (docs/fleet.md) are not read, and what depends on them is `unknown`, not absent.
     #[arg(long, env = "HOSTKNOB_POD", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::SetTrue)]
     pub pod: bool,
+    /// Tables at their natural width, whatever the terminal (or `COLUMNS`): whole paths and names on one line.
+    #[arg(long)]
+    pub wide: bool,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]

@@ -8,6 +8,9 @@ use crate::render;
 use crate::root::Root;
 
 pub fn run(args: &AuditArgs) -> Result<i32> {
+    if args.wide {
+        crate::render::no_width_limit();
+    }
     // Before anything is read: a timer that writes nowhere is a silent alert.
     if let Some(dir) = &args.textfile
         && !dir.exists()

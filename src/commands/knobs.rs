@@ -8,6 +8,9 @@ use crate::render;
 use crate::root::Root;
 
 pub fn run(args: &KnobsArgs) -> Result<i32> {
+    if args.wide {
+        crate::render::no_width_limit();
+    }
     let g = &args.target;
     let root = Root::open(&g.root.root)?;
     let host = manifest::host::resolve(&root, g.host.host.as_deref());

@@ -67,8 +67,14 @@ pub fn machine<T: Serialize + crate::contract::Contract>(
 /// The width tables must fit: `COLUMNS`, else the terminal's, else none (a
 /// pipe or a file gets whole lines).
 pub fn width_limit() -> Option<usize> {
-    static LIMIT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(read_width_limit)
+    *WIDTH_LIMIT.get_or_init(read_width_limit)
+}
+
+static WIDTH_LIMIT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+
+/// `--wide`: tables at their natural width for the rest of the run.
+pub fn no_width_limit() {
+    let _ = WIDTH_LIMIT.set(None);
 }
 
 fn read_width_limit() -> Option<usize> {
@@ -233,6 +239,65 @@ fn word_width(s: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// The narrowest a column is made when long words break (or its own width).
+const MIN_COLUMN: usize = 8;
+
+/// Where a long word may break: after these (`cpufreq-governor-performance`,
+/// `/etc/systemd/system.conf.d/x.conf`, `net.core.busy_poll`).
+fn breaks_after(c: char) -> bool {
+    matches!(c, '-' | '.' | '/' | '_' | ',' | ':' | '=')
+}
+
+/// The longest piece of `s` once words break after [`breaks_after`].
+fn piece_width(s: &str) -> usize {
+    let mut best = 0;
+    for w in s.split_whitespace() {
+        let mut run = 0;
+        for c in w.chars() {
+            run += 1;
+            if breaks_after(c) {
+                best = best.max(run);
+                run = 0;
+            }
+        }
+        best = best.max(run);
+    }
+    best
+}
+
+/// `text` in lines of at most `width` characters: at spaces where a word
+/// fits, else after a break character, else anywhere.
+fn wrap_cell(text: &str, width: usize) -> String {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    for para in text.split('\n') {
+        let mut line = String::new();
+        for word in para.split_whitespace() {
+            let len = line.chars().count();
+            if len > 0 && len + 1 + word.chars().count() <= width {
+                line.push(' ');
+                line.push_str(word);
+                continue;
+            }
+            if len > 0 {
+                lines.push(std::mem::take(&mut line));
+            }
+            let mut rest: Vec<char> = word.chars().collect();
+            while rest.len() > width {
+                let cut = (1..=width)
+                    .rev()
+                    .find(|&k| breaks_after(rest[k - 1]))
+                    .unwrap_or(width);
+                lines.push(rest[..cut].iter().collect());
+                rest.drain(..cut);
+            }
+            line = rest.into_iter().collect();
+        }
+        lines.push(line);
+    }
+    lines.join("\n")
+}
+
 /// Column widths that fit `limit` without splitting a word: the column with
 /// the most room above its longest word gives one character at a time.
 /// `None` when even that does not fit.
@@ -296,12 +361,36 @@ pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> St
     }
     // Sharp tables spend 3 characters per column plus one; blank ones 2 per column.
     let overhead = if header { 3 * n + 1 } else { 2 * n };
+    let mut broken: Option<Vec<usize>> = None;
     let widths = match width_limit() {
         Some(limit) if natural.iter().sum::<usize>() + overhead > limit => {
             let budget = limit.saturating_sub(overhead);
             match shrink(&natural, &words, budget) {
                 Some(w) => w,
-                None if header => return records(rows),
+                None if header => {
+                    // Long names and paths break after `-`, `.`, `/`, `_`
+                    // rather than turn the grid into blocks, while every
+                    // column keeps room for its heading and a short word.
+                    let mut pieces = vec![0; n];
+                    for r in rows {
+                        for (i, c) in r.iter().enumerate() {
+                            pieces[i] = pieces[i].max(piece_width(c));
+                        }
+                    }
+                    let floor: Vec<usize> = (0..n)
+                        .map(|i| {
+                            let head = rows[0].get(i).map_or(0, |h| text_width(h));
+                            pieces[i].max(head).max(natural[i].min(MIN_COLUMN))
+                        })
+                        .collect();
+                    match shrink(&natural, &floor, budget) {
+                        Some(w) => {
+                            broken = Some(w.clone());
+                            w
+                        }
+                        None => return records(rows),
+                    }
+                }
                 None => {
                     let ones = vec![1; n];
                     shrink(&natural, &ones, budget).unwrap_or(ones)
@@ -312,7 +401,16 @@ pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> St
     };
     let mut b = Builder::new();
     for r in rows {
-        b.push_record(r.iter().cloned());
+        match &broken {
+            // Cells wrapped here, at spaces first and then after the break
+            // characters, so tabled has nothing left to wrap.
+            Some(w) => b.push_record(
+                r.iter()
+                    .enumerate()
+                    .map(|(i, c)| if w[i] < whole[i] { wrap_cell(c, w[i]) } else { c.clone() }),
+            ),
+            None => b.push_record(r.iter().cloned()),
+        }
     }
     let mut table = b.build();
     if header {
@@ -323,7 +421,7 @@ pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> St
     // Only columns narrower than their longest line wrap: the wrap pass
     // over every cell was a large part of the time a table took.
     for (i, w) in widths.iter().enumerate() {
-        if *w < whole[i] || !ascii[i] {
+        if broken.is_none() && (*w < whole[i] || !ascii[i]) || broken.is_some() && !ascii[i] {
             table
                 .with(Modify::new(Columns::one(i)).with(Width::wrap((*w).max(1)).keep_words(true)));
         }
@@ -481,5 +579,25 @@ mod tests {
             "{table}"
         );
         assert!(!wrap_prose("t\x1b]0;title\x07").contains('\x1b'));
+    }
+
+    #[test]
+    fn long_names_break_after_their_separators_and_fit_the_width() {
+        assert_eq!(piece_width("cpufreq-governor-performance"), 12);
+        assert_eq!(piece_width("/etc/systemd/system.conf.d"), 8);
+        assert_eq!(
+            wrap_cell("cpufreq-governor-performance on all", 12),
+            "cpufreq-\ngovernor-\nperformance\non all"
+        );
+        assert_eq!(
+            wrap_cell("/etc/systemd/system/irqbalance.service.d/50-hostknob.conf", 20),
+            "/etc/systemd/system/\nirqbalance.service.\nd/50-hostknob.conf"
+        );
+        // A word with nowhere to break is cut at the width.
+        assert_eq!(wrap_cell("abcdefghij", 4), "abcd\nefgh\nij");
+        for w in [4, 8, 13, 20] {
+            let cell = wrap_cell("states with exit latency ≥ 20 µs on CPUs all", w);
+            assert!(cell.lines().all(|l| l.chars().count() <= w), "{w}: {cell}");
+        }
     }
 }

@@ -161,3 +161,44 @@ fn wide_characters_fit_the_width() {
         }
     }
 }
+
+/// Issue 49 item 7: `knobs` and `audit` stay a grid at 120 columns (long
+/// names and paths break after `-`, `.`, `/` rather than turn every row into
+/// a block), on the shipped catalog and on an isolate plan's drop-in paths;
+/// at 80 they fit as blocks; `--wide` keeps natural widths whatever COLUMNS.
+#[test]
+fn knobs_and_audit_stay_a_grid_at_120_columns_and_wide_keeps_whole_lines() {
+    let m = manifest_dir();
+    let root = corpus_host("spr1");
+    let root = root.to_str().unwrap();
+    let plan = tempfile::tempdir().unwrap();
+    let out = plan.path().join("iso");
+    run(
+        None,
+        &["--root", root, "--host", "spr1", "isolate", "--count", "8", "--out", out.to_str().unwrap()],
+    );
+    let iso = out.to_str().unwrap();
+    let mut bad = Vec::new();
+    for cmd in [
+        vec!["--manifest", &m, "knobs"],
+        vec!["--manifest", &m, "audit"],
+        vec!["--manifest", iso, "audit"],
+        vec!["--manifest", iso, "knobs"],
+    ] {
+        let mut args = vec!["--root", root, "--host", "spr1"];
+        args.extend(cmd.iter().copied());
+        let at120 = run(Some(120), &args);
+        bad.extend(check(&format!("{cmd:?} at 120"), &at120, 120));
+        assert!(
+            at120.contains('┌') && at120.lines().any(|l| l.starts_with("│ knob")),
+            "{cmd:?}: not a grid at 120 columns:\n{at120}"
+        );
+        let at80 = run(Some(80), &args);
+        bad.extend(check(&format!("{cmd:?} at 80"), &at80, 80));
+        let mut wide = args.clone();
+        wide.push("--wide");
+        let natural = run(None, &args);
+        assert_eq!(run(Some(80), &wide), natural, "{cmd:?} --wide at 80");
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
