@@ -404,11 +404,13 @@ pub fn layout(rows: &[Vec<String>], header: bool, caps: &[(usize, usize)]) -> St
         match &broken {
             // Cells wrapped here, at spaces first and then after the break
             // characters, so tabled has nothing left to wrap.
-            Some(w) => b.push_record(
-                r.iter()
-                    .enumerate()
-                    .map(|(i, c)| if w[i] < whole[i] { wrap_cell(c, w[i]) } else { c.clone() }),
-            ),
+            Some(w) => b.push_record(r.iter().enumerate().map(|(i, c)| {
+                if w[i] < whole[i] {
+                    wrap_cell(c, w[i])
+                } else {
+                    c.clone()
+                }
+            })),
             None => b.push_record(r.iter().cloned()),
         }
     }
@@ -583,14 +585,17 @@ mod tests {
 
     #[test]
     fn long_names_break_after_their_separators_and_fit_the_width() {
-        assert_eq!(piece_width("cpufreq-governor-performance"), 12);
+        assert_eq!(piece_width("cpufreq-governor-performance"), 11);
         assert_eq!(piece_width("/etc/systemd/system.conf.d"), 8);
         assert_eq!(
             wrap_cell("cpufreq-governor-performance on all", 12),
             "cpufreq-\ngovernor-\nperformance\non all"
         );
         assert_eq!(
-            wrap_cell("/etc/systemd/system/irqbalance.service.d/50-hostknob.conf", 20),
+            wrap_cell(
+                "/etc/systemd/system/irqbalance.service.d/50-hostknob.conf",
+                20
+            ),
             "/etc/systemd/system/\nirqbalance.service.\nd/50-hostknob.conf"
         );
         // A word with nowhere to break is cut at the width.

@@ -182,11 +182,44 @@ pub fn table(r: &Report) -> String {
             format!("{:.1}%", l.cv * 100.0),
         ]
     };
-    let (title, heads) = leg_heads(r);
+    let (mut title, mut heads) = leg_heads(r);
+    let mut rows = vec![row("as found", &a.baseline), row("applied", &a.applied)];
+    // A command's runs are few: their p95 is the worst run below 20 runs a
+    // leg, their p99 below 100. Only what the runs can tell apart is shown.
+    if let Some(c) = &r.command {
+        let dropped: Vec<usize> = [(4, 100, "p99"), (3, 20, "p95")]
+            .into_iter()
+            .filter(|(_, need, _)| c.samples < *need)
+            .map(|(col, _, _)| col)
+            .collect();
+        for &col in &dropped {
+            heads.remove(col);
+            for row in &mut rows {
+                row.remove(col);
+            }
+        }
+        if !dropped.is_empty() {
+            let kept = if dropped.len() == 2 {
+                "(worst)"
+            } else {
+                "(p95, worst)"
+            };
+            title = title.replace("(p95, p99, worst)", kept);
+            title += &format!(
+                ". With {} runs a leg the runs' {} would be the worst run: not shown (a p95 needs 20 runs a leg, a p99 100)",
+                c.samples,
+                if dropped.len() == 2 {
+                    "p95 and p99"
+                } else {
+                    "p99"
+                }
+            );
+        }
+    }
     out += &grid(
         &title,
         &heads.iter().map(String::as_str).collect::<Vec<_>>(),
-        vec![row("as found", &a.baseline), row("applied", &a.applied)],
+        rows,
     );
     let m = a.metric.as_str();
     let usf = |ns: f64| unit(r, ns);

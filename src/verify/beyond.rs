@@ -1,11 +1,9 @@
-//! "About N more rounds" only where N is a run someone would make: past
-//! [`PRACTICAL`] times `--max-rounds`, the count says what would help
-//! instead, and the smallest effect the run can tell from none.
+//! "About N more rounds" only where N is a run verify makes: past
+//! `--max-rounds`, the `--max-rounds` that reaches it; past the most verify
+//! runs, what would help instead, and the smallest effect the run can tell
+//! from none.
 
-use super::rule::{Rule, SD_FLOOR};
-
-/// A round count above this many times `max_rounds` is no advice.
-pub const PRACTICAL: usize = 10;
+use super::rule::{MAX_ROUNDS, Rule, SD_FLOOR};
 
 /// The smallest change (a fraction: 0.08 = 8 %) that `max_rounds` rounds at
 /// per-round log-ratio SD `sd_log` can tell from none: the interval's
@@ -16,17 +14,44 @@ pub fn smallest_effect(rule: &Rule, sd_log: f64) -> f64 {
     (rule.quantile(n) * sd / (n as f64).sqrt()).exp() - 1.0
 }
 
-/// The words for `more` rounds still needed to `what` ("decide", "show it").
-pub fn more_rounds(more: usize, rule: &Rule, sd_log: f64, what: &str) -> String {
-    if more <= rule.max_rounds.saturating_mul(PRACTICAL) {
+/// The words for `more` rounds still needed, after `run`, to `what`
+/// ("decide", "show it"): past --max-rounds, the --max-rounds that would
+/// reach it, or past what verify runs, what would help instead.
+pub fn more_rounds(more: usize, run: usize, rule: &Rule, sd_log: f64, what: &str) -> String {
+    let all = run.saturating_add(more);
+    if all <= rule.max_rounds {
         return format!("about {more} more rounds at this noise would {what}");
     }
+    if all <= MAX_ROUNDS {
+        return format!(
+            "about {more} more rounds at this noise would {what}, past --max-rounds {}: run again with --max-rounds {all}",
+            rule.max_rounds
+        );
+    }
     format!(
-        "no practical run would {what} at this noise (it would take over {PRACTICAL} times --max-rounds {}): \
+        "no run verify makes would {what} at this noise (it would take about {} rounds in all; verify runs at most {MAX_ROUNDS}): \
          within {} rounds only a change of about {:.0} % or more can be told from none; what would help is more \
          samples per round (the probe's --samples, a longer --duration), a quieter host (the probe's CPUs \
          isolated, other work stopped), or looking for a larger effect",
+        round_words(all),
         rule.max_rounds,
+        smallest_effect(rule, sd_log) * 100.0
+    )
+}
+
+/// A large count to two significant figures: it is an estimate.
+fn round_words(n: usize) -> String {
+    let mut scale = 1;
+    while n / scale >= 100 {
+        scale *= 10;
+    }
+    (n / scale * scale).to_string()
+}
+
+/// Said at the first look: what this run can decide at the noise it sees.
+pub fn first_look(rule: &Rule, sd_log: f64) -> String {
+    format!(
+        "at the noise of these rounds, a run of --max-rounds {} can tell a change of about {:.0} % or more from none",
         rule.max_rounds,
         smallest_effect(rule, sd_log) * 100.0
     )

@@ -61,9 +61,13 @@ fn straddles(a: &Analysis, limit: f64, upper: bool, words: &str) -> String {
     let sd = a.sd_log.max(rule::SD_FLOOR);
     let gap = (limit.ln() - a.ratio.ln()) * if upper { 1.0 } else { -1.0 };
     let more = match rule::rounds_for(a.rule.quantile(n), sd, gap) {
-        Some(all) => {
-            super::beyond::more_rounds(all.saturating_sub(n).max(1), &a.rule, a.sd_log, "show it")
-        }
+        Some(all) => super::beyond::more_rounds(
+            all.saturating_sub(n).max(1),
+            n,
+            &a.rule,
+            a.sd_log,
+            "show it",
+        ),
         None => format!(
             "no number of rounds would show it: the ratio itself is on the wrong side of {limit:.3}"
         ),
@@ -301,7 +305,7 @@ mod tests {
             why.contains("upper bound")
                 && why.contains("1.050")
                 // Hundreds of rounds at this noise: what would help instead.
-                && why.contains("no practical run would show it"),
+                && why.contains("no run verify makes would show it"),
             "{why}"
         );
         // A declared tolerance wide enough is met by the same run.

@@ -26,6 +26,9 @@ pub(super) fn run(
             }
         }
         let a = paired::analyze(&legs.rounds, metric, rule);
+        if at == rule.rounds && a.sd_log.is_finite() {
+            progress(&super::beyond::first_look(&rule, a.sd_log));
+        }
         // A `lower`/`higher` by a margin is decided by the interval: rounds
         // go on while it straddles the margin (the looks' alpha split holds).
         let more = a.decision == Decision::MoreRounds

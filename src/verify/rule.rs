@@ -211,8 +211,13 @@ pub fn decide(logs: &[f64], rounds_run: usize, rule: &Rule) -> Decided {
     let more_rounds_needed = (verdict == Verdict::Inconclusive && n >= 2)
         .then(|| {
             // Whichever comes first: the interval inside the minimum effect,
-            // or clear of 1 with the ratio past it.
-            let within = rounds_for(q, sd_used, up.ln().min(-down.ln()) - mean.abs());
+            // or clear of 1 with the ratio past it. The SD is pooled over
+            // every round so far; the gap to the edge is at least the mean's
+            // standard error, since a smaller gap is within the mean's own
+            // noise (dividing by it made the count jump 180 -> 114,814 -> 2,143).
+            let se = sd_used / (n as f64).sqrt();
+            let edge = up.ln().min(-down.ln());
+            let within = rounds_for(q, sd_used, (edge - mean.abs()).max(se));
             let clear = (mean.abs() >= up.ln().min(-down.ln()))
                 .then(|| rounds_for(q, sd_used, mean.abs()))
                 .flatten();

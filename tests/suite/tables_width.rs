@@ -175,7 +175,17 @@ fn knobs_and_audit_stay_a_grid_at_120_columns_and_wide_keeps_whole_lines() {
     let out = plan.path().join("iso");
     run(
         None,
-        &["--root", root, "--host", "spr1", "isolate", "--count", "8", "--out", out.to_str().unwrap()],
+        &[
+            "--root",
+            root,
+            "--host",
+            "spr1",
+            "isolate",
+            "--count",
+            "8",
+            "--out",
+            out.to_str().unwrap(),
+        ],
     );
     let iso = out.to_str().unwrap();
     let mut bad = Vec::new();

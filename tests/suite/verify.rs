@@ -48,6 +48,14 @@ fn a_verify_reports_a_verdict_records_evidence_and_restores_the_tree() {
     // Under a copy the idle counters never move: CPU 1 "entered no idle
     // state", so the run could not exercise this idle-state knob (exit 3).
     assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    // Issue 49 item 4: from the first look, what this run can decide at its noise.
+    assert!(
+        err(&o).contains(
+            "at the noise of these rounds, a run of --max-rounds 5 can tell a change of about"
+        ),
+        "{}",
+        err(&o)
+    );
     let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
     assert_tree(&before, &root, "after a verify");
     // Nothing journaled after it: neither the journal nor the lock stays.
@@ -541,7 +549,7 @@ fn no_higher_is_met_only_inside_its_tolerance_else_inconclusive_with_exit_3() {
             && why.contains("1.000")
             && (why.contains("more rounds")
                 || why.contains("no number of rounds")
-                || why.contains("no practical run would show it")),
+                || why.contains("no run verify makes would show it")),
         "{why}"
     );
     // The table says the same, and labels its per-round table with the metric.
