@@ -36,9 +36,9 @@ pub fn bin() -> &'static str {
             .max();
         let main_rs = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs");
         let sources = [newest_lib, std::fs::metadata(main_rs).and_then(|m| m.modified()).ok()];
-        if let Some(newer) = sources.into_iter().flatten().find(|t| *t > built) {
+        if sources.into_iter().flatten().any(|t| t > built) {
             panic!(
-                "{} is older than what it is built from ({newer:?}): {fix}",
+                "{} is older than the library or src/main.rs it is built from: {fix}",
                 example.display()
             );
         }
