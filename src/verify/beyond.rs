@@ -56,3 +56,24 @@ pub fn first_look(rule: &Rule, sd_log: f64) -> String {
         smallest_effect(rule, sd_log) * 100.0
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_a_run_can_reach_is_given_and_past_max_rounds_the_option_that_reaches_it() {
+        let rule = Rule::for_rounds(6);
+        assert_eq!(
+            more_rounds(12, 6, &rule, 0.1, "decide"),
+            "about 12 more rounds at this noise would decide"
+        );
+        // Past --max-rounds (24) but within what verify runs.
+        assert_eq!(
+            more_rounds(30, 6, &rule, 0.1, "decide"),
+            "about 30 more rounds at this noise would decide, past --max-rounds 24: run again with --max-rounds 36"
+        );
+        // Noisier rounds: a larger smallest effect.
+        assert!(smallest_effect(&rule, 0.4) > smallest_effect(&rule, 0.1));
+    }
+}

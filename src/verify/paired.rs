@@ -340,7 +340,6 @@ impl Analysis {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::verify::beyond;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
     use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -489,13 +488,13 @@ pub(crate) mod tests {
         assert_eq!(a.verdict, Verdict::Inconclusive);
         assert_eq!(a.decision, Decision::RoundCap, "{a:?}");
         assert_eq!(a.ratios.len(), 24);
-        assert!(a.verdict_words().contains("inconclusive after 24 rounds"));
         // At this drift a decision is past what verify runs: what would help.
-        let words = a.verdict_words();
-        assert!(
-            words.contains("no run verify makes would decide"),
-            "{words}"
-        );
+        let w = a.verdict_words();
+        let said = [
+            "inconclusive after 24 rounds",
+            "no run verify makes would decide",
+        ];
+        assert!(said.iter().all(|s| w.contains(s)), "{w}");
         let quiet = quiet(&host, 200);
         assert!(quiet >= 190, "{quiet}/200");
     }
@@ -685,17 +684,5 @@ pub(crate) mod tests {
                 && words.contains("quieter host"),
             "{words}"
         );
-        // A count a run could reach is still given.
-        assert_eq!(
-            beyond::more_rounds(12, 6, &rule, 0.1, "decide"),
-            "about 12 more rounds at this noise would decide"
-        );
-        // Past --max-rounds (24) but within what verify runs: the option that reaches it.
-        assert_eq!(
-            beyond::more_rounds(30, 6, &rule, 0.1, "decide"),
-            "about 30 more rounds at this noise would decide, past --max-rounds 24: run again with --max-rounds 36"
-        );
-        // Noisier rounds: a larger smallest effect.
-        assert!(beyond::smallest_effect(&rule, 0.4) > beyond::smallest_effect(&rule, 0.1));
     }
 }
