@@ -32,6 +32,7 @@ pub mod root;
 pub mod schema;
 pub(crate) mod spelling;
 pub(crate) mod stats;
+pub(crate) mod sched_tunables;
 pub(crate) mod task;
 pub mod tune;
 pub mod verify;

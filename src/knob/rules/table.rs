@@ -287,4 +287,20 @@ pub const RULES: &[KindRules] = &[
         persists: "runtime; `udev-reapply` (as `rps`); tmpfiles.d (at boot only: lost when the interface is re-created; drivers such as ice and mlx5 set their own XPS map when the queues are made)",
         sources: "Documentation/networking/scaling.rst (XPS); net/core/net-sysfs.c (`xps_cpus_show`/`xps_cpus_store`: `netif_is_multiqueue`, `netdev_txq_to_tc`; `xps_rxqs_store`: `bitmap_parse` over `num_rx_queues`); net/core/dev.c (`__netif_set_xps_queue`: online CPUs only)",
     },
+    KindRules {
+        kind: KindName::ThreadPolicy,
+        scope: "thread (`/proc/PID/task/TID`, chosen by name as `thread-affinity` chooses; named with its start time so a reused number is never touched)",
+        depends_on: "none; `fifo`/`rr` take a priority 1-99 and no nice, `other`/`batch` an optional nice -20..19 and no priority, `idle` neither; a change the kernel refuses (EPERM: no CAP_SYS_NICE, or a cgroup without real-time runtime under CONFIG_RT_GROUP_SCHED; EINVAL) leaves that thread out, named, the others changing; SCHED_DEADLINE and sched_ext threads are left alone; every FIFO/RR thread is bounded by RT throttling (`kernel.sched_rt_runtime_us` of `sched_rt_period_us`, stated in the plan)",
+        read_back: "`stat` fields 41 (policy), 40 (rt_priority) and 19 (nice) as `fifo 10 nice 0` or `other nice -5`; the thread's SCHED_RESET_ON_FORK flag is kept",
+        persists: "runtime; boot unit (applied again to the threads running at boot); threads started later take their parent's policy, and audit names those it finds started since the apply",
+        sources: "sched(7); sched_setscheduler(2); setpriority(2); proc(5) (`/proc/PID/task/TID/stat` fields 18, 19, 22, 40, 41); include/uapi/linux/sched.h (policies); kernel/sched/syscalls.c (`__sched_setscheduler`: EPERM, EINVAL); Documentation/scheduler/sched-rt-group.rst (RT throttling); tuned/plugins/plugin_scheduler.py (`group.` rules, `_tune_process_rt`)",
+    },
+    KindRules {
+        kind: KindName::SchedTunable,
+        scope: "host (one scheduler tunable by its name in kernel/sched/debug.c)",
+        depends_on: "the kernel release: before 5.13 `/proc/sys/kernel/sched_NAME` (CONFIG_SCHED_DEBUG) and `numa_balancing_NAME`, from 5.13 `/sys/kernel/debug/sched/NAME` (debugfs, mounted for the run where it is not and unmounted at exit; closed by kernel lockdown); `latency_ns` and `wakeup_granularity_ns` gone in 6.6 (EEVDF), `min_granularity_ns` renamed `base_slice_ns` in 6.6; values: a u32 in debugfs, the sysctl's range before 5.13 (100000..1000000000 ns for the granularities and latency), `tunable_scaling` 0-2",
+        read_back: "the file's number",
+        persists: "runtime; boot unit (debugfs is no place for tmpfiles.d or sysctl.d)",
+        sources: "kernel/sched/debug.c (`sched_init_debug`, `sched_scaling_write`); \"sched: Move SCHED_DEBUG sysctl to debugfs\" (5.13); \"sched/fair: Commit to EEVDF\" and \"sched/debug: Rename sysctl_sched_min_granularity to sysctl_sched_base_slice\" (6.6); kernel/sysctl.c before 5.13 (`min_sched_granularity_ns`, `max_sched_granularity_ns`); tuned/plugins/plugin_scheduler.py (`_get_sched_knob_path`)",
+    },
 ];

@@ -12,6 +12,7 @@ pub mod facts;
 pub mod ini;
 pub mod load;
 pub mod out;
+mod scheduler;
 mod sections;
 pub mod translate;
 pub mod vars;

@@ -6,7 +6,7 @@ use super::facts::Facts;
 use super::load::{Profile, Unit};
 use super::out::{Fate, Out, s, value};
 use super::vars::{Fail, Vars};
-use super::{cpu, sections};
+use super::{cpu, scheduler, sections};
 use crate::root::Root;
 
 pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out> {
@@ -196,6 +196,9 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         {
             continue;
         }
+        if u.ty == "scheduler" && o.key.starts_with("group.") {
+            continue;
+        }
         let v = match value(o, vars)? {
             Ok(v) => v,
             Err(r) => {
@@ -205,6 +208,7 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         };
         let r = match u.ty.as_str() {
             "cpu" => cpu::option(o, &v, &cpus, facts, out),
+            "scheduler" if scheduler::is_own(&o.key) => scheduler::tunable(o, &v, facts, out),
             ty => sections::option(ty, o, &v, out),
         };
         if let Err(why) = r {
@@ -213,6 +217,7 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
     }
     if u.ty == "scheduler" {
         sections::isolation(u, vars, facts, out)?;
+        scheduler::groups(u, vars, out)?;
     }
     Ok(())
 }
