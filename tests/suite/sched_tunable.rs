@@ -143,6 +143,8 @@ fn tuned_scheduler_lines_import_as_tuned_writes_them_on_the_capture_kernel() {
     }
     let (_tmp, root) = vm_with_tuned();
     write_files(&root, &DEBUGFS_6_18);
+    // Not the default tuned sets, so the plan has a write.
+    write_files(&root, &[("sys/kernel/debug/sched/migration_cost_ns", "250000\n")]);
     let out = tempfile::tempdir().unwrap();
     import(&root, "mssql", out.path());
     let k = imported(out.path(), "tuned-mssql-scheduler-sched-migration-cost-ns");
@@ -163,6 +165,7 @@ fn tuned_scheduler_lines_import_as_tuned_writes_them_on_the_capture_kernel() {
     // The imported knob plans on the copy.
     let plan = ok(&run(&root, out.path(), &["apply", "tuned-mssql-scheduler-sched-migration-cost-ns", "--dry-run"]));
     assert!(plan.contains("/sys/kernel/debug/sched/migration_cost_ns"), "{plan}");
+    assert!(plan.contains("\n-250000\n+500000\n"), "{plan}");
 
     // A 6.1 kernel: min_granularity_ns still exists, in debugfs.
     write_files(&root, &[("proc/sys/kernel/osrelease", "6.1.0-18-amd64\n")]);
