@@ -228,6 +228,28 @@ impl<'de> Deserialize<'de> for CpuList {
     }
 }
 
+/// Whether a file's bytes are a hex CPU mask as the kernel prints it
+/// (`rps_cpus`, `xps_cpus`, an IRQ's `smp_affinity`, a workqueue's
+/// `cpumask`): what people read of it is the CPU list (`mask_as_list`).
+pub fn is_mask_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(
+        name,
+        "rps_cpus" | "xps_cpus" | "smp_affinity" | "default_smp_affinity"
+    ) || (name == "cpumask" && path.contains("workqueue"))
+}
+
+/// A mask's CPUs in the kernel's list notation, `none` for an empty mask;
+/// `None` when the text is no mask.
+pub fn mask_as_list(raw: &str) -> Option<String> {
+    let l = CpuList::parse_mask(raw.trim()).ok()?;
+    Some(if l.is_empty() {
+        "none".into()
+    } else {
+        l.to_string()
+    })
+}
+
 /// One value and the CPUs that have it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Group<T> {

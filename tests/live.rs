@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 use support::*;
 
+#[path = "live/block.rs"]
+mod block;
 #[path = "live/irq.rs"]
 mod irq;
 #[path = "live/nic.rs"]

@@ -47,6 +47,11 @@ sed 's/^id: cpufreq-governor-performance$/id: evil/' manifest/cpufreq-governor-p
     mkdir -p "$work/hosts/$h" "$work/pristine/$h"
     tar -xzf "$corpus/$h.tar.gz" -C "$work/hosts/$h"
     tar -xzf "$corpus/$h.tar.gz" -C "$work/pristine/$h"
+    # The clean host is the guest tuned as the catalog's baseline asks: its one
+    # finding as captured (vm-swappiness-low: 60, should be 10) set.
+    if [[ " ${clean[*]} " == *" $h "* ]]; then
+      for d in hosts pristine; do echo 10 > "$work/$d/$h/proc/sys/vm/swappiness"; done
+    fi
     expect=false
     [[ " ${drifting[*]} " == *" $h "* ]] && expect=true
     echo "$h hostknob_root=$work/hosts/$h hostknob_host=$h expect_drift=$expect"
@@ -239,14 +244,27 @@ done
 [ "$("$tests/tree-hash.sh" --all "$work/hosts/guard0")" = "$before_guard" ] || { echo "an option after -- changed the host"; exit 1; }
 [ -z "$(ls -A "$work/injected-textfile")" ] || { echo "audit -- --textfile= wrote metrics"; exit 1; }
 
-echo "== ansible: guards.yml (option injection, revert through hostknob, module_defaults)"
-ansible-playbook -i "$work/inventory.ini" "$tests/guards.yml"
-
-echo "== ansible: persist.yml (hostknob_persist: check, diff, install, idempotence, ids, remove)"
-ansible-playbook -i "$work/inventory.ini" "$tests/persist.yml"
-
-echo "== ansible: install.yml (the install role under a root: check mode, files, modes, history kept, timer, idempotence)"
-ansible-playbook -i "$work/inventory.ini" "$tests/install.yml"
+# Three playbooks on three hosts of their own (guard0, persist0, install0):
+# run side by side, each a single host that keeps one core busy at most.
+echo "== ansible: guards.yml (option injection, revert through hostknob, module_defaults)," \
+  "persist.yml (hostknob_persist: check, diff, install, idempotence, ids, remove)," \
+  "install.yml (the install role under a root: check mode, files, modes, history kept, timer, idempotence), side by side"
+s=$SECONDS
+declare -A side
+for t in guards persist install; do
+  ansible-playbook -i "$work/inventory.ini" "$tests/$t.yml" > "$work/$t.log" 2>&1 &
+  side[$t]=$!
+done
+failed=0
+for t in guards persist install; do
+  rc=0
+  wait "${side[$t]}" || rc=$?
+  echo "== ansible: $t.yml (exit $rc)"
+  cat "$work/$t.log"
+  [ "$rc" -eq 0 ] || failed=1
+done
+[ "$failed" -eq 0 ] || { echo "a side-by-side playbook failed"; exit 1; }
+echo "guards, persist, install: $((SECONDS - s)) s"
 
 echo "== ansible: rollout.yml gate (serial 1) on a host where the knob is already in effect"
 # verify measures the machine it runs on, so on a copy of another host it
@@ -402,11 +420,8 @@ done
 grep -q '^tests/output' "$work/artifact.txt" && { echo "tests/output is in the artifact"; exit 1; }
 echo "$(basename "$tarball"): $(wc -l < "$work/artifact.txt") entries, licences and playbooks in"
 
-echo "== ansible-lint on the collection and playbooks"
-(cd ansible && ansible-lint --offline -q ansible_collections/hostknob/hostknob playbooks tests/*.yml)
-
-# ansible-test sanity is ansible/tests/sanity.sh: .ci/run starts it while
-# hostknob compiles (it builds a venv per test, minutes of mostly waiting).
+# ansible-lint and ansible-test sanity are ansible/tests/sanity.sh: .ci/run
+# starts it while hostknob compiles (minutes, much of it waiting on pip).
 if [ "${HOSTKNOB_SANITY:-1}" = 1 ]; then
   bash "$tests/sanity.sh"
 fi

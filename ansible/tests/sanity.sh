@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# ansible-test sanity on the collection (ansible-doc, validate-modules,
-# yamllint, pylint, ...): its own copy, since ansible-test writes
-# tests/output inside the collection. .ci/run runs it in the background
+# The collection's static checks: ansible-lint on the collection and
+# playbooks, and ansible-test sanity (ansible-doc, validate-modules,
+# yamllint, pylint, ...) on its own copy, since ansible-test writes
+# tests/output inside the collection. Neither needs hostknob built. .ci/run runs it in the background
 # while hostknob compiles; ansible/tests/run.sh runs it unless
 # HOSTKNOB_SANITY=0 says it ran already.
 set -euo pipefail
@@ -34,3 +35,8 @@ rm -rf "$work/ansible_collections/hostknob/hostknob/tests/output"
 (cd "$work/ansible_collections/hostknob/hostknob" && git init -q . && git add -A \
   && ansible-test sanity --python "$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')")
 echo "ansible-test sanity: $((SECONDS - s)) s"
+
+echo "== ansible-lint on the collection and playbooks"
+s=$SECONDS
+(cd ansible && ANSIBLE_COLLECTIONS_PATH="$repo/ansible" ansible-lint --offline -q ansible_collections/hostknob/hostknob playbooks tests/*.yml)
+echo "ansible-lint: $((SECONDS - s)) s"

@@ -255,6 +255,15 @@ pub(super) fn fill_caveats(outcome: &mut ApplyOutcome, planned: &Planned, host: 
     }
 }
 
+/// Whether a caveat already says the value is gone after a reboot.
+fn says_lost_at_boot(caveat: &str) -> bool {
+    let c = caveat.to_lowercase();
+    c.contains("boot")
+        && ["not survive", "lost", "not persist", "gone"]
+            .iter()
+            .any(|w| c.contains(w))
+}
+
 /// The knob's caveats, then what persists it here or what would.
 pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
     let mut out = knob.all_caveats();
@@ -281,9 +290,16 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
                 );
                 return out;
             }
+            // The knob's own caveat may already say it; the advice is what is new.
+            let said = out.iter().any(|c| says_lost_at_boot(c));
             format!(
-                "runtime only: lost at the next boot; to make it permanent set `persistence: {}` \
-                 at {at} and run `hostknob persist {id} --install`",
+                "{}to make it permanent set `persistence: {}` at {at} and run `hostknob persist \
+                 {id} --install`",
+                if said {
+                    ""
+                } else {
+                    "runtime only: lost at the next boot; "
+                },
                 durable.join(" | ")
             )
         }

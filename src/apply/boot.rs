@@ -42,13 +42,35 @@ fn not_at_boot(p: Persistence) -> Option<&'static str> {
 /// Applies each persistent knob of `knobs` on its own: the outcome holds
 /// what was applied, the knobs left out and the knobs that failed.
 pub fn apply_each(s: &Session, knobs: &[&Knob], opts: &ApplyOptions) -> ApplyOutcome {
+    each(s, knobs, opts, |k, o| match not_at_boot(k.persistence) {
+        Some(why) => {
+            o.not_at_boot.push(KnobNote::new(k, why));
+            true
+        }
+        None => false,
+    })
+}
+
+impl KnobNote {
+    pub(super) fn new(k: &Knob, why: &str) -> KnobNote {
+        KnobNote {
+            id: k.id.clone(),
+            why: why.into(),
+        }
+    }
+}
+
+/// Applies each knob of `knobs` on its own but those `leave` notes in the
+/// outcome and leaves out (it returns true).
+pub(super) fn each(
+    s: &Session,
+    knobs: &[&Knob],
+    opts: &ApplyOptions,
+    leave: impl Fn(&Knob, &mut ApplyOutcome) -> bool,
+) -> ApplyOutcome {
     let mut all = ApplyOutcome::nothing_yet(s, opts);
     for k in knobs {
-        if let Some(why) = not_at_boot(k.persistence) {
-            all.not_at_boot.push(KnobNote {
-                id: k.id.clone(),
-                why: why.into(),
-            });
+        if leave(k, &mut all) {
             continue;
         }
         match apply(s, &[k], opts) {

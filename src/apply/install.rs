@@ -43,7 +43,7 @@ pub fn install_or_remove(
                         knob.id, knob.id
                     )));
                 }
-                let _lock = s.lock(wait)?;
+                let _lock = s.lock_unjournaled(wait)?;
                 let path = crate::persist::cmdline::regenerate_grub(root)
                     .map_err(|m| ApplyError::Refused(format!("{}: {m}", knob.id)))?;
                 return Ok(PersistOutcome {
@@ -70,7 +70,7 @@ pub fn install_or_remove(
     validate::permissions(root, [(path, true)], false)
         .and_then(|_| validate::ledger_writable(&ledger_path))
         .map_err(ApplyError::Refused)?;
-    let _lock = s.lock(wait)?;
+    let _lock = s.lock_unjournaled(wait)?;
     let read = |p: &str| {
         write::content(root, p).map_err(|e| ApplyError::Refused(format!("cannot read {p}: {e}")))
     };
@@ -193,6 +193,16 @@ impl Installed {
     }
 
     fn write(&self, s: &Session) -> Result<(), String> {
+        if self.0.is_empty() {
+            // Nothing installed made a directory: no state stays behind.
+            return match s.root().remove_file(&Self::file(s)) {
+                Err(e) if !crate::root::is_absent(&e) => Err(format!(
+                    "{}: cannot remove: {e}",
+                    s.root().host_path(&Self::file(s)).display()
+                )),
+                _ => Ok(()),
+            };
+        }
         let text = serde_json::to_string_pretty(&self.0).map_err(|e| e.to_string())?;
         s.root()
             .replace_file(&Self::file(s), text.as_bytes())

@@ -25,6 +25,7 @@ pub(crate) mod install;
 mod others;
 mod outcome;
 pub(crate) mod plan;
+mod pod;
 mod record;
 mod requeue;
 mod reset;
@@ -37,6 +38,7 @@ pub use apply::{apply, caveats, select};
 pub use boot::{KnobNote, apply_each};
 pub use others::{others_on_files, tuned_fights};
 pub use outcome::{ApplyOutcome, KnobApply, Skipped};
+pub use pod::apply_pod;
 pub use record::{ledger_entry, who};
 pub use revert::{KnobRevert, LeftAlone, RevertOutcome, Stale, revert, revert_with};
 
@@ -111,6 +113,16 @@ impl<'r> Session<'r> {
         Lock::acquire(self.ctx.root, &self.state_dir, wait).map_err(|e| self.lock_refusal(e))
     }
 
+    /// The lock for a change that journals nothing (`persist`): released
+    /// with its file removed when the journal holds nothing, since a fully
+    /// reverted host keeps no state.
+    pub fn lock_unjournaled(&self, wait: bool) -> Result<TidyLock<'_, 'r>, ApplyError> {
+        Ok(TidyLock {
+            session: self,
+            lock: Some(self.lock(wait)?),
+        })
+    }
+
     pub(crate) fn lock_refusal(&self, e: LockError) -> ApplyError {
         match e {
             LockError::Held(m) => ApplyError::Refused(m),
@@ -118,6 +130,23 @@ impl<'r> Session<'r> {
                 format!("needs root to write {}", self.state_path().display()),
             ),
             LockError::Unavailable(e) => ApplyError::Refused(format!("{e:#}")),
+        }
+    }
+}
+
+/// A held lock that tidies its file on release when nothing is journaled.
+pub struct TidyLock<'s, 'r> {
+    session: &'s Session<'r>,
+    lock: Option<Lock>,
+}
+
+impl Drop for TidyLock<'_, '_> {
+    fn drop(&mut self) {
+        let s = self.session;
+        if let Some(lock) = self.lock.take()
+            && !s.journal().exists()
+        {
+            let _ = lock.remove(s.root(), &s.state_dir);
         }
     }
 }

@@ -66,7 +66,19 @@ pub struct ApplyOutcome {
     /// persistence is not a write at boot), with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_at_boot: Vec<super::KnobNote>,
-    /// `apply --boot`: knobs whose own apply failed (each was refused or
+    /// `apply --pod`: knobs of the profile the pod never writes (a reboot
+    /// or a service restart makes them take effect), with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<super::KnobNote>,
+    /// `apply --pod`: knobs of the profile of a kind the pod's mounts and
+    /// privileges cannot write, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub out_of_reach: Vec<super::KnobNote>,
+    /// `apply --pod`: knobs the journal held that are no longer in the
+    /// profile, reverted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reverted: Vec<String>,
+    /// `apply --boot` and `--pod`: knobs whose own apply failed (each was refused or
     /// rolled back alone; the others stand). Exit 1.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<super::KnobNote>,
@@ -85,6 +97,9 @@ impl ApplyOutcome {
             journal: None,
             ledger: None,
             not_at_boot: Vec::new(),
+            pending: Vec::new(),
+            out_of_reach: Vec::new(),
+            reverted: Vec::new(),
             failed: Vec::new(),
         }
     }

@@ -67,11 +67,53 @@ fn dated(e: &Entry, now: &Facts, elsewhere: Option<&str>) -> Judgement {
     }
 }
 
+/// How to measure a knob in effect here, as commands that run as printed:
+/// verify compares against the value as found, so a knob hostknob applied
+/// (`reverted_by_us`) is reverted first and applied again after; one the
+/// host had before hostknob has no leg without it here. A knob that names
+/// no probe (nor has a default one) gets `--probe wakeup`, and a manifest
+/// hostknob would not find by itself is named with `--manifest`.
+pub(super) fn verify_advice(
+    knob: &crate::manifest::Knob,
+    manifest_dir: &std::path::Path,
+    reverted_by_us: bool,
+) -> String {
+    let id = &knob.id;
+    let probe = match (
+        &knob.verify,
+        crate::manifest::default_probe::default_probe(knob),
+    ) {
+        (None, None) => " --probe wakeup",
+        _ => "",
+    };
+    let dir = std::path::absolute(manifest_dir).unwrap_or_else(|_| manifest_dir.to_path_buf());
+    let manifest = match dir == std::path::Path::new("/etc/hostknob/manifest") {
+        true => String::new(),
+        false => format!(
+            " --manifest {}",
+            crate::name::shell_word(&dir.to_string_lossy())
+        ),
+    };
+    if reverted_by_us {
+        format!(
+            "`hostknob{manifest} revert {id} && hostknob{manifest} verify {id}{probe} && \
+             hostknob{manifest} apply {id}` measures it (verify compares with the value as \
+             found, so it is reverted first and applied again after)"
+        )
+    } else {
+        "the host had this value before hostknob applied anything, so verify has no leg \
+         without it here: verify it on a host of this class where audit says `drift`"
+            .to_string()
+    }
+}
+
 /// Judges one knob's evidence. `ours`: this machine's entries (merged);
-/// `everywhere`: every entry the host can see, read only when needed.
+/// `everywhere`: every entry the host can see, read only when needed;
+/// `advice`: [`verify_advice`].
 pub(super) fn judge(
     id: &str,
     status: Status,
+    advice: &str,
     ours: &[Entry],
     now: &Facts,
     everywhere: &mut dyn FnMut() -> Vec<Entry>,
@@ -98,7 +140,7 @@ pub(super) fn judge(
             status: EvidenceStatus::UnverifiedHere,
             detail: format!(
                 "unverified-here: in effect on {} with no verified entry for this hardware class \
-                 in the ledger; `hostknob verify {id}` measures it",
+                 in the ledger; {advice}",
                 now.describe_class()
             ),
         },

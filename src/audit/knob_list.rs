@@ -18,7 +18,8 @@ pub struct KnobLine<'r> {
     pub desired: &'r str,
     pub current: &'r [Current],
     pub status: Status,
-    /// Why the knob cannot be set here (audit's detail), when `not-applicable`.
+    /// Why the knob cannot be set here (audit's detail), when `not-applicable`
+    /// or `unsupported`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'r str>,
     pub persistence: Persistence,
@@ -57,7 +58,8 @@ pub fn knob_list(r: &Report) -> KnobList<'_> {
                 desired: &k.desired,
                 current: &k.current,
                 status: k.status,
-                reason: (k.status == Status::NotApplicable).then_some(k.detail.as_str()),
+                reason: matches!(k.status, Status::NotApplicable | Status::Unsupported)
+                    .then_some(k.detail.as_str()),
                 persistence: k.persistence,
                 evidence: k.evidence.as_ref(),
                 conditions: &k.conditions,

@@ -161,6 +161,15 @@ pub struct KnobReport {
     pub unseen: Vec<String>,
 }
 
+/// Knobs per status, every status named (0 where none).
+fn summarize(knobs: &[KnobReport]) -> BTreeMap<Status, usize> {
+    let mut summary: BTreeMap<Status, usize> = Status::ALL.iter().map(|s| (*s, 0)).collect();
+    for k in knobs {
+        *summary.entry(k.status).or_default() += 1;
+    }
+    summary
+}
+
 /// Evaluates every knob that targets this host (or only `only`, when given).
 pub fn evaluate(
     manifest: &Manifest,
@@ -254,7 +263,17 @@ pub fn evaluate(
         k.conditions = conditions.results;
         k.tuned = by_tuned;
         k.saptune = by_notes;
-        if let Some(j) = evidence::judge(&k.id, k.status, &ledger, &facts_now, &mut everywhere) {
+        let ours =
+            last_applied(knob, &host.name, &ledger).is_some_and(|a| a.label.starts_with("ledger "));
+        let advice = evidence::verify_advice(knob, &manifest.dir, ours);
+        if let Some(j) = evidence::judge(
+            &k.id,
+            k.status,
+            &advice,
+            &ledger,
+            &facts_now,
+            &mut everywhere,
+        ) {
             k.evidence_status = Some(j.status);
             k.evidence_detail = Some(j.detail);
         }
@@ -268,10 +287,7 @@ pub fn evaluate(
     for (k, c) in knobs.iter_mut().zip(&concerns) {
         unseen::mark(k, c, &asked);
     }
-    let mut summary: BTreeMap<Status, usize> = Status::ALL.iter().map(|s| (*s, 0)).collect();
-    for k in &knobs {
-        *summary.entry(k.status).or_default() += 1;
-    }
+    let summary = summarize(&knobs);
     Ok(Report {
         host: host.name.clone(),
         host_source: host_source.to_string(),

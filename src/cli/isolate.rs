@@ -8,9 +8,19 @@ use super::ReadArgs;
 
 #[derive(Args, Debug)]
 pub struct IsolateArgs {
-    /// How many CPUs to isolate (`8`), or which (`4-11,16-23`; `8-8` for CPU 8 alone).
-    #[arg(long, value_name = "N|LIST")]
-    pub cpus: String,
+    /// How many CPUs to isolate, chosen from the topology (`--count 8`).
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "cpus",
+        conflicts_with = "cpus"
+    )]
+    pub count: Option<String>,
+    /// Which CPUs to isolate, a CPU list (`4-11,16-23`, `8-8`). A bare
+    /// number here is the old spelling of --count and still read as a count
+    /// (with a note): write `8-8` for CPU 8 alone.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
     /// Write one knob file per knob, DIR/<id>.yaml, instead of printing the fragment.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,

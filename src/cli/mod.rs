@@ -154,7 +154,8 @@ pub struct FormatArg {
 
 #[derive(Args, Debug, Clone)]
 pub struct QuietArg {
-    /// No progress on stderr (shown only when stderr is a terminal).
+    /// No progress on stderr (shown only when stderr is a terminal); apply and
+    /// revert print what happened without the plan of every file.
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -168,9 +169,10 @@ pub enum Command {
 hostknob inventory network --format json\n  hostknob --root /tmp/web-7 inventory network"
     )]
     Inventory(InventoryArgs),
-    /// Copy every file inventory reads into OUT, a tree to use later with --root OUT.
+    /// Copy every file inventory reads into --out DIR, a tree to use later with --root DIR.
     #[command(
-        long_about = include_str!("../help/capture.txt")
+        long_about = include_str!("../help/capture.txt"),
+        after_help = "Examples:\n  hostknob capture --out /tmp/web-7\n  hostknob --root /tmp/web-7 inventory"
     )]
     Capture(CaptureArgs),
     /// Write the host document (Markdown) to hosts/<host>.md, or check that it is current.
@@ -232,7 +234,7 @@ sudo hostknob persist ens1f0-rps --remove"
         after_help = "Examples:\n  hostknob verify cpuidle-no-deep-state\n  \
 hostknob verify haltpoll-idle-off --rounds 6 --max-rounds 12 --settle 1s --plot /tmp/v.svg -- --samples 100 --gap-us 500..5000\n  \
 hostknob verify KNOB --seed 1796035200 --format json     # repeat a run's leg order\n  \
-hostknob verify resume-latency-cpu1 --sweep 0,5,20,100,n/a --svg /tmp/knee.svg\n  \
+hostknob verify resume-latency-cpu1 --sweep 0,5,20,100,n/a --plot /tmp/knee.svg\n  \
 hostknob verify cpuidle-no-deep-state thp-madvise       # a bundle: each knob's share"
     )]
     Verify(VerifyArgs),
@@ -248,9 +250,10 @@ hostknob tune --replay /tmp/tuned            # every decision again from the rec
     /// Plan which CPUs to isolate from this host's topology, as manifest knobs to review and apply.
     #[command(
         long_about = include_str!("../help/isolate.txt"),
-        after_help = "Examples:\n  hostknob isolate --cpus 8                  # the fragment on stdout, the reasons on stderr\n  \
-hostknob isolate --cpus 8 --out manifest/isolation/\n  hostknob isolate --cpus 4-11 --format json | jq .housekeeping\n  \
-hostknob --root /tmp/web-7 --host web-7 isolate --cpus 16 --out /tmp/web-7-isolation"
+        after_help = "Examples:\n  hostknob isolate --count 8                 # the fragment on stdout, the reasons on stderr\n  \
+hostknob isolate --count 8 --out manifest/isolation/\n  hostknob isolate --cpus 4-11 --format json | jq .housekeeping\n  \
+hostknob isolate --cpus 1-1                # CPU 1 alone (a bare `--cpus 1` is the old spelling of --count 1)\n  \
+hostknob --root /tmp/web-7 --host web-7 isolate --count 16 --out /tmp/web-7-isolation"
     )]
     Isolate(IsolateArgs),
     /// Translate another tool's tuning (a tuned profile) into manifest knobs to review, with what could not be imported and why.
@@ -303,6 +306,13 @@ pub struct ApplyArgs {
     /// the command line, a drop-in or `hold` are left to their own mechanism.
     #[arg(long, conflicts_with_all = ["knobs", "all"])]
     pub boot: bool,
+    /// What the chart's apply DaemonSet runs (with --profile NAME): each
+    /// runtime knob of the profile applied on its own; a knob that needs a
+    /// reboot or a service restart (kernel-cmdline, systemd-cpu-affinity,
+    /// allocator, hold) reported pending and never written; a knob the
+    /// journal holds that left the profile reverted.
+    #[arg(long, requires = "profile", conflicts_with_all = ["knobs", "all", "boot"])]
+    pub pod: bool,
     /// Apply a knob that tuned's active profile sets differently (without it
     /// such a knob is refused: tuned would undo it on its next reapply):
     /// `--force=KNOB` for that knob only (repeatable); plain `--force`
@@ -409,7 +419,16 @@ pub struct AuditArgs {
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
     /// Directory to create (or an empty one).
-    pub out: PathBuf,
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "out_positional",
+        conflicts_with = "out_positional"
+    )]
+    pub out: Option<PathBuf>,
+    /// The old spelling `capture DIR`, still taken (with a note).
+    #[arg(value_name = "DIR", hide = true)]
+    pub out_positional: Option<PathBuf>,
     #[command(flatten)]
     pub read: ReadArgs,
     #[command(flatten)]
@@ -490,7 +509,8 @@ pub struct VerifyArgs {
     /// Use this probe instead of the manifest's `verify.probe` (wakeup, timer or rpc).
     #[arg(long, value_name = "PROBE")]
     pub probe: Option<String>,
-    /// Draw both legs' latency distributions (CDFs, log time axis) to FILE.svg.
+    /// Draw the run to FILE.svg: both legs' distributions (CDFs, log time
+    /// axis), or with --sweep each value's ratio with its interval.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Wait for another hostknob holding the lock instead of failing at once.
@@ -507,8 +527,14 @@ pub struct VerifyArgs {
     /// The knee is the least aggressive improved value whose ratio is within this of the best's.
     #[arg(long, default_value = "5%", value_parser = parse_percent, value_name = "PCT")]
     pub knee_tolerance: f64,
-    /// Draw a sweep's curve (each value's ratio with its interval) to FILE.svg.
-    #[arg(long, value_name = "FILE.svg", requires = "sweep")]
+    /// The old spelling of --plot for a sweep, still taken (with a note).
+    #[arg(
+        long,
+        value_name = "FILE.svg",
+        requires = "sweep",
+        conflicts_with = "plot",
+        hide = true
+    )]
     pub svg: Option<PathBuf>,
     /// Options for the probe, after `--` (as `hostknob probe NAME --help` lists them).
     #[arg(last = true, value_name = "PROBE OPTIONS")]

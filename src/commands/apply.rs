@@ -29,13 +29,21 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
             .collect(),
         ..ApplyOptions::default()
     };
-    let outcome = if args.boot {
+    let outcome = if args.pod {
+        let profile = manifest.for_host(&t.host).map(|k| k.id.clone()).collect();
+        apply::apply_pod(&session, &manifest, &knobs, &profile, &opts)
+    } else if args.boot {
         apply::apply_each(&session, &knobs, &opts)
     } else {
         apply::apply(&session, &knobs, &opts).map_err(|e| name_override(e, &knobs))?
     };
     match render::machine(g.format.format.into(), &outcome)? {
         Some(text) => print!("{text}"),
+        // --quiet: what happened, not the plan (`--format json` has it).
+        None if g.quiet.quiet => print!(
+            "{}",
+            render::wrap_prose(render::apply::apply_summary(&outcome).trim_start())
+        ),
         None => print!(
             "{}",
             render::wrap_prose(&render::apply::apply_table(&outcome))

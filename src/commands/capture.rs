@@ -19,7 +19,18 @@ pub fn run(args: &CaptureArgs) -> Result<i32> {
     // What verify's evidence is dated by (BIOS version and date, cmdline, CPU).
     let _ = crate::manifest::facts::Facts::of(&root);
     let host = g.host.host.as_deref().or(inv.host.hostname.as_deref());
-    let report = capture::mirror_recorded(&root, &args.out, host)?;
+    let out = match (&args.out, &args.out_positional) {
+        (Some(o), _) => o,
+        (None, Some(o)) => {
+            super::deprecated(
+                &format!("`capture {}`", o.display()),
+                &format!("`capture --out {}`", o.display()),
+            );
+            o
+        }
+        (None, None) => anyhow::bail!("capture needs --out DIR: the directory to create"),
+    };
+    let report = capture::mirror_recorded(&root, out, host)?;
     match render::machine(g.format.format.into(), &report)? {
         Some(text) => print!("{text}"),
         None => {

@@ -8,8 +8,29 @@ use crate::isolate::{self, Context, IsolatePlan, Request};
 use crate::render;
 use crate::root::Root;
 
+/// `--count N` or `--cpus LIST`, and the option as the fragment records it;
+/// a bare number after --cpus is the old spelling of --count.
+fn request(args: &IsolateArgs) -> Result<(Request, String)> {
+    match (&args.count, &args.cpus) {
+        (Some(n), _) => Ok((Request::count(n)?, format!("--count {}", n.trim()))),
+        (None, Some(l)) => match Request::list(l)? {
+            Request::Count(n) => {
+                super::deprecated(
+                    &format!("--cpus {n} (a count)"),
+                    &format!(
+                        "--count {n} for {n} CPUs chosen here, or --cpus {n}-{n} for CPU {n} alone"
+                    ),
+                );
+                Ok((Request::Count(n), format!("--count {n}")))
+            }
+            r => Ok((r, format!("--cpus {}", l.trim()))),
+        },
+        (None, None) => bail!("isolate needs --count N (how many CPUs) or --cpus LIST (which)"),
+    }
+}
+
 pub fn run(args: &IsolateArgs) -> Result<i32> {
-    let req = Request::parse(&args.cpus)?;
+    let (req, asked) = request(args)?;
     let root = Root::open(&args.read.root.root)?;
     let host = crate::manifest::host::resolve(&root, args.read.host.host.as_deref())
         .checked()?
@@ -29,8 +50,7 @@ pub fn run(args: &IsolateArgs) -> Result<i32> {
     }
     let date = crate::manifest::ledger::today();
     let command = format!(
-        "hostknob isolate --cpus {}{}{}{}{}",
-        args.cpus.trim(),
+        "hostknob isolate {asked}{}{}{}{}",
         if args.allow_cpu0 { " --allow-cpu0" } else { "" },
         if args.allow_small_housekeeping {
             " --allow-small-housekeeping"

@@ -74,6 +74,11 @@ pub const DEFAULT_MANIFEST: &str = "/etc/hostknob/manifest";
 /// `/etc/hostknob/manifest` under `--root`. The working directory is never
 /// looked at, so a `./manifest` cannot be picked up by surprise; a defaulted
 /// choice is said on stderr.
+/// An old spelling still taken: said on stderr with the one to write.
+pub(crate) fn deprecated(old: &str, new: &str) {
+    eprintln!("hostknob: note: {old} is an old spelling, still taken for now: write {new}");
+}
+
 pub fn manifest_dir(t: &TargetArgs, root: &Root) -> std::path::PathBuf {
     match &t.manifest {
         Some(dir) => dir.clone(),

@@ -54,7 +54,10 @@ pub fn run(args: &RevertArgs) -> Result<i32> {
         Some(text) => print!("{text}"),
         None => print!(
             "{}",
-            render::wrap_prose(&render::apply::revert_table(&outcome))
+            render::wrap_prose(&render::apply::revert_table(
+                &outcome,
+                !args.change.quiet.quiet
+            ))
         ),
     }
     if let Some(why) = &outcome.unrecorded {

@@ -17,7 +17,7 @@ use crate::tune::host::{self, HostBench};
 use crate::tune::output::{self, NotSearched, Record, RecordedDim, ReplayCheck, TuneReport};
 use crate::tune::race::Racer;
 use crate::tune::replay::Replay;
-use crate::tune::{search, space};
+use crate::tune::{self, search, space};
 use crate::verify::{self, paired::Metric};
 
 pub fn run(args: &TuneArgs) -> Result<i32> {
@@ -95,7 +95,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         let command = bench.placed().cloned();
         let restored = bench.finish()?;
         let outcome = outcome?;
-        let interrupted = outcome.partial.then(|| {
+        let interrupted = (outcome.stopped.as_deref() == Some(tune::SIGNAL)).then(|| {
             crate::probe::interrupt::signal()
                 .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
                 .map_or("a signal", |s| s.as_str())
@@ -114,6 +114,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             leg_seconds: outcome.plan.leg_seconds,
             guards: args.guard.clone(),
             rounds: outcome.records.clone(),
+            stopped: outcome.stopped.clone(),
         };
         let mut report = TuneReport {
             host: t.host.clone(),
@@ -307,10 +308,10 @@ fn caveats(o: &search::Outcome) -> Vec<String> {
         "a one-knob-at-a-time search: knobs that help only together are not looked for".to_string(),
     ];
     if o.partial {
-        out.push(
-            "PARTIAL: the search was stopped before its end; the advice covers what was decided"
-                .into(),
-        );
+        out.push(format!(
+            "PARTIAL: {} stopped the search before its end: nothing is advised; the report lists what was decided",
+            o.stopped.as_deref().unwrap_or(tune::SIGNAL)
+        ));
     }
     if !o.shams.claimed.is_empty() {
         out.push(o.shams.words.clone());
@@ -418,6 +419,7 @@ fn replay(args: &TuneArgs, dir: &Path) -> Result<i32> {
     let mut bench = Replay::new(record.rounds);
     bench.budget_legs = Some(record.budget_legs_after_pilot);
     bench.leg_seconds = record.leg_seconds;
+    bench.stopped = record.stopped.clone();
     let outcome = search::run(&dims, &s, &mut bench, &mut |_| {})?;
     bench.finish()?;
     let replayed = serde_json::to_value(&outcome)?;

@@ -20,9 +20,9 @@ pub fn run(
     opts: &verify::Options,
 ) -> Result<i32> {
     let quiet = args.change.quiet.quiet;
-    if args.plot.is_some() {
+    if args.plot.is_some() && args.sweep.is_empty() {
         bail!(
-            "--plot draws two legs' distributions: for a sweep use --svg (the curve); a bundle has no plot"
+            "--plot draws one knob's legs, or with --sweep its curve: a bundle has no plot; leave --plot out"
         );
     }
     let show = !quiet && std::io::stderr().is_terminal();
@@ -56,6 +56,9 @@ pub fn run(
             verify::record_sweep(session, knob, &mut r)?;
         }
         if let Some(path) = &args.svg {
+            super::deprecated("--svg", &format!("--plot {}", path.display()));
+        }
+        if let Some(path) = args.plot.as_ref().or(args.svg.as_ref()) {
             let svg = render::sweep::curve(&r)?;
             crate::root::write_output(path, svg.as_bytes())
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;

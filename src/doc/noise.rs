@@ -80,7 +80,11 @@ pub fn section(root: &Root, events: &[Entry]) -> String {
             }
         );
     }
-    if let Some(c) = n["changed"].as_array().filter(|c| !c.is_empty()) {
+    let grouped: Option<Vec<crate::verify::noise::ChangedName>> =
+        serde_json::from_value(n["changed_by_name"].clone()).ok();
+    if let Some(g) = grouped.filter(|g| !g.is_empty()) {
+        let _ = writeln!(o, "- changed: {}", crate::verify::noise::changed_words(&g));
+    } else if let Some(c) = n["changed"].as_array().filter(|c| !c.is_empty()) {
         let c: Vec<&str> = c.iter().filter_map(|x| x.as_str()).collect();
         let _ = writeln!(o, "- changed: {}", c.join("; "));
     }

@@ -485,7 +485,7 @@ pub(super) fn hybrid(ctx: &Reader) -> Option<Vec<Hybrid>> {
 
 /// A CPU list the kernel may write as `(null)` or a lone NUL when empty
 /// (older kernels without nohz_full configured).
-fn kernel_cpulist(ctx: &Reader, path: &str) -> Option<CpuList> {
+pub(super) fn kernel_cpulist(ctx: &Reader, path: &str) -> Option<CpuList> {
     let text = ctx.text(path)?;
     let text = super::trim_text(&text);
     if text.is_empty() || text == "(null)" {

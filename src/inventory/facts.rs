@@ -108,6 +108,25 @@ impl<'r> Facts<'r> {
             .map_err(String::clone)
     }
 
+    /// How many CPUs the running kernel keeps apart: `isolated` (isolcpus=)
+    /// and `nohz_full`, together; unknown when neither file is there.
+    fn isolated_cpus(&self) -> Value {
+        let lists: Vec<_> = ["isolated", "nohz_full"]
+            .iter()
+            .filter_map(|f| cpu::kernel_cpulist(&self.reader, &format!("{CPU_DIR}/{f}")))
+            .collect();
+        if lists.is_empty() {
+            return Value::Unknown(format!(
+                "unknown (no {CPU_DIR}/isolated or {CPU_DIR}/nohz_full)"
+            ));
+        }
+        let all = lists
+            .iter()
+            .flat_map(|l| l.as_slice().iter().copied())
+            .collect();
+        Value::Number(crate::cpulist::CpuList::new(all).len() as u64)
+    }
+
     /// One fact by its name in a manifest (`label.KEY` for labels).
     pub fn get(&self, fact: &str) -> Value {
         let unknown = |what: &str| Value::Unknown(format!("unknown ({what})"));
@@ -186,6 +205,7 @@ impl<'r> Facts<'r> {
                 }
                 _ => unknown(&format!("no {}/node*", memory::NODE_DIR)),
             },
+            "isolated_cpus" => self.isolated_cpus(),
             "memory" => match memory::meminfo(&self.reader) {
                 Some(m) => Value::Bytes(m.mem_total),
                 None => unknown("no /proc/meminfo"),

@@ -12,32 +12,37 @@ use crate::cpulist::CpuList;
 /// What the user asked to isolate.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Request {
-    /// `--cpus 8`: this many CPUs, chosen here.
+    /// `--count 8`: this many CPUs, chosen here.
     Count(usize),
     /// `--cpus 4-11`: exactly these.
     List(CpuList),
 }
 
 impl Request {
-    /// A bare number is a count; anything else a CPU list (`8-8` is CPU 8).
-    pub fn parse(text: &str) -> Result<Request> {
+    /// `--count N`.
+    pub fn count(text: &str) -> Result<Request> {
+        let t = text.trim();
+        match t.parse::<usize>() {
+            Ok(0) => bail!("--count 0: nothing to isolate; give how many CPUs, e.g. --count 8"),
+            Ok(n) => Ok(Request::Count(n)),
+            Err(_) => bail!("--count {t:?}: not a number of CPUs; for these CPUs write --cpus {t}"),
+        }
+    }
+
+    /// `--cpus LIST`; a bare number is the old spelling of a count (the
+    /// caller says so), as `--cpus 8` was before `--count`.
+    pub fn list(text: &str) -> Result<Request> {
         let t = text.trim();
         if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-            let n: usize = t
-                .parse()
-                .map_err(|_| anyhow::anyhow!("--cpus {t}: not a count"))?;
-            if n == 0 {
-                bail!(
-                    "--cpus 0: nothing to isolate; give a count (--cpus 8) or a CPU list (--cpus 4-11)"
-                );
-            }
-            return Ok(Request::Count(n));
+            return Self::count(t).map_err(|_| {
+                anyhow::anyhow!("--cpus {t}: nothing to isolate; give a CPU list (--cpus 4-11, `{t}-{t}` for CPU {t} alone) or a count (--count 8)")
+            });
         }
         match CpuList::parse(t) {
             Ok(l) if l.is_empty() => bail!("--cpus {t:?}: an empty CPU list isolates nothing"),
             Ok(l) => Ok(Request::List(l)),
             Err(e) => bail!(
-                "--cpus {t:?}: {e}; give a count (--cpus 8) or a CPU list (--cpus 4-11, `8-8` for CPU 8 alone)"
+                "--cpus {t:?}: {e}; give a CPU list (--cpus 4-11, `8-8` for CPU 8 alone) or a count (--count 8)"
             ),
         }
     }

@@ -74,7 +74,7 @@ pub struct Context<'a> {
     pub host: &'a str,
     /// `YYYY-MM-DD`, UTC.
     pub date: &'a str,
-    /// The command line that planned it (`hostknob isolate --cpus 8`).
+    /// The command line that planned it (`hostknob isolate --count 8`).
     pub command: &'a str,
 }
 

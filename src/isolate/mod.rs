@@ -43,7 +43,7 @@ pub struct IsolatePlan {
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Asked {
-    /// `--cpus N`.
+    /// `--count N`.
     pub count: Option<usize>,
     /// `--cpus LIST`.
     pub cpus: Option<CpuList>,

@@ -7,6 +7,7 @@
 
 pub mod boot;
 pub mod bootloader;
+pub mod bound;
 mod ctx;
 pub mod ignored;
 pub(crate) mod msr_field;
@@ -91,6 +92,7 @@ kinds! {
     nic_feature::NicFeature => NicFeature "nic-feature",
     rps::Rps => Rps "rps",
     xps::Xps => Xps "xps",
+    block::Block => Block "block",
     thread_policy::ThreadPolicy => ThreadPolicy "thread-policy",
     sched_tunable::SchedTunable => SchedTunable "sched-tunable",
 }

@@ -1,25 +1,35 @@
 //! `sysctl`: a dotted name (`vm.swappiness`) mapped to `/proc/sys`. A name
 //! that does not exist on a host that has `/proc/sys` is bad input: it is
-//! far more often a typo than a kernel difference.
+//! far more often a typo than a kernel difference. A knob for every host
+//! says `optional: true` for a sysctl some kernels are built without
+//! (`kernel.numa_balancing`, `net.core.busy_poll`): absent, it is then
+//! not-applicable there.
 
 use serde::Deserialize;
 
+use super::bound::{BOUND_PERSISTENCE, SetDoc, Setting, Verdict};
 use super::{
-    FieldError, HostCtx, KindName, KnobKind, ReadValue, Service, Spec, Survey, Target, WriteMode,
+    Blocker, FieldError, HostCtx, KindName, KnobKind, ReadValue, Service, Spec, Survey, Target,
+    WriteMode,
 };
-use crate::schema::{Persistence, Scalar};
+use crate::schema::Persistence;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetDoc {
     name: String,
+    #[serde(default)]
+    optional: bool,
 }
 
 #[derive(Debug)]
 pub struct Sysctl {
     pub name: String,
     pub path: String,
-    pub value: String,
+    /// The value (white space squashed), or a bound.
+    pub value: Setting,
+    /// Absent on the host is not-applicable, not an error.
+    pub optional: bool,
 }
 
 /// `net.ipv4.tcp_rmem` -> `/proc/sys/net/ipv4/tcp_rmem`, read as sysctl.d(5)
@@ -44,6 +54,35 @@ pub fn sysctl_path(name: &str) -> Result<String, String> {
     Ok(format!("/proc/sys/{}", parts.join("/")))
 }
 
+/// A numeric file's current value against a setting: (in effect, what to
+/// write, why it cannot take it). A bound writes only where the value is past
+/// it; shared by `sysctl`, `sysfs` and `block`.
+pub(super) fn judge(
+    setting: &Setting,
+    path: &str,
+    current: Option<&str>,
+) -> (bool, Option<String>, Option<Blocker>) {
+    match (setting, current) {
+        (Setting::Value(v), c) => (c == Some(v.as_str()), Some(v.clone()), None),
+        (Setting::Bound(b), None) => (
+            false,
+            None,
+            Some(Blocker::Unreadable(format!(
+                "{path}: no value to compare with `{b}`"
+            ))),
+        ),
+        (Setting::Bound(b), Some(c)) => match b.judge(c) {
+            Verdict::Satisfied => (true, None, None),
+            Verdict::Write(w) => (false, Some(w), None),
+            Verdict::NotANumber => (
+                false,
+                None,
+                Some(Blocker::Unsupported(b.not_a_number(path, c))),
+            ),
+        },
+    }
+}
+
 /// Values compare with runs of white space as one space (`4096\t16384`).
 fn squash(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -51,21 +90,26 @@ fn squash(text: &str) -> String {
 
 impl Spec for Sysctl {
     type Target = TargetDoc;
-    type Set = Scalar;
+    type Set = SetDoc;
 
-    fn new(target: Option<TargetDoc>, set: Scalar) -> Result<Self, FieldError> {
+    fn new(target: Option<TargetDoc>, set: SetDoc) -> Result<Self, FieldError> {
         let t = target.ok_or_else(|| {
             FieldError::new("target", "missing: give target.name (e.g. vm.swappiness)")
         })?;
         let name = t.name.trim().trim_start_matches("/proc/sys/").to_string();
         let path = sysctl_path(&name).map_err(|m| FieldError::new("target.name", m))?;
-        if set.0.trim().is_empty() {
-            return Err(FieldError::new("set", "empty value"));
-        }
+        let value = match Setting::parse("set", set)? {
+            Setting::Value(v) if v.trim().is_empty() => {
+                return Err(FieldError::new("set", "empty value"));
+            }
+            Setting::Value(v) => Setting::Value(squash(&v)),
+            b => b,
+        };
         Ok(Sysctl {
             name,
             path,
-            value: squash(&set.0),
+            value,
+            optional: t.optional,
         })
     }
 }
@@ -76,7 +120,7 @@ impl KnobKind for Sysctl {
     }
 
     fn desired(&self) -> String {
-        self.value.clone()
+        self.value.to_string()
     }
 
     fn target_summary(&self) -> String {
@@ -84,6 +128,9 @@ impl KnobKind for Sysctl {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
+        if self.value.bound().is_some() {
+            return BOUND_PERSISTENCE;
+        }
         &[
             Persistence::Runtime,
             Persistence::SysctlD,
@@ -93,7 +140,10 @@ impl KnobKind for Sysctl {
     }
 
     fn cmdline_args(&self) -> Option<Vec<String>> {
-        (!self.value.contains(' ')).then(|| vec![format!("sysctl.{}={}", self.name, self.value)])
+        let Setting::Value(v) = &self.value else {
+            return None;
+        };
+        (!v.contains(' ')).then(|| vec![format!("sysctl.{}={v}", self.name)])
     }
 
     fn services(&self) -> &'static [Service] {
@@ -104,13 +154,21 @@ impl KnobKind for Sysctl {
         squash(raw)
     }
 
+    fn confirms(&self, expect: &str, read: &str) -> bool {
+        match &self.value {
+            Setting::Bound(b) => b.holds(read),
+            Setting::Value(_) => expect == read,
+        }
+    }
+
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let mut survey = Survey::default();
+        let desired = self.desired();
         if !host.root.is_dir("/proc/sys") {
             survey.targets.push(Target::absent(
                 self.path.clone(),
                 None,
-                &self.value,
+                &desired,
                 "this tree has no /proc/sys (a capture without sysctls)".into(),
             ));
             return Ok(survey);
@@ -126,11 +184,25 @@ impl KnobKind for Sysctl {
         }
         let current = match host.value(&self.path) {
             ReadValue::Value(v) => Some(self.normalize(&v)),
+            ReadValue::Absent if self.optional => {
+                survey.targets.push(Target::absent(
+                    self.path.clone(),
+                    None,
+                        &desired,
+                    format!(
+                        "no sysctl {} on this host (the kernel is built without it, or the \
+                         capture did not copy it; the knob is optional)",
+                        self.name
+                    ),
+                ));
+                return Ok(survey);
+            }
             ReadValue::Absent => {
                 return Err(FieldError::new(
                     "target.name",
                     format!(
-                        "no sysctl {} on this host ({} does not exist)",
+                        "no sysctl {} on this host ({} does not exist; a sysctl some \
+                         kernels lack takes `optional: true` in target)",
                         self.name, self.path
                     ),
                 ));
@@ -138,21 +210,22 @@ impl KnobKind for Sysctl {
             ReadValue::Unreadable(e) => {
                 survey
                     .targets
-                    .push(Target::unreadable(self.path.clone(), None, &self.value, &e));
+                    .push(Target::unreadable(self.path.clone(), None, &desired, &e));
                 return Ok(survey);
             }
         };
+        let (in_effect, write, blocker) = judge(&self.value, &self.path, current.as_deref());
         survey.targets.push(Target {
-            in_effect: current.as_deref() == Some(self.value.as_str()),
+            in_effect,
             path: self.path.clone(),
             cpus: None,
             label: None,
             restore: current.clone(),
             current,
-            desired: self.value.clone(),
-            write: Some(self.value.clone()),
+            desired,
+            write,
             mode: WriteMode::Attribute,
-            blocker: None,
+            blocker,
         });
         Ok(survey)
     }

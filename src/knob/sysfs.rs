@@ -5,13 +5,14 @@
 
 use serde::Deserialize;
 
+use super::bound::{BOUND_PERSISTENCE, SetDoc, Setting};
 use super::{
     ATTRIBUTE_PERSISTENCE, FieldError, HostCtx, KindName, KnobKind, ReadValue, Service, Spec,
     Survey, Target, WriteMode,
 };
 use crate::cpulist::CpuList;
 use crate::inventory::bracketed;
-use crate::schema::{Persistence, Scalar};
+use crate::schema::Persistence;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,7 +24,7 @@ pub struct TargetDoc {
 pub struct Sysfs {
     pub path: String,
     components: Vec<String>,
-    pub value: String,
+    pub value: Setting,
 }
 
 fn is_glob(s: &str) -> bool {
@@ -73,20 +74,24 @@ fn cpu_of(path: &str) -> Option<u32> {
 
 impl Spec for Sysfs {
     type Target = TargetDoc;
-    type Set = Scalar;
+    type Set = SetDoc;
 
-    fn new(target: Option<TargetDoc>, set: Scalar) -> Result<Self, FieldError> {
+    fn new(target: Option<TargetDoc>, set: SetDoc) -> Result<Self, FieldError> {
         let t = target.ok_or_else(|| {
             FieldError::new("target", "missing: give target.path (a file under /sys)")
         })?;
         let components = check_path(&t.path).map_err(|m| FieldError::new("target.path", m))?;
-        if set.0.contains('\n') {
-            return Err(FieldError::new("set", "a sysfs value is one line"));
-        }
+        let value = match Setting::parse("set", set)? {
+            Setting::Value(v) if v.contains('\n') => {
+                return Err(FieldError::new("set", "a sysfs value is one line"));
+            }
+            Setting::Value(v) => Setting::Value(v.trim().to_string()),
+            b => b,
+        };
         Ok(Sysfs {
             path: t.path,
             components,
-            value: set.0.trim().to_string(),
+            value,
         })
     }
 }
@@ -124,7 +129,7 @@ impl KnobKind for Sysfs {
     }
 
     fn desired(&self) -> String {
-        self.value.clone()
+        self.value.to_string()
     }
 
     fn target_summary(&self) -> String {
@@ -132,7 +137,10 @@ impl KnobKind for Sysfs {
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
-        ATTRIBUTE_PERSISTENCE
+        match self.value {
+            Setting::Bound(_) => BOUND_PERSISTENCE,
+            Setting::Value(_) => ATTRIBUTE_PERSISTENCE,
+        }
     }
 
     fn services(&self) -> &'static [Service] {
@@ -143,8 +151,16 @@ impl KnobKind for Sysfs {
         bracketed(raw).unwrap_or_else(|| raw.trim().to_string())
     }
 
+    fn confirms(&self, expect: &str, read: &str) -> bool {
+        match &self.value {
+            Setting::Bound(b) => b.holds(read),
+            Setting::Value(_) => expect == read,
+        }
+    }
+
     fn survey(&self, host: &HostCtx) -> Result<Survey, FieldError> {
         let mut survey = Survey::default();
+        let desired = self.desired();
         for path in self.expand(host) {
             let resolved = match host.root.resolve(&path) {
                 Ok(r) => r,
@@ -154,7 +170,7 @@ impl KnobKind for Sysfs {
                     let why = format!("cannot be resolved inside the root: {e}");
                     survey
                         .targets
-                        .push(Target::unreadable(path, None, &self.value, &why));
+                        .push(Target::unreadable(path, None, &desired, &why));
                     continue;
                 }
             };
@@ -174,32 +190,32 @@ impl KnobKind for Sysfs {
             match host.value(&path) {
                 ReadValue::Value(v) => {
                     let current = self.normalize(&v);
+                    let (in_effect, write, blocker) =
+                        super::sysctl::judge(&self.value, &path, Some(&current));
                     survey.targets.push(Target {
-                        in_effect: current == self.value,
+                        in_effect,
                         path,
                         cpus,
                         label: None,
                         restore: Some(current.clone()),
                         current: Some(current),
-                        desired: self.value.clone(),
-                        write: Some(self.value.clone()),
+                        desired: desired.clone(),
+                        write,
                         mode: WriteMode::Attribute,
-                        blocker: None,
+                        blocker,
                     });
                 }
                 ReadValue::Absent => {}
-                ReadValue::Unreadable(e) => {
-                    survey
-                        .targets
-                        .push(Target::unreadable(path, cpus, &self.value, &e))
-                }
+                ReadValue::Unreadable(e) => survey
+                    .targets
+                    .push(Target::unreadable(path, cpus, &desired, &e)),
             }
         }
         if survey.targets.is_empty() {
             survey.targets.push(Target::absent(
                 self.path.clone(),
                 None,
-                &self.value,
+                &desired,
                 format!("nothing matches {} on this host", self.path),
             ));
         }

@@ -6,6 +6,7 @@
 //! `profiles/` holds profiles (see `profile`), not knobs.
 
 pub use crate::spelling::did_you_mean;
+pub mod default_probe;
 mod depth;
 pub mod facts;
 pub mod host;

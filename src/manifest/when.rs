@@ -13,7 +13,7 @@ use crate::inventory::facts::{Facts, Value, model_base};
 use crate::knob::FieldError;
 
 /// Every fact a condition may name, besides `label.KEY`.
-pub const FACTS: [&str; 15] = [
+pub const FACTS: [&str; 16] = [
     "vendor",
     "family",
     "model",
@@ -28,6 +28,7 @@ pub const FACTS: [&str; 15] = [
     "kernel",
     "arch",
     "numa_nodes",
+    "isolated_cpus",
     "memory",
 ];
 
@@ -325,12 +326,14 @@ fn parse_test(at: &str, fact: &str, v: &Yaml) -> Result<Test, FieldError> {
         }
     };
     let want = match fact {
-        "family" | "numa_nodes" => Want::Number(number(value).ok_or_else(|| {
-            FieldError::new(
-                at,
-                format!("{raw:?}: {fact} is a number (decimal or 0x hex)"),
-            )
-        })?),
+        "family" | "numa_nodes" | "isolated_cpus" => {
+            Want::Number(number(value).ok_or_else(|| {
+                FieldError::new(
+                    at,
+                    format!("{raw:?}: {fact} is a number (decimal or 0x hex)"),
+                )
+            })?)
+        }
         "model" => match number(value) {
             Some(n) => Want::Number(n),
             None => {

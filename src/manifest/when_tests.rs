@@ -92,6 +92,9 @@ fn numbers_models_and_names() {
     assert!(holds("numa_nodes: '>1'", Value::Number(2)));
     assert!(!holds("numa_nodes: '>1'", Value::Number(1)));
     assert!(when("numa_nodes: many").is_err());
+    assert!(holds("isolated_cpus: '>0'", Value::Number(4)));
+    assert!(!holds("isolated_cpus: '>0'", Value::Number(0)));
+    assert!(when("isolated_cpus: some").is_err());
 }
 
 #[test]
@@ -150,7 +153,8 @@ fn bad_shapes_and_unknown_facts_name_the_field() {
         e.message
     );
     assert!(
-        e.message.contains("numa_nodes, memory, label.KEY"),
+        e.message
+            .contains("numa_nodes, isolated_cpus, memory, label.KEY"),
         "{}",
         e.message
     );

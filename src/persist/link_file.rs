@@ -11,7 +11,7 @@
 //! ethtool fields are systemd's src/shared/ethtool-util.c and
 //! src/udev/net/link-config-gperf.gperf (coalescing since systemd 250).
 
-use super::{Artifact, nic_match, nm_view};
+use super::{Artifact, mechanism, nic_match, nm_view};
 use crate::ethtool::{Field, Section};
 use crate::knob::{HostCtx, Target};
 use crate::manifest::{Knob, Manifest};
@@ -372,6 +372,13 @@ pub(super) fn artifact(
         .map_err(|e| knob.source.field_error(e).to_string())?;
     let own = fields(&survey.targets);
     let (ifname, _) = knob_lines(knob, host)?;
+    mechanism::udev(host, true).map_err(|e| {
+        format!(
+            "{}: a .link file would never be applied here: {e}; {}",
+            knob.id,
+            mechanism::instead(host, &knob.id)
+        )
+    })?;
     let (dev, files, facts) = host_links(knob, host, &ifname)?;
     let (matching, why) =
         nic_match::link_match(host, &dev).map_err(|e| format!("{}: {e}", knob.id))?;
@@ -488,6 +495,7 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
             ));
         }
     }
+    let runs = mechanism::udev(host, true).map_err(|e| format!("{path} is never applied: {e}"))?;
     let (dev, files, facts) = host_links(knob, host, &ifname)?;
     let (matching, _) = nic_match::link_match(host, &dev)?;
     if let Some(miss) = matching.lines().find(|m| !lines.contains(m)) {
@@ -518,6 +526,6 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
         None => String::new(),
     };
     Ok(format!(
-        "{path} (systemd.link: udev applies it whenever {ifname} appears){nm}"
+        "{path} (systemd.link: udev applies it whenever {ifname} appears; {runs}){nm}"
     ))
 }

@@ -29,6 +29,7 @@ pub mod cmdline;
 pub mod dropin;
 pub mod hold_unit;
 pub mod link_file;
+mod mechanism;
 mod nic_match;
 mod nm_view;
 pub mod sysctl_d;

@@ -1,7 +1,10 @@
 //! How a `.link` file and a udev rule name the device a NIC knob is on:
 //! by what stays the device's own at the boot `add` event, never by the
 //! current MAC address (a bond's second slave carries the bond's, a
-//! NetworkManager cloned MAC replaces it, VLAN children inherit it).
+//! NetworkManager cloned MAC replaces it, VLAN children inherit it), nor by
+//! a "permanent" one the driver drew at random (VF drivers copy their
+//! random address there): a device without either is matched by the name
+//! its creator gave it, or refused.
 
 use crate::knob::HostCtx;
 use crate::peers::udev::{self, Device};
@@ -34,12 +37,50 @@ fn siblings(host: &HostCtx, dev: &Device) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// `addr_assign_type` 1: the kernel or driver drew the address at random
+/// (include/uapi/linux/netdevice.h NET_ADDR_RANDOM); a re-created device
+/// gets another, its "permanent" one too where the driver copies it there.
+fn random_mac(host: &HostCtx, dev: &Device) -> bool {
+    host.text(&format!("/sys/class/net/{}/addr_assign_type", dev.name))
+        .is_some_and(|t| t.trim() == "1")
+}
+
+/// `name_assign_type` 3 (NET_NAME_USER): whoever created the device named
+/// it (`ip link add NAME`), and names it so again when re-creating it.
+fn named_by_creator(host: &HostCtx, dev: &Device) -> bool {
+    host.text(&format!("/sys/class/net/{}/name_assign_type", dev.name))
+        .is_some_and(|t| t.trim() == "3")
+}
+
+/// Why no key holds for a device without a PCI function, and what would.
+fn no_key(host: &HostCtx, dev: &Device, what: &str) -> String {
+    let mac = if random_mac(host, dev) {
+        "its MAC is random (addr_assign_type 1: a new one each time it is created)"
+    } else {
+        "it has no permanent address (ethtool -P)"
+    };
+    format!(
+        "{}: {mac}, it sits on no PCI device, and the kernel chose its name: {what} by MAC \
+         would miss it once it is re-created (or a bond or a cloned MAC changes the address); \
+         create it under a name of your own (`ip link add NAME ...`, name_assign_type 3), \
+         which hostknob then matches, or persist it on the physical NIC (matched by PCI path)",
+        dev.name
+    )
+}
+
+/// The permanent address, unless the driver drew it at random.
+fn permanent<'d>(host: &HostCtx, dev: &'d Device) -> Option<&'d String> {
+    dev.permanent_mac
+        .as_ref()
+        .filter(|_| !random_mac(host, dev))
+}
+
 /// The `[Match]` lines of a `.link` file for `dev`, and why that key.
 pub fn link_match(host: &HostCtx, dev: &Device) -> Result<(String, String), String> {
     // Type= is DEVTYPE or the ARPHRD name (net-condition.c link_get_type_string):
     // `ether` leaves out the VLAN, bond and bridge devices over this one.
     let kind = format!("Type={}", dev.iftype);
-    if let Some(p) = &dev.permanent_mac {
+    if let Some(p) = permanent(host, dev) {
         return Ok((
             format!("PermanentMACAddress={p}\n{kind}\n"),
             format!(
@@ -70,21 +111,33 @@ pub fn link_match(host: &HostCtx, dev: &Device) -> Result<(String, String), Stri
             names.join(", ")
         ));
     }
-    Err(format!(
-        "{} has no permanent address (ethtool -P) and sits on no PCI device: a .link file by \
-         its current MAC would miss it once a bond or a cloned MAC changes that",
-        dev.name
-    ))
+    if named_by_creator(host, dev) {
+        return Ok((
+            format!("OriginalName={}\n{kind}\n", dev.name),
+            format!(
+                "matched by its name {} (OriginalName=), which its creator gave it \
+                 (name_assign_type 3), as it sits on no PCI device and has no fixed address",
+                dev.name
+            ),
+        ));
+    }
+    Err(no_key(host, dev, "a .link file"))
 }
 
 /// The match keys of a udev rule for `dev`, and why those.
 pub fn rule_match(host: &HostCtx, dev: &Device) -> Result<(String, String), String> {
     let Some(pci) = &dev.pci else {
-        return Err(format!(
-            "{} sits on no PCI device: a udev rule has no key for the permanent address, and \
-             one by its current MAC would miss it once a bond or a cloned MAC changes that",
-            dev.name
-        ));
+        if named_by_creator(host, dev) {
+            return Ok((
+                format!("KERNEL==\"{}\"", dev.name),
+                format!(
+                    "matched by its name {} (KERNEL==), which its creator gave it \
+                     (name_assign_type 3), as it sits on no PCI device",
+                    dev.name
+                ),
+            ));
+        }
+        return Err(no_key(host, dev, "a udev rule"));
     };
     let mut keys = format!("KERNELS==\"{pci}\"");
     let others = siblings(host, dev);

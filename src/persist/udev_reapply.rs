@@ -13,7 +13,7 @@
 //! instead ([`XPS_AT_OPEN`]).
 
 use super::template_unit::{self, manifest_for_unit};
-use super::{Artifact, nic_match};
+use super::{Artifact, mechanism, nic_match};
 use crate::knob::{HostCtx, Target};
 use crate::manifest::{Knob, Manifest};
 use crate::schema::Persistence;
@@ -78,9 +78,19 @@ fn xps_at_open(targets: &[Target], ifname: &str, driver: Option<&str>) -> Option
 
 fn command(dir: &str, id: &str, after_up: bool) -> String {
     format!(
-        "/usr/bin/systemd-run --no-block --collect --quiet {}hostknob apply --wait --manifest {dir} {id}",
-        if after_up { AFTER_UP } else { "" }
+        "/usr/bin/systemd-run --no-block --collect --quiet {}{} apply --wait --manifest {dir} {id}",
+        if after_up { AFTER_UP } else { "" },
+        mechanism::hostknob_path()
     )
+}
+
+/// What runs the rule here (udev, and systemd for `systemd-run`), or why
+/// nothing would.
+fn runs_here(host: &HostCtx) -> Result<String, String> {
+    let udev = mechanism::udev(host, false)?;
+    let systemd = mechanism::systemd(host)
+        .map_err(|e| format!("{e}: the rule's systemd-run needs systemd"))?;
+    Ok(format!("{udev}, {systemd}"))
 }
 
 pub(super) fn artifact(
@@ -90,6 +100,12 @@ pub(super) fn artifact(
     targets: &[&Target],
 ) -> Result<Artifact, String> {
     let id = &knob.id;
+    runs_here(host).map_err(|e| {
+        format!(
+            "{id}: a udev rule would never run here: {e}; {}",
+            mechanism::instead(host, id)
+        )
+    })?;
     let (dir, outside) = manifest_for_unit(manifest, host).map_err(|e| format!("{id}: {e}"))?;
     let owned: Vec<Target> = targets.iter().map(|t| (*t).clone()).collect();
     let mut rules = String::new();
@@ -139,6 +155,7 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
     let Some(text) = host.text(&path) else {
         return Err(format!("{path} does not exist: {again}"));
     };
+    let runs = runs_here(host).map_err(|e| format!("{path} is never run: {e}"))?;
     let owned: Vec<Target> = writable.iter().map(|t| (*t).clone()).collect();
     let manifest_dir = knob
         .source
@@ -164,6 +181,14 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
                 && w[2].trim_end_matches('"') == id
                 && same_dir(host, w[1], &manifest_dir)
         });
+        // udev's PATH has only the system directories: a bare name may not run.
+        let program = words.windows(2).find(|w| w[1] == "apply").map(|w| w[0]);
+        if let Some(p) = program.filter(|p| !p.starts_with('/')) {
+            return Err(format!(
+                "{path}: its rule runs `{p}` by name, which udev and systemd look up only in \
+                 the system directories: {again} (by absolute path)"
+            ));
+        }
         if !runs_knob {
             return Err(format!(
                 "{path}: its rule for {ifname} does not apply {id} from the manifest it was \
@@ -194,7 +219,7 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
         }
     }
     Ok(format!(
-        "{path} (udev applies the knob whenever its interface appears)"
+        "{path} (udev applies the knob whenever its interface appears; {runs})"
     ))
 }
 

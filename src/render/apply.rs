@@ -58,13 +58,40 @@ pub fn diff(g: &ChangeGroup) -> String {
     if g.files > 1 {
         about.push(files(g.files));
     }
+    let (before, after) = (g.before.as_deref(), g.after.as_deref());
+    // A CPU mask reads as CPUs (`2` is CPU 1); its bytes are named in the label.
+    let lists = crate::cpulist::is_mask_file(&g.path)
+        .then(|| {
+            let list = |v: Option<&str>| {
+                v.map(crate::cpulist::mask_as_list)
+                    .unwrap_or(Some(String::new()))
+            };
+            Some((list(before)?, list(after)?))
+        })
+        .flatten();
+    if lists.is_some() {
+        let hex = |v: Option<&str>| v.map_or("(none)".to_string(), |t| t.trim().to_string());
+        about.push(format!(
+            "CPU lists; the file holds hex masks {} -> {}",
+            hex(before),
+            hex(after)
+        ));
+    }
     let name = if about.is_empty() {
         g.display.clone()
     } else {
         format!("{}\t({})", g.display, about.join(", "))
     };
-    let old = g.before.as_deref().map(as_lines).unwrap_or_default();
-    let new = g.after.as_deref().map(as_lines).unwrap_or_default();
+    let (old, new) = match &lists {
+        Some((b, a)) => (
+            before.map(|_| as_lines(b)).unwrap_or_default(),
+            after.map(|_| as_lines(a)).unwrap_or_default(),
+        ),
+        None => (
+            before.map(as_lines).unwrap_or_default(),
+            after.map(as_lines).unwrap_or_default(),
+        ),
+    };
     let from = if g.before.is_some() {
         &name
     } else {
@@ -124,12 +151,6 @@ fn grouped_for_display(groups: &[ChangeGroup]) -> Vec<ChangeGroup> {
 
 pub fn apply_table(o: &ApplyOutcome) -> String {
     let mut out = String::new();
-    let planned: usize = o
-        .knobs
-        .iter()
-        .flat_map(|k| &k.changes)
-        .map(|g| g.files)
-        .sum();
     for k in &o.knobs {
         if k.changes.is_empty() {
             // A pm-qos write is left to `hostknob hold` (the note says so):
@@ -166,8 +187,27 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
             out += &format!("  NOT HONOURED: the kernel takes this value and ignores it: {w}\n");
         }
     }
+    out + &apply_summary(o) + &caveats(o)
+}
+
+/// What `apply --quiet` prints: what failed, what was written and where the
+/// values before are, the warnings; not the plan.
+pub fn apply_summary(o: &ApplyOutcome) -> String {
+    let mut out = String::new();
+    let planned: usize = o
+        .knobs
+        .iter()
+        .flat_map(|k| &k.changes)
+        .map(|g| g.files)
+        .sum();
     for n in &o.not_at_boot {
         out += &format!("{}: not applied at boot: {}\n", n.id, n.why);
+    }
+    for n in o.pending.iter().chain(&o.out_of_reach) {
+        out += &format!("{}: not applied by the pod: {}\n", n.id, n.why);
+    }
+    for id in &o.reverted {
+        out += &format!("{id}: reverted: no longer in the profile\n");
     }
     for f in &o.failed {
         out += &format!("{}: FAILED, the other knobs stand: {}\n", f.id, f.why);
@@ -215,6 +255,11 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
     for f in &o.forced {
         out += &format!("--force: overriding tuned: {f}; tuned undoes it on its next reapply\n");
     }
+    out
+}
+
+fn caveats(o: &ApplyOutcome) -> String {
+    let mut out = String::new();
     let with_caveats: Vec<_> = o.knobs.iter().filter(|k| !k.changes.is_empty()).collect();
     if !with_caveats.is_empty() {
         out += "\ncaveats:\n";
@@ -231,7 +276,8 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
     out
 }
 
-pub fn revert_table(o: &RevertOutcome) -> String {
+/// `diffs`: each file's before and after (not with `--quiet`).
+pub fn revert_table(o: &RevertOutcome, diffs: bool) -> String {
     if o.restored == 0 && o.left_alone.is_empty() && o.stale.is_empty() {
         return format!(
             "nothing to revert: the journal {} holds no values for these knobs\n",
@@ -246,8 +292,10 @@ pub fn revert_table(o: &RevertOutcome) -> String {
             k.id,
             files_and_threads(&k.changes, n)
         );
-        for g in &grouped_for_display(&k.changes) {
-            out += &diff(g);
+        if diffs {
+            for g in &grouped_for_display(&k.changes) {
+                out += &diff(g);
+            }
         }
         for n in &k.notes {
             out += &format!("  note: {n}\n");

@@ -334,28 +334,27 @@ pub fn knobs_table(r: &Report) -> String {
     out + &not_applicable_lines(r) + &conditions_lines(r) + &evidence_lines(r) + &summary(r)
 }
 
-/// Why each not-applicable knob cannot be set here, for `knobs`.
+/// Why each not-applicable or unsupported knob cannot be set here, for `knobs`.
 fn not_applicable_lines(r: &Report) -> String {
-    let lines: Vec<String> = r
-        .knobs
-        .iter()
-        .filter(|k| k.status == Status::NotApplicable && !k.detail.is_empty())
-        .map(|k| format!("  {}: {}", k.id, k.detail))
-        .collect();
-    if lines.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "Not applicable here:
-{}
-
-",
-            lines.join(
-                "
-"
-            )
-        )
+    let mut out = String::new();
+    for (status, heading) in [
+        (Status::NotApplicable, "Not applicable here"),
+        (
+            Status::Unsupported,
+            "Unsupported here (the host cannot comply)",
+        ),
+    ] {
+        let lines: Vec<String> = r
+            .knobs
+            .iter()
+            .filter(|k| k.status == status && !k.detail.is_empty())
+            .map(|k| format!("  {}: {}", k.id, k.detail))
+            .collect();
+        if !lines.is_empty() {
+            out += &format!("{heading}:\n{}\n\n", lines.join("\n"));
+        }
     }
+    out
 }
 
 /// `knobs --profiles` for people.

@@ -10,14 +10,8 @@ use crate::verify::paired::Analysis;
 use crate::verify::placement::Placement;
 use crate::verify::sweep::SweepReport;
 
-fn placement(p: &Placement) -> String {
-    format!(
-        "sleeper CPU {}, waker CPU {} (target CPUs {}; {})",
-        p.sleeper,
-        p.waker,
-        super::cpus(&p.target_cpus),
-        p.why
-    )
+fn placement(probe: &str, p: &Placement) -> String {
+    super::verify::placement_words(probe, p, None, true)
 }
 
 /// The probe row a sweep and a bundle share.
@@ -58,7 +52,7 @@ pub fn sweep_table(r: &SweepReport) -> String {
         &format!("Sweep of {} on {}", r.knob, r.host),
         &[
             probe_fact(&r.probe, r.rounds, r.seed, r.settle_ms, &r.plan),
-            ("placement".into(), placement(&r.placement)),
+            ("placement".into(), placement(&r.probe, &r.placement)),
             ("ranking".into(), r.ranking.clone()),
         ],
     );
@@ -111,7 +105,7 @@ pub fn bundle_table(r: &BundleReport) -> String {
         &format!("Bundle of {} on {}", r.knobs.join(", "), r.host),
         &[
             probe_fact(&r.probe, r.rounds, r.seed, r.settle_ms, &r.plan),
-            ("placement".into(), placement(&r.placement)),
+            ("placement".into(), placement(&r.probe, &r.placement)),
         ],
     );
     let mut rows = vec![row("all / as found", &r.together)];

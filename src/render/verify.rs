@@ -1,6 +1,7 @@
 //! verify's report as tables for a person.
 
 use super::{facts, grid};
+use crate::verify::placement::Placement;
 use crate::verify::{Report, command};
 
 fn us(ns: u64) -> String {
@@ -89,46 +90,54 @@ fn leg_heads(r: &Report) -> (String, Vec<String>) {
     )
 }
 
-/// Where the probe ran, in words.
-fn placement(r: &Report) -> (String, String) {
-    let p = &r.placement;
+/// Where the probe ran, in words: only the CPUs this probe uses, named as it
+/// names them (a timer has no waker, rpc a server and a client, noise the
+/// CPUs it measures), and the idle counters only for a knob about idling.
+pub(super) fn placement_words(
+    probe: &str,
+    p: &Placement,
+    command: Option<&command::Placed>,
+    idle_knob: bool,
+) -> String {
     let target = p
         .target_cpus
         .as_ref()
         .map(|c| c.to_string())
         .unwrap_or_else(|| "none".into());
-    if let (None, Some(m)) = (&r.command, &p.measured) {
-        return (
-            "placement".into(),
-            format!(
-                "noise measured on CPUs {} ({}; target CPUs {target})",
-                m.cpus, m.why
-            ),
+    if let (None, Some(m)) = (command, &p.measured) {
+        return format!(
+            "noise measured on CPUs {} ({}; target CPUs {target})",
+            m.cpus, m.why
         );
     }
-    match &r.command {
-        Some(c) => (
-            "placement".into(),
-            format!(
-                "the command on CPUs {} ({}); idle counters read on CPU {} (target CPUs {target})",
-                c.cpus, c.why, p.sleeper
-            ),
-        ),
-        None => (
-            "placement".into(),
-            format!(
-                "sleeper CPU {}{}, waker CPU {} (target CPUs {target}; {})",
-                p.sleeper,
-                if p.sleeper_isolated {
-                    " (isolated)"
-                } else {
-                    ""
-                },
-                p.waker,
-                p.why
-            ),
-        ),
+    if let Some(c) = command {
+        let counters = match idle_knob {
+            true => format!("; idle counters read on CPU {}", p.sleeper),
+            false => String::new(),
+        };
+        return format!(
+            "the command on CPUs {} ({}){counters} (target CPUs {target})",
+            c.cpus, c.why
+        );
     }
+    let isolated = if p.sleeper_isolated {
+        " (isolated)"
+    } else {
+        ""
+    };
+    let cpus = match probe {
+        "timer" => format!("CPU {}{isolated}", p.sleeper),
+        "rpc" => format!("server CPU {}{isolated}, client CPU {}", p.sleeper, p.waker),
+        _ => format!("sleeper CPU {}{isolated}, waker CPU {}", p.sleeper, p.waker),
+    };
+    format!("{cpus} (target CPUs {target}; {})", p.why)
+}
+
+fn placement(r: &Report) -> (String, String) {
+    (
+        "placement".into(),
+        placement_words(&r.probe, &r.placement, r.command.as_ref(), r.idle_knob),
+    )
 }
 
 pub fn table(r: &Report) -> String {
@@ -321,6 +330,10 @@ fn hardware_table(r: &Report) -> String {
         .map(|n| format!("note: {n}\n"))
         .unwrap_or_default();
     let Some(source) = hw.source else {
+        // Residency says something only about a knob that changes idling.
+        if !r.idle_knob {
+            return String::new();
+        }
         return format!(
             "{}\n{note}\n",
             hw.reason

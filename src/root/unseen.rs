@@ -29,7 +29,8 @@ pub enum Concern {
     Saptune,
     /// irqbalance's banned CPUs on RPM-based hosts.
     Irqbalance,
-    /// NetworkManager's connections (NIC knobs' persistence).
+    /// NetworkManager's connections and udev's control socket (NIC knobs'
+    /// persistence).
     NetworkManager,
     /// Device nodes (MSRs, `/dev/cpu_dma_latency`).
     Devices,
@@ -98,6 +99,11 @@ pub const POD_UNSEEN: &[Unseen] = &[
     Unseen {
         path: "/etc/NetworkManager",
         why: "connection files hold Wi-Fi and VPN secrets",
+        concern: Concern::NetworkManager,
+    },
+    Unseen {
+        path: "/run/udev/control",
+        why: "udevd's control socket: /run as a whole holds sockets, and a read-only pod has no business with udevd",
         concern: Concern::NetworkManager,
     },
     Unseen {

@@ -22,6 +22,11 @@ pub const FIRST_LOOK: usize = 6;
 pub const BATCH: usize = 6;
 /// As-found rounds (A/A, nothing written) that measure the noise before the plan.
 pub const PILOT_ROUNDS: usize = 6;
+/// How much futility (a candidate dropped once its 90 % bound cannot reach
+/// the fixed-rounds MDE) widens the effect found 80 % of the time:
+/// calibrated by `tune::sim` (planted at 1x the stated MDE: found 80 %).
+pub const FUTILITY_WIDENING: f64 = 1.2;
+
 /// One-sided confidence of the futility bound that drops a candidate.
 pub const FUTILITY_CONFIDENCE: f64 = 0.9;
 /// The most values per knob and knobs per space: each value is a leg.
@@ -179,13 +184,26 @@ impl Plan {
         }
     }
 
-    /// The relative effect found 80 % of the time at SD `sd` in `rounds`.
+    /// The relative effect found 80 % of the time at SD `sd` in `rounds`
+    /// by the search as it runs: the fixed-rounds figure widened by
+    /// [`FUTILITY_WIDENING`], since futility drops a candidate early.
     pub fn mde_at(&self, sd: f64, rounds: usize) -> f64 {
+        1.0 - (-FUTILITY_WIDENING * self.fixed_mde_log(sd, rounds)).exp()
+    }
+
+    /// The effect a candidate must be able to show to stay in its race:
+    /// the fixed-rounds MDE (where more rounds would not find it 80 % of the time).
+    pub fn futility_at(&self, sd: f64, rounds: usize) -> f64 {
+        1.0 - (-self.fixed_mde_log(sd, rounds)).exp()
+    }
+
+    /// ln(1 / (1 - MDE)) of a test of `rounds` fixed rounds (no futility).
+    fn fixed_mde_log(&self, sd: f64, rounds: usize) -> f64 {
         let rule = self.step_rule();
         let se = sd.max(crate::verify::rule::SD_FLOOR) / (rounds as f64).sqrt();
         let need = (rule.quantile(rounds) + Z_POWER) * se;
         let me = -(1.0 - self.min_effect).ln() + Z_POWER * se;
-        1.0 - (-need.max(me)).exp()
+        need.max(me)
     }
 
     /// Does the noise, not the minimum effect, bound what `rounds` find?
@@ -265,7 +283,7 @@ pub fn plan(dims: &[Dim], s: &Settings, pilot_sd: Option<f64>) -> Result<Plan> {
     if let Some(sd) = pilot_sd {
         let mde = p.mde_at(sd, planned_rounds);
         p.mde = Some(mde);
-        p.futility_effect = s.min_effect.max(mde / 2.0);
+        p.futility_effect = s.min_effect.max(p.futility_at(sd, planned_rounds));
         p.advice = advice(&p, dims, sd);
     }
     Ok(p)

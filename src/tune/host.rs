@@ -33,6 +33,10 @@ pub struct HostBench<'a, 's> {
     /// The time budget (seconds), turned into legs after the pilot.
     pub budget_s: f64,
     pub started: Instant,
+    /// After the pilot, the budget is also a deadline: legs slower than the
+    /// pilot's would otherwise overrun it.
+    deadline: Option<Instant>,
+    out_of_time: bool,
 }
 
 /// A kind's message about a variant, placed at its entry of the space file
@@ -123,6 +127,8 @@ impl<'a, 's> HostBench<'a, 's> {
             leg_times: Vec::new(),
             budget_s,
             started: Instant::now(),
+            deadline: None,
+            out_of_time: false,
         })
     }
 
@@ -192,6 +198,10 @@ impl Bench for HostBench<'_, '_> {
         legs: &[Leg],
         order: &[usize],
     ) -> Result<Option<Vec<Vec<f64>>>> {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.out_of_time = true;
+            return Ok(None);
+        }
         let mut got = vec![Vec::new(); legs.len()];
         for &i in order {
             if probe::cancelled() {
@@ -209,6 +219,7 @@ impl Bench for HostBench<'_, '_> {
     }
 
     fn budget_legs(&mut self, used: usize) -> Option<usize> {
+        self.deadline = Some(self.started + std::time::Duration::from_secs_f64(self.budget_s));
         let per = self.leg_seconds()?;
         let left = self.budget_s - self.started.elapsed().as_secs_f64();
         Some(used + (left.max(0.0) / per) as usize)
@@ -216,5 +227,14 @@ impl Bench for HostBench<'_, '_> {
 
     fn leg_seconds(&self) -> Option<f64> {
         HostBench::leg_seconds(self)
+    }
+
+    fn stop_reason(&self) -> String {
+        if self.out_of_time {
+            super::OUT_OF_TIME
+        } else {
+            super::SIGNAL
+        }
+        .into()
     }
 }

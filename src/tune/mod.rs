@@ -41,6 +41,10 @@ pub struct Leg {
 }
 
 /// Where samples come from: the host, a record, or a simulation.
+/// A stop's reasons: Ctrl-C (or SIGTERM), and `--budget`'s wall clock.
+pub const SIGNAL: &str = "a signal";
+pub const OUT_OF_TIME: &str = "the time budget ran out";
+
 pub trait Bench {
     /// Runs one round of `race`: `legs` in `order` (indices into `legs`);
     /// each leg's samples in `legs`' order, or `None` when a signal stopped it.
@@ -57,5 +61,10 @@ pub trait Bench {
     /// Seconds per leg, where measured (for the plan's time estimate).
     fn leg_seconds(&self) -> Option<f64> {
         None
+    }
+
+    /// Why the last `round` returned `None`.
+    fn stop_reason(&self) -> String {
+        SIGNAL.into()
     }
 }

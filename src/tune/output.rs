@@ -75,6 +75,9 @@ pub struct Record {
     pub leg_seconds: Option<f64>,
     pub guards: Vec<String>,
     pub rounds: Vec<RoundRecord>,
+    /// Why the run stopped early (a signal, the time budget), where it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -37,8 +37,10 @@ pub enum Ended {
     RoundCap,
     /// The budget ran out first.
     Budget,
-    /// A signal stopped the search.
+    /// A signal or the time budget stopped the search.
     Stopped,
+    /// A sham whose race's steps all ended: the control ran as long as they did.
+    StepsEnded,
 }
 
 /// A guard on a step's rounds.
@@ -86,7 +88,7 @@ pub struct Racer<'b> {
     pub budget_legs: usize,
     pub legs_used: usize,
     pub records: Vec<RoundRecord>,
-    /// Why the search stopped early (a signal), if it did.
+    /// Why the search stopped early (a signal, the time budget), if it did.
     pub stopped: Option<String>,
     pub guards: Vec<Guard>,
     pub progress: &'b mut dyn FnMut(&str),
@@ -179,7 +181,7 @@ impl Racer<'_> {
                 let order = shuffle.next(active.len());
                 let these: Vec<Leg> = active.iter().map(|&i| legs[i].clone()).collect();
                 let Some(got) = self.bench.round(name, &these, &order)? else {
-                    self.stopped = Some("a signal".into());
+                    self.stopped = Some(self.bench.stop_reason());
                     break 'looks;
                 };
                 self.legs_used += active.len();
@@ -209,11 +211,22 @@ impl Racer<'_> {
                 };
                 let l = line(name, c, &a, ended, self);
                 (self.progress)(&l);
-                let mut done = compared(c, a, ended);
+                let mut done = compared(c, a, ended, None);
                 if c.role == Role::Step {
                     done.guards = check_guards(&self.guards, &pairs(&samples, c), c.rule);
                 }
                 *d = Some(done);
+            }
+            // A sham is its steps' negative control under the same rule and
+            // rounds: once they have ended, its further rounds decide nothing
+            // (at 20-30 % noise they were most of a race's legs).
+            let steps_ended = comps
+                .iter()
+                .zip(done.iter())
+                .all(|(c, d)| c.role != Role::Step || d.is_some());
+            if steps_ended && comps.iter().any(|c| c.role == Role::Step) {
+                self.end_open(comps, &mut done, &samples, metric, Ended::StepsEnded, run);
+                break 'looks;
             }
         }
         let why = if self.stopped.is_some() {
@@ -243,7 +256,7 @@ impl Racer<'_> {
                 a.overrule(Decision::RoundCap, why == Ended::Stopped);
                 let l = line("", c, &a, why, self);
                 (self.progress)(&l);
-                *d = Some(compared(c, a, why));
+                *d = Some(compared(c, a, why, self.stopped.as_deref()));
             }
         }
     }
@@ -272,7 +285,7 @@ fn pairs(samples: &[Vec<Vec<f64>>], c: &Comparison) -> Vec<paired::Round> {
         .collect()
 }
 
-fn compared(c: &Comparison, a: Analysis, ended: Ended) -> Compared {
+fn compared(c: &Comparison, a: Analysis, ended: Ended, stopped: Option<&str>) -> Compared {
     let words = match ended {
         Ended::Futile => format!(
             "dropped: cannot show {:.1} % improvement (one-sided {:.0} % bound; {})",
@@ -281,7 +294,15 @@ fn compared(c: &Comparison, a: Analysis, ended: Ended) -> Compared {
             a.interval_words()
         ),
         Ended::Budget => format!("the budget ran out: {}", a.verdict_words()),
-        Ended::Stopped => format!("stopped by a signal: {}", a.verdict_words()),
+        Ended::StepsEnded => format!(
+            "ended with its race's steps (a control runs as long as they do): {}",
+            a.verdict_words()
+        ),
+        Ended::Stopped => format!(
+            "stopped ({}): {}",
+            stopped.unwrap_or(super::SIGNAL),
+            a.verdict_words()
+        ),
         _ => a.verdict_words(),
     };
     Compared {
@@ -321,6 +342,7 @@ fn line(race: &str, c: &Comparison, a: &Analysis, ended: Ended, r: &Racer) -> St
         Ended::RoundCap => "inconclusive at the round cap".into(),
         Ended::Budget => "inconclusive: the budget ran out".into(),
         Ended::Stopped => "stopped".into(),
+        Ended::StepsEnded => "ended with its race's steps".into(),
     };
     let left = r.budget_legs.saturating_sub(r.legs_used);
     format!(

@@ -14,6 +14,8 @@ pub struct Replay {
     /// The run's budget in legs after its pilot, and its seconds per leg.
     pub budget_legs: Option<usize>,
     pub leg_seconds: Option<f64>,
+    /// Why the recorded run stopped early, where it did.
+    pub stopped: Option<String>,
 }
 
 impl Replay {
@@ -23,6 +25,7 @@ impl Replay {
             at: 0,
             budget_legs: None,
             leg_seconds: None,
+            stopped: None,
         }
     }
 
@@ -78,5 +81,9 @@ impl Bench for Replay {
 
     fn leg_seconds(&self) -> Option<f64> {
         self.leg_seconds
+    }
+
+    fn stop_reason(&self) -> String {
+        self.stopped.clone().unwrap_or_else(|| super::SIGNAL.into())
     }
 }

@@ -67,8 +67,11 @@ pub struct Outcome {
     /// What the search advises: the accepted steps the pruning kept.
     pub shipped: Vec<Accepted>,
     pub legs_used: usize,
-    /// The search stopped early (a signal): what it decided so far.
+    /// The search stopped early (a signal, the time budget): what it decided so far.
     pub partial: bool,
+    /// Why it stopped early, where it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     pub warnings: Vec<String>,
     #[serde(skip)]
     pub records: Vec<RoundRecord>,
@@ -201,6 +204,7 @@ pub fn run(
         shipped,
         legs_used: racer.legs_used,
         partial: racer.stopped.is_some(),
+        stopped: racer.stopped.clone(),
         warnings,
         records: std::mem::take(&mut racer.records),
     })

@@ -178,6 +178,7 @@ fn the_search_ships_no_null_knob_and_finds_planted_ones() {
             Design::new(Kind::Null, 0.05, false),
             Design::new(Kind::Planted(2.0), 0.05, false),
             Design::new(Kind::Redundant, 0.10, false),
+            Design::new(Kind::Null, 0.20, false),
         ]
     };
     println!(
@@ -203,6 +204,14 @@ fn the_search_ships_no_null_knob_and_finds_planted_ones() {
     for (d, t) in &rows {
         println!("{}", row(d, t));
         let n = t.searches;
+        // Issue 48's goal: at most 25 % of the legs of an exhaustive test.
+        assert!(
+            t.legs * 4 <= t.exhaustive_legs,
+            "{}: {} legs against {} exhaustive",
+            name(d),
+            t.legs,
+            t.exhaustive_legs
+        );
         if d.kind == Kind::Null {
             assert!(
                 t.false_ship * 100 <= n,

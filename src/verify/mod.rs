@@ -133,6 +133,10 @@ pub struct Report {
     pub idle: [Vec<honoured::StateCount>; 2],
     /// Hardware C-state residency per leg, or why the host exposes none.
     pub hardware: residency::Hardware,
+    /// Whether the knob is about idling: what the idle counters and the
+    /// residency speak to (the table shows them only then).
+    #[serde(skip)]
+    pub idle_knob: bool,
     /// The wakeup probe's samples split per leg: the wake, the wait for the CPU.
     pub wake_split: Option<split::WakeSplit>,
     /// The manifest's `verify.note`.
@@ -375,6 +379,7 @@ fn run_locked(
         honoured,
         idle: std::mem::take(&mut legs.idle),
         hardware: legs.hw.report(knob),
+        idle_knob: is_idle_knob(session, knob),
         wake_split: legs.split.report(split_limit),
         samples: [flat(0), flat(1)],
         analysis,

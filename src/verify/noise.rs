@@ -6,38 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::knob::KindName;
-use crate::manifest::Knob;
 use crate::probe::noise_attrib::Evidence;
 
-/// Kernel parameters that isolate CPUs (Documentation/admin-guide/kernel-parameters.txt).
-const ISOLATION_PARAMS: [&str; 6] = [
-    "isolcpus",
-    "nohz_full",
-    "rcu_nocbs",
-    "irqaffinity",
-    "kthread_cpus",
-    "housekeeping",
-];
-
-/// The probe verify runs when the manifest names none: `noise` for the
-/// kinds that move work off CPUs, and for a command line that isolates.
-pub fn default_probe(knob: &Knob) -> Option<&'static str> {
-    let isolating = match knob.kind {
-        KindName::IrqAffinity
-        | KindName::WorkqueueCpumask
-        | KindName::ThreadAffinity
-        | KindName::SystemdCpuAffinity => true,
-        KindName::KernelCmdline => knob.spec.cmdline_args().is_some_and(|args| {
-            args.iter().any(|a| {
-                let name = a.split('=').next().unwrap_or(a);
-                ISOLATION_PARAMS.contains(&name)
-            })
-        }),
-        _ => false,
-    };
-    isolating.then_some("noise")
-}
+pub use crate::manifest::default_probe::default_probe;
 
 /// One source's lost time over a leg's rounds.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -48,6 +19,20 @@ pub struct LegSource {
     /// Its time over all the leg's rounds and CPUs, per second measured (µs/s).
     pub us_per_s: f64,
 }
+
+/// Changed sources of one kind and name, their pids together.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ChangedName {
+    pub kind: String,
+    pub name: String,
+    /// How many pids (0: a source without one, an interrupt).
+    pub pids: usize,
+    /// Their time per second measured, as found and applied (µs/s).
+    pub us_per_s: [f64; 2],
+}
+
+/// How many names the words show; the rest are counted (all in the JSON).
+const CHANGED_SHOWN: usize = 5;
 
 /// The attribution per leg (as found, applied) and what changed.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -62,8 +47,11 @@ pub struct NoiseEvidence {
     /// Per leg, sources by time, largest first (up to 12).
     pub sources: [Vec<LegSource>; 2],
     /// Sources whose time differs by at least half between the legs (or
-    /// that appear in one only), in words.
+    /// that appear in one only), in words: every one, a pid each.
     pub changed: Vec<String>,
+    /// The same sources by name (short-lived processes are one name with
+    /// many pids), largest change first: what people read.
+    pub changed_by_name: Vec<ChangedName>,
     /// Each round's attribution, per leg.
     pub rounds: [Vec<Evidence>; 2],
 }
@@ -115,7 +103,8 @@ impl Pool {
                 .map_or(String::new(), |e| e.attribution.clone()),
             lost_us_per_s: [lost(0), lost(1)],
             max_gap_us: [max_gap(0), max_gap(1)],
-            changed: changed(&sources),
+            changed: changed(&sources).into_iter().map(|c| c.words).collect(),
+            changed_by_name: by_name(changed(&sources)),
             sources: sources.map(|s| s.into_iter().take(12).collect()),
             rounds,
         })
@@ -141,10 +130,76 @@ pub fn words(n: &NoiseEvidence) -> String {
         top(0),
         top(1)
     );
-    if !n.changed.is_empty() {
-        w += &format!("; changed: {}", n.changed.join(", "));
+    if !n.changed_by_name.is_empty() {
+        w += &format!("; changed: {}", changed_words(&n.changed_by_name));
     }
     w
+}
+
+/// The largest changes by name, then how many more (every one is in the JSON).
+pub fn changed_words(names: &[ChangedName]) -> String {
+    let mut parts: Vec<String> = names
+        .iter()
+        .take(CHANGED_SHOWN)
+        .map(|c| {
+            let who = match c.pids {
+                0 | 1 => format!("{} {}", c.kind, c.name),
+                n => format!("{} {} ({n} pids)", c.kind, c.name),
+            };
+            match c.us_per_s {
+                [a, 0.0] => format!("{who}: {a:.1} µs/s as found, gone applied"),
+                [0.0, b] => format!("{who}: absent as found, {b:.1} µs/s applied"),
+                [a, b] => format!("{who}: {a:.1} -> {b:.1} µs/s"),
+            }
+        })
+        .collect();
+    if names.len() > CHANGED_SHOWN {
+        parts.push(format!(
+            "{} more (noise.changed in --format json)",
+            names.len() - CHANGED_SHOWN
+        ));
+    }
+    parts.join(", ")
+}
+
+/// Changes grouped by kind and name, largest absolute change first.
+fn by_name(changes: Vec<Change>) -> Vec<ChangedName> {
+    let mut acc: Vec<ChangedName> = Vec::new();
+    for c in changes {
+        let pids = usize::from(c.pid.is_some());
+        match acc
+            .iter_mut()
+            .find(|g| g.kind == c.kind && g.name == c.name)
+        {
+            Some(g) => {
+                g.pids += pids;
+                g.us_per_s = [g.us_per_s[0] + c.us_per_s[0], g.us_per_s[1] + c.us_per_s[1]];
+            }
+            None => acc.push(ChangedName {
+                kind: c.kind,
+                name: c.name,
+                pids,
+                us_per_s: c.us_per_s,
+            }),
+        }
+    }
+    for g in &mut acc {
+        g.us_per_s = g.us_per_s.map(round1);
+    }
+    acc.sort_by(|a, b| {
+        let d = |g: &ChangedName| (g.us_per_s[0] - g.us_per_s[1]).abs();
+        d(b).total_cmp(&d(a)).then_with(|| a.name.cmp(&b.name))
+    });
+    acc
+}
+
+/// One changed source: its words and its figures.
+struct Change {
+    kind: String,
+    name: String,
+    pid: Option<u32>,
+    us_per_s: [f64; 2],
+    words: String,
 }
 
 fn round1(v: f64) -> f64 {
@@ -185,7 +240,7 @@ fn label(s: &LegSource) -> String {
 }
 
 /// Sources that moved by at least half (and 1 µs/s) between the legs.
-fn changed(legs: &[Vec<LegSource>; 2]) -> Vec<String> {
+fn changed(legs: &[Vec<LegSource>; 2]) -> Vec<Change> {
     let find = |k: usize, s: &LegSource| {
         legs[k]
             .iter()
@@ -203,10 +258,16 @@ fn changed(legs: &[Vec<LegSource>; 2]) -> Vec<String> {
         let (a, b) = (find(0, s), find(1, s));
         let (hi, lo) = (a.max(b), a.min(b));
         if hi >= 1.0 && lo <= hi / 2.0 {
-            out.push(match (a, b) {
-                (_, 0.0) => format!("{l}: {a:.1} µs/s as found, gone applied"),
-                (0.0, _) => format!("{l}: absent as found, {b:.1} µs/s applied"),
-                _ => format!("{l}: {a:.1} -> {b:.1} µs/s"),
+            out.push(Change {
+                kind: s.kind.clone(),
+                name: s.name.clone(),
+                pid: s.pid,
+                us_per_s: [a, b],
+                words: match (a, b) {
+                    (_, 0.0) => format!("{l}: {a:.1} µs/s as found, gone applied"),
+                    (0.0, _) => format!("{l}: absent as found, {b:.1} µs/s applied"),
+                    _ => format!("{l}: {a:.1} -> {b:.1} µs/s"),
+                },
             });
         }
     }
@@ -264,6 +325,50 @@ mod tests {
             "LOC: 50 -> 48 µs/s is no change"
         );
         assert_eq!(r.rounds[1].len(), 2);
+    }
+
+    /// Issue 49 item 4: a hundred short-lived processes, one pid each, read
+    /// as one name with its pid count; past five names the rest are counted.
+    #[test]
+    fn short_lived_processes_are_grouped_by_name_and_capped() {
+        let mut p = Pool::default();
+        let mut found: Vec<(String, Option<u32>, f64)> = (0..100)
+            .map(|i| ("sh".to_string(), Some(1000 + i), 0.005))
+            .collect();
+        for n in 0..7 {
+            found.push((format!("worker{n}"), Some(50 + n), 0.01));
+        }
+        let top: Vec<(&str, Option<u32>, f64)> =
+            found.iter().map(|(n, p, s)| (n.as_str(), *p, *s)).collect();
+        for _ in 0..2 {
+            p.add(false, Some(serde_json::to_value(ev(1000.0, &top)).unwrap()));
+            p.add(
+                true,
+                Some(serde_json::to_value(ev(60.0, &[("LOC", None, 0.8)])).unwrap()),
+            );
+        }
+        let r = p.report().unwrap();
+        assert_eq!(
+            r.changed.len(),
+            108,
+            "every pid stays in the JSON (and LOC)"
+        );
+        assert_eq!(r.changed_by_name.len(), 9);
+        assert_eq!(r.changed_by_name[0].name, "sh");
+        assert_eq!(r.changed_by_name[0].pids, 100);
+        assert_eq!(r.changed_by_name[0].us_per_s, [500.0, 0.0]);
+        let w = words(&r);
+        let cell = w.split("; changed: ").nth(1).unwrap();
+        assert!(
+            cell.starts_with("thread sh (100 pids): 500.0 µs/s as found, gone applied"),
+            "{cell}"
+        );
+        assert!(
+            cell.ends_with("4 more (noise.changed in --format json)"),
+            "{cell}"
+        );
+        assert_eq!(cell.matches("pid").count(), 1, "{cell}");
+        assert!(cell.len() < 400, "{} chars: {cell}", cell.len());
     }
 
     #[test]

@@ -377,3 +377,26 @@ fn revert_persisted_never_removes_another_knobs_file_of_the_same_name() {
     assert!(gov_file.is_file(), "gov's file stays: {}", err(&o));
     assert!(!err(&o).contains("hostknob-10-gov.conf"), "{}", err(&o));
 }
+
+/// Issue 49 item 10: a fully reverted host keeps no lock and no record of
+/// installed files, also after `revert --all --persisted` removed a
+/// persistence file (the removal took the lock again).
+#[test]
+fn a_fully_reverted_host_keeps_no_lock_after_revert_persisted() {
+    let (_t, root) = vm();
+    let m = knobs(&[(
+        "thp",
+        "persistence: tmpfiles\nkind: thp\ntarget: {setting: defrag}\nset: never\n",
+    )]);
+    ok(&run(&root, m.path(), &["apply", "thp"]));
+    ok(&run(&root, m.path(), &["persist", "thp", "--install"]));
+    let o = run(&root, m.path(), &["revert", "--all", "--persisted"]);
+    ok(&o);
+    let sd = root.join(STATE_DIR);
+    let left: Vec<String> = std::fs::read_dir(&sd)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "ledger.yaml" && !n.starts_with("ledger-"))
+        .collect();
+    assert!(left.is_empty(), "state left behind: {left:?}\n{}", err(&o));
+}

@@ -361,7 +361,20 @@ fn the_shipped_catalog_on_this_vms_capture() {
     let host = corpus_host("fc-haltpoll-2cpu");
     let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifest");
     let (r, code) = audit_json(&host, &catalog, None);
-    assert_eq!(code, 0, "{r:#}");
+    // The baseline's one finding on this guest: swappiness at the default 60.
+    assert_eq!(code, 2, "{r:#}");
+    let drifting: Vec<&str> = r["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["status"] == "drift")
+        .map(|k| k["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(drifting, ["vm-swappiness-low"], "{r:#}");
+    assert_eq!(
+        knob(&r, "vm-swappiness-low")["detail"],
+        "is 60, should be 10"
+    );
     // haltpoll.guest_halt_poll_ns=0 is on the capture's kernel command line.
     let k = knob(&r, "haltpoll-guest-no-poll");
     assert_eq!(k["status"], "ok");

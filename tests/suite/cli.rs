@@ -161,7 +161,7 @@ fn an_option_a_subcommand_does_not_take_is_a_usage_error_after_it() {
         &["inventory", "--state-dir", "/s"],
         &["--format", "json", "doc", "--root", r, "--out", "-"],
         &["doc", "--root", r, "--format", "json", "--out", "-"],
-        &["capture", "/tmp/never-made", "--manifest", "/m"],
+        &["capture", "--out", "/tmp/never-made", "--manifest", "/m"],
         &["schema", "--root", r],
         &["report", "--root", r, "x.json"],
         &["inventory", "--quiet"],

@@ -359,3 +359,34 @@ fn verify_refuses_a_knob_whose_conditions_fail() {
     );
     assert_eq!(before, std::fs::read(&thp).unwrap());
 }
+
+/// Issue 49 item 3: `isolated_cpus` counts `isolated` and `nohz_full`
+/// together; a capture with neither file does not know it.
+#[test]
+fn isolated_cpus_counts_isolcpus_and_nohz_full_together() {
+    let (_tmp, host) = copy_host("fc-haltpoll-2cpu");
+    let cpu = host.join("sys/devices/system/cpu");
+    // As captured: `isolated` is empty, there is no nohz_full.
+    let seen = check_facts(
+        &host,
+        &[
+            ("{isolated_cpus: '>0'}", false),
+            ("{isolated_cpus: 0}", true),
+        ],
+    );
+    assert_eq!(seen[0], "0");
+    std::fs::write(cpu.join("isolated"), "1\n").unwrap();
+    std::fs::write(cpu.join("nohz_full"), "0-1\n").unwrap();
+    let seen = check_facts(
+        &host,
+        &[
+            ("{isolated_cpus: '>0'}", true),
+            ("{isolated_cpus: 2}", true),
+        ],
+    );
+    assert_eq!(seen[0], "2");
+    // adl0 (a pepc capture) has neither file: unknown, so no condition holds.
+    let (_tmp2, adl0) = copy_host("adl0");
+    let seen = check_facts(&adl0, &[("{isolated_cpus: '>=0'}", false)]);
+    assert!(seen[0].contains("unknown"), "{seen:?}");
+}

@@ -234,11 +234,6 @@ pub(crate) fn one_round_with(
 ) -> (String, String, PathBuf) {
     let (cm, ds) = rendered();
     let c = &ds["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(
-        c["command"].as_sequence().unwrap(),
-        &vec![Value::from("/bin/sh"), Value::from("-c")]
-    );
-    let script = s(&c["args"][0]);
     let manifest = pod.join("manifest");
     configmap_volume(&manifest, cm["data"].as_mapping().unwrap());
     let textfile = pod.join("textfile");
@@ -261,24 +256,8 @@ pub(crate) fn one_round_with(
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    // The container's environment, its paths moved to this pod directory.
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(script).env_clear();
-    cmd.env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()));
-    for e in c["env"].as_sequence().unwrap() {
-        let name = s(&e["name"]);
-        let value = match name {
-            "HOSTKNOB_ROOT" => host.display().to_string(),
-            "HOSTKNOB_MANIFEST" => manifest.display().to_string(),
-            "TEXTFILE_DIR" => textfile.display().to_string(),
-            "HOSTKNOB_HOST" => {
-                assert_eq!(s(&e["valueFrom"]["fieldRef"]["fieldPath"]), "spec.nodeName");
-                "adl0".to_string()
-            }
-            _ => s(&e["value"]).to_string(),
-        };
-        cmd.env(name, value);
-    }
+    let mut cmd = pod_command(c, &bin_dir, host, &manifest);
+    cmd.env("TEXTFILE_DIR", &textfile);
     for (name, value) in extra {
         cmd.env(name, value);
     }
@@ -300,6 +279,33 @@ pub(crate) fn one_round_with(
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
     (stdout, stderr, textfile)
+}
+
+/// Container `c`'s loop script as `/bin/sh -c` runs it, with the
+/// container's environment, its paths moved to this test's: `bin_dir`
+/// first on PATH, `host` the node (adl0), `manifest` the manifest volume.
+pub(crate) fn pod_command(c: &Value, bin_dir: &Path, host: &Path, manifest: &Path) -> Command {
+    assert_eq!(
+        c["command"].as_sequence().unwrap(),
+        &vec![Value::from("/bin/sh"), Value::from("-c")]
+    );
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg(s(&c["args"][0])).env_clear();
+    cmd.env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()));
+    for e in c["env"].as_sequence().unwrap() {
+        let name = s(&e["name"]);
+        let value = match name {
+            "HOSTKNOB_ROOT" => host.display().to_string(),
+            "HOSTKNOB_MANIFEST" => manifest.display().to_string(),
+            "HOSTKNOB_HOST" => {
+                assert_eq!(s(&e["valueFrom"]["fieldRef"]["fieldPath"]), "spec.nodeName");
+                "adl0".to_string()
+            }
+            _ => s(&e["value"]).to_string(),
+        };
+        cmd.env(name, value);
+    }
+    cmd
 }
 
 #[test]
@@ -369,7 +375,11 @@ fn the_image_recipe_values_yaml_names_builds_a_static_binary_on_busybox() {
     let recipe = std::fs::read_to_string(repo().join("deploy/container/Containerfile")).unwrap();
     let stages: Vec<&str> = recipe.lines().filter(|l| l.starts_with("FROM ")).collect();
     assert_eq!(stages.len(), 2, "{recipe}");
-    assert!(stages[1].contains("busybox"), "{recipe}");
+    assert_eq!(stages[1], "FROM ${BASE_IMAGE}", "{recipe}");
+    assert!(
+        recipe.contains("ARG BASE_IMAGE=docker.io/library/busybox:"),
+        "{recipe}"
+    );
     assert!(
         recipe.contains("cargo build --release --locked"),
         "{recipe}"

@@ -58,6 +58,12 @@ fn ansible_test_sanity_runs_on_every_ci_run_without_the_internet() {
         sanity.starts_with("  &&") || !sanity.starts_with(' '),
         "{sanity}"
     );
+    // ansible-lint runs beside it (run.sh, in CI after the compile, no longer does).
+    let lint = script
+        .lines()
+        .find(|l| l.contains("ansible-lint --offline"))
+        .expect("sanity.sh runs ansible-lint");
+    assert!(!lint.starts_with(' '), "inside a condition: {lint}");
     // The stand-in for get-pip.py: ensurepip, then pip for the rest.
     let standin = repo().join("ansible/tests/get_pip_standin.py");
     let text = std::fs::read_to_string(&standin).unwrap();
@@ -201,6 +207,69 @@ fn the_container_recipe_sends_no_build_output_and_carries_oci_labels() {
     }
     let version = format!("ARG VERSION={}", env!("CARGO_PKG_VERSION"));
     assert!(recipe.contains(&version), "{version}");
+}
+
+/// Issue 47 item 10: the recipe's base images are pinned by digest. No
+/// digest can be resolved here (no container registry is reachable), so
+/// each base is a build argument, and the first step refuses one without
+/// `@sha256:<64 hex>`, naming the fix, before anything is built.
+#[test]
+fn the_container_recipe_takes_its_base_images_by_digest_and_refuses_a_tag() {
+    let recipe = std::fs::read_to_string(repo().join("deploy/container/Containerfile")).unwrap();
+    let lines: Vec<&str> = recipe.lines().collect();
+    let froms: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("FROM "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(froms, ["${RUST_IMAGE}", "${BASE_IMAGE}"], "{recipe}");
+    for arg in ["RUST_IMAGE", "BASE_IMAGE"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("ARG {arg}=docker.io/library/"))),
+            "{arg} has no default tag: {recipe}"
+        );
+    }
+    let check = lines
+        .iter()
+        .position(|l| *l == "RUN sh /pinned.sh \"$RUST_IMAGE\" \"$BASE_IMAGE\"")
+        .expect("the digest check");
+    let copy = lines.iter().position(|l| *l == "COPY . .").unwrap();
+    assert!(check < copy, "the check runs before the sources are sent");
+    assert!(recipe.contains("org.opencontainers.image.base.name=\"${BASE_IMAGE}\""));
+    let pinned = |refs: &[&str]| {
+        Command::new("sh")
+            .arg(repo().join("deploy/container/pinned.sh"))
+            .args(refs)
+            .output()
+            .unwrap()
+    };
+    let hex = "0123456789abcdef".repeat(4);
+    let good = format!("docker.io/library/busybox:1.36-musl@sha256:{hex}");
+    let o = pinned(&[
+        &good,
+        &good.replace("busybox:1.36-musl", "rust:1.91-bookworm"),
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    for bad in [
+        "docker.io/library/busybox:1.36-musl".to_string(),
+        format!("docker.io/library/busybox:1.36-musl@sha256:{}", &hex[1..]),
+        format!(
+            "docker.io/library/busybox:1.36-musl@sha256:{}",
+            hex.to_uppercase()
+        ),
+        format!("docker.io/library/busybox:1.36-musl@sha512:{hex}"),
+    ] {
+        let o = pinned(&[&good, &bad]);
+        assert_eq!(o.status.code(), Some(1), "{bad} passed");
+        let e = err(&o);
+        assert!(
+            e.contains(&format!("base image {bad} is not pinned by digest"))
+                && e.contains("skopeo inspect"),
+            "{e}"
+        );
+    }
 }
 
 #[test]

@@ -32,7 +32,7 @@ fn mounted() -> Vec<String> {
 
 /// Whether the pod shows `path`: it is mounted, beneath a mount, or a
 /// directory the runtime makes to hold a mount (`/`, `/proc`, `/etc`).
-fn shown(mounts: &[String], path: &str) -> bool {
+pub(crate) fn shown(mounts: &[String], path: &str) -> bool {
     path == "/"
         || mounts.iter().any(|m| {
             path == m || path.starts_with(&format!("{m}/")) || m.starts_with(&format!("{path}/"))
@@ -145,7 +145,7 @@ fn every_kind(root: &Path) -> tempfile::TempDir {
         "--host",
         "adl0",
         "isolate",
-        "--cpus",
+        "--count",
         "4",
         "--out",
         out.to_str().unwrap(),

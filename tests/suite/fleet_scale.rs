@@ -24,8 +24,9 @@ fn report(args: &[&str], inputs: &[&Path]) -> Output {
 
 /// The audit of corpus host `corpus` under the name `host`, as JSON.
 fn audit_as(corpus: &str, host: &str) -> Value {
+    let (_keep, root) = fleet_host(corpus);
     let o = run(
-        &corpus_host(corpus),
+        &root,
         &shipped(),
         &["--host", host, "--format", "json", "audit"],
     );

@@ -234,7 +234,7 @@ fn every_json_output_validates_against_its_schema() {
         &hk(
             &corpus_host("fc-haltpoll-2cpu"),
             &shipped,
-            &["capture", out.to_str().unwrap()],
+            &["capture", "--out", out.to_str().unwrap()],
         ),
         &mut seen,
     );
@@ -343,7 +343,7 @@ fn every_json_output_validates_against_its_schema() {
             "--host",
             "genoa0",
             "isolate",
-            "--cpus",
+            "--count",
             "8",
             "--format",
             "json",

@@ -346,6 +346,7 @@ fn capture_refuses_a_link_as_out_and_host_must_not_be_empty() {
         "--root",
         host.to_str().unwrap(),
         "capture",
+        "--out",
         link.to_str().unwrap(),
     ]));
     exit1(&o, &["is a symbolic link"]);

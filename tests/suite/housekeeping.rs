@@ -65,8 +65,9 @@ fn workqueue_cpumask_writes_the_hex_mask_reads_back_a_cpu_list_and_reverts_byte_
     );
 
     let dry = ok(&run(&root, m.path(), &["apply", "--all", "--dry-run"]));
-    // The plan's diff is in the kernel's words: masks.
-    assert!(dry.contains("-3\n+1\n"), "{dry}");
+    // The plan's diff in CPU lists (issue 49 item 5), the file's hex masks in its label.
+    assert!(dry.contains("-0-1\n+0\n"), "{dry}");
+    assert!(dry.contains("the file holds hex masks 3 -> 1"), "{dry}");
     assert!(
         dry.contains("events_bound is a per-CPU (bound) workqueue"),
         "{dry}"

@@ -147,7 +147,7 @@ fn an_unreadable_file_is_reported_and_capture_lists_it() {
     let outdir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(outdir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let target = outdir.path().join("cap");
-    let out = run(&["--root", root, "capture", target.to_str().unwrap()]);
+    let out = run(&["--root", root, "capture", "--out", target.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -105,7 +105,7 @@ fn live_inventory_agrees_with_lscpu() {
 fn capture_of_the_live_host_reads_back_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("capture");
-    let out = hostknob(&["capture", out_dir.to_str().unwrap()]);
+    let out = hostknob(&["capture", "--out", out_dir.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",
@@ -134,6 +134,7 @@ fn capture_of_a_capture_is_identical() {
             "--root",
             src.to_str().unwrap(),
             "capture",
+            "--out",
             out_dir.to_str().unwrap(),
         ]);
         assert!(
@@ -166,6 +167,7 @@ fn capture_refuses_a_non_empty_directory() {
         "--root",
         src.to_str().unwrap(),
         "capture",
+        "--out",
         dir.path().to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1));

@@ -485,6 +485,7 @@ fn capture_records_the_registers_inventory_reads() {
         "--root",
         src.to_str().unwrap(),
         "capture",
+        "--out",
         out.to_str().unwrap(),
     ]));
     let index = std::fs::read_to_string(out.join("dev/cpu/msr-index")).unwrap();

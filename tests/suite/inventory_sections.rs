@@ -293,12 +293,13 @@ fn files_global_to_cpufreq_are_read_once_not_per_policy() {
     assert_eq!(count(&audit, "scaling_governor"), 512);
     assert_eq!(count(&audit, "energy_performance_preference"), 512);
 
-    // The cpuidle knob selects states by exit latency, an attribute of the
+    // The cpuidle knobs select states by exit latency, an attribute of the
     // one idle driver's table: read on the first CPU, then the last state's
-    // once per other CPU (512 CPUs x 5 states = 2,560 reads before).
+    // once per other CPU (512 CPUs x 5 states = 2,560 reads a knob before).
+    // The catalog has two (the RPC example and the baseline's), each its own survey.
     let latency = count(&audit, "latency");
     assert!(
-        (512..=530).contains(&latency),
+        (1024..=1060).contains(&latency),
         "audit opened latency {latency} times"
     );
 

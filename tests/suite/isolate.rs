@@ -138,12 +138,12 @@ fn set_of(v: &serde_yaml::Value) -> Set {
     parse_list(v.as_str().unwrap())
 }
 
-/// `isolate --cpus 8 --out DIR` on `host`, checked against its topology.
+/// `isolate --count 8 --out DIR` on `host`, checked against its topology.
 fn eight_on(host: &str) -> (Set, Set, Topo) {
     n_on(host, 8)
 }
 
-/// `isolate --cpus N --out DIR` on HOST, checked: (isolated, housekeeping, topology).
+/// `isolate --count N --out DIR` on HOST, checked: (isolated, housekeeping, topology).
 fn n_on(host: &str, n: usize) -> (Set, Set, Topo) {
     n_on_with(host, n, &[])
 }
@@ -162,7 +162,7 @@ fn n_on_with(host: &str, n: usize, extra: &[&str]) -> (Set, Set, Topo) {
             "--host",
             host,
             "isolate",
-            "--cpus",
+            "--count",
             &count,
             "--out",
             dir.to_str().unwrap(),
@@ -375,7 +375,7 @@ fn isolate_refuses_small_housekeeping_and_takes_the_isolcpus_mode() {
     let spr = corpus_host("spr1");
     let r = spr.to_str().unwrap();
     // spr1: 320 CPUs on 4 nodes: at least 20 housekeeping CPUs (1 in 16).
-    refused(&spr, &["--cpus", "310"], "at least 20 CPU(s)");
+    refused(&spr, &["--count", "310"], "at least 20 CPU(s)");
     refused(
         &spr,
         &[
@@ -390,7 +390,7 @@ fn isolate_refuses_small_housekeeping_and_takes_the_isolcpus_mode() {
         "--host",
         "h",
         "isolate",
-        "--cpus",
+        "--count",
         "310",
         "--allow-small-housekeeping",
         "--format",
@@ -411,7 +411,7 @@ fn isolate_refuses_small_housekeeping_and_takes_the_isolcpus_mode() {
             "--host",
             "h",
             "isolate",
-            "--cpus",
+            "--count",
             "8",
             "--isolcpus",
             mode,
@@ -440,7 +440,7 @@ fn isolate_the_two_cpu_vm_isolates_one_and_says_so() {
     let root = corpus_host("fc-haltpoll-2cpu");
     let r = root.to_str().unwrap();
     let o = hostknob(&[
-        "--root", r, "--host", "vm", "isolate", "--cpus", "1", "--format", "json",
+        "--root", r, "--host", "vm", "isolate", "--count", "1", "--format", "json",
     ]);
     let v = json_of(&o);
     assert_eq!(
@@ -455,7 +455,7 @@ fn isolate_the_two_cpu_vm_isolates_one_and_says_so() {
     // The fragment on stdout: seven YAML documents, the six of every host
     // and eth0's queue interrupts (virtio2-input.0, virtio2-output.0) in a
     // knob of their own; eth0 has no queues/ in this capture, so no rps.
-    let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--cpus", "1"]);
+    let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--count", "1"]);
     let text = ok(&o);
     assert_eq!(
         serde_yaml::Deserializer::from_str(&text).count(),
@@ -469,7 +469,7 @@ fn isolate_the_two_cpu_vm_isolates_one_and_says_so() {
         err(&o)
     );
     // More than it has: refused with the most it can give.
-    let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--cpus", "2"]);
+    let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--count", "2"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         err(&o).contains("at most 1 of the 2 online CPUs"),
@@ -499,9 +499,9 @@ fn out_text(o: &std::process::Output) -> String {
 #[test]
 fn isolate_refuses_bad_counts_and_lists_with_the_reason() {
     let gnr = corpus_host("gnr0");
-    refused(&gnr, &["--cpus", "0"], "--cpus 0: nothing to isolate");
-    refused(&gnr, &["--cpus", "1000"], "at most");
-    refused(&gnr, &["--cpus", "7"], "ask for 6 or 8");
+    refused(&gnr, &["--count", "0"], "--count 0: nothing to isolate");
+    refused(&gnr, &["--count", "1000"], "at most");
+    refused(&gnr, &["--count", "7"], "ask for 6 or 8");
     refused(&gnr, &["--cpus", "1-4"], "splits core 1,257");
     refused(&gnr, &["--cpus", "600-601"], "CPU 600 does not exist");
     refused(&gnr, &["--cpus", "0,256"], "CPU 0's core");
@@ -549,7 +549,7 @@ fn isolate_out_refuses_to_overwrite_unless_forced() {
         "--host",
         "g",
         "isolate",
-        "--cpus",
+        "--count",
         "8",
         "--out",
         d,
@@ -725,7 +725,7 @@ fn isolate_out_writes_all_knob_files_or_none() {
         "--host",
         "spr1",
         "isolate",
-        "--cpus",
+        "--count",
         "8",
         "--out",
         out.path().to_str().unwrap(),
@@ -754,7 +754,7 @@ fn isolates_printed_verify_commands_run_as_printed() {
     let d = dir.path().join("frag dir");
     let d = d.to_str().unwrap();
     let o = hostknob(&[
-        "--root", r, "--host", "vm", "--format", "json", "isolate", "--cpus", "1", "--out", d,
+        "--root", r, "--host", "vm", "--format", "json", "isolate", "--count", "1", "--out", d,
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let plan: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
@@ -790,7 +790,77 @@ fn isolates_printed_verify_commands_run_as_printed() {
     assert_eq!(o.status.code(), Some(0), "{cmd}: {}", err(&o));
     assert!(out(&o).contains(id), "{cmd}: {}", out(&o));
     // Without --out the lines name DIR, and the summary says what DIR is.
-    let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--cpus", "1"]);
+    let o = hostknob(&["--root", r, "--host", "vm", "isolate", "--count", "1"]);
     assert!(err(&o).contains("--out DIR writes"), "{}", err(&o));
     assert!(err(&o).contains("--manifest DIR verify"), "{}", err(&o));
+}
+
+/// Issue 49 item 8: a count and a CPU list under names that cannot be
+/// confused. `--count 8` and `--cpus 8-8` are distinct; the old `--cpus 8`
+/// still plans a count (what scripts written for it expect), with a note
+/// naming both new spellings; the fragment records the new spelling.
+#[test]
+fn isolate_takes_a_count_and_a_list_under_two_names_and_the_old_spelling_with_a_note() {
+    let gnr = corpus_host("gnr0");
+    let r = gnr.to_str().unwrap();
+    let plan = |how: &[&str]| {
+        let mut args = vec!["--root", r, "--host", "gnr0", "--format", "json", "isolate"];
+        args.extend(how);
+        let o = hostknob(&args);
+        (json_of(&o), err(&o))
+    };
+    let (count, quiet) = plan(&["--count", "8"]);
+    assert!(!quiet.contains("old spelling"), "{quiet}");
+    let (old, note) = plan(&["--cpus", "8"]);
+    assert_eq!(count["isolated"], old["isolated"], "--cpus 8 still a count");
+    assert!(
+        note.contains("--cpus 8 (a count) is an old spelling")
+            && note.contains("--count 8")
+            && note.contains("--cpus 8-8"),
+        "{note}"
+    );
+    let shown = serde_json::to_string(&old["knobs"]).unwrap();
+    assert!(shown.contains("hostknob isolate --count 8"), "{shown}");
+    assert!(!shown.contains("isolate --cpus 8"), "{shown}");
+    // Both at once is a usage error, neither names both.
+    let o = hostknob(&["--root", r, "isolate", "--count", "8", "--cpus", "8-15"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("cannot be used with"), "{}", err(&o));
+    let o = hostknob(&["--root", r, "isolate"]);
+    assert!(
+        err(&o).contains("required arguments were not provided") && err(&o).contains("--count <N>"),
+        "{}",
+        err(&o)
+    );
+    let o = hostknob(&["--root", r, "isolate", "--count", "4-11"]);
+    assert!(
+        err(&o)
+            .contains("--count \"4-11\": not a number of CPUs; for these CPUs write --cpus 4-11"),
+        "{}",
+        err(&o)
+    );
+}
+
+/// Issue 49 item 8: `capture --out DIR`, as `doc`, `man`, `isolate` and
+/// `import` spell it; `capture DIR` still works, with a note.
+#[test]
+fn capture_takes_out_and_the_old_positional_with_a_note() {
+    let src = corpus_host("fc-haltpoll-2cpu");
+    let dir = tempfile::tempdir().unwrap();
+    let (new, old) = (dir.path().join("new"), dir.path().join("old"));
+    let r = src.to_str().unwrap();
+    let o = hostknob(&["--root", r, "capture", "--out", new.to_str().unwrap()]);
+    ok(&o);
+    assert!(!err(&o).contains("old spelling"), "{}", err(&o));
+    assert!(new.join("hostknob-capture.yaml").is_file());
+    let o = hostknob(&["--root", r, "capture", old.to_str().unwrap()]);
+    ok(&o);
+    assert!(old.join("hostknob-capture.yaml").is_file());
+    assert!(
+        err(&o).contains("is an old spelling, still taken for now: write `capture --out"),
+        "{}",
+        err(&o)
+    );
+    let help = ok(&hostknob(&["capture", "--help"]));
+    assert!(help.contains("--out <DIR>"), "{help}");
 }

@@ -14,7 +14,7 @@ use hostknob::cpulist::CpuList;
 use crate::support::nic::{ICE, MLX5, Nic, host_with};
 use crate::support::*;
 
-/// `isolate --cpus COUNT --out DIR` on `root`: (the plan's JSON, the knobs by id, DIR).
+/// `isolate --count COUNT --out DIR` on `root`: (the plan's JSON, the knobs by id, DIR).
 fn isolate_into(
     root: &Path,
     host: &str,
@@ -28,7 +28,7 @@ fn isolate_into(
     let r = root.to_str().unwrap();
     let d = dir.path().to_str().unwrap();
     let args = [
-        "--root", r, "--host", host, "isolate", "--cpus", count, "--out", d,
+        "--root", r, "--host", host, "isolate", "--count", count, "--out", d,
     ];
     let mut json = args.to_vec();
     json.extend(["--force", "--format", "json"]);

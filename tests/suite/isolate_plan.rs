@@ -1,5 +1,5 @@
 //! The fragment `hostknob isolate` writes loads and plans on the host it was
-//! planned for (issue 21's "done means"): `isolate --cpus 8 --out DIR` on a
+//! planned for (issue 21's "done means"): `isolate --count 8 --out DIR` on a
 //! copy of each capture, then `knobs` and `apply --all --dry-run` with DIR as
 //! the manifest on that copy, changing nothing.
 //!
@@ -30,7 +30,7 @@ fn plans_on_copy(host: &str, root: &std::path::Path, count: &str, more: &[&str])
         "--host",
         host,
         "isolate",
-        "--cpus",
+        "--count",
         count,
         "--out",
         dir.to_str().unwrap(),

@@ -73,7 +73,7 @@ const NVME: [(u32, &str, &str); 4] = [
     (27, "nvme0q4", "240-319"),
 ];
 
-/// Issue 31's "done means": `isolate --cpus 8`, then `apply` of its
+/// Issue 31's "done means": `isolate --count 8`, then `apply` of its
 /// irq-affinity knob on a host whose managed NVMe queues keep 0644 files
 /// and answer EIO, succeeds, naming the queues left out; revert restores
 /// the tree byte for byte.
@@ -93,7 +93,7 @@ fn isolation_apply_leaves_out_managed_irqs_that_answer_eio_and_names_them() {
         "--host",
         "spr1",
         "isolate",
-        "--cpus",
+        "--count",
         "8",
         "--out",
         dir.to_str().unwrap(),

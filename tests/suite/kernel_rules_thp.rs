@@ -80,6 +80,7 @@ fn inventory_shows_each_thp_size_and_what_is_in_force() {
         "--root",
         root.to_str().unwrap(),
         "capture",
+        "--out",
         cap.to_str().unwrap(),
     ]));
     assert!(cap.join(THP).join("hugepages-64kB/enabled").is_file());

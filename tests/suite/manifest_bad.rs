@@ -592,6 +592,20 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "1099511627776 is above 4294967295, the largest value ethtool takes",
     ),
     (
+        "block-unknown-setting",
+        "block.yaml",
+        8,
+        "set.elevator",
+        "unknown field `elevator`, expected one of `scheduler`",
+    ),
+    (
+        "bound-not-a-number",
+        "sysctl.yaml",
+        7,
+        "set.at-least",
+        "\"lots\" is not a whole number: a bound compares numbers",
+    ),
+    (
         "nic-coalesce-unknown-field",
         "nic.yaml",
         8,
@@ -679,8 +693,11 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
 
 /// Cases with a test of their own below (not refused by `knobs`, which
 /// reads no host file).
-const OWN_TESTS: [&str; 3] = [
+const OWN_TESTS: [&str; 5] = [
     "sysfs-symlink-out",
+    // tests/suite/block.rs, on a copy with block devices.
+    "block-scheduler-not-offered",
+    "block-max-sectors-above-hw",
     "rps-mask-beyond-possible",
     "xps-mask-beyond-possible",
 ];

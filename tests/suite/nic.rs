@@ -231,7 +231,7 @@ fn a_capture_holds_each_interfaces_ethtool_state_and_reads_it_back() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c");
-    ok(&hostknob(&["capture", out.to_str().unwrap()]));
+    ok(&hostknob(&["capture", "--out", out.to_str().unwrap()]));
     let file = out.join("hostknob-capture/ethtool/eth0.yaml");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("driver:"), "{text}");
@@ -264,6 +264,7 @@ fn a_capture_holds_each_interfaces_ethtool_state_and_reads_it_back() {
 #[test]
 fn a_capture_stores_each_interfaces_mac_address_which_persistence_matches() {
     let (_t, root) = copy_host("fc-virtio-2cpu");
+    crate::support::nic::with_udev(&root);
     let r = root.to_str().unwrap();
     let m = knobs(&[(
         "nogro",
@@ -281,10 +282,17 @@ fn a_capture_stores_each_interfaces_mac_address_which_persistence_matches() {
     assert_eq!(inventory_nic(Some(&root), "eth0")["address"], mac);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c");
-    ok(&hostknob(&["--root", r, "capture", out.to_str().unwrap()]));
+    ok(&hostknob(&[
+        "--root",
+        r,
+        "capture",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
     let stored = std::fs::read_to_string(out.join("sys/class/net/eth0/address")).unwrap();
     assert_eq!(stored, format!("{mac}\n"));
     assert_eq!(inventory_nic(Some(&out), "eth0")["address"], mac);
+    crate::support::nic::with_udev(&out);
     let printed = ok(&persist(&out));
     assert!(printed.contains(matched), "{printed}");
     assert!(!printed.contains(&format!("MACAddress={mac}")), "{printed}");
@@ -671,4 +679,23 @@ fn a_hostile_interface_name_is_refused_naming_the_file_and_field_and_changes_not
             assert_tree(&pristine, &root, name);
         }
     }
+}
+
+/// Issue 49 item 5: the dry-run diff of an `rps` knob shows CPU lists, as
+/// audit does, and labels the hex masks the file holds.
+#[test]
+fn an_rps_diff_shows_cpu_lists_and_labels_the_masks() {
+    let (_t, root) = host_with("adl0", &ICE);
+    let m = knobs(&[(
+        "steer",
+        "persistence: runtime\nkind: rps\ntarget: {interfaces: ens2f0, queues: 0}\nset: {cpus: 1}\n",
+    )]);
+    let dry = ok(&run(&root, m.path(), &["apply", "steer", "--dry-run"]));
+    let lines: Vec<&str> = dry.lines().collect();
+    assert!(lines.contains(&"-none") && lines.contains(&"+1"), "{dry}");
+    assert!(!lines.contains(&"+2"), "the mask's bytes as a value: {dry}");
+    assert!(
+        dry.contains("CPU lists; the file holds hex masks 00000000 -> 2"),
+        "{dry}"
+    );
 }

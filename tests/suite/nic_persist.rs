@@ -225,8 +225,13 @@ fn rps_is_reapplied_by_a_udev_rule_whenever_the_nic_appears() {
          # From the manifest's knobs.yaml; `hostknob persist steer` regenerates this file, \
          `hostknob persist steer --remove` deletes it.\n\
          # ens2f0\nACTION==\"add\", SUBSYSTEM==\"net\", KERNELS==\"0000:17:00.0\", \
-         RUN+=\"/usr/bin/systemd-run --no-block --collect --quiet hostknob apply --wait \
+         RUN+=\"/usr/bin/systemd-run --no-block --collect --quiet {} apply --wait \
          --manifest {} steer\"\n",
+        // By absolute path: udev's PATH holds only the system directories.
+        std::path::Path::new(bin())
+            .canonicalize()
+            .unwrap()
+            .display(),
         dir.display()
     );
     assert_eq!(ok(&hk(&root, m.path(), &["persist", "steer"])), expected);

@@ -276,10 +276,14 @@ fn xps_on_drivers_that_set_it_at_open_is_applied_after_the_network_is_up() {
     let out = hk(&root, m.path(), &["persist", "send"]);
     let rule = ok(&out);
     assert!(
-        rule.contains(
+        rule.contains(&format!(
             "--property=After=network-online.target --property=Wants=network-online.target \
-             hostknob apply --wait"
-        ),
+             {} apply --wait",
+            std::path::Path::new(bin())
+                .canonicalize()
+                .unwrap()
+                .display()
+        )),
         "{rule}"
     );
     assert!(err(&out).contains("ice_cfg_xps_tx_ring"), "{}", err(&out));

@@ -60,6 +60,10 @@ fn space(dir: &Path, text: &str) -> PathBuf {
 }
 
 fn tune(root: &Path, m: &Path, args: &[&str], cmd: &Path) -> std::process::Output {
+    tune_command(root, m, args, cmd).output().unwrap()
+}
+
+fn tune_command(root: &Path, m: &Path, args: &[&str], cmd: &Path) -> std::process::Command {
     let mut a = vec!["--host", "vm", "tune"];
     a.extend_from_slice(args);
     let c = cmd.display().to_string();
@@ -73,7 +77,7 @@ fn tune(root: &Path, m: &Path, args: &[&str], cmd: &Path) -> std::process::Outpu
         "--",
         &c,
     ]);
-    run(root, m, &a)
+    command(root, m, &a)
 }
 
 #[test]
@@ -367,4 +371,260 @@ fn bad_space_files_are_refused_naming_file_line_and_field() {
     );
     assert!(!out_dir.exists());
     assert_tree(&before, &root, "after the refusals");
+}
+
+/// Runs `tune` on the one-knob space, calls `midway` once the plan's lines
+/// are out (the search proper has begun), and returns its output.
+fn tune_interrupted(
+    root: &Path,
+    m: &Path,
+    args: &[&str],
+    cmd: &Path,
+    midway: impl FnOnce(u32),
+) -> (std::process::Output, std::time::Duration) {
+    use std::io::{BufRead, Read};
+    let started = std::time::Instant::now();
+    let mut child = tune_command(root, m, args, cmd)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut midway = Some(midway);
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        if line.contains("false-step rate")
+            && let Some(f) = midway.take()
+        {
+            f(child.id());
+        }
+        seen.push_str(&line);
+        line.clear();
+    }
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(midway.is_none(), "the plan never printed:\n{seen}");
+    (
+        std::process::Output {
+            status,
+            stdout,
+            stderr: seen.into_bytes(),
+        },
+        started.elapsed(),
+    )
+}
+
+const ONE_KNOB: &str = "knobs:
+  - kind: sysctl
+    target: {name: kernel.msgmax}
+    values: [8192, 32768, 65536]
+";
+
+fn report(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("tune-report.json")).unwrap()).unwrap()
+}
+
+fn replays_the_same(dir: &Path) {
+    let r = hostknob_command(&[
+        "tune",
+        "--replay",
+        dir.to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}\n{}", err(&r), out(&r));
+    let rv: serde_json::Value = serde_json::from_str(&out(&r)).unwrap();
+    assert_eq!(rv["replay"]["same"], true, "{}", rv["replay"]);
+}
+
+#[test]
+fn ctrl_c_mid_search_restores_the_tree_and_writes_a_partial_report_that_replays() {
+    let (t, root) = host();
+    let cmd = bench(t.path(), &root);
+    let sp = space(t.path(), ONE_KNOB);
+    let m = tempfile::tempdir().unwrap();
+    let out_dir = t.path().join("advice");
+    let before = tree(&root);
+    let args = [
+        "--space",
+        sp.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--budget",
+        "10m",
+        "--seed",
+        "3",
+    ];
+    let (o, _) = tune_interrupted(&root, m.path(), &args, &cmd, |pid| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+    });
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(130), "{e}\n{}", out(&o));
+    assert_tree(&before, &root, "after Ctrl-C");
+    let v = report(&out_dir);
+    assert_eq!(v["outcome"]["partial"], true, "{v}");
+    assert_eq!(v["outcome"]["stopped"], "a signal");
+    assert_eq!(v["interrupted"], "SIGINT");
+    assert_eq!(v["restored"], true);
+    assert!(v["outcome"]["shipped"].as_array().unwrap().is_empty());
+    assert!(
+        v["caveats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().starts_with("PARTIAL: a signal stopped")),
+        "{}",
+        v["caveats"]
+    );
+    // No knob file: nothing is advised from a cut search.
+    assert!(!out_dir.join("tune-sysctl-name-kernel-msgmax.yaml").exists());
+    replays_the_same(&out_dir);
+}
+
+#[test]
+fn the_time_budget_is_a_deadline_when_legs_slow_down_after_the_pilot() {
+    use std::os::unix::fs::PermissionsExt;
+    let (t, root) = host();
+    let fast = bench(t.path(), &root);
+    // The same benchmark, 0.4 s slower per run once the flag file exists:
+    // the pilot measures fast legs, the search meets slow ones.
+    let flag = t.path().join("slow");
+    let cmd = t.path().join("slowing.sh");
+    std::fs::write(
+        &cmd,
+        format!(
+            "#!/bin/sh\n[ -e {} ] && sleep 0.4\nexec {}\n",
+            flag.display(),
+            fast.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&cmd, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sp = space(t.path(), ONE_KNOB);
+    let m = tempfile::tempdir().unwrap();
+    let out_dir = t.path().join("advice");
+    let before = tree(&root);
+    let budget = 6.0;
+    let args = [
+        "--space",
+        sp.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--budget",
+        "6s",
+        "--seed",
+        "5",
+    ];
+    let (o, took) = tune_interrupted(&root, m.path(), &args, &cmd, |_| {
+        std::fs::write(&flag, "").unwrap();
+    });
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}\n{}", out(&o));
+    assert_tree(&before, &root, "after the deadline");
+    let v = report(&out_dir);
+    // Without the deadline the search runs its legs to the end (about a
+    // minute of 0.4 s legs here) and is not partial.
+    assert_eq!(v["outcome"]["partial"], true, "{e}");
+    assert_eq!(v["outcome"]["stopped"], "the time budget ran out");
+    assert!(v["interrupted"].is_null(), "{}", v["interrupted"]);
+    assert!(
+        v["caveats"].as_array().unwrap().iter().any(|c| c
+            .as_str()
+            .unwrap()
+            .starts_with("PARTIAL: the time budget ran out")),
+        "{}",
+        v["caveats"]
+    );
+    // It stops within a round of the budget (a round here: up to 4 legs of 0.4 s),
+    // with slack for a loaded machine.
+    assert!(
+        took.as_secs_f64() < budget + 15.0,
+        "took {took:?} on a {budget} s budget"
+    );
+    replays_the_same(&out_dir);
+}
+
+#[test]
+fn a_step_that_breaks_a_guard_is_not_accepted() {
+    let (t, root) = host();
+    let cmd = bench(t.path(), &root);
+    let sp = space(t.path(), ONE_KNOB);
+    let m = tempfile::tempdir().unwrap();
+    let out_dir = t.path().join("advice");
+    let before = tree(&root);
+    // msgmax=65536 lowers the time by 30 %: a guard that p50 must not fall
+    // by more than 5 % is broken by the very improvement.
+    let o = tune(
+        &root,
+        m.path(),
+        &[
+            "--space",
+            sp.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--budget",
+            "10m",
+            "--seed",
+            "7",
+            "--guard",
+            "p50:no-lower:5%",
+            "--format",
+            "json",
+        ],
+        &cmd,
+    );
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}\n{}", out(&o));
+    assert_tree(&before, &root, "after the guarded search");
+    let v = crate::fleet_schemas::check("tune", &o, &mut Default::default());
+    assert!(
+        v["outcome"]["shipped"].as_array().unwrap().is_empty(),
+        "{}",
+        v["outcome"]["shipped"]
+    );
+    assert!(v["outcome"]["accepted"].as_array().unwrap().is_empty());
+    let steps = v["outcome"]["stages"][0]["comparisons"].as_array().unwrap();
+    let step = steps
+        .iter()
+        .find(|c| c["label"].as_str().unwrap().ends_with("=65536"))
+        .unwrap_or_else(|| panic!("{steps:?}"));
+    assert_eq!(step["verdict"], "improved", "{step}");
+    assert_eq!(step["guards"][0]["guard"], "p50:no-lower:5%");
+    assert_eq!(step["guards"][0]["outcome"], "not-met", "{step}");
+    assert!(v["outcome"]["stages"][0]["accepted"].is_null());
+    // The replay applies the same guard.
+    replays_the_same(&out_dir);
+    // A malformed guard is refused before anything runs.
+    let o = tune(
+        &root,
+        m.path(),
+        &[
+            "--space",
+            sp.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--guard",
+            "p50:sideways:5%",
+        ],
+        &cmd,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        err(&o).contains("--guard p50:sideways:5%: give METRIC:no-higher:PCT"),
+        "{}",
+        err(&o)
+    );
 }

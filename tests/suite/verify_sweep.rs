@@ -71,7 +71,8 @@ fn a_sweep_runs_every_value_every_round_shuffled_and_restores_the_tree() {
                 "6",
                 "--seed",
                 "5",
-                "--svg",
+                // One spelling for a drawing, as a two-leg verify and the probes take it.
+                "--plot",
                 svg.to_str().unwrap(),
             ],
             &FAST,

@@ -57,6 +57,7 @@ pub fn import(root: &Root, from: Option<&Path>, name: &str, host: &str) -> Resul
         profile_file: &top,
         profile_date: &profile_date,
         summary: &summary,
+        tuned: crate::peers::tuned::presence(root),
     };
     let mut outputs: Vec<(String, String)> = Vec::new();
     // Only what the manifest loader accepts is written: a setting whose knob

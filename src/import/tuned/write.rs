@@ -18,6 +18,7 @@ struct Doc<'a> {
     set: &'a Value,
     hosts: &'static str,
     persistence: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     caveats: Vec<String>,
     why: String,
     history: Vec<History>,
@@ -39,6 +40,27 @@ pub struct Context<'a> {
     pub profile_file: &'a str,
     pub profile_date: &'a str,
     pub summary: &'a str,
+    /// tuned on the importing host (`peers::tuned::presence`): the caveat
+    /// that it reapplies its profile is said only where it is there.
+    pub tuned: Option<(bool, String)>,
+}
+
+/// The caveat about tuned itself, where it is on the host.
+fn tuned_caveat(cx: &Context) -> Option<String> {
+    let (active, how) = cx.tuned.as_ref()?;
+    Some(if *active {
+        format!(
+            "tuned is {how} on {} and reapplies its profile at every start: stop tuned (or drop \
+             this setting from its profile) before hostknob owns it",
+            cx.host
+        )
+    } else {
+        format!(
+            "tuned is {how} on {}: once started it reapplies its profile; drop this setting \
+             from its profile before starting it",
+            cx.host
+        )
+    })
 }
 
 /// The longest value a `why` quotes whole; the line it cites has the rest.
@@ -76,10 +98,7 @@ pub fn knob_file(k: &KnobOut, p: &Profile, cx: &Context) -> String {
         set: &k.set,
         hosts: "*",
         persistence: k.persistence,
-        caveats: vec![
-            "tuned reapplies its profile at every start: stop tuned (or drop this setting from its profile) before hostknob owns it"
-                .into(),
-        ],
+        caveats: tuned_caveat(cx).into_iter().collect(),
         why,
         history: vec![History {
             date: cx.date.to_string(),

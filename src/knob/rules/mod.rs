@@ -87,6 +87,8 @@ pub fn phase(path: &str) -> u8 {
     }
     match path.rsplit('/').next() {
         Some("scaling_governor") => 1,
+        // A scheduler change resets nr_requests and wbt_lat_usec (block/elevator.c).
+        Some("scheduler") if path.starts_with("/sys/block/") => 1,
         Some("energy_performance_preference") => 3,
         _ => DEPENDENT_FREE,
     }

@@ -288,6 +288,14 @@ pub const RULES: &[KindRules] = &[
         sources: "Documentation/networking/scaling.rst (XPS); net/core/net-sysfs.c (`xps_cpus_show`/`xps_cpus_store`: `netif_is_multiqueue`, `netdev_txq_to_tc`; `xps_rxqs_store`: `bitmap_parse` over `num_rx_queues`); net/core/dev.c (`__netif_set_xps_queue`: online CPUs only)",
     },
     KindRules {
+        kind: KindName::Block,
+        scope: "block device (`/sys/block/DEV/queue/FILE`), chosen by name glob, transport (the kernel name its driver gives: `nvme*`, `sd*`, `vd*`, `xvd*`, `dm-*`, `md*`, `mmcblk*`, `loop*`), `rotational` or every disk (not removable, not empty)",
+        depends_on: "`scheduler` first: changing it sets `nr_requests` to the new scheduler's default and bfq turns writeback throttling off, so those two are written after it (and restored after it); the scheduler must be one the device offers; `max_sectors_kb` at most `max_hw_sectors_kb` (a stacked dm- device's is the smallest of its parts'); `nr_requests`, `scheduler`, `rq_affinity` and `wbt_lat_usec` exist only on blk-mq queues (a bio-based dm-/md device has none: set its parts)",
+        read_back: "`scheduler` as the bracketed choice; numbers as printed (`read_ahead_kb` rounded down to whole pages); a bound (`at-least`, `at-most`) is confirmed by a value within it",
+        persists: "boot unit (chooses the devices again at every boot), tmpfiles.d `w` (pins the device names the host has now); a bound: runtime or boot",
+        sources: "block/blk-sysfs.c (`queue_requests_store`, `queue_ra_store`, `queue_max_sectors_store`, `queue_nomerges_store`, `queue_rq_affinity_store`, `queue_wb_lat_store`, `blk_mq_queue_attr_visible`); block/elevator.c (`elv_iosched_show`, `elv_iosched_store`, `elevator_change`); block/blk-mq.c (`blk_mq_update_nr_requests`, MAX_SCHED_RQ); block/blk-settings.c (`blk_stack_limits`); Documentation/ABI/stable/sysfs-block",
+    },
+    KindRules {
         kind: KindName::ThreadPolicy,
         scope: "thread (`/proc/PID/task/TID`, chosen by name as `thread-affinity` chooses; named with its start time so a reused number is never touched)",
         depends_on: "none; `fifo`/`rr` take a priority 1-99 and no nice, `other`/`batch` an optional nice -20..19 and no priority, `idle` neither; a change the kernel refuses (EPERM: no CAP_SYS_NICE, or a cgroup without real-time runtime under CONFIG_RT_GROUP_SCHED; EINVAL) leaves that thread out, named, the others changing; SCHED_DEADLINE and sched_ext threads are left alone; every FIFO/RR thread is bounded by RT throttling (`kernel.sched_rt_runtime_us` of `sched_rt_period_us`, stated in the plan)",

@@ -27,6 +27,8 @@ pub struct Facts {
     /// The first policy's lists.
     pub governors: Vec<String>,
     pub epps: Vec<String>,
+    /// What the device plugins would tune (`devices`).
+    pub devices: super::hardware::Devices,
 }
 
 fn list(root: &Root, path: &str) -> Vec<u32> {
@@ -98,6 +100,7 @@ pub fn read(root: &Root) -> Facts {
             .flatten(),
         governors: from_policy("scaling_available_governors"),
         epps: from_policy("energy_performance_available_preferences"),
+        devices: super::hardware::read(root),
         online,
         cpuinfo,
     }

@@ -8,7 +8,10 @@
 //! compares an active profile with the manifest's knobs.
 
 mod cpu;
+mod devices;
+mod disk;
 pub mod facts;
+mod hardware;
 pub mod ini;
 pub mod load;
 pub mod out;
@@ -65,6 +68,42 @@ pub fn active_profile(root: &Root) -> Option<String> {
         .ok()
         .map(|t| t.trim().to_string())
         .filter(|p| !p.is_empty())
+}
+
+/// Whether tuned is on the host, and how: `Some((true, what))` where it runs
+/// or is enabled (it reapplies its profile at every start), `Some((false,
+/// what))` where it is only installed, `None` where it is not there.
+pub fn presence(root: &Root) -> Option<(bool, String)> {
+    let running: Vec<String> = root
+        .read_dir("/proc")
+        .unwrap_or_default()
+        .iter()
+        .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|n| {
+            root.read_trimmed(&format!("/proc/{n}/comm"))
+                .ok()
+                .flatten()
+                .is_some_and(|c| c == "tuned")
+        })
+        .map(|n| format!("running (PID {n})"))
+        .collect();
+    let enabled = super::systemd::Wants::read(root).links(root, "tuned.service");
+    let mut active: Vec<String> = running;
+    active.extend(enabled.iter().map(|l| format!("enabled ({l})")));
+    if !active.is_empty() {
+        return Some((true, active.join(", ")));
+    }
+    ["/usr/sbin/tuned", "/usr/bin/tuned"]
+        .into_iter()
+        .find(|p| root.exists(p))
+        .map(String::from)
+        .or_else(|| super::systemd::unit_file(root, "tuned.service"))
+        .map(|p| {
+            (
+                false,
+                format!("installed ({p}), neither running nor enabled"),
+            )
+        })
 }
 
 /// tuned-main.conf `reapply_sysctl` (default 1, tuned/consts.py), read with

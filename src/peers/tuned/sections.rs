@@ -3,6 +3,7 @@
 
 use serde_yaml::Value;
 
+use super::disk::{bound, disk};
 use super::facts::Facts;
 use super::ini::Opt;
 use super::load::Unit;
@@ -14,7 +15,6 @@ use crate::cpulist::CpuList;
 fn unsupported(ty: &str) -> String {
     match ty {
         "script" => "runs a shell script; hostknob never runs scripts from a manifest".into(),
-        "disk" => "block device tuning (readahead, elevator, APM, spindown) has no hostknob kind".into(),
         "audio" | "video" | "usb" | "eeepc_she" | "acpi" => format!("the [{ty}] plugin (power saving of that device class) has no hostknob kind"),
         "selinux" => "SELinux tuning has no hostknob kind".into(),
         "modules" => "module loading and options from tuned has no hostknob kind (module-param covers loaded modules' parameters only)".into(),
@@ -29,22 +29,14 @@ fn unsupported(ty: &str) -> String {
 pub fn option(ty: &str, o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
     match ty {
         "sysctl" => {
-            if v.starts_with(['>', '<']) && v.len() > 1 {
-                return Err(format!(
-                    "`{v}`: tuned writes it only when it raises (>) or lowers (<) the current value; \
-                     a knob sets one value: write the knob by hand with the value you want"
-                ));
-            }
             let key = o.key.clone();
-            out.knob(
-                o,
-                "sysctl",
-                Some(map(&[("name", s(&key))])),
-                s(v),
-                "sysctl.d",
-                "tuned writes /proc/sys at start".into(),
-            );
+            let target = Some(map(&[("name", s(&key))]));
+            match bound(v)? {
+                Some(b) => out.knob(o, "sysctl", target, b, "boot", format!("tuned writes `{v}` only when that moves the current value past it (plugin_sysctl.py, _process_assignment_modifiers): a bound, kept at every boot by a boot unit (a sysctl.d line would write it even where the host boots beyond it)")),
+                None => out.knob(o, "sysctl", target, s(v), "sysctl.d", "tuned writes /proc/sys at start".into()),
+            }
         }
+        "disk" => disk(o, v, out)?,
         "vm" => vm(o, v, out)?,
         "sysfs" => sysfs(o, v, out)?,
         "irqbalance" if o.key == "banned_cpus" => {
@@ -78,6 +70,7 @@ fn net(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
         "coalesce" => ("nic-coalesce", &COALESCE_FIELDS),
         "ring" => ("nic-ring", &RING_FIELDS),
         "features" => ("nic-feature", &[]),
+        "nf_conntrack_hashsize" => return super::devices::conntrack(o, v, out),
         k => return Err(format!("[net] {k} has no hostknob kind")),
     };
     // _parse_config_parameters: `:`, `;`, `,` and blanks all separate.

@@ -6,7 +6,7 @@ use super::facts::Facts;
 use super::load::{Profile, Unit};
 use super::out::{Fate, Out, s, value};
 use super::vars::{Fail, Vars};
-use super::{cpu, scheduler, sections};
+use super::{cpu, devices, scheduler, sections};
 use crate::root::Root;
 
 pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out> {
@@ -182,6 +182,9 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
     if u.ty == "bootloader" {
         return sections::bootloader(u, vars, out);
     }
+    if u.ty == "audio" {
+        return devices::audio(u, vars, &facts.devices, out);
+    }
     for o in &u.options {
         if u.ty == "scheduler"
             && matches!(
@@ -209,6 +212,9 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         let r = match u.ty.as_str() {
             "cpu" => cpu::option(o, &v, &cpus, facts, out),
             "scheduler" if scheduler::is_own(&o.key) => scheduler::tunable(o, &v, facts, out),
+            ty @ ("scsi_host" | "video" | "selinux" | "modules") => {
+                devices::option(ty, o, &v, &facts.devices, out)
+            }
             ty => sections::option(ty, o, &v, out),
         };
         if let Err(why) = r {

@@ -211,3 +211,16 @@ pub fn expected(name: &str) -> serde_yaml::Value {
     let p = corpus_dir().join(format!("{name}.expected.yaml"));
     serde_yaml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
 }
+
+/// A corpus host for the fleet tests. `fc-haltpoll-2cpu` is their clean
+/// host: tuned as the shipped catalog's baseline asks (its one finding as
+/// captured, vm.swappiness 60, set to 10 in a copy), as dist/ci-fleet.sh and
+/// ansible/tests/run.sh tune it.
+pub fn fleet_host(name: &str) -> (Option<tempfile::TempDir>, PathBuf) {
+    if name != "fc-haltpoll-2cpu" {
+        return (None, corpus_host(name));
+    }
+    let (keep, root) = copy_host(name);
+    std::fs::write(root.join("proc/sys/vm/swappiness"), "10\n").unwrap();
+    (Some(keep), root)
+}

@@ -5,6 +5,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod apply;
+pub mod block;
 pub mod corpus;
 pub mod ledger;
 pub mod manifest;

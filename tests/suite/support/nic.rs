@@ -183,7 +183,18 @@ fn empty_mask(cpus: u32) -> String {
 }
 
 /// Builds `nic` into the tree at `root`.
+/// What shows udev runs on a host, which the corpus captures do not record
+/// (no `/run`): udevd's control socket (a plain file stands for it in a
+/// tree) and systemd as PID 1 (`/run/systemd/system`, sd_booted(3)), which
+/// `.link` files and the udev rule's `systemd-run` need.
+pub fn with_udev(root: &Path) {
+    fs::create_dir_all(root.join("run/udev")).unwrap();
+    fs::write(root.join("run/udev/control"), "").unwrap();
+    fs::create_dir_all(root.join("run/systemd/system")).unwrap();
+}
+
 pub fn add(root: &Path, nic: &Nic) {
+    with_udev(root);
     let bridge = format!("{}:00.0", &nic.pci[..7]);
     let dev_rel = format!("sys/devices/pci{}/{bridge}/{}", &nic.pci[..7], nic.pci);
     let dev = root.join(&dev_rel);
