@@ -9,7 +9,6 @@
 
 use std::sync::Mutex;
 
-
 pub const DEBUGFS: &str = "/sys/kernel/debug";
 pub const SCHED_DIR: &str = "/sys/kernel/debug/sched";
 
@@ -37,6 +36,13 @@ pub struct Tunable {
     /// (kernel/sysctl.c, kernel/sched/fair.c), after it `debugfs_create_u32`'s u32.
     pub proc_range: (u64, u64),
     pub debugfs_range: (u64, u64),
+    /// Scaled by `tunable_scaling` (kernel/sched/fair.c `update_sysctl`):
+    /// set again from its boot value times the factor whenever a CPU goes
+    /// on- or offline or a root domain is rebuilt (`rq_online_fair`,
+    /// `rq_offline_fair`), which undoes a debugfs write (a u32 with no
+    /// handler, unlike the sysctl before 5.13, which kept the boot value
+    /// in step).
+    pub rescaled: bool,
 }
 
 const U32: (u64, u64) = (0, u32::MAX as u64);
@@ -53,14 +59,19 @@ pub const TUNABLES: &[Tunable] = &[
         until: Some((EEVDF, GONE_EEVDF)),
         proc_range: GRANULARITY,
         debugfs_range: U32,
+        rescaled: true,
     },
     Tunable {
         name: "min_granularity_ns",
         proc: Some("sched_min_granularity_ns"),
         since: None,
-        until: Some((EEVDF, "renamed base_slice_ns with EEVDF in 6.6 (\"sched/debug: Rename sysctl_sched_min_granularity to sysctl_sched_base_slice\")")),
+        until: Some((
+            EEVDF,
+            "renamed base_slice_ns with EEVDF in 6.6 (\"sched/debug: Rename sysctl_sched_min_granularity to sysctl_sched_base_slice\")",
+        )),
         proc_range: GRANULARITY,
         debugfs_range: U32,
+        rescaled: true,
     },
     Tunable {
         name: "wakeup_granularity_ns",
@@ -69,14 +80,19 @@ pub const TUNABLES: &[Tunable] = &[
         until: Some((EEVDF, GONE_EEVDF)),
         proc_range: (0, 1_000_000_000),
         debugfs_range: U32,
+        rescaled: true,
     },
     Tunable {
         name: "base_slice_ns",
         proc: None,
-        since: Some((EEVDF, "the name since 6.6 (EEVDF) of min_granularity_ns; before it, set min_granularity_ns")),
+        since: Some((
+            EEVDF,
+            "the name since 6.6 (EEVDF) of min_granularity_ns; before it, set min_granularity_ns",
+        )),
         until: None,
         proc_range: U32,
         debugfs_range: U32,
+        rescaled: true,
     },
     Tunable {
         name: "tunable_scaling",
@@ -86,6 +102,7 @@ pub const TUNABLES: &[Tunable] = &[
         // SCHED_TUNABLESCALING_NONE, LOG, LINEAR: `sched_scaling_write` refuses END and above.
         proc_range: (0, 2),
         debugfs_range: (0, 2),
+        rescaled: false,
     },
     Tunable {
         name: "migration_cost_ns",
@@ -94,6 +111,7 @@ pub const TUNABLES: &[Tunable] = &[
         until: None,
         proc_range: INT,
         debugfs_range: U32,
+        rescaled: false,
     },
     Tunable {
         name: "nr_migrate",
@@ -102,6 +120,7 @@ pub const TUNABLES: &[Tunable] = &[
         until: None,
         proc_range: INT,
         debugfs_range: U32,
+        rescaled: false,
     },
     Tunable {
         name: "numa_balancing/scan_delay_ms",
@@ -110,6 +129,7 @@ pub const TUNABLES: &[Tunable] = &[
         until: None,
         proc_range: INT,
         debugfs_range: U32,
+        rescaled: false,
     },
     Tunable {
         name: "numa_balancing/scan_period_min_ms",
@@ -118,6 +138,7 @@ pub const TUNABLES: &[Tunable] = &[
         until: None,
         proc_range: INT,
         debugfs_range: U32,
+        rescaled: false,
     },
     Tunable {
         name: "numa_balancing/scan_period_max_ms",
@@ -126,6 +147,7 @@ pub const TUNABLES: &[Tunable] = &[
         until: None,
         proc_range: INT,
         debugfs_range: U32,
+        rescaled: false,
     },
     Tunable {
         name: "numa_balancing/scan_size_mb",
@@ -135,6 +157,7 @@ pub const TUNABLES: &[Tunable] = &[
         until: None,
         proc_range: (1, i32::MAX as u64),
         debugfs_range: U32,
+        rescaled: false,
     },
 ];
 
@@ -178,7 +201,9 @@ pub enum Where {
 
 /// Where `name` is on the kernel `release` (numbers: `[6, 1, 0]`).
 pub fn locate(name: &str, release: &[u64]) -> Where {
-    let Some(t) = tunable(name) else { return Where::Gone("no such tunable") };
+    let Some(t) = tunable(name) else {
+        return Where::Gone("no such tunable");
+    };
     let (Some(&major), Some(&minor)) = (release.first(), release.get(1)) else {
         return Where::Unknown;
     };
@@ -201,11 +226,15 @@ pub fn locate(name: &str, release: &[u64]) -> Where {
 /// A value the kernel takes for `name` anywhere (a number; the
 /// tunable's own range).
 pub fn check_value(name: &str, v: &str) -> Result<u64, String> {
-    let n: u64 = v.trim().parse().map_err(|_| "not a whole number of nanoseconds, milliseconds or a count as the name says".to_string())?;
+    let n: u64 = v.trim().parse().map_err(|_| {
+        "not a whole number of nanoseconds, milliseconds or a count as the name says".to_string()
+    })?;
     let t = tunable(name).ok_or("no such tunable")?;
     let (lo, hi) = t.debugfs_range;
     if n < lo || n > hi {
-        return Err(format!("{n} is outside {lo}..{hi}, what the kernel takes for {name}"));
+        return Err(format!(
+            "{n} is outside {lo}..{hi}, what the kernel takes for {name}"
+        ));
     }
     Ok(n)
 }
@@ -219,13 +248,21 @@ pub fn mount_for(root: &crate::root::Root, path: &str) {
         return;
     }
     let mut done = MOUNTED.lock().unwrap_or_else(|e| e.into_inner());
-    if done.is_some() || root.exists(SCHED_DIR) {
-        return;
-    }
     let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
     let (src, at) = (c("debugfs"), c(DEBUGFS));
+    if done.is_some() || is_debugfs(&at) {
+        return;
+    }
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-    let ok = unsafe { libc::mount(src.as_ptr(), at.as_ptr(), src.as_ptr(), flags, std::ptr::null()) } == 0;
+    let ok = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            at.as_ptr(),
+            src.as_ptr(),
+            flags,
+            std::ptr::null(),
+        )
+    } == 0;
     if ok {
         extern "C" fn unmount() {
             let at = std::ffi::CString::new(DEBUGFS).expect("no NUL");
@@ -239,6 +276,17 @@ pub fn mount_for(root: &crate::root::Root, path: &str) {
     *done = Some(ok);
 }
 
+/// include/uapi/linux/magic.h.
+const DEBUGFS_MAGIC: libc::c_long = 0x6462_6720;
+
+/// Whether debugfs is mounted at `at`, asked of the mount itself: a debugfs
+/// without `sched/` (a kernel built without CONFIG_SCHED_DEBUG) is mounted
+/// all the same, and mounting it again would stack a second mount there.
+fn is_debugfs(at: &std::ffi::CStr) -> bool {
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    unsafe { libc::statfs(at.as_ptr(), &mut st) == 0 && st.f_type as libc::c_long == DEBUGFS_MAGIC }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,14 +294,52 @@ mod tests {
     #[test]
     fn each_kernel_has_its_own_names() {
         let at = |n, r: &[u64]| locate(n, r);
-        assert_eq!(at("min_granularity_ns", &[5, 10, 0]), Where::At("/proc/sys/kernel/sched_min_granularity_ns".into()));
-        assert_eq!(at("min_granularity_ns", &[6, 1, 0]), Where::At("/sys/kernel/debug/sched/min_granularity_ns".into()));
-        assert!(matches!(at("min_granularity_ns", &[6, 6, 0]), Where::Gone(w) if w.contains("base_slice_ns")));
+        assert_eq!(
+            at("min_granularity_ns", &[5, 10, 0]),
+            Where::At("/proc/sys/kernel/sched_min_granularity_ns".into())
+        );
+        assert_eq!(
+            at("min_granularity_ns", &[6, 1, 0]),
+            Where::At("/sys/kernel/debug/sched/min_granularity_ns".into())
+        );
+        assert!(
+            matches!(at("min_granularity_ns", &[6, 6, 0]), Where::Gone(w) if w.contains("base_slice_ns"))
+        );
         assert!(matches!(at("latency_ns", &[6, 18, 44]), Where::Gone(w) if w.contains("EEVDF")));
-        assert_eq!(at("base_slice_ns", &[6, 6, 0]), Where::At("/sys/kernel/debug/sched/base_slice_ns".into()));
+        assert_eq!(
+            at("base_slice_ns", &[6, 6, 0]),
+            Where::At("/sys/kernel/debug/sched/base_slice_ns".into())
+        );
         assert!(matches!(at("base_slice_ns", &[6, 5, 9]), Where::Gone(_)));
-        assert_eq!(at("numa_balancing/scan_size_mb", &[5, 4, 0]), Where::At("/proc/sys/kernel/numa_balancing_scan_size_mb".into()));
+        assert_eq!(
+            at("numa_balancing/scan_size_mb", &[5, 4, 0]),
+            Where::At("/proc/sys/kernel/numa_balancing_scan_size_mb".into())
+        );
         assert_eq!(at("migration_cost_ns", &[]), Where::Unknown);
+    }
+
+    #[test]
+    fn only_a_debugfs_mount_counts_as_one() {
+        assert!(!is_debugfs(c"/proc"));
+        assert!(!is_debugfs(c"/no/such/dir"));
+    }
+
+    #[test]
+    fn the_scaled_ones_are_those_update_sysctl_sets() {
+        let scaled: Vec<&str> = TUNABLES
+            .iter()
+            .filter(|t| t.rescaled)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(
+            scaled,
+            [
+                "latency_ns",
+                "min_granularity_ns",
+                "wakeup_granularity_ns",
+                "base_slice_ns"
+            ]
+        );
     }
 
     #[test]
@@ -261,6 +347,9 @@ mod tests {
         for o in TUNED_OPTIONS {
             assert!(tunable(from_tuned(o)).is_some(), "{o}");
         }
-        assert_eq!(from_tuned("numa_balancing_scan_delay_ms"), "numa_balancing/scan_delay_ms");
+        assert_eq!(
+            from_tuned("numa_balancing_scan_delay_ms"),
+            "numa_balancing/scan_delay_ms"
+        );
     }
 }

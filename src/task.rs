@@ -233,9 +233,14 @@ pub fn same_value(path: &str, a: &str, b: &str) -> bool {
 pub fn refused_policy_why(errno: Option<i32>) -> &'static str {
     match errno {
         Some(libc::EPERM) => {
-            "no CAP_SYS_NICE, or the thread's cgroup has no real-time runtime              (CONFIG_RT_GROUP_SCHED with cpu.rt_runtime_us 0), or the kernel keeps this              thread's policy"
+            "no CAP_SYS_NICE, or the thread's cgroup has no real-time runtime \
+             (CONFIG_RT_GROUP_SCHED with cpu.rt_runtime_us 0), or the kernel keeps this \
+             thread's policy"
         }
-        _ => "the kernel does not take that policy or priority for this thread",
+        _ => {
+            "the kernel does not take that policy or priority for this thread (a CPU's stop \
+             thread, migration/N, is never changed)"
+        }
     }
 }
 
@@ -343,8 +348,8 @@ fn set_affinity(tid: u32, cpus: &CpuList) -> io::Result<Written> {
 }
 
 mod sched;
-pub use sched::{Policy, Sched};
 use sched::write_sched;
+pub use sched::{Policy, Sched};
 
 fn gone(e: &io::Error) -> bool {
     is_absent(e) || e.raw_os_error() == Some(libc::ESRCH)
@@ -422,5 +427,34 @@ mod tests {
         .text();
         assert_eq!(content(&root, &other).unwrap(), None);
         assert_eq!(write(&root, &other, "0").unwrap(), Written::Gone);
+    }
+
+    #[test]
+    fn this_threads_policy_reads_on_the_live_host_as_the_kernel_says() {
+        let root = Root::open(std::path::Path::new("/")).unwrap();
+        let pid = std::process::id();
+        let tid = unsafe { libc::gettid() } as u32;
+        let s = stat(&root, pid, tid).unwrap().unwrap();
+        let path = TaskPath {
+            pid,
+            tid,
+            start: s.start,
+            attr: Attr::Sched,
+        }
+        .text();
+        let now = Sched::parse(&content(&root, &path).unwrap().unwrap()).unwrap();
+        // Fields 41 and 19 against sched_getscheduler(2) and getpriority(2).
+        let policy = unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
+        assert_eq!(now.policy.number() as libc::c_int, policy);
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        assert_eq!(now.nice, nice);
+    }
+
+    #[test]
+    fn refusals_read_as_one_sentence() {
+        for e in [Some(libc::EPERM), Some(libc::EINVAL)] {
+            let why = refused_policy_why(e);
+            assert!(!why.contains("  "), "{why:?}");
+        }
     }
 }

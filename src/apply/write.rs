@@ -145,7 +145,11 @@ pub fn put(
                     let why = match e.raw_os_error() {
                         Some(libc::EPERM | libc::EINVAL) if sched => format!(
                             "{path}: the kernel refused the policy {list} ({}): {}",
-                            if e.raw_os_error() == Some(libc::EPERM) { "EPERM" } else { "EINVAL" },
+                            if e.raw_os_error() == Some(libc::EPERM) {
+                                "EPERM"
+                            } else {
+                                "EINVAL"
+                            },
                             crate::task::refused_policy_why(e.raw_os_error())
                         ),
                         Some(libc::EINVAL) => format!(

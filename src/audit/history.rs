@@ -132,7 +132,9 @@ pub(super) fn last_applied(knob: &Knob, host: &str, ledger: &[ledger::Entry]) ->
 fn started_since(target: &Target, applied: u64, boot: Option<u64>) -> Option<u64> {
     let boot = boot.filter(|b| *b <= applied)?;
     let t = crate::task::parse_path(&target.path)?;
-    let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|t| *t > 0)?;
+    let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()
+        .filter(|t| *t > 0)?;
     let at = boot + t.start / ticks;
     (at > applied).then_some(at)
 }

@@ -147,6 +147,15 @@ impl KnobKind for SchedTunable {
             mode: WriteMode::Attribute,
             blocker,
         });
+        if !proc && self.tunable.rescaled {
+            survey.notes.push(format!(
+                "the kernel sets {} again to its boot value times the tunable_scaling factor whenever a CPU \
+                 goes on- or offline or a root domain is rebuilt (cpuset partitions): kernel/sched/fair.c \
+                 `update_sysctl` from `rq_online_fair`/`rq_offline_fair` undoes a debugfs write, and audit \
+                 then finds drift; apply again after such a change",
+                self.tunable.name
+            ));
+        }
         if !proc && host.root.is_live() {
             survey.notes.push(format!("{path} is in debugfs: hostknob mounts it at {DEBUGFS} for the run where it is not mounted, and unmounts it again"));
         }

@@ -70,6 +70,8 @@ impl Spec for ThreadPolicy {
                     format!("{word} needs a priority, 1-99 (higher runs first; `chrt -m` lists the range)"),
                 ));
             }
+            // sched_setscheduler(2): sched_priority must be 0 for the others.
+            (false, Some(0) | None) => 0,
             (false, Some(p)) => {
                 return Err(FieldError::new(
                     "set.priority",
@@ -79,7 +81,6 @@ impl Spec for ThreadPolicy {
                     ),
                 ));
             }
-            (false, None) => 0,
         };
         let nice = match (policy, set.nice) {
             (_, None) => None,
@@ -255,5 +256,40 @@ impl KnobKind for ThreadPolicy {
                 .into(),
         );
         Ok(survey)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(policy: &str, priority: Option<i64>, nice: Option<i64>) -> Result<ThreadPolicy, FieldError> {
+        ThreadPolicy::new(
+            None,
+            PolicySet {
+                policy: policy.into(),
+                priority,
+                nice,
+            },
+        )
+    }
+
+    #[test]
+    fn priorities_and_nice_as_sched_setscheduler_takes_them() {
+        assert_eq!(set("fifo", Some(1), None).unwrap().desired(), "fifo 1");
+        assert_eq!(set("rr", Some(99), None).unwrap().desired(), "rr 99");
+        for p in [0, 100] {
+            assert!(set("fifo", Some(p), None).is_err(), "{p}");
+        }
+        assert!(set("rr", None, None).is_err(), "rr needs a priority");
+        // The kernel takes sched_priority 0, and only 0, for the others.
+        assert_eq!(set("other", Some(0), None).unwrap().desired(), "other");
+        assert!(set("batch", Some(1), None).is_err());
+        assert_eq!(set("batch", None, Some(-20)).unwrap().desired(), "batch nice -20");
+        assert!(set("other", None, Some(20)).is_err());
+        for p in ["fifo", "idle"] {
+            let prio = (p == "fifo").then_some(5);
+            assert!(set(p, prio, Some(0)).is_err(), "{p}: nice weighs other and batch only");
+        }
     }
 }

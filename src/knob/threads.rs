@@ -30,9 +30,14 @@ fn patterns(field: &str, list: &[String]) -> Result<Vec<regex::Regex>, FieldErro
     list.iter()
         .map(|p| {
             if p.is_empty() {
-                return Err(FieldError::new(field, "an empty pattern matches every thread: leave it out"));
+                return Err(FieldError::new(
+                    field,
+                    "an empty pattern matches every thread: leave it out",
+                ));
             }
-            task::name_pattern(p).map_err(|why| FieldError::new(field, format!("{p:?} is not a regular expression: {why}")))
+            task::name_pattern(p).map_err(|why| {
+                FieldError::new(field, format!("{p:?} is not a regular expression: {why}"))
+            })
         })
         .collect()
 }
@@ -53,10 +58,16 @@ impl LeftOut {
     pub fn notes(&self) -> Vec<String> {
         let mut n = Vec::new();
         if self.excluded > 0 {
-            n.push(format!("{} threads match target.exclude and are left alone", self.excluded));
+            n.push(format!(
+                "{} threads match target.exclude and are left alone",
+                self.excluded
+            ));
         }
         if self.not_included > 0 {
-            n.push(format!("{} threads match no target.include pattern and are left alone", self.not_included));
+            n.push(format!(
+                "{} threads match no target.include pattern and are left alone",
+                self.not_included
+            ));
         }
         if self.zombies > 0 {
             n.push(format!("{} zombie threads left alone", self.zombies));
@@ -94,7 +105,11 @@ impl Chooser {
             (true, true) => every.into(),
             (true, false) => format!("threads but {}", show(&self.exclude)),
             (false, true) => format!("threads {}", show(&self.include)),
-            (false, false) => format!("threads {} but {}", show(&self.include), show(&self.exclude)),
+            (false, false) => format!(
+                "threads {} but {}",
+                show(&self.include),
+                show(&self.exclude)
+            ),
         }
     }
 
@@ -121,7 +136,9 @@ impl Chooser {
                 continue;
             }
             // A thread may exit at any moment: gone is not an error.
-            let Ok(Some(st)) = task::stat(host.root, pid, tid) else { continue };
+            let Ok(Some(st)) = task::stat(host.root, pid, tid) else {
+                continue;
+            };
             if st.state == 'Z' || st.state == 'X' {
                 out.zombies += 1;
                 continue;
@@ -138,7 +155,9 @@ impl Chooser {
                 };
                 process = Some((pid, main));
             }
-            let Some(Some(by_process)) = process.map(|(_, c)| c) else { continue };
+            let Some(Some(by_process)) = process.map(|(_, c)| c) else {
+                continue;
+            };
             match by_process.and_then(|_| self.chosen(&st.comm)) {
                 Err(true) => out.excluded += 1,
                 Err(false) => out.not_included += 1,

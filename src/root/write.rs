@@ -291,7 +291,9 @@ fn thread_file(path: &str) -> bool {
     path.strip_prefix("/proc/")
         .and_then(|r| r.split_once("/task/"))
         .and_then(|(pid, rest)| Some((pid, rest.split_once('/')?)))
-        .is_some_and(|(pid, (tid, leaf))| digits(pid) && digits(tid) && (leaf == "status" || leaf == "stat"))
+        .is_some_and(|(pid, (tid, leaf))| {
+            digits(pid) && digits(tid) && (leaf == "status" || leaf == "stat")
+        })
 }
 
 pub(super) fn proc_refused(logical: &str) -> io::Error {

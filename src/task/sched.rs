@@ -136,7 +136,12 @@ impl Sched {
     }
 }
 
-pub(super) fn write_sched(root: &Root, t: &TaskPath, path: &str, value: &str) -> io::Result<Written> {
+pub(super) fn write_sched(
+    root: &Root,
+    t: &TaskPath,
+    path: &str,
+    value: &str,
+) -> io::Result<Written> {
     let want = Sched::parse(value).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -151,12 +156,21 @@ pub(super) fn write_sched(root: &Root, t: &TaskPath, path: &str, value: &str) ->
     }
     let file = format!("{}/stat", t.dir());
     let text = root.read_string(&file)?;
-    let close = text
-        .rfind(')')
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("{file}: not a stat line")))?;
-    let mut fields: Vec<String> = text[close + 1..].split_whitespace().map(String::from).collect();
+    let close = text.rfind(')').ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{file}: not a stat line"),
+        )
+    })?;
+    let mut fields: Vec<String> = text[close + 1..]
+        .split_whitespace()
+        .map(String::from)
+        .collect();
     if fields.len() < 39 {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{file}: no policy field")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{file}: no policy field"),
+        ));
     }
     // kernel/sched: prio = 99 - rt_priority for RT, 120 + nice otherwise;
     // fs/proc/array.c shows prio - 100.
@@ -214,10 +228,22 @@ mod tests {
 
     #[test]
     fn words_round_trip() {
-        for text in ["fifo 10 nice 0", "rr 99 nice -5", "other nice 19", "batch nice 0", "idle nice 0"] {
+        for text in [
+            "fifo 10 nice 0",
+            "rr 99 nice -5",
+            "other nice 19",
+            "batch nice 0",
+            "idle nice 0",
+        ] {
             assert_eq!(Sched::parse(text).unwrap().to_string(), text);
         }
-        for bad in ["fifo nice 0", "other 3 nice 0", "deadline nice 0", "fifo 10", "other nice x"] {
+        for bad in [
+            "fifo nice 0",
+            "other 3 nice 0",
+            "deadline nice 0",
+            "fifo 10",
+            "other nice x",
+        ] {
             assert_eq!(Sched::parse(bad), None, "{bad}");
         }
     }

@@ -74,7 +74,10 @@ pub fn read(root: &Root) -> Facts {
         .flatten()
         .or_else(|| {
             let v = root.read_trimmed("/proc/version").ok().flatten()?;
-            v.strip_prefix("Linux version ")?.split_whitespace().next().map(str::to_string)
+            v.strip_prefix("Linux version ")?
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
         })
         .unwrap_or_default();
     let mut policies = root.read_dir(&format!("{cpu}/cpufreq")).unwrap_or_default();

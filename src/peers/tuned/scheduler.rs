@@ -31,7 +31,8 @@ fn tunable_name(key: &str) -> Option<&str> {
 /// One `sched_*`/`numa_balancing_*` line: what tuned writes on the target
 /// host's kernel, as a `sched-tunable` knob, or why nothing.
 pub fn tunable(o: &Opt, v: &str, facts: &Facts, out: &mut Out) -> Result<(), String> {
-    let name = tunable_name(&o.key).ok_or_else(|| format!("[scheduler] {}: not a tunable tuned knows", o.key))?;
+    let name = tunable_name(&o.key)
+        .ok_or_else(|| format!("[scheduler] {}: not a tunable tuned knows", o.key))?;
     let name = sched_tunable::from_tuned(name);
     let release = crate::inventory::facts::release_numbers(&facts.release);
     let v = v.trim();
@@ -64,7 +65,11 @@ pub fn tunable(o: &Opt, v: &str, facts: &Facts, out: &mut Out) -> Result<(), Str
 }
 
 fn show(release: &str) -> &str {
-    if release.is_empty() { "release unknown" } else { release }
+    if release.is_empty() {
+        "release unknown"
+    } else {
+        release
+    }
 }
 
 /// One `group.NAME=RULE_PRIO:POLICY:PRIO:AFFINITY:REGEX` rule, parsed.
@@ -95,11 +100,16 @@ fn policy_word(letter: &str) -> Option<&'static str> {
 /// which hostknob does not choose threads by.
 fn kthread_pattern(regex: &str) -> Option<String> {
     let rest = regex.strip_prefix(r"^\[")?;
-    let rest = match rest.strip_suffix(r"\]$").or_else(|| rest.strip_suffix(r"\]")) {
+    let rest = match rest
+        .strip_suffix(r"\]$")
+        .or_else(|| rest.strip_suffix(r"\]"))
+    {
         Some(r) => format!("{r}$"),
         None => rest.to_string(),
     };
-    let plain = rest.chars().all(|c| c.is_ascii_alphanumeric() || "_-/.*+?$".contains(c));
+    let plain = rest
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_-/.*+?$".contains(c));
     (plain && !rest.is_empty() && !rest.contains('[')).then(|| format!("^{rest}"))
 }
 
@@ -118,7 +128,10 @@ pub fn groups(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
             }
         };
         if v.trim().is_empty() {
-            out.fate(o, Fate::Used(format!("empty: disables an inherited rule {}", o.key)));
+            out.fate(
+                o,
+                Fate::Used(format!("empty: disables an inherited rule {}", o.key)),
+            );
             continue;
         }
         let parts: Vec<&str> = v.splitn(5, ':').collect();
@@ -179,7 +192,10 @@ pub fn groups(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
                         g.policy, g.prio, g.regex
                     ),
                 );
-                made.push(format!("knob `{}` (policy)", out.knobs.last().expect("just pushed").id));
+                made.push(format!(
+                    "knob `{}` (policy)",
+                    out.knobs.last().expect("just pushed").id
+                ));
             }
             Ok(None) => {}
             Err(why) => refused.push(format!("policy not imported: {why}")),
@@ -199,16 +215,26 @@ pub fn groups(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
                         g.affinity
                     ),
                 );
-                made.push(format!("knob `{}` (affinity)", out.knobs.last().expect("just pushed").id));
+                made.push(format!(
+                    "knob `{}` (affinity)",
+                    out.knobs.last().expect("just pushed").id
+                ));
             }
             Ok(None) => {}
             Err(why) => refused.push(format!("affinity not imported: {why}")),
         }
         // One knob alone keeps the fate `out.knob` gave the line.
         if made.len() + refused.len() > 1 || made.is_empty() {
-            let all = made.iter().chain(&refused).cloned().collect::<Vec<_>>().join("; ");
+            let all = made
+                .iter()
+                .chain(&refused)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ");
             let fate = match made.is_empty() {
-                true if all.is_empty() => Fate::Used("`*` policy and `*` affinity: tuned changes nothing".into()),
+                true if all.is_empty() => {
+                    Fate::Used("`*` policy and `*` affinity: tuned changes nothing".into())
+                }
                 true => Fate::Not(all),
                 false => Fate::Used(all),
             };
@@ -221,7 +247,10 @@ pub fn groups(u: &Unit, vars: &Vars, out: &mut Out) -> anyhow::Result<()> {
 /// The `set:` of the rule's thread-policy knob; `None` for `*` with nothing to set.
 fn policy_knob(g: &Group) -> Result<Option<Value>, String> {
     let prio: i64 = g.prio.trim().parse().map_err(|_| {
-        format!("priority `{}` is not a number; tuned ignores the policy and priority", g.prio)
+        format!(
+            "priority `{}` is not a number; tuned ignores the policy and priority",
+            g.prio
+        )
     })?;
     if g.policy == "*" {
         return Err(format!(
@@ -230,13 +259,23 @@ fn policy_knob(g: &Group) -> Result<Option<Value>, String> {
         ));
     }
     let word = policy_word(&g.policy).ok_or_else(|| {
-        format!("`{}` is not a policy letter (f, r, o, b, i, *); tuned ignores the policy and priority", g.policy)
+        format!(
+            "`{}` is not a policy letter (f, r, o, b, i, *); tuned ignores the policy and priority",
+            g.policy
+        )
     })?;
     match (word, prio) {
-        ("fifo" | "rr", 1..=99) => Ok(Some(map(&[("policy", s(word)), ("priority", Value::from(prio))]))),
-        ("fifo" | "rr", p) => Err(format!("priority {p} is outside 1-99: the kernel refuses it (EINVAL) and tuned logs an error")),
+        ("fifo" | "rr", 1..=99) => Ok(Some(map(&[
+            ("policy", s(word)),
+            ("priority", Value::from(prio)),
+        ]))),
+        ("fifo" | "rr", p) => Err(format!(
+            "priority {p} is outside 1-99: the kernel refuses it (EINVAL) and tuned logs an error"
+        )),
         (_, 0) => Ok(Some(map(&[("policy", s(word))]))),
-        (_, p) => Err(format!("{word} takes priority 0 only ({p} given): the kernel refuses it (EINVAL) and tuned logs an error")),
+        (_, p) => Err(format!(
+            "{word} takes priority 0 only ({p} given): the kernel refuses it (EINVAL) and tuned logs an error"
+        )),
     }
 }
 
@@ -247,11 +286,15 @@ fn affinity_knob(mask: &str) -> Result<Option<String>, String> {
         return Ok(None);
     }
     if mask.starts_with("cgroup.") {
-        return Err(format!("`{mask}` moves the threads into a cgroup tuned makes; hostknob makes no cgroups"));
+        return Err(format!(
+            "`{mask}` moves the threads into a cgroup tuned makes; hostknob makes no cgroups"
+        ));
     }
     let hex = mask.trim_start_matches("0x").trim_start_matches("0X");
     match crate::cpulist::CpuList::parse_mask(hex) {
         Ok(l) if !l.is_empty() => Ok(Some(pack(l.as_slice()))),
-        _ => Err(format!("`{mask}` is not a hexadecimal CPU mask; tuned ignores it")),
+        _ => Err(format!(
+            "`{mask}` is not a hexadecimal CPU mask; tuned ignores it"
+        )),
     }
 }
