@@ -7,6 +7,7 @@
 //! for the run where it is not and unmounted after, the mount table left
 //! as found.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -15,6 +16,11 @@ use super::support::*;
 const KNOB: (&str, &str) = (
     "live-policy",
     "persistence: runtime\nkind: thread-policy\ntarget: {include: ['^hk-live-pol$']}\nset: {policy: fifo, priority: 10}\n",
+);
+
+const BATCH: (&str, &str) = (
+    "live-batch",
+    "persistence: runtime\nkind: thread-policy\ntarget: {include: ['^hk-live-pol$']}\nset: {policy: batch, nice: 5}\n",
 );
 
 /// `chrt -p PID`'s two lines: the policy and the priority.
@@ -28,10 +34,12 @@ fn chrt(pid: u32) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Every thread's policy, RT priority and nice (stat fields 41, 40, 19) but `skip`'s and this process's.
-fn policies(skip: u32) -> Vec<(String, String)> {
+/// Every thread's policy, RT priority and nice (stat fields 41, 40, 19) but
+/// `skip`'s and this process's, by its directory and start time (field 22:
+/// a number reused by a new thread is another key).
+fn policies(skip: u32) -> BTreeMap<(String, String), String> {
     let me = std::process::id().to_string();
-    let mut out = Vec::new();
+    let mut out = BTreeMap::new();
     for p in std::fs::read_dir("/proc").unwrap().flatten() {
         let pid = p.file_name().to_string_lossy().to_string();
         if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == skip.to_string() || pid == me {
@@ -47,14 +55,41 @@ fn policies(skip: u32) -> Vec<(String, String)> {
             let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
                 .split_whitespace()
                 .collect();
-            out.push((
-                t.path().display().to_string(),
+            out.insert(
+                (t.path().display().to_string(), f[19].to_string()),
                 format!("{} {} {}", f[38], f[37], f[16]),
-            ));
+            );
         }
     }
-    out.sort();
     out
+}
+
+/// The threads of `before` still running in `after` hold what they held
+/// (threads of other work on the machine come and go meanwhile).
+fn unchanged(
+    before: &BTreeMap<(String, String), String>,
+    after: &BTreeMap<(String, String), String>,
+) {
+    let mut both = 0;
+    for (k, v) in before {
+        if let Some(w) = after.get(k) {
+            assert_eq!(v, w, "{} changed", k.0);
+            both += 1;
+        }
+    }
+    assert!(
+        before.keys().any(|(d, _)| d == "/proc/1/task/1") && both > 0,
+        "init's thread and others compared"
+    );
+}
+
+/// stat fields 41 (policy), 40 (rt_priority) and 19 (nice) of `pid`.
+fn sched_of(pid: u32) -> (String, String, String) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .collect();
+    (f[38].into(), f[37].into(), f[16].into())
 }
 
 #[test]
@@ -69,10 +104,11 @@ fn live_thread_policy_sets_fifo_10_and_revert_gives_other_back() {
         found.contains("SCHED_OTHER") && found.contains("priority: 0"),
         "{found}"
     );
+    let found_sched = sched_of(pid);
     let others = policies(pid);
     let state = tempfile::tempdir().unwrap();
     let st = state.path().to_str().unwrap();
-    let m = knobs(&[KNOB]);
+    let m = knobs(&[KNOB, BATCH]);
     let root = Path::new("/");
     let applied = ok(&run(
         root,
@@ -101,8 +137,37 @@ fn live_thread_policy_sets_fifo_10_and_revert_gives_other_back() {
         back.contains("SCHED_OTHER") && back.contains("priority: 0"),
         "{back}"
     );
-    assert_eq!(policies(pid), others, "no other thread changed");
-    eprintln!("live thread-policy: SCHED_OTHER -> SCHED_FIFO 10 -> SCHED_OTHER (chrt -p {pid})");
+    assert_eq!(
+        sched_of(pid),
+        found_sched,
+        "policy, priority and nice as found"
+    );
+
+    // setpriority(2): SCHED_BATCH at nice 5 (not the sleeper's own), and back.
+    let nice = if found_sched.2 == "5" { "6" } else { "5" };
+    let batch = BATCH.1.replace("nice: 5", &format!("nice: {nice}"));
+    let m = knobs(&[KNOB, ("live-batch", batch.as_str())]);
+    ok(&run(
+        root,
+        m.path(),
+        &["--state-dir", st, "apply", "live-batch"],
+    ));
+    assert_eq!(sched_of(pid), ("3".into(), "0".into(), nice.to_string()));
+    ok(&run(
+        root,
+        m.path(),
+        &["--state-dir", st, "revert", "live-batch"],
+    ));
+    assert_eq!(
+        sched_of(pid),
+        found_sched,
+        "SCHED_OTHER at its own nice again"
+    );
+    unchanged(&others, &policies(pid));
+    eprintln!(
+        "live thread-policy: SCHED_OTHER -> SCHED_FIFO 10 -> SCHED_OTHER, then SCHED_BATCH nice {nice} -> SCHED_OTHER nice {} (pid {pid})",
+        found_sched.2
+    );
 }
 
 fn debugfs_mounts() -> Vec<String> {
