@@ -7,7 +7,8 @@
 # not imported, the latter grouped by reason class and by reason:
 #   principle  refused on principle (scripts, ${f:exec}, initrd building,
 #              services, tuned's own plugin order)
-#   hardware   a unit condition or a device the host does not have
+#   hardware   a unit condition, a device or a kernel file the host does
+#              not have (a scheduler tunable its kernel release lacks)
 #   override   a later line or profile sets the same option
 #   no-kind    hostknob has no form for it (yet)
 #   other      anything else (a value tuned would refuse too, ...)
@@ -58,7 +59,7 @@ tmp, hosts = sys.argv[1], sys.argv[2:]
 CLASSES = [
     ("override", r"^overridden"),
     ("principle", r"shell script|never runs|runs a program|\$\{f:exec|initrd|not a knob|plugin order"),
-    ("hardware", r"this host's does not|on this host|here:? no |is not loaded here|hardware"),
+    ("hardware", r"this host's does not|on this host|here:? no |is not loaded here|hardware|host's kernel \(.*\) has no such file"),
     ("no-kind", r"no hostknob kind|no hostknob form|hostknob cannot match|only when it raises"),
 ]
 def klass(reason):

@@ -89,7 +89,7 @@ impl Entry {
     pub fn stale(&self, now: Option<&str>) -> bool {
         matches!(
             self.mode,
-            WriteMode::Attribute | WriteMode::Msr | WriteMode::Affinity
+            WriteMode::Attribute | WriteMode::Msr | WriteMode::Affinity | WriteMode::Sched
         ) && matches!((self.boot.as_deref(), now), (Some(a), Some(b)) if a != b)
     }
 

@@ -29,6 +29,7 @@ pub(crate) mod progress;
 pub(crate) mod render;
 pub(crate) mod report;
 pub mod root;
+pub(crate) mod sched_tunables;
 pub mod schema;
 pub(crate) mod spelling;
 pub(crate) mod stats;

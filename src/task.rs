@@ -1,11 +1,14 @@
-//! One thread's CPU affinity, through the root seam: what `thread-affinity`
-//! reads and writes. A thread is named by its logical path
-//! `/proc/PID/task/TID/affinity@START`, START being its start time (clock
-//! ticks since boot, field 22 of its `stat`, proc(5)): a thread that
-//! exited, or a new one that got its number, reads as absent and is never
-//! written. The value is `Cpus_allowed_list` of its `status`. On the live
-//! host a write is `sched_setaffinity(2)`; in a captured tree the status
-//! file's line stands for it, as plain files stand for attributes there.
+//! One thread's CPU affinity or scheduling policy, through the root seam:
+//! what `thread-affinity` and `thread-policy` read and write. A thread is
+//! named by its logical path `/proc/PID/task/TID/affinity@START` (or
+//! `.../sched@START`), START being its start time (clock ticks since boot,
+//! field 22 of its `stat`, proc(5)): a thread that exited, or a new one that
+//! got its number, reads as absent and is never written. The affinity is
+//! `Cpus_allowed_list` of its `status`; the policy, RT priority and nice are
+//! fields 41, 40 and 19 of its `stat`. On the live host a write is
+//! `sched_setaffinity(2)`, or `sched_setscheduler(2)` and `setpriority(2)`;
+//! in a captured tree the file's line stands for it, as plain files stand
+//! for attributes there.
 
 use std::io;
 
@@ -30,18 +33,48 @@ pub fn name_pattern(p: &str) -> Result<regex::Regex, String> {
 /// (per-CPU kernel threads); `sched_setaffinity` answers EINVAL.
 pub const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
 
+/// What of a thread a path names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attr {
+    /// Its allowed CPUs.
+    Affinity,
+    /// Its scheduling policy, RT priority and nice ([`Sched`]).
+    Sched,
+}
+
+impl Attr {
+    fn word(self) -> &'static str {
+        match self {
+            Attr::Affinity => "affinity",
+            Attr::Sched => "sched",
+        }
+    }
+
+    /// The file of a captured tree that stands for it.
+    fn file(self) -> &'static str {
+        match self {
+            Attr::Affinity => "status",
+            Attr::Sched => "stat",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TaskPath {
     pub pid: u32,
     pub tid: u32,
     pub start: u64,
+    pub attr: Attr,
 }
 
 impl TaskPath {
     pub fn text(&self) -> String {
         format!(
-            "/proc/{}/task/{}/affinity@{}",
-            self.pid, self.tid, self.start
+            "/proc/{}/task/{}/{}@{}",
+            self.pid,
+            self.tid,
+            self.attr.word(),
+            self.start
         )
     }
 
@@ -53,11 +86,16 @@ impl TaskPath {
 pub fn parse_path(path: &str) -> Option<TaskPath> {
     let rest = path.strip_prefix("/proc/")?;
     let (pid, rest) = rest.split_once("/task/")?;
-    let (tid, start) = rest.split_once("/affinity@")?;
+    let (tid, rest) = rest.split_once('/')?;
+    let (word, start) = rest.split_once('@')?;
+    let attr = [Attr::Affinity, Attr::Sched]
+        .into_iter()
+        .find(|a| a.word() == word)?;
     Some(TaskPath {
         pid: pid.parse().ok()?,
         tid: tid.parse().ok()?,
         start: start.parse().ok()?,
+        attr,
     })
 }
 
@@ -68,6 +106,8 @@ pub struct Stat {
     pub state: char,
     pub flags: u64,
     pub start: u64,
+    /// Fields 19, 40 and 41; `None` in a stat line cut short.
+    pub sched: Option<Sched>,
 }
 
 /// `comm` is in parentheses and may hold any byte, `)` too: the fields
@@ -82,6 +122,13 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
         state: rest.first()?.chars().next()?,
         flags: rest.get(6)?.parse().ok()?,
         start: rest.get(19)?.parse().ok()?,
+        sched: (|| {
+            Some(Sched {
+                policy: Policy::from_number(rest.get(38)?.parse().ok()?),
+                rt_priority: rest.get(37)?.parse().ok()?,
+                nice: rest.get(16)?.parse().ok()?,
+            })
+        })(),
     })
 }
 
@@ -119,7 +166,8 @@ pub fn allowed(root: &Root, pid: u32, tid: u32) -> io::Result<Option<CpuList>> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: {e}")))
 }
 
-/// The thread's affinity as a CPU list, if it is still the thread the path names.
+/// The thread's affinity as a CPU list (or its [`Sched`] in words), if it
+/// is still the thread the path names.
 pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
     let Some(t) = parse_path(path) else {
         return Err(io::Error::new(
@@ -127,11 +175,19 @@ pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
             format!("{path} names no thread"),
         ));
     };
-    match stat(root, t.pid, t.tid)? {
-        Some(s) if s.start == t.start => {}
+    let st = match stat(root, t.pid, t.tid)? {
+        Some(s) if s.start == t.start => s,
         _ => return Ok(None),
+    };
+    match t.attr {
+        Attr::Affinity => Ok(allowed(root, t.pid, t.tid)?.map(|l| l.to_string())),
+        Attr::Sched => st.sched.map(|s| Some(s.to_string())).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}/stat has no policy field", t.dir()),
+            )
+        }),
     }
-    Ok(allowed(root, t.pid, t.tid)?.map(|l| l.to_string()))
 }
 
 /// The CPUs the thread's cpuset lets it use (`cpuset.cpus.effective` of its
@@ -163,6 +219,31 @@ pub fn cpuset(root: &Root, pid: u32, tid: u32) -> Option<CpuList> {
     read(format!("/sys/fs/cgroup/cpuset{rel}/cpuset.effective_cpus"))
 }
 
+/// Whether two values of the thread attribute `path` names are the same
+/// (CPU lists by their CPUs, policies by their words).
+pub fn same_value(path: &str, a: &str, b: &str) -> bool {
+    match parse_path(path).map(|t| t.attr) {
+        Some(Attr::Sched) => Sched::parse(a).is_some_and(|x| Sched::parse(b) == Some(x)),
+        _ => same_cpus(a, b),
+    }
+}
+
+/// Why the kernel refuses a policy change (kernel/sched/syscalls.c,
+/// `__sched_setscheduler`), for an errno it answers.
+pub fn refused_policy_why(errno: Option<i32>) -> &'static str {
+    match errno {
+        Some(libc::EPERM) => {
+            "no CAP_SYS_NICE, or the thread's cgroup has no real-time runtime \
+             (CONFIG_RT_GROUP_SCHED with cpu.rt_runtime_us 0), or the kernel keeps this \
+             thread's policy"
+        }
+        _ => {
+            "the kernel does not take that policy or priority for this thread (a CPU's stop \
+             thread, migration/N, is never changed)"
+        }
+    }
+}
+
 /// Whether two CPU lists name the same CPUs (`0-2` and `0,1,2`).
 pub fn same_cpus(a: &str, b: &str) -> bool {
     matches!((CpuList::parse(a), CpuList::parse(b)), (Ok(x), Ok(y)) if x == y)
@@ -176,14 +257,18 @@ pub enum Written {
     Gone,
 }
 
-/// Sets the thread's affinity to `list`.
-pub fn write(root: &Root, path: &str, list: &str) -> io::Result<Written> {
+/// Sets the thread's affinity to `value` (a CPU list), or its policy (a [`Sched`]).
+pub fn write(root: &Root, path: &str, value: &str) -> io::Result<Written> {
     let t = parse_path(path).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{path} names no thread"),
         )
     })?;
+    if t.attr == Attr::Sched {
+        return write_sched(root, &t, path, value);
+    }
+    let list = value;
     let cpus = CpuList::parse(list)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{list:?}: {e}")))?;
     if content(root, path)?.is_none() {
@@ -209,9 +294,9 @@ pub fn write(root: &Root, path: &str, list: &str) -> io::Result<Written> {
     Ok(Written::Done)
 }
 
-/// Whether this process may set the thread's affinity, asked without
-/// changing it: on the live host, root (CAP_SYS_NICE) or the thread's own
-/// user; in a tree, the status file is writable.
+/// Whether this process may set the thread's affinity or policy, asked
+/// without changing it: on the live host, root (CAP_SYS_NICE) or the
+/// thread's own user; in a tree, the file standing for it is writable.
 pub fn probe(root: &Root, path: &str) -> io::Result<()> {
     let t = parse_path(path).ok_or_else(|| {
         io::Error::new(
@@ -220,7 +305,7 @@ pub fn probe(root: &Root, path: &str) -> io::Result<()> {
         )
     })?;
     if !root.is_live() {
-        return root.probe_write(&format!("{}/status", t.dir()));
+        return root.probe_write(&format!("{}/{}", t.dir(), t.attr.file()));
     }
     if unsafe { libc::geteuid() } == 0 {
         return Ok(());
@@ -262,6 +347,10 @@ fn set_affinity(tid: u32, cpus: &CpuList) -> io::Result<Written> {
     Err(e)
 }
 
+mod sched;
+use sched::write_sched;
+pub use sched::{Policy, Sched};
+
 fn gone(e: &io::Error) -> bool {
     is_absent(e) || e.raw_os_error() == Some(libc::ESRCH)
 }
@@ -294,16 +383,21 @@ mod tests {
         assert_eq!(s.state, 'S');
         assert_eq!(s.flags, 4194560);
         assert_eq!(s.start, 9876);
+        assert_eq!(s.sched, None, "cut short before field 41");
     }
 
     #[test]
     fn paths_round_trip_and_refuse_others() {
-        let t = TaskPath {
-            pid: 10,
-            tid: 12,
-            start: 345,
-        };
-        assert_eq!(parse_path(&t.text()), Some(t));
+        for attr in [Attr::Affinity, Attr::Sched] {
+            let t = TaskPath {
+                pid: 10,
+                tid: 12,
+                start: 345,
+                attr,
+            };
+            assert_eq!(parse_path(&t.text()), Some(t));
+        }
+        assert_eq!(parse_path("/proc/10/task/12/policy@1"), None);
         assert_eq!(parse_path("/proc/10/task/12/status"), None);
         assert_eq!(parse_path("/proc/x/task/12/affinity@1"), None);
     }
@@ -318,6 +412,7 @@ mod tests {
             pid,
             tid,
             start: s.start,
+            attr: Attr::Affinity,
         }
         .text();
         let now = content(&root, &path).unwrap().unwrap();
@@ -327,9 +422,39 @@ mod tests {
             pid,
             tid,
             start: s.start + 1,
+            attr: Attr::Affinity,
         }
         .text();
         assert_eq!(content(&root, &other).unwrap(), None);
         assert_eq!(write(&root, &other, "0").unwrap(), Written::Gone);
+    }
+
+    #[test]
+    fn this_threads_policy_reads_on_the_live_host_as_the_kernel_says() {
+        let root = Root::open(std::path::Path::new("/")).unwrap();
+        let pid = std::process::id();
+        let tid = unsafe { libc::gettid() } as u32;
+        let s = stat(&root, pid, tid).unwrap().unwrap();
+        let path = TaskPath {
+            pid,
+            tid,
+            start: s.start,
+            attr: Attr::Sched,
+        }
+        .text();
+        let now = Sched::parse(&content(&root, &path).unwrap().unwrap()).unwrap();
+        // Fields 41 and 19 against sched_getscheduler(2) and getpriority(2).
+        let policy = unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
+        assert_eq!(now.policy.number() as libc::c_int, policy);
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        assert_eq!(now.nice, nice);
+    }
+
+    #[test]
+    fn refusals_read_as_one_sentence() {
+        for e in [Some(libc::EPERM), Some(libc::EINVAL)] {
+            let why = refused_policy_why(e);
+            assert!(!why.contains("  "), "{why:?}");
+        }
     }
 }

@@ -25,6 +25,8 @@ mod nic;
 mod nic_legacy;
 #[path = "live/noise.rs"]
 mod noise;
+#[path = "live/policy.rs"]
+mod policy;
 #[path = "live/sweep.rs"]
 mod sweep;
 #[path = "live/threads.rs"]

@@ -386,7 +386,7 @@ fn restore_each<'j>(
         // restored. Holding a third value: left alone, as below.
         // A thread of another boot is gone whatever its number names now
         // (early threads get the same numbers and start times every boot).
-        let other_boot_thread = e.mode == WriteMode::Affinity && e.stale(boot.as_deref());
+        let other_boot_thread = e.mode.is_thread() && e.stale(boot.as_deref());
         if other_boot_thread
             || (e.stale(boot.as_deref()) && !force && e.holds_found(was.as_deref()))
         {
@@ -394,7 +394,7 @@ fn restore_each<'j>(
             continue;
         }
         // A thread that exited (or whose number names another one now).
-        if e.mode == WriteMode::Affinity && was.is_none() {
+        if e.mode.is_thread() && was.is_none() {
             step.exited.push(e);
             continue;
         }

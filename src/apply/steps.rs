@@ -93,7 +93,7 @@ pub(super) fn write_in_order(
                 bits: &st.write.after,
                 cpus: &domain,
             },
-            WriteMode::Affinity => Put::Affinity(&st.write.after),
+            WriteMode::Affinity | WriteMode::Sched => Put::Thread(&st.write.after),
             _ => Put::Attribute(&st.write.after),
         };
         let result = write::put(root, &st.write.path, what, || {
@@ -140,7 +140,7 @@ pub(super) fn confirm(kind: &dyn KnobKind, host: &HostCtx, w: &Write) -> Result<
             w.expect
         )),
         // A thread that exited after its move: nothing left to check.
-        Ok(None) if w.mode == WriteMode::Affinity => Ok(()),
+        Ok(None) if w.mode.is_thread() => Ok(()),
         Ok(None) => Err("the file is gone after the write".into()),
         Err(e) => Err(format!("cannot read it back: {e}")),
     }
@@ -219,7 +219,7 @@ pub(super) fn journal_entries(
                 }
                 _ => {
                     // A thread may exit at any moment: its write then does nothing.
-                    if found.is_none() && w.mode != WriteMode::Affinity {
+                    if found.is_none() && !w.mode.is_thread() {
                         return Err(format!("{} is gone: nothing to record", w.path));
                     }
                     (w.before.clone(), found, Vec::new())

@@ -17,7 +17,7 @@ pub fn values(planned: &Planned) -> Result<(), String> {
     for s in &planned.steps {
         let id = &planned.knobs[s.knob].knob.id;
         match s.write.mode {
-            WriteMode::Attribute | WriteMode::Msr | WriteMode::Affinity
+            WriteMode::Attribute | WriteMode::Msr | WriteMode::Affinity | WriteMode::Sched
                 if s.write.before.is_none() =>
             {
                 return Err(format!(

@@ -23,8 +23,8 @@ pub enum Put<'a> {
     /// An MSR field (`crate::msr::write`) set to the hex value given, on
     /// the CPUs of its scope domain.
     Msr { bits: &'a str, cpus: &'a [u32] },
-    /// A thread's allowed CPUs (`crate::task`), a CPU list.
-    Affinity(&'a str),
+    /// A thread's allowed CPUs (a CPU list) or policy (`crate::task::Sched`).
+    Thread(&'a str),
 }
 
 /// A write or read-back that did not hold.
@@ -88,6 +88,7 @@ pub fn put(
         errno: e.raw_os_error(),
         ..fail(false, why)
     };
+    crate::sched_tunables::mount_for(root, path);
     match what {
         Put::Attribute(text) => {
             super::hooks::log_write(path, text);
@@ -129,18 +130,28 @@ pub fn put(
         Put::Msr { bits, cpus } => {
             put_msr(root, path, bits, cpus).map_err(|e| fail(e.touched, e.why))?;
         }
-        Put::Affinity(list) => {
+        Put::Thread(list) => {
             super::hooks::log_write(path, list);
             let written = match super::hooks::injected_error(path) {
                 Some(e) => Err(e),
                 None => task::write(root, path, list),
             };
+            let sched = task::parse_path(path).is_some_and(|t| t.attr == task::Attr::Sched);
             match written {
                 // Exited since the plan: nothing to move, nothing to read back.
                 Ok(task::Written::Gone) => return Ok(()),
                 Ok(task::Written::Done) => {}
                 Err(e) => {
                     let why = match e.raw_os_error() {
+                        Some(libc::EPERM | libc::EINVAL) if sched => format!(
+                            "{path}: the kernel refused the policy {list} ({}): {}",
+                            if e.raw_os_error() == Some(libc::EPERM) {
+                                "EPERM"
+                            } else {
+                                "EINVAL"
+                            },
+                            crate::task::refused_policy_why(e.raw_os_error())
+                        ),
                         Some(libc::EINVAL) => format!(
                             "{path}: the kernel refused the CPUs {list} (EINVAL): none of them is in the thread's cpuset, or the kernel pins it"
                         ),
@@ -188,6 +199,7 @@ fn put_msr(root: &Root, path: &str, bits: &str, cpus: &[u32]) -> Result<(), msr:
 /// The file's exact content now; `None` when it does not exist. An MSR
 /// field's content is its bits in hex (`0x1`), read on its path's CPU.
 pub fn content(root: &Root, path: &str) -> io::Result<Option<String>> {
+    crate::sched_tunables::mount_for(root, path);
     if task::parse_path(path).is_some() {
         return task::content(root, path);
     }
@@ -307,15 +319,15 @@ pub fn restore(root: &Root, entry: &journal::Entry) -> Result<(), Failure> {
                 || holds(root, path, Some(&bits), true),
             )
         }
-        WriteMode::Affinity => {
+        WriteMode::Affinity | WriteMode::Sched => {
             let Some(before) = entry.before.as_deref() else {
                 return Err(fail(format!(
-                    "{path}: the journal holds no CPU list to restore"
+                    "{path}: the journal holds no value to restore"
                 )));
             };
-            put(root, path, Put::Affinity(before), || {
+            put(root, path, Put::Thread(before), || {
                 match task::content(root, path) {
-                    Ok(Some(now)) if task::same_cpus(&now, before) => Ok(()),
+                    Ok(Some(now)) if task::same_value(path, &now, before) => Ok(()),
                     Ok(Some(now)) => Err(format!("read back {now:?}, expected {before:?}")),
                     Ok(None) => Ok(()),
                     Err(e) => Err(format!("cannot read it back: {e}")),

@@ -126,6 +126,19 @@ pub(super) fn last_applied(knob: &Knob, host: &str, ledger: &[ledger::Entry]) ->
     }
 }
 
+/// A thread's start (seconds since the epoch) when it started after the
+/// apply `applied` in this boot: its path holds its start in clock ticks
+/// since boot (proc(5), field 22 of `stat`).
+fn started_since(target: &Target, applied: u64, boot: Option<u64>) -> Option<u64> {
+    let boot = boot.filter(|b| *b <= applied)?;
+    let t = crate::task::parse_path(&target.path)?;
+    let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()
+        .filter(|t| *t > 0)?;
+    let at = boot + t.start / ticks;
+    (at > applied).then_some(at)
+}
+
 /// Turns drift into lost-on-reboot when the record says it was applied here,
 /// runtime only, before the current boot.
 pub(super) fn tell_the_story(j: &mut Judged, applied: Option<&Applied>, boot: Option<u64>) {
@@ -141,6 +154,16 @@ pub(super) fn tell_the_story(j: &mut Judged, applied: Option<&Applied>, boot: Op
         _ => String::new(),
     };
     let when = crate::schema::rfc3339(a.when);
+    if let Some(at) = started_since(j.target, a.when, boot) {
+        j.detail = format!(
+            "{}: started at {} (after the apply, {}, {when}), so the knob never covered it: {}; apply again to cover it",
+            j.target.label.as_deref().unwrap_or(&j.target.path),
+            crate::schema::rfc3339(at),
+            a.label,
+            j.detail
+        );
+        return;
+    }
     match (a.persistence, boot) {
         (Persistence::Runtime, Some(b)) if b > a.when => {
             j.status = Status::LostOnReboot;

@@ -93,6 +93,21 @@ impl<'r> HostCtx<'r> {
         }
     }
 
+    /// The running kernel's release as numbers (`6.18.8` -> [6, 18, 8]) from
+    /// `osrelease`, else `/proc/version`; empty when neither says.
+    pub fn kernel_release(&self) -> Vec<u64> {
+        let release = self.text("/proc/sys/kernel/osrelease").or_else(|| {
+            let v = self.text("/proc/version")?;
+            v.strip_prefix("Linux version ")?
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+        });
+        release
+            .map(|r| crate::inventory::facts::release_numbers(&r))
+            .unwrap_or_default()
+    }
+
     pub fn text(&self, path: &str) -> Option<String> {
         match self.value(path) {
             ReadValue::Value(v) => Some(v),

@@ -14,6 +14,7 @@ pub(crate) mod msr_field;
 pub(crate) mod nic;
 pub(crate) mod nic_queue;
 pub mod rules;
+pub(crate) mod threads;
 
 use std::fmt;
 
@@ -92,6 +93,8 @@ kinds! {
     rps::Rps => Rps "rps",
     xps::Xps => Xps "xps",
     block::Block => Block "block",
+    thread_policy::ThreadPolicy => ThreadPolicy "thread-policy",
+    sched_tunable::SchedTunable => SchedTunable "sched-tunable",
 }
 
 impl KindName {
@@ -163,6 +166,18 @@ pub enum WriteMode {
     /// One thread's allowed CPUs (`/proc/PID/task/TID/affinity@START`,
     /// `crate::task`): `sched_setaffinity(2)`; a thread that is gone needs nothing.
     Affinity,
+    /// One thread's policy, RT priority and nice
+    /// (`/proc/PID/task/TID/sched@START`, `crate::task::Sched`):
+    /// `sched_setscheduler(2)`, `setpriority(2)`; as `Affinity` otherwise.
+    Sched,
+}
+
+impl WriteMode {
+    /// A thread's attribute: the thread may exit at any moment, and its
+    /// number names another thread after a reboot.
+    pub fn is_thread(self) -> bool {
+        matches!(self, WriteMode::Affinity | WriteMode::Sched)
+    }
 }
 
 /// One file a knob controls on this host (or, for allocator knobs, one

@@ -14,15 +14,6 @@ use super::rules;
 use crate::cpulist::CpuList;
 use crate::schema::Persistence;
 
-/// The running kernel's release as numbers (`6.18.8` -> [6, 18, 8]) from
-/// `osrelease`, else `/proc/version`; empty when neither says.
-fn kernel_release(host: &HostCtx) -> Vec<u64> {
-    let release = host.text("/proc/sys/kernel/osrelease").or_else(|| {
-        let v = host.text("/proc/version")?;
-        v.strip_prefix("Linux version ")?.split_whitespace().next().map(str::to_string)
-    });
-    release.map(|r| crate::inventory::facts::release_numbers(&r)).unwrap_or_default()
-}
 
 /// The CPUs in the knob's words, the mask written, and a note on what the kernel drops.
 type Planned = (String, String, Option<String>);
@@ -87,7 +78,7 @@ impl Rps {
         let mut cpus = asked.clone();
         let mut note = None;
         if !asked.is_empty()
-            && let Some((dropped, why)) = rules::rps::dropped(&kernel_release(host), host.cmdline().unwrap_or(""))
+            && let Some((dropped, why)) = rules::rps::dropped(&host.kernel_release(), host.cmdline().unwrap_or(""))
         {
             cpus = asked.as_slice().iter().copied().filter(|c| !dropped.contains(*c)).collect();
             let gone: CpuList = asked.as_slice().iter().copied().filter(|c| dropped.contains(*c)).collect();

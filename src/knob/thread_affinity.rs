@@ -9,38 +9,16 @@
 //! own process. Runtime only: a thread started later inherits its
 //! parent's affinity, so pair it with `systemd-cpu-affinity`.
 
-use serde::Deserialize;
-
+use super::threads::{Chooser, LeftOut, TargetDoc};
 use super::{Blocker, FieldError, HostCtx, KindName, KnobKind, Service, Spec, Survey, Target, WriteMode};
 use crate::cpulist::CpuList;
 use crate::schema::{Persistence, Scalar};
-use crate::task::{self, PF_NO_SETAFFINITY, TaskPath};
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetDoc {
-    #[serde(default)]
-    include: Vec<String>,
-    #[serde(default)]
-    exclude: Vec<String>,
-}
+use crate::task::{self, Attr, PF_NO_SETAFFINITY, TaskPath};
 
 #[derive(Debug)]
 pub struct ThreadAffinity {
-    include: Vec<regex::Regex>,
-    exclude: Vec<regex::Regex>,
+    threads: Chooser,
     cpus: CpuList,
-}
-
-fn patterns(field: &str, list: &[String]) -> Result<Vec<regex::Regex>, FieldError> {
-    list.iter()
-        .map(|p| {
-            if p.is_empty() {
-                return Err(FieldError::new(field, "an empty pattern matches every thread: leave it out"));
-            }
-            crate::task::name_pattern(p).map_err(|why| FieldError::new(field, format!("{p:?} is not a regular expression: {why}")))
-        })
-        .collect()
 }
 
 impl Spec for ThreadAffinity {
@@ -48,7 +26,6 @@ impl Spec for ThreadAffinity {
     type Set = Scalar;
 
     fn new(target: Option<TargetDoc>, set: Scalar) -> Result<Self, FieldError> {
-        let t = target.unwrap_or_default();
         let text = set.0.trim();
         let cpus = match CpuList::parse(text) {
             Ok(l) if !l.is_empty() => l,
@@ -56,36 +33,13 @@ impl Spec for ThreadAffinity {
             Err(e) => return Err(FieldError::new("set", format!("{text:?} is not a CPU list ({e}); give the housekeeping CPUs such as 0-3"))),
         };
         Ok(ThreadAffinity {
-            include: patterns("target.include", &t.include)?,
-            exclude: patterns("target.exclude", &t.exclude)?,
+            threads: Chooser::new(target)?,
             cpus,
         })
     }
 }
 
-/// Why threads were left out, counted for the survey's notes.
-#[derive(Default)]
-struct LeftOut {
-    pinned: usize,
-    excluded: usize,
-    not_included: usize,
-    zombies: usize,
-    own: usize,
-    /// Kept by their cpuset to CPUs outside `set` (a pinned container).
-    confined: usize,
-}
-
 impl ThreadAffinity {
-    fn chosen(&self, comm: &str) -> Result<(), bool> {
-        if !self.include.is_empty() && !self.include.iter().any(|r| r.is_match(comm)) {
-            return Err(false);
-        }
-        if self.exclude.iter().any(|r| r.is_match(comm)) {
-            return Err(true);
-        }
-        Ok(())
-    }
-
     /// tuned's `_get_intersect_affinity`: what the thread may keep of `set`,
     /// else all of `set` its cpuset allows (the kernel refuses CPUs outside
     /// it with EINVAL); `None` when its cpuset allows none of `set`.
@@ -104,31 +58,20 @@ impl ThreadAffinity {
         (!list.is_empty()).then(|| CpuList::new(list))
     }
 
-    fn notes(&self, out: &LeftOut, moved: usize, total: usize) -> Vec<String> {
+    fn notes(&self, out: &LeftOut, confined: usize, moved: usize, total: usize) -> Vec<String> {
         let mut n = vec![format!(
             "{total} threads chosen, {moved} of them also allowed outside CPUs {}",
             self.cpus
         )];
-        if out.pinned > 0 {
-            n.push(format!("{} kernel threads are pinned to their CPU by the kernel (PF_NO_SETAFFINITY) and left alone", out.pinned));
+        if out.skipped > 0 {
+            n.push(format!("{} kernel threads are pinned to their CPU by the kernel (PF_NO_SETAFFINITY) and left alone", out.skipped));
         }
-        if out.excluded > 0 {
-            n.push(format!("{} threads match target.exclude and are left alone", out.excluded));
-        }
-        if out.not_included > 0 {
-            n.push(format!("{} threads match no target.include pattern and are left alone", out.not_included));
-        }
-        if out.zombies > 0 {
-            n.push(format!("{} zombie threads left alone", out.zombies));
-        }
-        if out.confined > 0 {
+        n.extend(out.notes());
+        if confined > 0 {
             n.push(format!(
-                "{} threads are kept by their cpuset to CPUs outside {} (pinned containers) and left alone",
-                out.confined, self.cpus
+                "{confined} threads are kept by their cpuset to CPUs outside {} (pinned containers) and left alone",
+                self.cpus
             ));
-        }
-        if out.own > 0 {
-            n.push("hostknob's own threads are left alone".into());
         }
         n.push("runtime only: threads started later inherit their parent's affinity; systemd-cpu-affinity sets it for what systemd starts".into());
         n
@@ -145,13 +88,7 @@ impl KnobKind for ThreadAffinity {
     }
 
     fn target_summary(&self) -> String {
-        let show = |v: &[regex::Regex]| v.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(";");
-        match (self.include.is_empty(), self.exclude.is_empty()) {
-            (true, true) => "every movable thread".into(),
-            (true, false) => format!("threads but {}", show(&self.exclude)),
-            (false, true) => format!("threads {}", show(&self.include)),
-            (false, false) => format!("threads {} but {}", show(&self.include), show(&self.exclude)),
-        }
+        self.threads.summary("every movable thread")
     }
 
     fn persistence_allowed(&self) -> &'static [Persistence] {
@@ -201,72 +138,26 @@ impl KnobKind for ThreadAffinity {
             survey.targets.push(t);
             return Ok(survey);
         }
-        let threads = task::threads(host.root);
-        if threads.is_empty() {
-            survey.targets.push(Target::absent(
-                "/proc".into(),
-                None,
-                &self.desired(),
-                "no threads under /proc here (a capture keeps no /proc/PID)".into(),
-            ));
-            return Ok(survey);
-        }
-        let own = host.root.is_live().then(std::process::id);
-        let mut out = LeftOut::default();
+        let mut confined = 0;
         let mut moved = 0;
-        // tuned chooses processes by their name first, then their threads by theirs.
-        let mut process: Option<(u32, Option<Result<(), bool>>)> = None;
-        for (pid, tid) in threads {
-            if Some(pid) == own {
-                out.own += 1;
-                continue;
-            }
-            // A thread may exit at any moment: gone is not an error.
-            let Ok(Some(st)) = task::stat(host.root, pid, tid) else { continue };
-            if st.state == 'Z' || st.state == 'X' {
-                out.zombies += 1;
-                continue;
-            }
-            if st.flags & PF_NO_SETAFFINITY != 0 {
-                out.pinned += 1;
-                continue;
-            }
-            if process.is_none_or(|(p, _)| p != pid) {
-                let main = match task::stat(host.root, pid, pid) {
-                    Ok(Some(m)) => Some(self.chosen(&m.comm)),
-                    // The process is exiting: its threads with it.
-                    _ => None,
-                };
-                process = Some((pid, main));
-            }
-            let Some(Some(by_process)) = process.map(|(_, c)| c) else { continue };
-            match by_process.and_then(|_| self.chosen(&st.comm)) {
-                Err(true) => {
-                    out.excluded += 1;
-                    continue;
-                }
-                Err(false) => {
-                    out.not_included += 1;
-                    continue;
-                }
-                Ok(()) => {}
-            }
-            let path = TaskPath { pid, tid, start: st.start }.text();
+        let targets = &mut survey.targets;
+        let walked = self.threads.walk(host, |st| st.flags & PF_NO_SETAFFINITY != 0, |pid, tid, st| {
+            let path = TaskPath { pid, tid, start: st.start, attr: Attr::Affinity }.text();
             let now = match task::allowed(host.root, pid, tid) {
                 Ok(Some(l)) => l,
-                Ok(None) => continue,
+                Ok(None) => return,
                 Err(e) => {
-                    survey.targets.push(Target::unreadable(path, None, &self.desired(), &e.to_string()));
-                    continue;
+                    targets.push(Target::unreadable(path, None, &self.desired(), &e.to_string()));
+                    return;
                 }
             };
             let Some(want) = self.wanted(&now, &online, task::cpuset(host.root, pid, tid).as_ref()) else {
-                out.confined += 1;
-                continue;
+                confined += 1;
+                return;
             };
             let in_effect = now.as_slice().iter().all(|c| self.cpus.contains(*c));
             moved += usize::from(!in_effect);
-            survey.targets.push(Target {
+            targets.push(Target {
                 path,
                 cpus: None,
                 label: Some(format!("{} ({pid}/{tid})", st.comm)),
@@ -278,9 +169,18 @@ impl KnobKind for ThreadAffinity {
                 mode: WriteMode::Affinity,
                 blocker: None,
             });
-        }
+        });
+        let Some(out) = walked else {
+            survey.targets.push(Target::absent(
+                "/proc".into(),
+                None,
+                &self.desired(),
+                "no threads under /proc here (a capture keeps no /proc/PID)".into(),
+            ));
+            return Ok(survey);
+        };
         let total = survey.targets.len();
-        survey.notes = self.notes(&out, moved, total);
+        survey.notes = self.notes(&out, confined, moved, total);
         Ok(survey)
     }
 }

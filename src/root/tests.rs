@@ -252,8 +252,11 @@ fn proc_is_written_only_at_sysctls_and_irq_affinity_lists() {
     assert!(!proc_write_allowed("/proc/irq/x/smp_affinity_list"));
     assert!(!proc_write_allowed("/proc/irq//smp_affinity_list"));
     assert!(proc_write_allowed("/proc/12/task/13/status"));
+    assert!(proc_write_allowed("/proc/12/task/13/stat"));
     for p in [
         "/proc/12/status",
+        "/proc/12/stat",
+        "/proc/12/task/13/statm",
         "/proc/12/task/13/environ",
         "/proc/x/task/13/status",
         "/proc/12/task//status",

@@ -267,14 +267,15 @@ impl Root {
 /// `/proc/sys` (sysctl), an IRQ's `smp_affinity_list` and
 /// `/proc/irq/default_smp_affinity` (irq-affinity), and in a captured tree
 /// a thread's `PID/task/TID/status`, whose `Cpus_allowed_list` line stands
-/// for `sched_setaffinity(2)` (thread-affinity; the kernel's file is
-/// read-only). Anything else there (`sysrq-trigger`, `PID/environ`,
+/// for `sched_setaffinity(2)` (thread-affinity), and its `stat`, whose
+/// policy fields stand for `sched_setscheduler(2)` (thread-policy; the
+/// kernel's files are read-only). Anything else there (`sysrq-trigger`, `PID/environ`,
 /// `irq/N/smp_affinity`) is refused.
 pub fn proc_write_allowed(path: &str) -> bool {
     if path.starts_with("/proc/sys/") || path == "/proc/irq/default_smp_affinity" {
         return true;
     }
-    if thread_status(path) {
+    if thread_file(path) {
         return true;
     }
     path.strip_prefix("/proc/irq/")
@@ -284,13 +285,15 @@ pub fn proc_write_allowed(path: &str) -> bool {
         })
 }
 
-/// `/proc/PID/task/TID/status`.
-fn thread_status(path: &str) -> bool {
+/// `/proc/PID/task/TID/status` or `stat`.
+fn thread_file(path: &str) -> bool {
     let digits = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
     path.strip_prefix("/proc/")
         .and_then(|r| r.split_once("/task/"))
         .and_then(|(pid, rest)| Some((pid, rest.split_once('/')?)))
-        .is_some_and(|(pid, (tid, leaf))| digits(pid) && digits(tid) && leaf == "status")
+        .is_some_and(|(pid, (tid, leaf))| {
+            digits(pid) && digits(tid) && (leaf == "status" || leaf == "stat")
+        })
 }
 
 pub(super) fn proc_refused(logical: &str) -> io::Error {
@@ -299,7 +302,7 @@ pub(super) fn proc_refused(logical: &str) -> io::Error {
         format!(
             "{logical}: hostknob writes /proc only under /proc/sys, an IRQ's \
              /proc/irq/N/smp_affinity_list or /proc/irq/default_smp_affinity, and (in a \
-             captured tree) a thread's /proc/PID/task/TID/status; refused"
+             captured tree) a thread's /proc/PID/task/TID/status or stat; refused"
         ),
     )
 }
@@ -335,7 +338,7 @@ impl Root {
         let path = landed.as_deref().unwrap_or(logical);
         // A thread's status file stands for its affinity only in a captured
         // tree: a real procfs one (mounted under a root) is never written.
-        let refused = !proc_write_allowed(path) || (thread_status(path) && on_procfs(f));
+        let refused = !proc_write_allowed(path) || (thread_file(path) && on_procfs(f));
         if is_proc(f, path) && refused {
             return Err(proc_refused(logical));
         }

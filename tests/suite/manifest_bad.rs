@@ -640,6 +640,55 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "set.rxq",
         "unknown field `rxq`; did you mean \"rxqs\"?",
     ),
+    (
+        "thread-policy-unknown-policy",
+        "policy.yaml",
+        7,
+        "set.policy",
+        "\"fifa\" is not a policy: give one of fifo, rr, other, batch, idle; did you mean \"fifo\"?",
+    ),
+    (
+        "thread-policy-priority-out-of-range",
+        "policy.yaml",
+        8,
+        "set.priority",
+        "100 is outside 1-99, the real-time priorities of fifo",
+    ),
+    (
+        "thread-policy-priority-for-other",
+        "policy.yaml",
+        8,
+        "set.priority",
+        "batch takes no priority (5 given)",
+    ),
+    (
+        "thread-policy-nice-out-of-range",
+        "policy.yaml",
+        8,
+        "set.nice",
+        "20 is outside -20..19",
+    ),
+    (
+        "thread-policy-nice-for-fifo",
+        "policy.yaml",
+        9,
+        "set.nice",
+        "nice does not weigh a rr thread",
+    ),
+    (
+        "sched-tunable-unknown-name",
+        "sched.yaml",
+        5,
+        "target.name",
+        "\"migration_cost\" is not a scheduler tunable of kernel/sched/debug.c: give one of latency_ns, min_granularity_ns",
+    ),
+    (
+        "sched-tunable-out-of-range",
+        "sched.yaml",
+        6,
+        "set",
+        "3 is outside 0..2, what the kernel takes for tunable_scaling",
+    ),
 ];
 
 /// Cases with a test of their own below (not refused by `knobs`, which

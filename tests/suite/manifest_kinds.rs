@@ -578,8 +578,10 @@ fn write_read_back_restore(host_name: &str, knobs: &[&str]) {
                 }
                 WriteMode::Hold => unreachable!("captures hold no /dev/cpu_dma_latency"),
                 WriteMode::Msr => unreachable!("no MSR knob here: tests/suite/msr_knobs.rs"),
-                WriteMode::Affinity => {
-                    unreachable!("captures keep no threads: tests/suite/thread_affinity.rs")
+                WriteMode::Affinity | WriteMode::Sched => {
+                    unreachable!(
+                        "captures keep no threads: tests/suite/thread_affinity.rs, thread_policy.rs"
+                    )
                 }
             }
             let back = knob.spec.read_back(&ctx, &w.path).unwrap().unwrap();

@@ -295,4 +295,20 @@ pub const RULES: &[KindRules] = &[
         persists: "boot unit (chooses the devices again at every boot), tmpfiles.d `w` (pins the device names the host has now); a bound: runtime or boot",
         sources: "block/blk-sysfs.c (`queue_requests_store`, `queue_ra_store`, `queue_max_sectors_store`, `queue_nomerges_store`, `queue_rq_affinity_store`, `queue_wb_lat_store`, `blk_mq_queue_attr_visible`); block/elevator.c (`elv_iosched_show`, `elv_iosched_store`, `elevator_change`); block/blk-mq.c (`blk_mq_update_nr_requests`, MAX_SCHED_RQ); block/blk-settings.c (`blk_stack_limits`); Documentation/ABI/stable/sysfs-block",
     },
+    KindRules {
+        kind: KindName::ThreadPolicy,
+        scope: "thread (`/proc/PID/task/TID`, chosen by name as `thread-affinity` chooses; named with its start time so a reused number is never touched)",
+        depends_on: "none; `fifo`/`rr` take a priority 1-99 and no nice, `other`/`batch` an optional nice -20..19 and no priority (0), `idle` neither; a change the kernel refuses (EPERM: no CAP_SYS_NICE, or a cgroup without real-time runtime under CONFIG_RT_GROUP_SCHED; EINVAL, a CPU's stop thread `migration/N` among them) leaves that thread out, named, the others changing; SCHED_DEADLINE and sched_ext threads are left alone; every FIFO/RR thread is bounded by RT throttling (`kernel.sched_rt_runtime_us` of `sched_rt_period_us`, stated in the plan)",
+        read_back: "`stat` fields 41 (policy), 40 (rt_priority) and 19 (nice) as `fifo 10 nice 0` or `other nice -5`; the thread's SCHED_RESET_ON_FORK flag is kept",
+        persists: "runtime; boot unit (applied again to the threads running at boot); threads started later take their parent's policy, and audit names those it finds started since the apply",
+        sources: "sched(7); sched_setscheduler(2); setpriority(2); proc(5) (`/proc/PID/task/TID/stat` fields 18, 19, 22, 40, 41); include/uapi/linux/sched.h (policies); kernel/sched/syscalls.c (`__sched_setscheduler`: EPERM, EINVAL); Documentation/scheduler/sched-rt-group.rst (RT throttling); tuned/plugins/plugin_scheduler.py (`group.` rules, `_tune_process_rt`)",
+    },
+    KindRules {
+        kind: KindName::SchedTunable,
+        scope: "host (one scheduler tunable by its name in kernel/sched/debug.c)",
+        depends_on: "the kernel release: before 5.13 `/proc/sys/kernel/sched_NAME` (CONFIG_SCHED_DEBUG) and `numa_balancing_NAME`, from 5.13 `/sys/kernel/debug/sched/NAME` (debugfs, mounted for the run where it is not and unmounted at exit; closed by kernel lockdown); `latency_ns` and `wakeup_granularity_ns` gone in 6.6 (EEVDF), `min_granularity_ns` renamed `base_slice_ns` in 6.6; values: a u32 in debugfs, the sysctl's range before 5.13 (100000..1000000000 ns for the granularities and latency), `tunable_scaling` 0-2",
+        read_back: "the file's number",
+        persists: "runtime; boot unit (debugfs is no place for tmpfiles.d or sysctl.d); in debugfs the slice, granularity and latency values are set again from their boot value times the `tunable_scaling` factor whenever a CPU goes on- or offline or a root domain is rebuilt, undoing the write",
+        sources: "kernel/sched/debug.c (`sched_init_debug`, `sched_scaling_write`); kernel/sched/fair.c (`update_sysctl`, `rq_online_fair`, `rq_offline_fair`, `sched_update_scaling`); \"sched: Move SCHED_DEBUG sysctl to debugfs\" (5.13); \"sched/fair: Commit to EEVDF\" and \"sched/debug: Rename sysctl_sched_min_granularity to sysctl_sched_base_slice\" (6.6); kernel/sysctl.c before 5.13 (`min_sched_granularity_ns`, `max_sched_granularity_ns`); tuned/plugins/plugin_scheduler.py (`_get_sched_knob_path`)",
+    },
 ];

@@ -18,6 +18,9 @@ pub struct Facts {
     /// tuned matches `uname_regex` against `" ".join(os.uname())`; a tree
     /// gives the release and the machine.
     pub uname: String,
+    /// The kernel release (`osrelease`, else `/proc/version`); empty when
+    /// the tree says neither.
+    pub release: String,
     /// CPU 0's idle states (tuned's plugin_cpu reads cpu0's only).
     pub idle: Vec<StateFacts>,
     pub idle_driver: Option<String>,
@@ -69,6 +72,13 @@ pub fn read(root: &Root) -> Facts {
         .read_trimmed("/proc/sys/kernel/osrelease")
         .ok()
         .flatten()
+        .or_else(|| {
+            let v = root.read_trimmed("/proc/version").ok().flatten()?;
+            v.strip_prefix("Linux version ")?
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+        })
         .unwrap_or_default();
     let mut policies = root.read_dir(&format!("{cpu}/cpufreq")).unwrap_or_default();
     policies.retain(|p| p.starts_with("policy"));
@@ -85,6 +95,7 @@ pub fn read(root: &Root) -> Facts {
         isolated: list(root, &format!("{cpu}/isolated")),
         packages,
         uname: format!("Linux {release} {machine}"),
+        release,
         idle: idle_states::cpu_states(root, 0).unwrap_or_default(),
         idle_driver: root
             .read_trimmed(&format!("{cpu}/cpuidle/current_driver"))

@@ -15,6 +15,7 @@ mod hardware;
 pub mod ini;
 pub mod load;
 pub mod out;
+mod scheduler;
 mod sections;
 pub mod translate;
 pub mod vars;

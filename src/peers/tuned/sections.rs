@@ -49,7 +49,7 @@ pub fn option(ty: &str, o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
         }
         "scheduler" => {
             return Err(format!(
-                "[scheduler] {}: per-process scheduling policy and priority, scheduler runtime tuning and cgroups are not imported (no hostknob kind); thread moves come from isolated_cores",
+                "[scheduler] {}: cgroups and the plugin's own runtime settings are not imported (no hostknob kind); thread moves come from isolated_cores, policies from group.*, tunables from sched_*",
                 o.key
             ));
         }

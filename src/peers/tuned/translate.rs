@@ -6,7 +6,7 @@ use super::facts::Facts;
 use super::load::{Profile, Unit};
 use super::out::{Fate, Out, s, value};
 use super::vars::{Fail, Vars};
-use super::{cpu, devices, sections};
+use super::{cpu, devices, scheduler, sections};
 use crate::root::Root;
 
 pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out> {
@@ -199,6 +199,9 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         {
             continue;
         }
+        if u.ty == "scheduler" && o.key.starts_with("group.") {
+            continue;
+        }
         let v = match value(o, vars)? {
             Ok(v) => v,
             Err(r) => {
@@ -208,6 +211,7 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         };
         let r = match u.ty.as_str() {
             "cpu" => cpu::option(o, &v, &cpus, facts, out),
+            "scheduler" if scheduler::is_own(&o.key) => scheduler::tunable(o, &v, facts, out),
             ty @ ("scsi_host" | "video" | "selinux" | "modules") => {
                 devices::option(ty, o, &v, &facts.devices, out)
             }
@@ -219,6 +223,7 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
     }
     if u.ty == "scheduler" {
         sections::isolation(u, vars, facts, out)?;
+        scheduler::groups(u, vars, out)?;
     }
     Ok(())
 }

@@ -19,7 +19,19 @@ impl Sleeper {
             .find(|p| Path::new(p).exists())
             .expect("sleep(1)");
         std::fs::copy(sleep, &exe).unwrap();
-        let child = Command::new(&exe).arg("300").spawn().unwrap();
+        // ETXTBSY: a process another test thread forked while the copy was
+        // open for writing still holds it until it execs; the copy is
+        // executable once that has happened.
+        let mut tries = 0;
+        let child = loop {
+            match Command::new(&exe).arg("300").spawn() {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 200 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                r => break r.unwrap(),
+            }
+        };
         let me = Sleeper { child, _dir: dir };
         // Its name is the file's once it has exec'd.
         for _ in 0..200 {
