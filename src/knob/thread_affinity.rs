@@ -157,26 +157,11 @@ impl KnobKind for ThreadAffinity {
             };
             let in_effect = now.as_slice().iter().all(|c| self.cpus.contains(*c));
             moved += usize::from(!in_effect);
-            targets.push(Target {
-                path,
-                cpus: None,
-                label: Some(format!("{} ({pid}/{tid})", st.comm)),
-                current: Some(now.to_string()),
-                desired: want.to_string(),
-                in_effect,
-                write: Some(want.to_string()),
-                restore: Some(now.to_string()),
-                mode: WriteMode::Affinity,
-                blocker: None,
-            });
+            let (now, want) = (now.to_string(), want.to_string());
+            targets.push(super::threads::thread_target(path, st, (pid, tid), (&now, &want, in_effect), WriteMode::Affinity));
         });
         let Some(out) = walked else {
-            survey.targets.push(Target::absent(
-                "/proc".into(),
-                None,
-                &self.desired(),
-                "no threads under /proc here (a capture keeps no /proc/PID)".into(),
-            ));
+            survey.targets.push(super::threads::no_threads_here(&self.desired()));
             return Ok(survey);
         };
         let total = survey.targets.len();

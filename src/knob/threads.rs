@@ -167,3 +167,35 @@ impl Chooser {
         Some(out)
     }
 }
+
+/// One thread's target: its path under /proc, labelled by name and ids.
+pub(crate) fn thread_target(
+    path: String,
+    st: &Stat,
+    (pid, tid): (u32, u32),
+    (now, want, in_effect): (&str, &str, bool),
+    mode: super::WriteMode,
+) -> super::Target {
+    super::Target {
+        path,
+        cpus: None,
+        label: Some(format!("{} ({pid}/{tid})", st.comm)),
+        current: Some(now.to_string()),
+        desired: want.to_string(),
+        in_effect,
+        write: Some(want.to_string()),
+        restore: Some(now.to_string()),
+        mode,
+        blocker: None,
+    }
+}
+
+/// What a thread kind says where the tree keeps no /proc/PID.
+pub(crate) fn no_threads_here(desired: &str) -> super::Target {
+    super::Target::absent(
+        "/proc".into(),
+        None,
+        desired,
+        "no threads under /proc here (a capture keeps no /proc/PID)".into(),
+    )
+}
