@@ -345,7 +345,10 @@ fn loop_bin(pod: &Path, name: &str, copy: bool) -> (PathBuf, PathBuf) {
     let mark = pod.join(format!("{name}-slept"));
     std::fs::write(
         dir.join("sleep"),
-        format!("#!/bin/sh\ntouch '{}'\nexec /bin/sleep \"$@\"\n", mark.display()),
+        format!(
+            "#!/bin/sh\ntouch '{}'\nexec /bin/sleep \"$@\"\n",
+            mark.display()
+        ),
     )
     .unwrap();
     std::fs::set_permissions(dir.join("sleep"), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -650,7 +653,11 @@ fn the_pod_reads_the_node_as_any_local_user_and_a_root_only_file_is_unreadable()
     let network = host.join("etc/systemd/network");
     std::fs::create_dir_all(&network).unwrap();
     let key = network.join("50-wg0.netdev");
-    std::fs::write(&key, "[WireGuard]\nPrivateKey=c2VjcmV0LWtleS1vZi10aGUtbm9kZQ==\n").unwrap();
+    std::fs::write(
+        &key,
+        "[WireGuard]\nPrivateKey=c2VjcmV0LWtleS1vZi10aGUtbm9kZQ==\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
     let pod = tempfile::tempdir().unwrap();
     let (stdout, _stderr, textfile) = one_round(&host, pod.path());
@@ -692,5 +699,8 @@ fn the_pod_reads_the_node_as_any_local_user_and_a_root_only_file_is_unreadable()
     std::os::unix::process::CommandExt::uid(&mut cat, sc["runAsUser"].as_u64().unwrap() as u32);
     std::os::unix::process::CommandExt::gid(&mut cat, sc["runAsGroup"].as_u64().unwrap() as u32);
     let o = cat.current_dir("/").output().unwrap();
-    assert!(!o.status.success() && o.stdout.is_empty(), "the chart's uid read the key");
+    assert!(
+        !o.status.success() && o.stdout.is_empty(),
+        "the chart's uid read the key"
+    );
 }
