@@ -266,9 +266,9 @@ pub(crate) fn container<'a>(ds: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no container {name}"))
 }
 
-/// Makes `dir` and the directories above it up to `/` passable for every
-/// user, and `dir` itself world-writable (sticky, as /tmp): the pod's
-/// volumes of this test, used by the chart's non-root uid.
+/// Makes `dir` passable for every user, or world-writable (sticky, as
+/// /tmp) where `writable`: this test's pod volumes and the corpus copy's
+/// temporary directory, used by the chart's non-root uid.
 fn open_to_all(dir: &Path, writable: bool) {
     use std::os::unix::fs::PermissionsExt;
     let mode = if writable { 0o1777 } else { 0o755 };
