@@ -91,20 +91,29 @@ fn the_daemonset_reads_the_node_read_only_with_no_capability() {
     let pod = &ds["spec"]["template"]["spec"];
     assert_eq!(pod["automountServiceAccountToken"], Value::Bool(false));
     let containers = pod["containers"].as_sequence().unwrap();
-    assert_eq!(containers.len(), 1);
-    let c = &containers[0];
+    assert_eq!(containers.len(), 2, "audit and publish");
+    for c in containers {
+        let sc = &c["securityContext"];
+        assert_eq!(sc["readOnlyRootFilesystem"], Value::Bool(true));
+        assert_eq!(sc["allowPrivilegeEscalation"], Value::Bool(false));
+        assert_eq!(sc["privileged"], Value::Bool(false));
+        assert_eq!(
+            sc["capabilities"]["drop"].as_sequence().unwrap(),
+            &vec![Value::from("ALL")]
+        );
+        assert!(
+            sc["capabilities"].get("add").is_none(),
+            "no capability added"
+        );
+    }
+    // Issue 47 item 6: the container that reads the node is not root, so the
+    // node's own modes keep its 0600/0640 secrets (WireGuard keys in
+    // /etc/systemd/network, drop-ins' credentials) from the pod.
+    let c = container(&ds, "audit");
     let sc = &c["securityContext"];
-    assert_eq!(sc["readOnlyRootFilesystem"], Value::Bool(true));
-    assert_eq!(sc["allowPrivilegeEscalation"], Value::Bool(false));
-    assert_eq!(sc["privileged"], Value::Bool(false));
-    assert_eq!(
-        sc["capabilities"]["drop"].as_sequence().unwrap(),
-        &vec![Value::from("ALL")]
-    );
-    assert!(
-        sc["capabilities"].get("add").is_none(),
-        "no capability added"
-    );
+    assert_eq!(sc["runAsNonRoot"], Value::Bool(true));
+    assert!(sc["runAsUser"].as_u64().unwrap() > 0, "{sc:?}");
+    assert!(sc["runAsGroup"].as_u64().unwrap() > 0, "{sc:?}");
     assert_eq!(
         pod["securityContext"]["seccompProfile"]["type"],
         Value::from("RuntimeDefault")
@@ -133,20 +142,39 @@ fn the_daemonset_reads_the_node_read_only_with_no_capability() {
             .unwrap_or_else(|| panic!("{name} is not mounted"))
     };
     let mut read_only = Vec::new();
-    let mut writable = Vec::new();
-    for (name, path, kind) in &volumes {
-        if mount(name)["readOnly"] == Value::Bool(true) {
-            assert_eq!(s(&mount(name)["mountPath"]), format!("/host{path}"));
-            read_only.push((path.as_str(), kind.as_str()));
-        } else {
-            writable.push(path.clone());
-        }
+    for (name, path, kind) in volumes.iter().filter(|v| v.0 != "textfile") {
+        assert_eq!(mount(name)["readOnly"], Value::Bool(true), "{name}");
+        assert_eq!(s(&mount(name)["mountPath"]), format!("/host{path}"));
+        read_only.push((path.as_str(), kind.as_str()));
     }
     read_only.sort();
     let mut want = AUDIT_READS.to_vec();
     want.sort();
     assert_eq!(read_only, want);
-    assert_eq!(writable, ["/var/lib/prometheus/node-exporter"]);
+    // The node's textfile directory is the publish container's alone: it
+    // reads nothing of the node, and writes as root (the directory's owner).
+    assert!(mounts.iter().all(|m| m["name"] != "textfile"));
+    let textfile = volumes.iter().find(|v| v.0 == "textfile").unwrap();
+    assert_eq!(textfile.1, "/var/lib/prometheus/node-exporter");
+    let publish = container(&ds, "publish");
+    let publish_mounts: Vec<(&str, bool)> = publish["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|m| (s(&m["name"]), m["readOnly"] == Value::Bool(true)))
+        .collect();
+    assert_eq!(publish_mounts, [("out", true), ("textfile", false)]);
+    let out_volume = pod["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "out")
+        .unwrap();
+    assert!(out_volume.get("emptyDir").is_some(), "{out_volume:?}");
+    assert_eq!(s(&mount("out")["mountPath"]), "/out");
+    let env = c["env"].as_sequence().unwrap();
+    let textfile_dir = env.iter().find(|e| e["name"] == "TEXTFILE_DIR").unwrap();
+    assert_eq!(s(&textfile_dir["value"]), "/out");
     for secret in [
         "/etc",
         "/proc",
@@ -221,9 +249,30 @@ fn configmap_volume(dir: &Path, data: &serde_yaml::Mapping) {
 }
 
 /// One round of the pod's loop on `host` (a corpus copy laid out as the pod
-/// sees it), ended by SIGTERM once it sleeps: (stdout, stderr, textfile dir).
+/// sees it), ended by SIGTERM once it sleeps, then one round of the publish
+/// container: (stdout, stderr, textfile dir). The audit runs as the chart's
+/// `runAsUser`/`runAsGroup` where the test runs as root.
 pub(crate) fn one_round(host: &Path, pod: &Path) -> (String, String, PathBuf) {
     one_round_with(host, pod, &[])
+}
+
+/// The container of the audit DaemonSet named `name`.
+pub(crate) fn container<'a>(ds: &'a Value, name: &str) -> &'a Value {
+    ds["spec"]["template"]["spec"]["containers"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no container {name}"))
+}
+
+/// Makes `dir` passable for every user, or world-writable (sticky, as
+/// /tmp) where `writable`: this test's pod volumes and the corpus copy's
+/// temporary directory, used by the chart's non-root uid.
+fn open_to_all(dir: &Path, writable: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if writable { 0o1777 } else { 0o755 };
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// [`one_round`] with `extra` variables added to the container's.
@@ -233,52 +282,99 @@ pub(crate) fn one_round_with(
     extra: &[(&str, &Path)],
 ) -> (String, String, PathBuf) {
     let (cm, ds) = rendered();
-    let c = &ds["spec"]["template"]["spec"]["containers"][0];
+    let c = container(&ds, "audit");
+    // The uid and gid the chart reads the node as; a test not run as root
+    // cannot take them and runs as itself.
+    let sc = &c["securityContext"];
+    let ids = (unsafe { libc::geteuid() } == 0).then(|| {
+        (
+            sc["runAsUser"].as_u64().expect("runAsUser") as u32,
+            sc["runAsGroup"].as_u64().expect("runAsGroup") as u32,
+        )
+    });
+    open_to_all(pod, true);
+    if let Some(top) = host.parent() {
+        open_to_all(top, false);
+    }
     let manifest = pod.join("manifest");
     configmap_volume(&manifest, cm["data"].as_mapping().unwrap());
+    // The pod's emptyDir between the containers, and the node's directory.
+    let out_dir = pod.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    open_to_all(&out_dir, true);
     let textfile = pod.join("textfile");
     std::fs::create_dir(&textfile).unwrap();
-    let bin_dir = pod.join("bin");
-    std::fs::create_dir(&bin_dir).unwrap();
-    std::os::unix::fs::symlink(bin(), bin_dir.join("hostknob")).unwrap();
-    // `sleep` marks the end of the round, then sleeps as the image's would.
-    let slept = pod.join("slept");
-    std::fs::write(
-        bin_dir.join("sleep"),
-        format!(
-            "#!/bin/sh\ntouch '{}'\nexec /bin/sleep \"$@\"\n",
-            slept.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        bin_dir.join("sleep"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let mut cmd = pod_command(c, &bin_dir, host, &manifest);
-    cmd.env("TEXTFILE_DIR", &textfile);
+    let (audit_bin, slept) = loop_bin(pod, "audit", true);
+    let mut cmd = pod_command(c, &audit_bin, host, &manifest);
+    cmd.env("TEXTFILE_DIR", &out_dir);
     for (name, value) in extra {
         cmd.env(name, value);
     }
+    if let Some((uid, gid)) = ids {
+        // std drops the supplementary groups when root sets a uid.
+        std::os::unix::process::CommandExt::uid(&mut cmd, uid);
+        std::os::unix::process::CommandExt::gid(&mut cmd, gid);
+    }
+    let (stdout, stderr) = run_until_it_sleeps(cmd.current_dir(pod), &slept);
+    // The publish container: the pod's volume to the node's directory.
+    let p = container(&ds, "publish");
+    let (publish_bin, published) = loop_bin(pod, "publish", false);
+    let publish = s(&p["args"][0])
+        .replace("/out/", &format!("{}/", out_dir.display()))
+        .replace("/textfile/", &format!("{}/", textfile.display()));
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg(publish).env_clear();
+    cmd.env("PATH", format!("{}:/usr/bin:/bin", publish_bin.display()));
+    let (pout, perr) = run_until_it_sleeps(cmd.current_dir(pod), &published);
+    assert!(pout.is_empty() && perr.is_empty(), "publish: {pout}{perr}");
+    (stdout, stderr, textfile)
+}
+
+/// A PATH directory for one container's loop in `pod`: hostknob (a copy
+/// the chart's uid may run, where `copy`) and a `sleep` that marks the end
+/// of the round before it sleeps as the image's would: (dir, mark).
+fn loop_bin(pod: &Path, name: &str, copy: bool) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = pod.join(format!("bin-{name}"));
+    std::fs::create_dir(&dir).unwrap();
+    if copy {
+        std::fs::copy(bin(), dir.join("hostknob")).unwrap();
+        std::fs::set_permissions(dir.join("hostknob"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    let mark = pod.join(format!("{name}-slept"));
+    std::fs::write(
+        dir.join("sleep"),
+        format!(
+            "#!/bin/sh\ntouch '{}'\nexec /bin/sleep \"$@\"\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(dir.join("sleep"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, mark)
+}
+
+/// Runs a container's loop until its `sleep` marks `mark`, then ends it
+/// with SIGTERM (its trap exits 0): (stdout, stderr).
+fn run_until_it_sleeps(cmd: &mut Command, mark: &Path) -> (String, String) {
     let child = cmd
-        .current_dir(fresh_cwd())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let start = std::time::Instant::now();
-    while !slept.exists() && start.elapsed() < std::time::Duration::from_secs(120) {
+    while !mark.exists() && start.elapsed() < std::time::Duration::from_secs(120) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    // The loop now sleeps INTERVAL_SECONDS; SIGTERM ends it (the trap exits 0).
     std::thread::sleep(std::time::Duration::from_millis(200));
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
-    (stdout, stderr, textfile)
+    (stdout, stderr)
 }
 
 /// Container `c`'s loop script as `/bin/sh -c` runs it, with the
@@ -491,7 +587,7 @@ fn the_daemonset_defaults_fit_a_latency_fleet() {
     );
     let max = s(&ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"]);
     assert_eq!(max, "10%");
-    let c = &pod["containers"][0];
+    let c = container(&ds, "audit");
     for (kind, key) in [
         ("requests", "cpu"),
         ("requests", "memory"),
@@ -505,22 +601,21 @@ fn the_daemonset_defaults_fit_a_latency_fleet() {
         .expect("a liveness probe");
     assert_eq!(s(&probe[0]), "/bin/sh");
     let script = s(&probe[2]);
-    assert!(script.contains("/textfile/hostknob.prom"), "{script}");
+    // The mark of the loop's last round (the textfile itself is not
+    // written where the node's timer writes it).
+    assert!(script.contains("/out/.round"), "{script}");
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("hostknob.prom");
+    let file = dir.path().join(".round");
     let run = || {
         Command::new("/bin/sh")
-            .args([
-                "-c",
-                &script.replace("/textfile", dir.path().to_str().unwrap()),
-            ])
+            .args(["-c", &script.replace("/out", dir.path().to_str().unwrap())])
             .status()
             .unwrap()
             .success()
     };
-    assert!(!run(), "no textfile yet: not alive");
-    std::fs::write(&file, "hostknob_audit_success 1\n").unwrap();
-    assert!(run(), "a fresh textfile");
+    assert!(!run(), "no round yet: not alive");
+    std::fs::write(&file, "").unwrap();
+    assert!(run(), "a fresh round");
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
     std::fs::File::options()
         .write(true)
@@ -528,5 +623,84 @@ fn the_daemonset_defaults_fit_a_latency_fleet() {
         .unwrap()
         .set_modified(old)
         .unwrap();
-    assert!(!run(), "a textfile two hours old");
+    assert!(!run(), "a round two hours ago");
+}
+
+/// Issue 47 item 6: the pod read the node as uid 0, so every root-owned file
+/// under its mounts (/etc/systemd, /etc/default, /boot) was readable,
+/// secrets included. As the chart's uid it reads what any local user may:
+/// a root-only knob file is `unreadable` (not drift, not absent), the rest
+/// of the node is still audited, and a 0640 key beside the .link files is
+/// out of its reach.
+#[test]
+fn the_pod_reads_the_node_as_any_local_user_and_a_root_only_file_is_unreadable() {
+    use std::os::unix::fs::PermissionsExt;
+    if unsafe { libc::geteuid() } != 0 {
+        println!("not root: the chart's uid cannot be taken, so this test has nothing to show");
+        return;
+    }
+    let (_keep, host) = copy_host("adl0");
+    let cpus = host.join("sys/devices/system/cpu");
+    let mut governors = 0;
+    for e in std::fs::read_dir(&cpus).unwrap().flatten() {
+        let g = e.path().join("cpufreq/scaling_governor");
+        if g.is_file() {
+            std::fs::set_permissions(&g, std::fs::Permissions::from_mode(0o600)).unwrap();
+            governors += 1;
+        }
+    }
+    assert!(governors > 0, "adl0 has cpufreq");
+    let network = host.join("etc/systemd/network");
+    std::fs::create_dir_all(&network).unwrap();
+    let key = network.join("50-wg0.netdev");
+    std::fs::write(
+        &key,
+        "[WireGuard]\nPrivateKey=c2VjcmV0LWtleS1vZi10aGUtbm9kZQ==\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let pod = tempfile::tempdir().unwrap();
+    let (stdout, _stderr, textfile) = one_round(&host, pod.path());
+    let metrics = std::fs::read_to_string(textfile.join("hostknob.prom"))
+        .expect("the publish container put the textfile on the node");
+    assert!(
+        metrics.contains(
+            "hostknob_knob_status{knob=\"cpufreq-governor-performance\",\
+             kind=\"cpufreq-governor\",status=\"unreadable\"} 1"
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("hostknob_audit_success 1"), "{metrics}");
+    // The rest of the node is audited: the energy preference beside the
+    // governor files is read (drift), and only the governor is unreadable.
+    assert!(
+        metrics.contains(
+            "hostknob_knob_status{knob=\"cpufreq-epp-performance\",\
+             kind=\"cpufreq-epp\",status=\"drift\"} 1"
+        ),
+        "{metrics}"
+    );
+    let statuses: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("hostknob_knob_status{") && l.ends_with(" 1"))
+        .collect();
+    assert!(statuses.len() >= 10, "{metrics}");
+    assert_eq!(
+        statuses.iter().filter(|l| l.contains("unreadable")).count(),
+        1,
+        "{metrics}"
+    );
+    assert!(stdout.contains("unreadable"), "{stdout}");
+    // What protects the key is the uid the chart gives the container.
+    let (_, ds) = rendered();
+    let sc = &container(&ds, "audit")["securityContext"];
+    let mut cat = Command::new("/bin/cat");
+    cat.arg(&key);
+    std::os::unix::process::CommandExt::uid(&mut cat, sc["runAsUser"].as_u64().unwrap() as u32);
+    std::os::unix::process::CommandExt::gid(&mut cat, sc["runAsGroup"].as_u64().unwrap() as u32);
+    let o = cat.current_dir("/").output().unwrap();
+    assert!(
+        !o.status.success() && o.stdout.is_empty(),
+        "the chart's uid read the key"
+    );
 }
