@@ -5,6 +5,7 @@
 //! `commands` holds one file per subcommand and `cli` its options. Public
 //! are what the binary and the test suite use; the rest is crate-private.
 
+pub mod advice;
 pub mod apply;
 pub(crate) mod audit;
 pub(crate) mod capture;

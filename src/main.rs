@@ -143,10 +143,12 @@ pub(crate) fn main() {
     match hostknob::commands::run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("hostknob: {e:#}");
+            // A command the error advises runs as printed (src/advice.rs).
+            let e = hostknob::advice::runnable(format!("{e:#}"));
+            eprintln!("hostknob: {e}");
             // A machine asked for JSON or YAML: the error is that too, on stdout.
             let report = hostknob::contract::ErrorReport {
-                error: format!("{e:#}"),
+                error: e,
                 exit_code: 1,
             };
             let own =

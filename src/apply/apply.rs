@@ -327,6 +327,6 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
             Err(e) => e.message,
         },
     };
-    out.push(line);
+    out.push(crate::advice::runnable(line));
     out
 }

@@ -95,11 +95,11 @@ pub(super) fn verify_advice(
         ),
     };
     if reverted_by_us {
-        format!(
+        crate::advice::runnable(format!(
             "`hostknob{manifest} revert {id} && hostknob{manifest} verify {id}{probe} && \
              hostknob{manifest} apply {id}` measures it (verify compares with the value as \
              found, so it is reverted first and applied again after)"
-        )
+        ))
     } else {
         "the host had this value before hostknob applied anything, so verify has no leg \
          without it here: verify it on a host of this class where audit says `drift`"

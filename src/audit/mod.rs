@@ -403,12 +403,16 @@ fn report_knob(
         current: crate::knob::group_current(&targets),
         groups,
         persistence: knob.persistence,
-        persisted_by: persist.ok().filter(|s| !s.is_empty()),
+        // Their commands (`hostknob persist K --install`) run as printed.
+        persisted_by: persist
+            .ok()
+            .filter(|s| !s.is_empty())
+            .map(crate::advice::runnable),
         caveats: knob.all_caveats(),
         managers: managers::managers(knob, &targets, config),
         tuned: None,
         saptune: Vec::new(),
-        detail,
+        detail: crate::advice::runnable(detail),
         notes: survey.notes,
         source: format!("{}:{}", knob.source.file.display(), knob.source.first_line),
         evidence: latest_evidence(&knob.id, ledger),
@@ -481,7 +485,7 @@ fn ignored_by_the_kernel(
         })
         .take(4)
         .collect();
-    Some(format!(
+    Some(crate::advice::runnable(format!(
         "reads {}, but {why}{}; `hostknob verify {}` shows the idle entries per leg",
         knob.spec.desired(),
         if usage.is_empty() {
@@ -490,7 +494,7 @@ fn ignored_by_the_kernel(
             format!(" ({})", usage.join(", "))
         },
         knob.id
-    ))
+    )))
 }
 
 impl Report {

@@ -58,11 +58,23 @@ pub fn run(args: &DocArgs) -> Result<i32> {
         return Ok(0);
     }
     if args.check {
+        // The command that writes it: to the file --check compared with.
+        let write = crate::advice::runnable(match &args.out {
+            Some(p) => format!(
+                "`hostknob doc --out {}`",
+                crate::name::shell_word(
+                    &std::path::absolute(p)
+                        .unwrap_or_else(|_| p.clone())
+                        .to_string_lossy()
+                )
+            ),
+            None => "`hostknob doc`".into(),
+        });
         let old = match std::fs::read_to_string(&path) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!(
-                    "hostknob: {}: {e}: the document does not exist yet; run `hostknob doc` to write it",
+                    "hostknob: {}: {e}: the document does not exist yet; run {write} to write it",
                     path.display()
                 );
                 return Ok(2);
@@ -81,7 +93,7 @@ pub fn run(args: &DocArgs) -> Result<i32> {
                 .header(&path.display().to_string(), "regenerated")
         );
         eprintln!(
-            "hostknob: {} is stale: regenerate it with `hostknob doc`",
+            "hostknob: {} is stale: regenerate it with {write}",
             path.display()
         );
         return Ok(2);

@@ -31,6 +31,7 @@ use crate::root::Root;
 
 pub fn run(cli: Cli) -> Result<i32> {
     crate::progress::enable(!quiet(&cli.command));
+    crate::advice::set(advice_context(&cli.command));
     match &cli.command {
         Command::Inventory(args) => inventory::run(args),
         Command::Capture(args) => capture::run(args),
@@ -50,6 +51,42 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
+    }
+}
+
+/// The options that chose this command's host, for the commands it prints.
+fn advice_context(c: &Command) -> crate::advice::Context {
+    let target = |t: &TargetArgs, s: Option<&StateArg>| crate::advice::Context {
+        root: Some(t.root.root.clone()),
+        host: t.host.host.clone(),
+        manifest: t.manifest.clone(),
+        overrides: t.overrides.clone(),
+        state_dir: s.map(|s| s.state_dir.clone()),
+    };
+    let read = |r: &cli::ReadArgs| crate::advice::Context {
+        root: Some(r.root.root.clone()),
+        host: r.host.host.clone(),
+        ..Default::default()
+    };
+    match c {
+        Command::Apply(a) => target(&a.change.target, Some(&a.change.state)),
+        Command::Revert(a) => target(&a.change.target, Some(&a.change.state)),
+        Command::Persist(a) => target(&a.change.target, Some(&a.change.state)),
+        Command::Verify(a) => target(&a.change.target, Some(&a.change.state)),
+        Command::Tune(a) => target(&a.change.target, Some(&a.change.state)),
+        Command::Audit(a) => target(&a.target, Some(&a.state)),
+        Command::Doc(a) => target(&a.target, Some(&a.state)),
+        Command::Knobs(a) => target(&a.target, Some(&a.state)),
+        Command::Hold(a) => target(&a.target, None),
+        Command::Inventory(a) => read(&a.read),
+        Command::Capture(a) => read(&a.read),
+        Command::Isolate(a) => read(&a.read),
+        Command::Import(a) => crate::advice::Context {
+            root: Some(a.root.root.clone()),
+            host: a.host.host.clone(),
+            ..Default::default()
+        },
+        _ => Default::default(),
     }
 }
 

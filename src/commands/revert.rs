@@ -76,7 +76,7 @@ pub fn run(args: &RevertArgs) -> Result<i32> {
         .into_iter()
         .chain(left_alone_lines(&outcome))
     {
-        eprintln!("hostknob: {line}");
+        eprintln!("hostknob: {}", crate::advice::runnable(line));
     }
     if let Some(m) = &manifest {
         persisted(&session, m, &outcome, &ids, args.persisted, c.wait)?;
@@ -156,8 +156,11 @@ fn persisted(
             );
         } else {
             eprintln!(
-                "hostknob: warning: {} is persisted by {path}, which brings it back at the next boot: run `hostknob persist {} --remove` (or `hostknob revert {} --persisted`)",
-                knob.id, knob.id, knob.id
+                "{}",
+                crate::advice::runnable(format!(
+                    "hostknob: warning: {} is persisted by {path}, which brings it back at the next boot: run `hostknob persist {} --remove` (or `hostknob revert {} --persisted`)",
+                    knob.id, knob.id, knob.id
+                ))
             );
         }
     }

@@ -97,17 +97,23 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
     })?;
     match &report.interrupted {
         Some(sig) => eprintln!(
-            "hostknob: verify {}: interrupted by {sig} {}; {}; the report is PARTIAL and nothing is recorded",
-            knob.id,
-            match report.rounds {
-                0 => "before the first complete round (no complete round)".to_string(),
-                n => format!("after {n} complete rounds"),
-            },
-            if report.restored {
-                "the knob was reverted and read back"
-            } else {
-                "the host was NOT restored (see above): run `hostknob revert` for it"
-            }
+            "{}",
+            crate::advice::runnable(format!(
+                "hostknob: verify {}: interrupted by {sig} {}; {}; the report is PARTIAL and nothing is recorded",
+                knob.id,
+                match report.rounds {
+                    0 => "before the first complete round (no complete round)".to_string(),
+                    n => format!("after {n} complete rounds"),
+                },
+                if report.restored {
+                    "the knob was reverted and read back".to_string()
+                } else {
+                    format!(
+                        "the host was NOT restored (see above): run `hostknob revert {}` for it",
+                        knob.id
+                    )
+                }
+            ))
         ),
         None => verify::record(&session, knob, &mut report)?,
     }

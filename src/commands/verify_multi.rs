@@ -51,7 +51,7 @@ pub fn run(
             tolerance: args.knee_tolerance,
         };
         let mut r = sweep::run(session, knob, opts, &so, &mut progress)?;
-        interrupted(&r.interrupted, r.rounds, r.restored);
+        interrupted(&r.interrupted, r.rounds, r.restored, &knob.id);
         if r.interrupted.is_none() {
             verify::record_sweep(session, knob, &mut r)?;
         }
@@ -77,7 +77,7 @@ pub fn run(
     }
     let knobs = crate::apply::select(manifest, host, &ids, false)?;
     let mut r = bundle::run(session, &knobs, opts, &mut progress)?;
-    interrupted(&r.interrupted, r.rounds, r.restored);
+    interrupted(&r.interrupted, r.rounds, r.restored, &ids.join(" "));
     if r.interrupted.is_none() {
         verify::record_bundle(session, &knobs, &mut r)?;
     }
@@ -89,15 +89,21 @@ pub fn run(
     Ok(code(r.restored, r.interrupted.is_some(), all))
 }
 
-fn interrupted(sig: &Option<String>, rounds: usize, restored: bool) {
+/// `ids`: the knobs to revert if the run could not, as revert takes them.
+fn interrupted(sig: &Option<String>, rounds: usize, restored: bool, ids: &str) {
     if let Some(sig) = sig {
         eprintln!(
-            "hostknob: verify: interrupted by {sig} after {rounds} complete rounds; {}; the report is PARTIAL and nothing is recorded",
-            if restored {
-                "the knobs were reverted and read back"
-            } else {
-                "the host was NOT restored (see above): run `hostknob revert` for it"
-            }
+            "{}",
+            crate::advice::runnable(format!(
+                "hostknob: verify: interrupted by {sig} after {rounds} complete rounds; {}; the report is PARTIAL and nothing is recorded",
+                if restored {
+                    "the knobs were reverted and read back".to_string()
+                } else {
+                    format!(
+                        "the host was NOT restored (see above): run `hostknob revert {ids}` for it"
+                    )
+                }
+            ))
         );
     }
 }

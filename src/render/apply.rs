@@ -187,7 +187,7 @@ pub fn apply_table(o: &ApplyOutcome) -> String {
             out += &format!("  NOT HONOURED: the kernel takes this value and ignores it: {w}\n");
         }
     }
-    out + &apply_summary(o) + &caveats(o)
+    crate::advice::runnable(out + &apply_summary(o) + &caveats(o))
 }
 
 /// What `apply --quiet` prints: what failed, what was written and where the
@@ -229,7 +229,17 @@ pub fn apply_summary(o: &ApplyOutcome) -> String {
             files_and_threads(o.knobs.iter().flat_map(|k| &k.changes), o.written)
         );
         if let Some(j) = &o.journal {
-            out += &format!("values before: {j} (`hostknob revert` restores them)\n");
+            // Revert takes knob ids (or --all, which would take others' too).
+            let ids: Vec<&str> = o
+                .knobs
+                .iter()
+                .filter(|k| !k.changes.is_empty())
+                .map(|k| k.id.as_str())
+                .collect();
+            out += &format!(
+                "values before: {j} (`hostknob revert {}` restores them)\n",
+                ids.join(" ")
+            );
         }
         if let Some(l) = &o.ledger {
             out += &format!("recorded in: {l}\n");
@@ -255,7 +265,7 @@ pub fn apply_summary(o: &ApplyOutcome) -> String {
     for f in &o.forced {
         out += &format!("--force: overriding tuned: {f}; tuned undoes it on its next reapply\n");
     }
-    out
+    crate::advice::runnable(out)
 }
 
 fn caveats(o: &ApplyOutcome) -> String {
@@ -321,7 +331,7 @@ pub fn revert_table(o: &RevertOutcome, diffs: bool) -> String {
         out += &format!("; recorded in {l}");
     }
     out.push('\n');
-    out
+    crate::advice::runnable(out)
 }
 
 /// What `persist` without `--install` tells on stderr: where the artifact
@@ -350,7 +360,7 @@ pub fn persist_hints(a: &Artifact) -> String {
     }
     out += &prefixed("  ", &a.commands);
     out += &prefixed("hostknob: ", &a.notes);
-    out
+    crate::advice::runnable(out)
 }
 
 /// One line per item, each after `prefix`.
@@ -367,7 +377,7 @@ pub fn persist_table(o: &PersistOutcome, a: &Artifact) -> String {
         out += &prefixed("then run: ", &a.commands);
         out += &prefixed("note: ", &a.notes);
     }
-    out
+    crate::advice::runnable(out)
 }
 
 #[cfg(test)]

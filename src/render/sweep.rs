@@ -37,7 +37,9 @@ fn us(ns: f64) -> String {
 
 fn tail(out: &mut String, warnings: &[String], restored: bool, interrupted: &Option<String>) {
     if !restored {
-        *out += "NOT RESTORED: the knobs' files do not read as found; run `hostknob audit`\n";
+        *out += &crate::advice::runnable(
+            "NOT RESTORED: the knobs' files do not read as found; run `hostknob audit`\n",
+        );
     }
     if let Some(sig) = interrupted {
         *out += &format!("interrupted by {sig}: PARTIAL, nothing recorded\n");

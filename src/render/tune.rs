@@ -126,11 +126,11 @@ pub fn table(r: &TuneReport) -> String {
         let _ = writeln!(
             out,
             "host: {}",
-            if restored {
+            crate::advice::runnable(if restored {
                 "every knob reads as found"
             } else {
-                "NOT as found: check `hostknob audit` and `hostknob revert`"
-            }
+                "NOT as found: check `hostknob audit`; `hostknob revert --all` restores what the journal holds"
+            })
         );
     }
     if let Some(rp) = &r.replay {

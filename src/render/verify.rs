@@ -286,7 +286,7 @@ fn restored_row(r: &Report) -> (String, String) {
         if r.restored {
             "yes: the knob's files read as before".into()
         } else {
-            "NO: check `hostknob audit`".into()
+            crate::advice::runnable("NO: check `hostknob audit`")
         },
     )
 }

@@ -75,8 +75,11 @@ impl Drop for Guard<'_, '_> {
                     self.id
                 ),
                 Err(e) => eprintln!(
-                    "hostknob: verify stopped early and reverting {} failed: {e:#}; run `hostknob revert {}`",
-                    self.id, self.id
+                    "{}",
+                    crate::advice::runnable(format!(
+                        "hostknob: verify stopped early and reverting {} failed: {e:#}; run `hostknob revert {}`",
+                        self.id, self.id
+                    ))
                 ),
             }
         }

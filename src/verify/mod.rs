@@ -321,10 +321,10 @@ fn run_locked(
     let restored = snapshot(session, knob)? == before;
     let mut warnings = fold_warnings(std::mem::take(&mut legs.warnings));
     if !restored {
-        warnings.push(format!(
+        warnings.push(crate::advice::runnable(format!(
             "{}'s files do not read as they did before the run: check `hostknob audit {}`",
             knob.id, knob.id
-        ));
+        )));
     }
     legs.order.truncate(legs.rounds.len());
     let (overrule, losses) = overrule(session, knob, &legs, placement.sleeper, &mut warnings);

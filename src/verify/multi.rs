@@ -159,9 +159,12 @@ impl Drop for Switch<'_, '_> {
                 ids.join(", ")
             ),
             Err(e) => eprintln!(
-                "hostknob: verify stopped early and reverting {} failed: {e:#}; run `hostknob revert {}`",
-                ids.join(", "),
-                ids.join(" ")
+                "{}",
+                crate::advice::runnable(format!(
+                    "hostknob: verify stopped early and reverting {} failed: {e:#}; run `hostknob revert {}`",
+                    ids.join(", "),
+                    ids.join(" ")
+                ))
             ),
         }
     }

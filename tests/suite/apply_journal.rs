@@ -235,7 +235,7 @@ fn knobs_sharing_a_file_each_keep_their_entry_and_revert_newest_first() {
     let o = run(&root, m.path(), &["--host", "vm", "verify", "swap-a"]);
     assert_eq!(code(&o), Some(1), "{}", err(&o));
     assert!(
-        err(&o).contains("shares files with swap-b") && err(&o).contains("hostknob revert swap-b"),
+        err(&o).contains("shares files with swap-b") && err(&o).contains(" revert swap-b` first"),
         "{}",
         err(&o)
     );

@@ -405,7 +405,7 @@ fn kernel_cmdline_grub_revert_names_the_stale_grub_cfg_and_persist_remove_regene
         e.contains(
             "warning: iso: /boot/grub/grub.cfg:21 still boots with isolcpus=2-3 nohz_full=2-3"
         ) && e.contains("`update-grub`")
-            && e.contains("hostknob persist iso --remove"),
+            && e.contains(" persist iso --remove`"),
         "{e}"
     );
     let (s, k, code) = status(&root, m.path());

@@ -5,6 +5,7 @@
 mod support;
 
 mod advice_runs;
+mod advice_runs_more;
 mod apply_boot;
 mod apply_corpus;
 mod apply_crash;

@@ -280,7 +280,7 @@ fn apply_names_the_persist_command_once_where_the_reason_already_gives_it() {
         .find(|l| l.contains("not persistent yet"))
         .unwrap_or_else(|| panic!("no persistence caveat: {text}"));
     assert_eq!(
-        line.matches("hostknob persist steer --install").count(),
+        line.matches(" persist steer --install`").count(),
         1,
         "{line}"
     );

@@ -349,7 +349,7 @@ fn revert_of_a_persisted_knob_names_the_file_and_persisted_removes_it() {
     let e = err(&o);
     assert!(
         e.contains(&format!("thp-never is persisted by {path}"))
-            && e.contains("hostknob persist thp-never --remove"),
+            && e.contains(" persist thp-never --remove`"),
         "{e}"
     );
     assert!(file.exists(), "revert alone leaves the file");

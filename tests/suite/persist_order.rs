@@ -185,7 +185,7 @@ fn audit_finds_a_file_installed_under_the_old_name_and_install_replaces_only_its
     assert!(
         by.starts_with("/etc/tmpfiles.d/hostknob-idle.conf (2 lines)")
             && by.contains("older hostknob's name")
-            && by.contains("hostknob persist idle --install"),
+            && by.contains(" persist idle --install"),
         "{by}"
     );
     assert!(
@@ -333,7 +333,7 @@ fn boot_units_wait_for_the_lock_run_in_phase_order_and_name_their_manifest() {
     assert!(
         detail.contains("an older hostknob's template")
             && detail.contains("no --wait")
-            && detail.contains("hostknob persist a-epp --install"),
+            && detail.contains(" persist a-epp --install"),
         "{detail}"
     );
 }

@@ -314,8 +314,13 @@ fn virt_check(src: &Source, value: &str) -> String {
 impl Source<'_> {
     fn searched(&self) -> String {
         let dirs: Vec<String> = self.dirs().into_iter().map(|d| d.2).collect();
+        // The same directories: with the --from DIR given (issue 49 item 2).
+        let from = match &self.from {
+            Some((_, shown)) => format!(" --from {}", crate::name::shell_word(shown)),
+            None => String::new(),
+        };
         format!(
-            " (looked for NAME/tuned.conf in {}); `hostknob import tuned --list` lists the profiles found",
+            " (looked for NAME/tuned.conf in {}); `hostknob import tuned --list{from}` lists the profiles found",
             dirs.join(", ")
         )
     }
