@@ -34,7 +34,7 @@ pub use coexist::{TunedSetting, TunedState};
 pub use competing::Competing;
 pub use evidence::EvidenceStatus;
 pub use history::Evidence;
-use history::{last_applied, latest_evidence, tell_the_story};
+use history::{last_applied, latest_evidence, latest_verified, tell_the_story};
 pub use managers::{HostConfig, Manager};
 pub use saptune::SaptuneSetting;
 use status::{Judged, groups, judge};
@@ -281,6 +281,11 @@ pub fn evaluate(
     }
     if !errors.is_empty() {
         return Err(ManifestErrors(errors));
+    }
+    for k in &mut knobs {
+        if let (Some(ev), Some(e)) = (k.evidence.as_mut(), latest_verified(&k.id, &ledger)) {
+            ev.samples = home.samples(e).state();
+        }
     }
     let competing_managers = competing::detect(host);
     let asked = host.root.unseen_asked();
