@@ -282,11 +282,7 @@ pub fn evaluate(
     if !errors.is_empty() {
         return Err(ManifestErrors(errors));
     }
-    for k in &mut knobs {
-        if let (Some(ev), Some(e)) = (k.evidence.as_mut(), latest_verified(&k.id, &ledger)) {
-            ev.samples = home.samples(e).state();
-        }
-    }
+    samples_beside(&mut knobs, &ledger, &home);
     let competing_managers = competing::detect(host);
     let asked = host.root.unseen_asked();
     for (k, c) in knobs.iter_mut().zip(&concerns) {
@@ -422,6 +418,15 @@ fn report_knob(
         evidence_status: None,
         evidence_detail: None,
         unseen: Vec::new(),
+    }
+}
+
+/// Says for each latest verify whether its per-round samples file is there.
+fn samples_beside(knobs: &mut [KnobReport], ledger: &[ledger::Entry], home: &ledger_home::Home) {
+    for k in knobs {
+        if let (Some(ev), Some(e)) = (k.evidence.as_mut(), latest_verified(&k.id, ledger)) {
+            ev.samples = home.samples(e).state();
+        }
     }
 }
 

@@ -146,8 +146,10 @@ impl<'r> Home<'r> {
             return Samples::Missing {
                 path: None,
                 words: format!(
-                    "the entry (id {:?}) names samples file {named:?}, which is not samples/<its id>.json                      of a plain id: not read",
-                    id.chars().take(80).collect::<String>()
+                    "the entry (id {:?}) names samples file {:?}, not samples/<its id>.json \
+                     of a plain id: not read",
+                    clip(id),
+                    clip(named)
                 ),
             };
         };
@@ -176,7 +178,8 @@ impl<'r> Home<'r> {
         Samples::Missing {
             path: Some(self.root.host_path(&local).display().to_string()),
             words: format!(
-                "per-round samples not found ({}); the summary in the ledger stands                  (a ledger copied without its samples directory?)",
+                "per-round samples not found ({}); the summary in the ledger stands \
+                 (a ledger copied without its samples directory?)",
                 why.join("; ")
             ),
         }
@@ -246,6 +249,11 @@ impl<'r> Home<'r> {
     pub fn read_for(&self, here: &Identity) -> Result<(Vec<Entry>, usize), ManifestError> {
         Ok(ledger::ours(self.read_all()?, here))
     }
+}
+
+/// At most 80 characters of a name from a ledger, for messages.
+fn clip(s: &str) -> String {
+    s.chars().take(80).collect()
 }
 
 /// A samples file's detail, through its root (bounded, a regular file, no link).
@@ -352,7 +360,9 @@ mod tests {
         let id = all[0].id.clone().unwrap();
         assert_eq!(all[0].samples, Some(format!("samples/{id}.json")));
         assert_eq!(all[0].evidence, Some(serde_json::json!({"ratio": 0.9})));
-        let file = host.path().join(format!("var/lib/hostknob/samples/{id}.json"));
+        let file = host
+            .path()
+            .join(format!("var/lib/hostknob/samples/{id}.json"));
         match home.samples(&all[0]) {
             Samples::Present { path, detail } => {
                 assert_eq!(path, file.display().to_string());
@@ -365,12 +375,18 @@ mod tests {
         let Samples::Missing { words, .. } = home.samples(&all[0]) else {
             panic!("missing")
         };
-        assert!(words.contains("not found") && words.contains("missing"), "{words}");
+        assert!(
+            words.contains("not found") && words.contains("missing"),
+            "{words}"
+        );
         // The collected copy's samples are read when the host's are not there.
         let beside = manifest.path().join(format!("ledger/samples/{id}.json"));
         std::fs::create_dir_all(beside.parent().unwrap()).unwrap();
-        std::fs::write(&beside, samples::document(&id, "k", "t", &serde_json::json!({"ratios": [1.0]})))
-            .unwrap();
+        std::fs::write(
+            &beside,
+            samples::document(&id, "k", "t", &serde_json::json!({"ratios": [1.0]})),
+        )
+        .unwrap();
         assert!(matches!(home.samples(&all[0]), Samples::Present { .. }));
         // A ledger that cannot take the entry: no samples file stays behind.
         let ledger = host.path().join("var/lib/hostknob/ledger.yaml");
@@ -379,7 +395,12 @@ mod tests {
         let mut f = entry("2026-07-03T00:00:00Z", Some("ff"));
         f.evidence = e.evidence.clone();
         assert!(home.append(&f).is_err());
-        assert!(!host.path().join("var/lib/hostknob/samples/ff.json").exists());
+        assert!(
+            !host
+                .path()
+                .join("var/lib/hostknob/samples/ff.json")
+                .exists()
+        );
     }
 
     #[test]
