@@ -333,6 +333,14 @@ mod tests {
         }
     }
 
+    /// A host tree (with `proc`), its root, and a manifest directory.
+    fn dirs() -> (tempfile::TempDir, tempfile::TempDir, Root) {
+        let host = tempfile::tempdir().unwrap();
+        std::fs::create_dir(host.path().join("proc")).unwrap();
+        let root = Root::open(host.path()).unwrap();
+        (host, tempfile::tempdir().unwrap(), root)
+    }
+
     #[test]
     fn merging_keeps_each_entry_once_in_time_order() {
         let old = entry("2026-07-01T00:00:00Z", None);
@@ -348,10 +356,7 @@ mod tests {
 
     #[test]
     fn per_round_detail_goes_beside_the_ledger_before_the_entry_names_it() {
-        let host = tempfile::tempdir().unwrap();
-        let manifest = tempfile::tempdir().unwrap();
-        std::fs::create_dir(host.path().join("proc")).unwrap();
-        let root = Root::open(host.path()).unwrap();
+        let (host, manifest, root) = dirs();
         let home = Home::new(&root, "h", manifest.path(), "/var/lib/hostknob");
         let mut e = entry("2026-07-02T00:00:00Z", None);
         e.evidence = Some(serde_json::json!({"ratio": 0.9, "ratios": [0.8, 1.0]}));
@@ -405,10 +410,8 @@ mod tests {
 
     #[test]
     fn an_id_that_is_not_a_plain_name_names_no_file() {
-        let host = tempfile::tempdir().unwrap();
-        std::fs::create_dir(host.path().join("proc")).unwrap();
-        let root = Root::open(host.path()).unwrap();
-        let home = Home::new(&root, "h", host.path(), "/var/lib/hostknob");
+        let (host, manifest, root) = dirs();
+        let home = Home::new(&root, "h", manifest.path(), "/var/lib/hostknob");
         let long = "a".repeat(65);
         for id in ["../x", "/etc/passwd", "a.b", long.as_str()] {
             let mut e = entry("2026-07-02T00:00:00Z", Some(id));
@@ -436,10 +439,7 @@ mod tests {
 
     #[test]
     fn appends_go_to_the_state_directory_and_reads_merge_both() {
-        let host = tempfile::tempdir().unwrap();
-        let manifest = tempfile::tempdir().unwrap();
-        std::fs::create_dir(host.path().join("proc")).unwrap();
-        let root = Root::open(host.path()).unwrap();
+        let (host, manifest, root) = dirs();
         let home = Home::new(&root, "h", manifest.path(), "/var/lib/hostknob");
         let collected = entry("2026-07-01T00:00:00Z", None);
         std::fs::create_dir_all(manifest.path().join("ledger")).unwrap();
