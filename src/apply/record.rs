@@ -67,6 +67,7 @@ pub(super) fn ledger_entry_for(
         note: None,
         evidence: None,
         facts: None,
+        samples: None,
         // Filled in by `Session::record`, the one writer.
         identity: ledger::Identity::default(),
     }

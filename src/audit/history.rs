@@ -22,15 +22,30 @@ pub struct Evidence {
     /// `not-honoured` or `not-checked` (absent before verify recorded it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub honoured: Option<String>,
+    /// The entry's per-round samples file beside the ledger: `present`, or
+    /// `missing` with why (absent: the entry holds its rounds inline, or has
+    /// none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<crate::manifest::ledger_samples::SamplesState>,
 }
 
 /// The knob's latest `verified` event in the ledger.
-pub(super) fn latest_evidence(id: &str, ledger: &[ledger::Entry]) -> Option<Evidence> {
-    let e = ledger
+pub(super) fn latest_verified<'l>(
+    id: &str,
+    ledger: &'l [ledger::Entry],
+) -> Option<&'l ledger::Entry> {
+    ledger
         .iter()
         .rev()
-        .find(|e| e.knob == id && e.action == ledger::Action::Verified)?;
+        .find(|e| e.knob == id && e.action == ledger::Action::Verified)
+}
+
+/// The figures of the knob's latest `verified` event (its samples file is
+/// looked at by the caller, which knows where the ledger is).
+pub(super) fn latest_evidence(id: &str, ledger: &[ledger::Entry]) -> Option<Evidence> {
+    let e = latest_verified(id, ledger)?;
     Some(Evidence {
+        samples: None,
         timestamp: e.timestamp.clone(),
         verdict: e
             .evidence

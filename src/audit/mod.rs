@@ -34,7 +34,7 @@ pub use coexist::{TunedSetting, TunedState};
 pub use competing::Competing;
 pub use evidence::EvidenceStatus;
 pub use history::Evidence;
-use history::{last_applied, latest_evidence, tell_the_story};
+use history::{last_applied, latest_evidence, latest_verified, tell_the_story};
 pub use managers::{HostConfig, Manager};
 pub use saptune::SaptuneSetting;
 use status::{Judged, groups, judge};
@@ -282,6 +282,7 @@ pub fn evaluate(
     if !errors.is_empty() {
         return Err(ManifestErrors(errors));
     }
+    samples_beside(&mut knobs, &ledger, &home);
     let competing_managers = competing::detect(host);
     let asked = host.root.unseen_asked();
     for (k, c) in knobs.iter_mut().zip(&concerns) {
@@ -421,6 +422,15 @@ fn report_knob(
         evidence_status: None,
         evidence_detail: None,
         unseen: Vec::new(),
+    }
+}
+
+/// Says for each latest verify whether its per-round samples file is there.
+fn samples_beside(knobs: &mut [KnobReport], ledger: &[ledger::Entry], home: &ledger_home::Home) {
+    for k in knobs {
+        if let (Some(ev), Some(e)) = (k.evidence.as_mut(), latest_verified(&k.id, ledger)) {
+            ev.samples = home.samples(e).state();
+        }
     }
 }
 

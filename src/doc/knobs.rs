@@ -145,7 +145,7 @@ pub fn sections(
 
     let collected = ledger::path_for(shown, &host.name);
     let mut evidence = evidence_section(&report, &home, &collected, &host.name);
-    evidence += &super::noise::section(host.root, &events);
+    evidence += &super::noise::section(host.root, &events, &home);
     Ok(KnobSections { knobs, evidence })
 }
 
@@ -204,6 +204,13 @@ fn evidence_section(
                 })
                 .collect::<Vec<_>>(),
         );
+    }
+    // Per-round samples the ledger names but that are not beside it: the
+    // summaries above stand.
+    for (k, e) in &verified {
+        if let Some(w) = e.samples.as_ref().and_then(|s| s.words.as_deref()) {
+            let _ = writeln!(evidence, "\n{}: {w}", code(&k.id));
+        }
     }
     evidence += &to_renew(report);
     evidence

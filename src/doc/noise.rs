@@ -4,7 +4,11 @@
 use std::fmt::Write;
 
 use crate::cpulist::CpuList;
+use serde_json::Value;
+
 use crate::manifest::ledger::{Action, Entry};
+use crate::manifest::ledger_home::Home;
+use crate::manifest::ledger_samples::Samples;
 use crate::root::Root;
 
 /// The CPUs isolation is about: `isolated` and `nohz_full` in sysfs.
@@ -20,8 +24,52 @@ fn isolated(root: &Root) -> CpuList {
     all.into_iter().collect()
 }
 
+/// The CPUs a noise verify measured: the summary's `cpus`, or in an entry
+/// written before it, those of the first applied round.
+fn measured(noise: &Value) -> Vec<u64> {
+    let listed = noise["cpus"]
+        .as_array()
+        .map(|c| c.iter().filter_map(Value::as_u64).collect());
+    listed.unwrap_or_else(|| {
+        noise["rounds"][1][0]["cpus"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["cpu"].as_u64())
+            .collect()
+    })
+}
+
+/// Each leg's rounds in one line: the lost µs/s over the measured CPUs,
+/// least, median and most.
+fn per_round(noise: &Value) -> Option<String> {
+    let legs: Vec<String> = ["as found", "applied"]
+        .iter()
+        .enumerate()
+        .map(|(k, leg)| {
+            let mut v: Vec<f64> = noise["rounds"][k]
+                .as_array()?
+                .iter()
+                .map(|r| {
+                    let c = r["cpus"].as_array().map_or(&[][..], Vec::as_slice);
+                    let lost: f64 = c.iter().filter_map(|c| c["lost_us_per_s"].as_f64()).sum();
+                    lost / c.len().max(1) as f64
+                })
+                .collect();
+            v.sort_by(f64::total_cmp);
+            let (first, last) = (v.first()?, v.last()?);
+            Some(format!(
+                "{leg} {first:.1}-{last:.1} (median {:.1}) over {} rounds",
+                v[(v.len() - 1) / 2],
+                v.len()
+            ))
+        })
+        .collect::<Option<_>>()?;
+    Some(legs.join(", "))
+}
+
 /// The section's text; empty when the host isolates no CPU.
-pub fn section(root: &Root, events: &[Entry]) -> String {
+pub fn section(root: &Root, events: &[Entry], home: &Home) -> String {
     let cpus = isolated(root);
     if cpus.is_empty() {
         return String::new();
@@ -30,12 +78,9 @@ pub fn section(root: &Root, events: &[Entry]) -> String {
     let latest = events.iter().rev().find(|e| {
         e.action == Action::Verified
             && e.evidence.as_ref().is_some_and(|v| {
-                v["noise"]["rounds"][1][0]["cpus"]
-                    .as_array()
-                    .is_some_and(|c| {
-                        c.iter()
-                            .any(|c| c["cpu"].as_u64().is_some_and(|n| cpus.contains(n as u32)))
-                    })
+                measured(&v["noise"])
+                    .iter()
+                    .any(|&n| cpus.contains(n as u32))
             })
     });
     let Some(e) = latest else {
@@ -45,7 +90,11 @@ pub fn section(root: &Root, events: &[Entry]) -> String {
         );
         return o;
     };
-    let n = &e.evidence.as_ref().expect("found with evidence")["noise"];
+    let samples = home.samples(e);
+    let whole = samples
+        .evidence(e.evidence.as_ref())
+        .expect("found with evidence");
+    let n = &whole["noise"];
     let _ = writeln!(
         o,
         "- {} by `verify {}` ({} attribution): lost {} -> {} µs/s (as found -> applied)",
@@ -79,6 +128,15 @@ pub fn section(root: &Root, events: &[Entry]) -> String {
                 top.join(", ")
             }
         );
+    }
+    match (&samples, per_round(n)) {
+        (Samples::Missing { words, .. }, _) => {
+            let _ = writeln!(o, "- per round: {words}");
+        }
+        (_, Some(line)) => {
+            let _ = writeln!(o, "- per round, lost µs/s: {line}");
+        }
+        (_, None) => {}
     }
     let grouped: Option<Vec<crate::verify::noise::ChangedName>> =
         serde_json::from_value(n["changed_by_name"].clone()).ok();

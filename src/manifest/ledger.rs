@@ -88,9 +88,15 @@ pub struct Entry {
     pub hostknob: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-    /// `verify`'s figures (probe, settings, rounds, medians, ratios, verdict).
+    /// `verify`'s figures (probe, settings, rounds, medians, ratio, verdict):
+    /// the summary when `samples` names the per-round detail's file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<serde_json::Value>,
+    /// The per-round samples beside the ledger (`samples/<id>.json`, see
+    /// `ledger_samples`); `evidence` then holds the summary. Absent: the
+    /// evidence is whole (or has no per-round detail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<String>,
     /// For `verified`: the host facts the result depends on (kernel,
     /// microcode, CPU, idle and cpufreq drivers, probe), so audit can say
     /// when the evidence is stale.
@@ -504,6 +510,7 @@ mod tests {
             note: None,
             evidence: None,
             facts: None,
+            samples: None,
             identity: Identity::default(),
         }
     }

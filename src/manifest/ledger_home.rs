@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::ManifestError;
 use super::ledger::{self, Entry, Identity, Place};
+use super::ledger_samples::{self as samples, Samples};
 use crate::root::Root;
 
 /// The host-written ledger's name in the state directory.
@@ -99,16 +100,89 @@ impl<'r> Home<'r> {
     }
 
     /// Appends one event to the local ledger, giving it an id when it has
-    /// none; returns the ledger's path.
+    /// none; returns the ledger's path. Evidence with per-round detail is
+    /// split: the detail goes to `<state-dir>/samples/<id>.json` first
+    /// (atomically), then the entry with the summary, naming it; a failed
+    /// append removes the file again.
     pub fn append(&self, entry: &Entry) -> anyhow::Result<PathBuf> {
         let mut entry = entry.clone();
-        if entry.id.is_none() {
-            entry.id = Some(new_id());
-        }
+        let id = entry.id.get_or_insert_with(new_id).clone();
+        let detail = entry.evidence.as_mut().and_then(samples::split);
+        let written = match detail {
+            Some(detail) => {
+                let name = samples::file_name(&id)
+                    .ok_or_else(|| anyhow::anyhow!("entry id {id:?} cannot name a samples file"))?;
+                let logical = self.logical(&name);
+                let bytes = samples::document(&id, &entry.knob, &entry.timestamp, &detail);
+                self.root.replace_file(&logical, &bytes).map_err(|e| {
+                    anyhow::anyhow!("writing {}: {e}", self.root.host_path(&logical).display())
+                })?;
+                entry.samples = Some(name);
+                Some(logical)
+            }
+            None => None,
+        };
         let place = self.local();
-        ledger::append_at(&place, &entry)?;
+        if let Err(e) = ledger::append_at(&place, &entry) {
+            if let Some(logical) = written {
+                let _ = self.root.remove_file(&logical);
+            }
+            return Err(e);
+        }
         self.say_moved_once();
         Ok(place.path)
+    }
+
+    /// An entry's per-round samples: read from beside the local ledger,
+    /// else from beside the collected ones (`<manifest>/ledger/samples/`).
+    /// Never fails: a missing or unreadable file is said in words, and the
+    /// entry's id names a file only when it is a plain name.
+    pub fn samples(&self, entry: &Entry) -> Samples {
+        let Some(named) = &entry.samples else {
+            return Samples::Inline;
+        };
+        let id = entry.id.as_deref().unwrap_or("");
+        let Some(name) = samples::file_name(id).filter(|n| n == named) else {
+            return Samples::Missing {
+                path: None,
+                words: format!(
+                    "the entry (id {:?}) names samples file {:?}, not samples/<its id>.json \
+                     of a plain id: not read",
+                    clip(id),
+                    clip(named)
+                ),
+            };
+        };
+        let local = self.logical(&name);
+        let mut tried = vec![(
+            self.root.host_path(&local),
+            read_samples(self.root, &local, id),
+        )];
+        if let Ok(root) = Root::confined(&self.manifest_dir) {
+            let logical = format!("/{}/{name}", ledger::LEDGER_DIR);
+            let path = self.manifest_dir.join(ledger::LEDGER_DIR).join(&name);
+            tried.push((path, read_samples(&root, &logical, id)));
+        }
+        let mut why = Vec::new();
+        for (path, read) in tried {
+            match read {
+                Ok(detail) => {
+                    return Samples::Present {
+                        path: path.display().to_string(),
+                        detail,
+                    };
+                }
+                Err(e) => why.push(format!("{}: {e}", path.display())),
+            }
+        }
+        Samples::Missing {
+            path: Some(self.root.host_path(&local).display().to_string()),
+            words: format!(
+                "per-round samples not found ({}); the summary in the ledger stands \
+                 (a ledger copied without its samples directory?)",
+                why.join("; ")
+            ),
+        }
     }
 
     /// Says once per state directory that host-written entries found in the
@@ -177,6 +251,20 @@ impl<'r> Home<'r> {
     }
 }
 
+/// At most 80 characters of a name from a ledger, for messages.
+fn clip(s: &str) -> String {
+    s.chars().take(80).collect()
+}
+
+/// A samples file's detail, through its root (bounded, a regular file, no link).
+fn read_samples(root: &Root, logical: &str, id: &str) -> Result<serde_json::Value, String> {
+    match root.read_capped(logical, samples::SAMPLES_CAP) {
+        Ok(bytes) => samples::parse(&bytes, id),
+        Err(e) if crate::root::is_absent(&e) => Err("missing".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// The collected and the local entries as one history: each entry once (by
 /// id, else by content), in time order (equal times: collected first, then
 /// file order).
@@ -240,8 +328,17 @@ mod tests {
             note: None,
             evidence: None,
             facts: None,
+            samples: None,
             identity: Identity::default(),
         }
+    }
+
+    /// A host tree (with `proc`), its root, and a manifest directory.
+    fn dirs() -> (tempfile::TempDir, tempfile::TempDir, Root) {
+        let host = tempfile::tempdir().unwrap();
+        std::fs::create_dir(host.path().join("proc")).unwrap();
+        let root = Root::open(host.path()).unwrap();
+        (host, tempfile::tempdir().unwrap(), root)
     }
 
     #[test]
@@ -258,6 +355,80 @@ mod tests {
     }
 
     #[test]
+    fn per_round_detail_goes_beside_the_ledger_before_the_entry_names_it() {
+        let (host, manifest, root) = dirs();
+        let home = Home::new(&root, "h", manifest.path(), "/var/lib/hostknob");
+        let mut e = entry("2026-07-02T00:00:00Z", None);
+        e.evidence = Some(serde_json::json!({"ratio": 0.9, "ratios": [0.8, 1.0]}));
+        home.append(&e).unwrap();
+        let all = home.read_all().unwrap();
+        let id = all[0].id.clone().unwrap();
+        assert_eq!(all[0].samples, Some(format!("samples/{id}.json")));
+        assert_eq!(all[0].evidence, Some(serde_json::json!({"ratio": 0.9})));
+        let file = host
+            .path()
+            .join(format!("var/lib/hostknob/samples/{id}.json"));
+        match home.samples(&all[0]) {
+            Samples::Present { path, detail } => {
+                assert_eq!(path, file.display().to_string());
+                assert_eq!(detail, serde_json::json!({"ratios": [0.8, 1.0]}));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Collected without its samples: said, with where it was looked for.
+        std::fs::remove_file(&file).unwrap();
+        let Samples::Missing { words, .. } = home.samples(&all[0]) else {
+            panic!("missing")
+        };
+        assert!(
+            words.contains("not found") && words.contains("missing"),
+            "{words}"
+        );
+        // The collected copy's samples are read when the host's are not there.
+        let beside = manifest.path().join(format!("ledger/samples/{id}.json"));
+        std::fs::create_dir_all(beside.parent().unwrap()).unwrap();
+        std::fs::write(
+            &beside,
+            samples::document(&id, "k", "t", &serde_json::json!({"ratios": [1.0]})),
+        )
+        .unwrap();
+        assert!(matches!(home.samples(&all[0]), Samples::Present { .. }));
+        // A ledger that cannot take the entry: no samples file stays behind.
+        let ledger = host.path().join("var/lib/hostknob/ledger.yaml");
+        std::fs::remove_file(&ledger).unwrap();
+        std::fs::create_dir(&ledger).unwrap();
+        let mut f = entry("2026-07-03T00:00:00Z", Some("ff"));
+        f.evidence = e.evidence.clone();
+        assert!(home.append(&f).is_err());
+        assert!(
+            !host
+                .path()
+                .join("var/lib/hostknob/samples/ff.json")
+                .exists()
+        );
+    }
+
+    #[test]
+    fn an_id_that_is_not_a_plain_name_names_no_file() {
+        let (host, manifest, root) = dirs();
+        let home = Home::new(&root, "h", manifest.path(), "/var/lib/hostknob");
+        let long = "a".repeat(65);
+        for id in ["../x", "/etc/passwd", "a.b", long.as_str()] {
+            let mut e = entry("2026-07-02T00:00:00Z", Some(id));
+            e.samples = Some(format!("samples/{id}.json"));
+            let Samples::Missing { path, words } = home.samples(&e) else {
+                panic!("{id}")
+            };
+            assert_eq!(path, None, "{id}");
+            assert!(words.contains("not read"), "{words}");
+            // Nor does the writer take one.
+            e.evidence = Some(serde_json::json!({"ratios": [1.0]}));
+            assert!(home.append(&e).is_err(), "{id}");
+        }
+        assert!(!host.path().join("var/lib/hostknob/ledger.yaml").exists());
+    }
+
+    #[test]
     fn ids_are_distinct_hex() {
         let a = new_id();
         let b = new_id();
@@ -268,10 +439,7 @@ mod tests {
 
     #[test]
     fn appends_go_to_the_state_directory_and_reads_merge_both() {
-        let host = tempfile::tempdir().unwrap();
-        let manifest = tempfile::tempdir().unwrap();
-        std::fs::create_dir(host.path().join("proc")).unwrap();
-        let root = Root::open(host.path()).unwrap();
+        let (host, manifest, root) = dirs();
         let home = Home::new(&root, "h", manifest.path(), "/var/lib/hostknob");
         let collected = entry("2026-07-01T00:00:00Z", None);
         std::fs::create_dir_all(manifest.path().join("ledger")).unwrap();

@@ -12,6 +12,7 @@ pub mod facts;
 pub mod host;
 pub mod ledger;
 pub mod ledger_home;
+pub mod ledger_samples;
 pub mod locate;
 pub mod overrides;
 pub mod profile;

@@ -269,11 +269,17 @@ fn evidence_lines(r: &Report) -> String {
         .knobs
         .iter()
         .filter_map(|k| {
+            let e = k.evidence.as_ref()?;
+            let missing = e
+                .samples
+                .as_ref()
+                .and_then(|s| s.words.as_deref())
+                .map_or(String::new(), |w| format!("\n    ({w})"));
             Some(format!(
-                "  {} ({}): {}",
+                "  {} ({}): {}{missing}",
                 k.id,
-                k.evidence.as_ref()?.timestamp,
-                k.evidence.as_ref()?.summary.as_deref()?
+                e.timestamp,
+                e.summary.as_deref()?
             ))
         })
         .collect();

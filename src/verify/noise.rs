@@ -52,7 +52,10 @@ pub struct NoiseEvidence {
     /// The same sources by name (short-lived processes are one name with
     /// many pids), largest change first: what people read.
     pub changed_by_name: Vec<ChangedName>,
-    /// Each round's attribution, per leg.
+    /// The CPUs measured (any round, either leg): what the document's
+    /// isolation section matches without the per-round detail.
+    pub cpus: Vec<u32>,
+    /// Each round's attribution, per leg (in the ledger: in the samples file).
     pub rounds: [Vec<Evidence>; 2],
 }
 
@@ -95,7 +98,15 @@ impl Pool {
                 .map_or(0.0, |&ns| round1(ns as f64 / 1e3))
         };
         let sources = [leg_sources(&rounds[0]), leg_sources(&rounds[1])];
+        let mut cpus: Vec<u32> = rounds
+            .iter()
+            .flatten()
+            .flat_map(|e| e.cpus.iter().map(|c| c.cpu))
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
         Some(NoiseEvidence {
+            cpus,
             attribution: rounds
                 .iter()
                 .flatten()

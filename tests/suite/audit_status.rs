@@ -182,6 +182,7 @@ fn ledger_entry(timestamp: &str, action: Action) -> Entry {
         note: None,
         evidence: None,
         facts: None,
+        samples: None,
         identity: Default::default(),
     }
 }

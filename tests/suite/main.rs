@@ -61,6 +61,7 @@ mod kernel_rules;
 mod kernel_rules_epp;
 mod kernel_rules_review;
 mod kernel_rules_thp;
+mod ledger_samples;
 mod manifest_bad;
 mod manifest_kinds;
 mod msr_knobs;
