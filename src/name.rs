@@ -68,6 +68,14 @@ pub fn host_arg(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// Characters of a block device name or glob hostknob takes: the kernel's
+/// names (`nvme0n1`, `dm-0`, `md_home`, `cciss!c0d0`) and glob(7)'s `*?[]`;
+/// nothing that ends a quoted udev value or a line (`"`, `\`, a newline),
+/// nor udev's `|` alternation, which glob(7) reads as a plain character.
+pub fn block_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "_.:+@!-*?[]^".contains(c)
+}
+
 /// `text` in a knob id's letters: lower case, digits, one `-` for each run of
 /// anything else, none at either end (`Ens1f0.100` -> `ens1f0-100`).
 pub fn slug(text: &str) -> String {

@@ -84,6 +84,10 @@ pub enum Persistence {
     /// A udev rule applies the knob again whenever its NIC appears (rps, NIC kinds).
     #[serde(rename = "udev-reapply")]
     UdevReapply,
+    /// A udev rule writes the settings (`ATTR{...}=`) whenever a chosen
+    /// device appears or changes (block kinds).
+    #[serde(rename = "udev-rule")]
+    UdevRule,
 }
 
 impl Persistence {
@@ -98,6 +102,7 @@ impl Persistence {
             Persistence::Boot => "boot",
             Persistence::LinkFile => "link-file",
             Persistence::UdevReapply => "udev-reapply",
+            Persistence::UdevRule => "udev-rule",
         }
     }
 }

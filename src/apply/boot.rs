@@ -26,7 +26,8 @@ fn not_at_boot(p: Persistence) -> Option<&'static str> {
         Persistence::Tmpfiles
         | Persistence::SysctlD
         | Persistence::Boot
-        | Persistence::UdevReapply => None,
+        | Persistence::UdevReapply
+        | Persistence::UdevRule => None,
     }
 }
 

@@ -7,6 +7,7 @@
 use serde::Deserialize;
 
 use super::bound::{BOUND_PERSISTENCE, SetDoc, Setting};
+use super::udev_rule::{RuleLine, UdevRule};
 use super::{
     FieldError, HostCtx, KindName, KnobKind, ReadValue, Service, Spec, Survey, Target, WriteMode,
 };
@@ -200,11 +201,14 @@ impl Spec for Block {
         let name = t
             .name
             .map(|n| {
-                if n.is_empty() || n.contains('/') || n == "." || n == ".." {
+                if n.is_empty() || n == "." || n == ".." || !n.chars().all(crate::name::block_name_char) {
                     return Err(FieldError::new(
                         "target.name",
                         format!(
-                            "{n:?} is not a block device name or glob (like nvme*n1 or sd[ab])"
+                            "{n:?} is not a block device name or glob (like nvme*n1 or sd[ab]): \
+                             letters, digits and _ . : + @ ! - with the glob characters * ? [ ] ^ \
+                             only (no `/`, no quote, blank or newline, which would end a udev \
+                             rule's value or line)"
                         ),
                     ));
                 }
@@ -541,7 +545,67 @@ impl KnobKind for Block {
             Persistence::Runtime,
             Persistence::Boot,
             Persistence::Tmpfiles,
+            Persistence::UdevRule,
         ]
+    }
+
+    fn persistence_refused(&self, _p: Persistence) -> Option<&'static str> {
+        let bound = self.numbers.iter().any(|(_, s)| s.bound().is_some());
+        bound.then_some(super::bound::BOUND_WHY)
+    }
+
+    /// The selector as udev match keys: a name by `KERNEL`, a transport by
+    /// the kernel names its driver gives ([`TRANSPORTS`], the same globs
+    /// [`Block::devices`] uses), `rotational` by the queue's file; without a
+    /// name, removable and empty devices are left out as here. blk-mq-only
+    /// files go on a line of their own with `TEST=="mq"` (a bio-based queue
+    /// has no `mq/` and refuses them).
+    fn udev_rule(&self) -> Option<UdevRule> {
+        let mut keys = vec![
+            r#"ACTION=="add|change""#.to_string(),
+            r#"SUBSYSTEM=="block""#.into(),
+            r#"ENV{DEVTYPE}=="disk""#.into(),
+        ];
+        match &self.name {
+            Some(n) => keys.push(format!("KERNEL==\"{}\"", n.as_str())),
+            None => {
+                keys.push(r#"ATTR{removable}=="0""#.into());
+                keys.push(r#"ATTR{size}!="0""#.into());
+            }
+        }
+        if let Some(tr) = self.transport {
+            let (_, glob, _) = TRANSPORTS.iter().find(|t| t.0 == tr)?;
+            keys.push(format!("KERNEL==\"{glob}\""));
+        }
+        if let Some(r) = self.rotational {
+            keys.push(format!("ATTR{{queue/rotational}}==\"{}\"", u8::from(r)));
+        }
+        let (mut mq, mut any) = (Vec::new(), Vec::new());
+        if let Some(s) = &self.scheduler {
+            mq.push(("queue/scheduler".to_string(), s.clone()));
+        }
+        for (i, setting) in &self.numbers {
+            let Setting::Value(v) = setting else {
+                return None;
+            };
+            let rule = &SETTINGS[*i];
+            let to = if rule.mq_only { &mut mq } else { &mut any };
+            to.push((format!("queue/{}", rule.file), v.clone()));
+        }
+        let mut lines = Vec::new();
+        if !mq.is_empty() {
+            lines.push(RuleLine {
+                only: Some(r#"TEST=="mq""#.into()),
+                assign: mq,
+            });
+        }
+        if !any.is_empty() {
+            lines.push(RuleLine {
+                only: None,
+                assign: any,
+            });
+        }
+        Some(UdevRule { keys, lines })
     }
 
     fn services(&self) -> &'static [Service] {

@@ -188,6 +188,11 @@ impl Bound {
 /// even where the host boots above it, lowering it.
 pub const BOUND_PERSISTENCE: &[Persistence] = &[Persistence::Runtime, Persistence::Boot];
 
+/// Why a file of fixed lines cannot hold a bound, for the refusal.
+pub const BOUND_WHY: &str = "a bound is judged against the value each boot has; a file of fixed \
+     lines (sysctl.d, tmpfiles.d, a udev rule's ATTR assignment) would write it even where the \
+     host boots beyond it";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,10 +11,12 @@ pub mod bound;
 mod ctx;
 pub mod ignored;
 pub(crate) mod msr_field;
+mod names;
 pub(crate) mod nic;
 pub(crate) mod nic_queue;
 pub mod rules;
 pub(crate) mod threads;
+pub mod udev_rule;
 
 use std::fmt;
 
@@ -25,6 +27,7 @@ use crate::cpulist::{CpuList, Group};
 use crate::schema::{KnobDoc, Persistence};
 
 pub use ctx::{CpuIdle, HostCtx, PolicyInfo, ReadValue, state_path};
+pub use names::{check_name, check_service_name};
 
 /// Every knob kind: its module and type, its name in `KindName` and in the
 /// manifest's `kind:`. A new kind is one file implementing [`KnobKind`] and
@@ -370,6 +373,16 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Why `p`, a mechanism [`Self::persistence_allowed`] leaves out, cannot hold this knob.
+    fn persistence_refused(&self, _p: Persistence) -> Option<&'static str> {
+        None
+    }
+
+    /// The udev rule that sets it when its devices appear (`persistence: udev-rule`).
+    fn udev_rule(&self) -> Option<udev_rule::UdevRule> {
+        None
+    }
+
     /// Services that may set the same thing.
     fn services(&self) -> &'static [Service] {
         &[]
@@ -626,42 +639,6 @@ pub const CPU_PERSISTENCE: &[Persistence] = &[
     Persistence::Boot,
     Persistence::Tmpfiles,
 ];
-
-/// A plain name (module, parameter, service): no path separators, no `..`.
-pub fn check_name(field: &str, text: &str, what: &str) -> Result<(), FieldError> {
-    let ok = !text.is_empty()
-        && text != "."
-        && text != ".."
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | ':'));
-    if ok {
-        Ok(())
-    } else {
-        Err(FieldError::new(
-            field,
-            format!("{text:?} is not a {what} name (letters, digits, _ - . @ : only)"),
-        ))
-    }
-}
-/// A service unit name as systemd's `unit_name_is_valid` (src/basic/unit-name.c)
-/// takes it: under 256 bytes, a non-empty prefix before the last `.` (so
-/// `.service` is no unit: its drop-in directory would never be read), no `@`
-/// first, and the `.service` suffix; characters as `check_name`.
-pub fn check_service_name(field: &str, text: &str) -> Result<(), FieldError> {
-    check_name(field, text, "systemd unit")?;
-    let prefix = text.strip_suffix(".service").unwrap_or("");
-    if prefix.is_empty() || prefix.starts_with('@') || text.len() >= 256 {
-        return Err(FieldError::new(
-            field,
-            format!(
-                "{text:?} is not a service unit name: systemd wants NAME.service with a \
-                 non-empty NAME not starting with @, under 256 characters (unit_name_is_valid)"
-            ),
-        ));
-    }
-    Ok(())
-}
 
 /// The largest configuration file a kind rewrites whole (a BLS entry, an
 /// irqbalance environment file: a few hundred bytes as shipped). Apply keeps

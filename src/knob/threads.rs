@@ -3,8 +3,12 @@
 //! (tuned/plugins/plugin_scheduler.py, `_set_all_obj_affinity`): a process
 //! by its name (`comm`), then each of its threads by its own; `include`
 //! (default: all) and `exclude` are regular expressions searched in the
-//! name (tuned's `ps_whitelist`/`ps_blacklist`). Zombies and hostknob's own
-//! process are left out and counted, as is what the kind skips.
+//! name (tuned's `ps_whitelist`/`ps_blacklist`); `exclude-cgroup` ones in
+//! the cgroup file of the process and then of the thread, its lines last to
+//! first joined by `,` as tuned's `cgroup_ps_blacklist` reads it
+//! (python-linux-procfs `load_cgroups`: `0::/kubepods.slice/...`). Zombies
+//! and hostknob's own process are left out and counted, as is what the kind
+//! skips.
 
 use serde::Deserialize;
 
@@ -18,12 +22,15 @@ pub struct TargetDoc {
     pub include: Vec<String>,
     #[serde(default)]
     pub exclude: Vec<String>,
+    #[serde(default, rename = "exclude-cgroup")]
+    pub exclude_cgroup: Vec<String>,
 }
 
 #[derive(Debug)]
 pub struct Chooser {
     include: Vec<regex::Regex>,
     exclude: Vec<regex::Regex>,
+    exclude_cgroup: Vec<regex::Regex>,
 }
 
 fn patterns(field: &str, list: &[String]) -> Result<Vec<regex::Regex>, FieldError> {
@@ -48,6 +55,7 @@ pub struct LeftOut {
     /// Left out by the kind's own rule (`walk`'s `skip`).
     pub skipped: usize,
     pub excluded: usize,
+    pub in_cgroup: usize,
     pub not_included: usize,
     pub zombies: usize,
     pub own: usize,
@@ -61,6 +69,12 @@ impl LeftOut {
             n.push(format!(
                 "{} threads match target.exclude and are left alone",
                 self.excluded
+            ));
+        }
+        if self.in_cgroup > 0 {
+            n.push(format!(
+                "{} threads are in cgroups matching target.exclude-cgroup and are left alone",
+                self.in_cgroup
             ));
         }
         if self.not_included > 0 {
@@ -85,7 +99,22 @@ impl Chooser {
         Ok(Chooser {
             include: patterns("target.include", &t.include)?,
             exclude: patterns("target.exclude", &t.exclude)?,
+            exclude_cgroup: patterns("target.exclude-cgroup", &t.exclude_cgroup)?,
         })
+    }
+
+    /// Whether thread `tid` of `pid` is in a cgroup `exclude-cgroup` leaves
+    /// alone; a file that cannot be read is the empty text, as for tuned.
+    fn in_excluded_cgroup(&self, host: &HostCtx, pid: u32, tid: u32) -> bool {
+        if self.exclude_cgroup.is_empty() {
+            return false;
+        }
+        let text = host
+            .root
+            .read_string(&format!("/proc/{pid}/task/{tid}/cgroup"))
+            .unwrap_or_default();
+        let joined = text.lines().rev().collect::<Vec<_>>().join(",");
+        self.exclude_cgroup.iter().any(|r| r.is_match(&joined))
     }
 
     fn chosen(&self, comm: &str) -> Result<(), bool> {
@@ -101,7 +130,11 @@ impl Chooser {
     /// What the knob acts on, in words.
     pub fn summary(&self, every: &str) -> String {
         let show = |v: &[regex::Regex]| v.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(";");
-        match (self.include.is_empty(), self.exclude.is_empty()) {
+        let cgroups = match self.exclude_cgroup.is_empty() {
+            true => String::new(),
+            false => format!(" outside cgroups {}", show(&self.exclude_cgroup)),
+        };
+        let who = match (self.include.is_empty(), self.exclude.is_empty()) {
             (true, true) => every.into(),
             (true, false) => format!("threads but {}", show(&self.exclude)),
             (false, true) => format!("threads {}", show(&self.include)),
@@ -110,7 +143,8 @@ impl Chooser {
                 show(&self.include),
                 show(&self.exclude)
             ),
-        }
+        };
+        format!("{who}{cgroups}")
     }
 
     /// Calls `each(pid, tid, stat)` for every chosen thread under `/proc`,
@@ -129,7 +163,8 @@ impl Chooser {
         let own = host.root.is_live().then(std::process::id);
         let mut out = LeftOut::default();
         // tuned chooses processes by their name first, then their threads by theirs.
-        let mut process: Option<(u32, Option<Result<(), bool>>)> = None;
+        // Err(None): in an excluded cgroup; Err(Some(excluded)): by name.
+        let mut process: Option<(u32, Option<Result<(), Option<bool>>>)> = None;
         for (pid, tid) in threads {
             if Some(pid) == own {
                 out.own += 1;
@@ -149,7 +184,8 @@ impl Chooser {
             }
             if process.is_none_or(|(p, _)| p != pid) {
                 let main = match task::stat(host.root, pid, pid) {
-                    Ok(Some(m)) => Some(self.chosen(&m.comm)),
+                    Ok(Some(_)) if self.in_excluded_cgroup(host, pid, pid) => Some(Err(None)),
+                    Ok(Some(m)) => Some(self.chosen(&m.comm).map_err(Some)),
                     // The process is exiting: its threads with it.
                     _ => None,
                 };
@@ -158,9 +194,16 @@ impl Chooser {
             let Some(Some(by_process)) = process.map(|(_, c)| c) else {
                 continue;
             };
-            match by_process.and_then(|_| self.chosen(&st.comm)) {
-                Err(true) => out.excluded += 1,
-                Err(false) => out.not_included += 1,
+            let by_thread = || {
+                if tid != pid && self.in_excluded_cgroup(host, pid, tid) {
+                    return Err(None);
+                }
+                self.chosen(&st.comm).map_err(Some)
+            };
+            match by_process.and_then(|_| by_thread()) {
+                Err(None) => out.in_cgroup += 1,
+                Err(Some(true)) => out.excluded += 1,
+                Err(Some(false)) => out.not_included += 1,
                 Ok(()) => each(pid, tid, &st),
             }
         }

@@ -286,9 +286,12 @@ fn check(source: Source, f: Fields, spec: Spec, errors: &mut Vec<ManifestError>)
             errors.push(source.error(
                 "persistence",
                 format!(
-                    "{} cannot hold a {} knob; use one of: {}",
+                    "{} cannot hold a {} knob{}; use one of: {}",
                     p,
                     kind,
+                    spec.persistence_refused(p)
+                        .map(|w| format!(" ({w})"))
+                        .unwrap_or_default(),
                     spec.persistence_allowed()
                         .iter()
                         .map(|p| p.as_str())

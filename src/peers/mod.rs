@@ -9,3 +9,4 @@ pub mod saptune;
 pub mod systemd;
 pub mod tuned;
 pub mod udev;
+pub mod udev_rules;

@@ -414,7 +414,7 @@ impl Facts {
 /// The files of `dirs` ending in `suffix`, in lexical order of their names,
 /// a name in an earlier directory hiding the same name in later ones (as
 /// udev reads both its rules and its `.link` files).
-fn by_name(root: &Root, dirs: &[&str], suffix: &str) -> Vec<String> {
+pub(crate) fn by_name(root: &Root, dirs: &[&str], suffix: &str) -> Vec<String> {
     let mut by_name: BTreeMap<String, String> = BTreeMap::new();
     for dir in dirs {
         for name in root.read_dir(dir).unwrap_or_default() {

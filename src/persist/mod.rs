@@ -17,6 +17,8 @@
 //!   the device appears (a driver reload or a re-created interface too);
 //! - `udev-reapply`: a udev rule applying the knob again whenever its NIC
 //!   appears (RPS, and what a .link file cannot set);
+//! - `udev-rule`: a udev rule writing a block knob's queue settings whenever
+//!   one of its disks appears or changes;
 //! - `cmdline`: kernel command-line arguments, printed with the commands that
 //!   add them; a `kernel-cmdline` knob's own apply writes the boot loader's
 //!   files, and persist names them.
@@ -36,6 +38,7 @@ pub mod sysctl_d;
 mod template_unit;
 pub mod tmpfiles;
 pub mod udev_reapply;
+pub mod udev_rule;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -90,6 +93,7 @@ pub fn own_files(id: &str) -> Vec<String> {
     let mut out: Vec<String> = (0..=9).map(|p| tmpfiles::path_for(p, id)).collect();
     out.push(tmpfiles::legacy_path(id));
     out.push(format!("{}/90-hostknob-{id}.conf", sysctl_d::SYSCTL_DIR));
+    out.push(udev_rule::path_for(id));
     out
 }
 
@@ -166,6 +170,7 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         Persistence::SysctlD => sysctl_d::artifact(knob, host, &targets),
         Persistence::SystemdDropin => dropin::artifact(knob, survey.notes.clone(), &targets),
         Persistence::UdevReapply => udev_reapply::artifact(knob, host, manifest, &targets),
+        Persistence::UdevRule => udev_rule::artifact(knob, host),
         Persistence::Runtime
         | Persistence::Hold
         | Persistence::Boot
@@ -304,6 +309,7 @@ pub fn check(
         Persistence::Cmdline => cmdline::check(knob, host),
         Persistence::LinkFile => link_file::check(knob, &writable, host),
         Persistence::UdevReapply => udev_reapply::check(knob, &writable, host),
+        Persistence::UdevRule => udev_rule::check(knob, &writable, host),
         Persistence::Tmpfiles => tmpfiles::check(&writable, &config.tmpfiles).map(|by| {
             let legacy = tmpfiles::legacy_path(&knob.id);
             let named = |f: &str| {

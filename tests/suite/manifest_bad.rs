@@ -599,6 +599,29 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "unknown field `elevator`, expected one of `scheduler`",
     ),
     (
+        "block-name-quote",
+        "block.yaml",
+        5,
+        "target.name",
+        "no `/`, no quote, blank or newline, which would end a udev rule's value or line",
+    ),
+    (
+        "block-name-newline",
+        "block.yaml",
+        5,
+        "target.name",
+        "is not a block device name or glob",
+    ),
+    (
+        "block-bound-udev-rule",
+        "block.yaml",
+        9,
+        "persistence",
+        "udev-rule cannot hold a block knob (a bound is judged against the value each boot has; \
+         a file of fixed lines (sysctl.d, tmpfiles.d, a udev rule's ATTR assignment) would write \
+         it even where the host boots beyond it); use one of: runtime, boot",
+    ),
+    (
         "bound-not-a-number",
         "sysctl.yaml",
         7,

@@ -245,3 +245,46 @@ fn revert_never_writes_a_thread_entry_of_another_boot_even_forced() {
     assert_eq!(allowed(&dirs[0].join("status")), "1", "not written");
     assert!(journal(&root).is_empty());
 }
+
+/// tuned's `cgroup_ps_blacklist` as `exclude-cgroup`: the process in a
+/// matching cgroup (its `cgroup` file, lines last to first joined by `,`)
+/// is left alone and counted; the other one is moved.
+#[test]
+fn threads_in_an_excluded_cgroup_are_left_alone_and_counted() {
+    let (_tmp, root) = vm();
+    let pod = Sleeper::start("hk-cg");
+    let pod_dirs = pod.capture_into(&root);
+    let free = Sleeper::start("hk-free");
+    let free_dirs = free.capture_into(&root);
+    for d in &pod_dirs {
+        std::fs::write(
+            d.join("cgroup"),
+            "1:name=systemd:/x\n0::/kubepods.slice/kubepods-pod1.slice/cri-1.scope\n",
+        )
+        .unwrap();
+    }
+    for d in &free_dirs {
+        std::fs::write(d.join("cgroup"), "0::/system.slice/hk.service\n").unwrap();
+    }
+    let before = allowed(&pod_dirs[0].join("status"));
+    let m = knobs(&[(
+        "threads",
+        "persistence: runtime\nkind: thread-affinity\n\
+         target: {include: ['^hk-(cg|free)$'], exclude-cgroup: ['cri-1\\.scope,1:name']}\nset: 1\n",
+    )]);
+    let plan = ok(&run(&root, m.path(), &["apply", "threads", "--dry-run"]));
+    assert!(
+        plan.contains("1 threads are in cgroups matching target.exclude-cgroup and are left alone"),
+        "{plan}"
+    );
+    assert!(!plan.contains(&format!("/proc/{}/", pod.pid())), "{plan}");
+    assert!(plan.contains(&format!("/proc/{}/", free.pid())), "{plan}");
+    ok(&run(&root, m.path(), &["apply", "threads"]));
+    assert_eq!(allowed(&free_dirs[0].join("status")), "1");
+    assert_eq!(
+        allowed(&pod_dirs[0].join("status")),
+        before,
+        "excluded: untouched"
+    );
+    ok(&run(&root, m.path(), &["revert", "threads"]));
+}

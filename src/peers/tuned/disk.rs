@@ -3,7 +3,109 @@
 use serde_yaml::Value;
 
 use super::ini::Opt;
+use super::load::Unit;
 use super::out::{Out, map, s};
+
+/// The disks earlier disk units took: tuned gives each disk to one
+/// instance of the plugin, in the order of the merged profile (units/manager.py
+/// `create`, plugins/base.py `assign_free_devices`; "each device can be
+/// handled by max one instance", tuned issue #749).
+#[derive(Default)]
+pub(super) struct Claims {
+    /// (unit, where its devices= is, its glob; `None`: every disk).
+    earlier: Vec<(String, String, Option<String>)>,
+}
+
+/// The literal start of a glob, before its first wildcard.
+fn literal(g: &str) -> &str {
+    &g[..g.find(['*', '?', '[']).unwrap_or(g.len())]
+}
+
+/// Whether two globs may choose one name (conservative: unless their literal
+/// starts differ, or they are two different plain names).
+fn overlap(a: &str, b: &str) -> bool {
+    let (la, lb) = (literal(a), literal(b));
+    if la.len() == a.len() && lb.len() == b.len() {
+        return a == b;
+    }
+    la.starts_with(lb) || lb.starts_with(la)
+}
+
+impl Claims {
+    /// The block target of disk unit `u` given its `devices=` value (`dv`),
+    /// or why its settings reach no disk hostknob can choose.
+    pub(super) fn select(&mut self, u: &Unit, dv: Option<&str>) -> Result<Value, String> {
+        // Where the unit is: its devices= line, else its first option.
+        let at = (u.devices.as_ref().or(u.options.first()))
+            .map(|d| d.at())
+            .unwrap_or_default();
+        if let Some(k) = u.keywords.iter().find(|k| k.key == "devices_udev_regex") {
+            return Err(format!(
+                "unit [{}] chooses its disks by devices_udev_regex ({}): a regular expression on the disk's udev properties (plugins/base.py _get_matching_devices), which the block kind's selector has no form for",
+                u.name,
+                k.at()
+            ));
+        }
+        if let Some(k) = u.keywords.iter().find(|k| k.key == "priority") {
+            return Err(format!(
+                "unit [{}] has priority ({}): it changes which disk instance takes a disk first (units/manager.py), which hostknob does not follow",
+                u.name,
+                k.at()
+            ));
+        }
+        // device_matcher.py: rules split at blanks and commas, `!` excludes,
+        // no positive rule means every device; fnmatch on the kernel name.
+        let rules: Vec<&str> = dv
+            .unwrap_or("")
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|r| !r.is_empty())
+            .collect();
+        let dv = dv.unwrap_or("*");
+        if let Some(n) = rules.iter().find(|r| r.starts_with('!')) {
+            return Err(format!(
+                "devices={dv}: `{n}` leaves disks out (plugins/hardware/device_matcher.py); the block kind's target.name is one glob with no exclusion"
+            ));
+        }
+        let glob = match rules.as_slice() {
+            [] | ["*"] => None,
+            [g] if g.chars().all(crate::name::block_name_char) => Some(g.to_string()),
+            [g] => {
+                return Err(format!(
+                    "devices={dv}: `{g}` is not a glob the block kind takes (kernel name characters and * ? [ ] only)"
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "devices={dv}: several globs; the block kind's target.name is one glob: give a knob per glob"
+                ));
+            }
+        };
+        for (name, at_e, theirs) in &self.earlier {
+            let why = match (theirs, &glob) {
+                (None, _) => format!(
+                    "[{name}] ({at_e}) comes first and takes every disk (no devices= is every disk), so [{}] tunes none: tuned gives each disk to one disk instance, in the profile's order (units/manager.py create, plugins/base.py assign_free_devices; tuned issue #749); [{name}]'s settings are imported for every disk",
+                    u.name
+                ),
+                (Some(t), None) => format!(
+                    "[{name}] ({at_e}) comes first and takes the disks {t}, so [{}] tunes every disk but those (tuned gives each disk to one disk instance, in order: plugins/base.py assign_free_devices); the block kind's selector cannot leave them out",
+                    u.name
+                ),
+                (Some(t), Some(g)) if overlap(t, g) => format!(
+                    "[{name}] ({at_e}) comes first and takes the disks {t}, which may be some of {g} (tuned gives each disk to one disk instance, in order: plugins/base.py assign_free_devices); the block kind's selector cannot leave them out",
+                ),
+                _ => continue,
+            };
+            self.earlier
+                .push((u.name.clone(), at.clone(), glob.clone()));
+            return Err(why);
+        }
+        self.earlier.push((u.name.clone(), at, glob.clone()));
+        Ok(match glob {
+            None => map(&[("all", Value::Bool(true))]),
+            Some(g) => map(&[("name", s(&g))]),
+        })
+    }
+}
 
 /// tuned's `>N`/`<N` (base.py `_process_assignment_modifiers`): written only
 /// when N is above (below) the current value; `None` for a plain value.
@@ -27,8 +129,8 @@ pub(super) fn bound(v: &str) -> Result<Option<Value>, String> {
 
 /// `[disk]` (tuned/plugins/plugin_disk.py) on every disk it tunes: not
 /// removable, of a SCSI, virtio, Xen or NVMe parent or none (`_device_is_supported`),
-/// which is the block kind's `all: true`.
-pub(super) fn disk(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
+/// which is the block kind's `all: true`; a unit's `devices=` glob is `name:`.
+pub(super) fn disk(o: &Opt, v: &str, target: &Value, out: &mut Out) -> Result<(), String> {
     let set = match o.key.as_str() {
         "elevator" => map(&[("scheduler", s(v.trim()))]),
         "readahead" => {
@@ -89,13 +191,10 @@ pub(super) fn disk(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
             ));
         }
     };
-    out.knob(
-        o,
-        "block",
-        Some(map(&[("all", Value::Bool(true))])),
-        set,
-        "boot",
-        "tuned's [disk] writes /sys/block/DEV/queue/ on every disk that is not removable (plugin_disk.py); a boot unit chooses the disks again at every boot".into(),
-    );
+    let note = match target.get("name").and_then(Value::as_str) {
+        Some(g) => format!("tuned's [{}] writes /sys/block/DEV/queue/ on the disks whose kernel name matches {g} (fnmatch, plugins/hardware/device_matcher.py) and that are not removable (plugin_disk.py); the block kind's name selector takes a removable disk of that name too; a boot unit chooses the disks again at every boot", o.section),
+        None => "tuned's [disk] writes /sys/block/DEV/queue/ on every disk that is not removable (plugin_disk.py); a boot unit chooses the disks again at every boot".into(),
+    };
+    out.knob(o, "block", Some(target.clone()), set, "boot", note);
     Ok(())
 }

@@ -64,6 +64,21 @@ pub fn tunable(o: &Opt, v: &str, facts: &Facts, out: &mut Out) -> Result<(), Str
     }
 }
 
+/// `runtime=` (plugin_scheduler.py): with 1, tuned's default, tuned watches
+/// new processes (perf task events) and applies its rules to each as it
+/// starts; 0 turns that off, which is what hostknob does anyway: it applies
+/// thread rules when asked, and audit names the threads started since.
+pub fn runtime(o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
+    match super::sections::truthy(v) {
+        Some(false) => {
+            out.fate(o, super::out::Fate::Used("runtime=0: tuned applies its thread rules once and does not watch new processes, which is hostknob's own way (it applies thread rules when asked; audit names threads started since)".into()));
+            Ok(())
+        }
+        Some(true) => Err("runtime=1: tuned watches new processes (perf task events) and applies its rules to each as it starts; hostknob has no hostknob form for a watcher: it applies thread rules when asked, and audit names threads started since".into()),
+        None => Err(format!("`{v}` is not a boolean tuned reads")),
+    }
+}
+
 fn show(release: &str) -> &str {
     if release.is_empty() {
         "release unknown"

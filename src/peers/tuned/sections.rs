@@ -3,7 +3,7 @@
 
 use serde_yaml::Value;
 
-use super::disk::{bound, disk};
+use super::disk::bound;
 use super::facts::Facts;
 use super::ini::Opt;
 use super::load::Unit;
@@ -36,7 +36,6 @@ pub fn option(ty: &str, o: &Opt, v: &str, out: &mut Out) -> Result<(), String> {
                 None => out.knob(o, "sysctl", target, s(v), "sysctl.d", "tuned writes /proc/sys at start".into()),
             }
         }
-        "disk" => disk(o, v, out)?,
         "vm" => vm(o, v, out)?,
         "sysfs" => sysfs(o, v, out)?,
         "irqbalance" if o.key == "banned_cpus" => {
@@ -364,7 +363,13 @@ fn packed(word: &str) -> String {
 /// movable thread the patterns choose (thread-affinity).
 pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<()> {
     let get = |k: &str| u.options.iter().rev().find(|o| o.key == k).cloned();
-    let patterns = [("ps_whitelist", "include"), ("ps_blacklist", "exclude")];
+    // cgroup_ps_blacklist leaves out the processes (and threads) of matching
+    // cgroups from these moves only (`_set_all_obj_affinity`), not from group.* rules.
+    let patterns = [
+        ("ps_whitelist", "include"),
+        ("ps_blacklist", "exclude"),
+        ("cgroup_ps_blacklist", "exclude-cgroup"),
+    ];
     // Without the isolated CPUs tuned moves no thread: the patterns go too.
     let refuse_patterns = |out: &mut Out, why: &dyn Fn(&str) -> String| {
         let more = ["irq_process", "default_irq_smp_affinity", "kthread_process"];
@@ -380,7 +385,13 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
     };
     let Some(iso) = get("isolated_cores") else {
         refuse_patterns(out, &|k| {
-            format!("{k} without isolated_cores: tuned moves no IRQs and no threads")
+            let only = match k {
+                "cgroup_ps_blacklist" => {
+                    " (the cgroups it names are left out of isolated_cores' moves only, not out of group.* rules: here it affects nothing)"
+                }
+                _ => "",
+            };
+            format!("{k} without isolated_cores: tuned moves no IRQs and no threads{only}")
         });
         return Ok(());
     };
@@ -407,9 +418,7 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
     // cannot tell apart, never imported wider than tuned moves them.
     let mut target: Vec<(&str, Value)> = Vec::new();
     let mut lines = vec![iso.clone()];
-    let mut refused: Option<String> = get("cgroup_ps_blacklist").map(|_| {
-        "cgroup_ps_blacklist leaves the threads of matching cgroups alone, and hostknob does not match cgroups".to_string()
-    });
+    let mut refused: Option<String> = None;
     // tuned >= 2.25.1 (commit e16400e): kthread_process=false leaves every
     // kernel thread alone; thread-affinity cannot tell them apart by name.
     if let Some(o) = get("kthread_process") {
@@ -444,7 +453,7 @@ pub fn isolation(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow:
                 out.fate(&o, Fate::Not(why));
             }
             // tuned joins the parts as `(a)|()|(b)`: an empty one matches every name.
-            Ok(l) if l.iter().any(String::is_empty) && field == "exclude" => {
+            Ok(l) if l.iter().any(String::is_empty) && field != "include" => {
                 moves_none = Some(o);
             }
             Ok(l) if l.iter().any(String::is_empty) => {

@@ -4,9 +4,9 @@
 
 use super::facts::Facts;
 use super::load::{Profile, Unit};
-use super::out::{Fate, Out, s, value};
+use super::out::{Fate, Out, map, s, value};
 use super::vars::{Fail, Vars};
-use super::{cpu, devices, scheduler, sections};
+use super::{cpu, devices, disk, scheduler, sections};
 use crate::root::Root;
 
 pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out> {
@@ -33,8 +33,9 @@ pub fn translate(root: &Root, p: &Profile, facts: &Facts) -> anyhow::Result<Out>
     if let Some(u) = variables_unit {
         variables(root, p, u, &mut vars, &mut out)?;
     }
+    let mut disks = disk::Claims::default();
     for u in p.units.iter().filter(|u| u.name != "variables") {
-        unit(u, &vars, facts, &mut out)?;
+        unit(u, &vars, facts, &mut disks, &mut out)?;
     }
     Ok(out)
 }
@@ -119,7 +120,13 @@ fn unit_applies(u: &Unit, vars: &Vars, facts: &Facts) -> anyhow::Result<Result<(
     Ok(Ok(()))
 }
 
-fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<()> {
+fn unit(
+    u: &Unit,
+    vars: &Vars,
+    facts: &Facts,
+    disks: &mut disk::Claims,
+    out: &mut Out,
+) -> anyhow::Result<()> {
     let refuse_all = |out: &mut Out, why: &str| {
         for o in &u.options {
             out.fate(o, Fate::Not(why.to_string()));
@@ -142,9 +149,11 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         refuse_all(out, &why);
         return Ok(());
     }
-    // devices=: cpu units take a CPU list; other plugins match udev devices,
-    // which a knob cannot express: their settings are not imported.
+    // devices=: cpu units take a CPU list, disk units a name glob (disk.rs);
+    // other plugins match udev devices, which a knob cannot express: their
+    // settings are not imported.
     let mut cpus = s("all");
+    let mut disk_dv = None;
     if let Some(d) = &u.devices {
         let dv = match value(d, vars)? {
             Ok(v) => v,
@@ -153,7 +162,9 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
                 return Ok(());
             }
         };
-        if dv.trim() != "*" {
+        if u.ty == "disk" {
+            disk_dv = Some(dv);
+        } else if dv.trim() != "*" {
             match (u.ty.as_str(), devices_cpus(&dv)) {
                 ("cpu", Some(l)) => {
                     out.fate(d, Fate::Used(format!("devices: CPUs {l}")));
@@ -179,6 +190,26 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
             }
         }
     }
+    let mut disk_target = map(&[("all", serde_yaml::Value::Bool(true))]);
+    if u.ty == "disk" {
+        match disks.select(u, disk_dv.as_deref()) {
+            Ok(t) => {
+                if let Some(d) = &u.devices {
+                    let what = t.get("name").and_then(|n| n.as_str());
+                    let what = what.map_or("every disk".into(), |g| format!("the disks named {g}"));
+                    out.fate(d, Fate::Used(format!("devices: {what}")));
+                }
+                disk_target = t;
+            }
+            Err(why) => {
+                if let Some(d) = &u.devices {
+                    out.fate(d, Fate::Not(why.clone()));
+                }
+                refuse_all(out, &why);
+                return Ok(());
+            }
+        }
+    }
     if u.ty == "bootloader" {
         return sections::bootloader(u, vars, out);
     }
@@ -195,6 +226,7 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
                     | "irq_process"
                     | "default_irq_smp_affinity"
                     | "kthread_process"
+                    | "cgroup_ps_blacklist"
             )
         {
             continue;
@@ -212,6 +244,8 @@ fn unit(u: &Unit, vars: &Vars, facts: &Facts, out: &mut Out) -> anyhow::Result<(
         let r = match u.ty.as_str() {
             "cpu" => cpu::option(o, &v, &cpus, facts, out),
             "scheduler" if scheduler::is_own(&o.key) => scheduler::tunable(o, &v, facts, out),
+            "disk" => disk::disk(o, &v, &disk_target, out),
+            "scheduler" if o.key == "runtime" => scheduler::runtime(o, &v, out),
             ty @ ("scsi_host" | "video" | "selinux" | "modules") => {
                 devices::option(ty, o, &v, &facts.devices, out)
             }
