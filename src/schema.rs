@@ -84,6 +84,14 @@ pub enum Persistence {
     /// A udev rule applies the knob again whenever its NIC appears (rps, NIC kinds).
     #[serde(rename = "udev-reapply")]
     UdevReapply,
+    /// An `options` line in modprobe.d, which modprobe passes at the
+    /// module's next load (module-param).
+    #[serde(rename = "modprobe.d")]
+    ModprobeD,
+    /// A modules-load.d file: systemd-modules-load.service loads the module
+    /// at every boot (module).
+    #[serde(rename = "modules-load.d")]
+    ModulesLoadD,
 }
 
 impl Persistence {
@@ -98,6 +106,8 @@ impl Persistence {
             Persistence::Boot => "boot",
             Persistence::LinkFile => "link-file",
             Persistence::UdevReapply => "udev-reapply",
+            Persistence::ModprobeD => "modprobe.d",
+            Persistence::ModulesLoadD => "modules-load.d",
         }
     }
 }

@@ -17,6 +17,9 @@
 //!   the device appears (a driver reload or a re-created interface too);
 //! - `udev-reapply`: a udev rule applying the knob again whenever its NIC
 //!   appears (RPS, and what a .link file cannot set);
+//! - `modprobe.d`: `/etc/modprobe.d/hostknob-<id>.conf`, `options M P=V`
+//!   (module-param; at the module's next load);
+//! - `modules-load.d`: `/etc/modules-load.d/hostknob-<id>.conf` (module);
 //! - `cmdline`: kernel command-line arguments, printed with the commands that
 //!   add them; a `kernel-cmdline` knob's own apply writes the boot loader's
 //!   files, and persist names them.
@@ -30,6 +33,8 @@ pub mod dropin;
 pub mod hold_unit;
 pub mod link_file;
 mod mechanism;
+pub mod modprobe_d;
+pub mod modules_load_d;
 mod nic_match;
 mod nm_view;
 pub mod sysctl_d;
@@ -90,6 +95,8 @@ pub fn own_files(id: &str) -> Vec<String> {
     let mut out: Vec<String> = (0..=9).map(|p| tmpfiles::path_for(p, id)).collect();
     out.push(tmpfiles::legacy_path(id));
     out.push(format!("{}/90-hostknob-{id}.conf", sysctl_d::SYSCTL_DIR));
+    out.push(modprobe_d::path_for(id));
+    out.push(modules_load_d::path_for(id));
     out
 }
 
@@ -134,6 +141,11 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         Persistence::Boot => return boot_unit::artifact(knob, host, manifest),
         Persistence::LinkFile => return link_file::artifact(knob, host, manifest),
         Persistence::Cmdline => return cmdline::artifact(knob, host, refuse_by_design),
+        // A module's load files hold whether it is loaded now or not.
+        Persistence::ModprobeD => return modprobe_d::artifact(knob, host, refuse_by_design),
+        Persistence::ModulesLoadD => {
+            return modules_load_d::artifact(knob, host, refuse_by_design);
+        }
         _ => {}
     }
     let survey = knob
@@ -170,7 +182,9 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         | Persistence::Hold
         | Persistence::Boot
         | Persistence::Cmdline
-        | Persistence::LinkFile => {
+        | Persistence::LinkFile
+        | Persistence::ModprobeD
+        | Persistence::ModulesLoadD => {
             unreachable!("handled above")
         }
     }
@@ -321,6 +335,8 @@ pub fn check(
             }
         }),
         Persistence::SysctlD => sysctl_d::check(&writable, &config.sysctl),
+        Persistence::ModprobeD => modprobe_d::check(knob, host),
+        Persistence::ModulesLoadD => modules_load_d::check(knob, host),
     }
 }
 

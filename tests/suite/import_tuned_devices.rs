@@ -201,10 +201,12 @@ fn import_tuned_device_plugins_become_sysfs_and_module_param_knobs() {
     ] {
         assert!(imp.contains(&format!("| `{opt}` |")), "{opt}: {imp}");
     }
-    // [modules] alone stays out, with the reason.
-    assert!(
-        not.contains("| `cpufreq_conservative` | [modules] cpufreq_conservative: loading a module"),
-        "{not}"
+    // [modules] `+r`: a module knob (tests/suite/module_load.rs), not-applicable
+    // on this copy (cpufreq_conservative is not loaded), so apply goes on.
+    assert!(!not.contains("cpufreq_conservative"), "{not}");
+    assert_eq!(
+        knob(d, "tuned-p-modules-cpufreq-conservative")["kind"],
+        "module"
     );
     // Applied on the copy: each file holds tuned's value.
     let state = format!("/{STATE_DIR}");

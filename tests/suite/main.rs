@@ -62,6 +62,7 @@ mod kernel_rules_review;
 mod kernel_rules_thp;
 mod manifest_bad;
 mod manifest_kinds;
+mod module_load;
 mod msr_knobs;
 mod newcomer;
 mod nic;
