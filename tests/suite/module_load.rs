@@ -1,6 +1,6 @@
 //! Issue 46 item 5: module options persisted by modprobe.d (`module-param`),
 //! the `module` kind (loaded; persisted by modules-load.d) and tuned's
-//! `[modules]` imported onto them. On copies of the VM capture, whose kernel
+//! `[modules]` imported onto them (tests/suite/import_tuned_devices.rs). On copies of the VM capture, whose kernel
 //! has its modules built in (`/sys/module/haltpoll` without `initstate`),
 //! given a loaded module's files as kernel/module/sysfs.c makes them
 //! (`initstate`, `refcnt`, `parameters/`) and the release's module index
@@ -13,11 +13,11 @@ use std::process::Command;
 use crate::support::*;
 
 /// The VM capture's kernel release.
-const RELEASE: &str = "6.18.44-fc-v595";
+pub(crate) const RELEASE: &str = "6.18.44-fc-v595";
 
 /// A loaded snd_hda_intel (power_save 1, 2 users) and the release's index:
 /// cpufreq_conservative loadable but not loaded, cpufreq_ondemand built in.
-fn loaded_module(root: &Path) {
+pub(crate) fn loaded_module(root: &Path) {
     let dep = format!("lib/modules/{RELEASE}/modules.dep");
     let builtin = format!("lib/modules/{RELEASE}/modules.builtin");
     write_files(
@@ -54,7 +54,7 @@ fn module(module: &str, set: &str, persistence: &str) -> String {
     format!("persistence: {persistence}\nkind: module\ntarget: {{module: {module}}}\nset: {set}\n")
 }
 
-fn read(root: &Path, rel: &str) -> String {
+pub(crate) fn read(root: &Path, rel: &str) -> String {
     std::fs::read_to_string(root.join(rel))
         .unwrap_or_else(|e| panic!("{rel}: {e}"))
         .trim()
@@ -290,100 +290,4 @@ fn modules_load_d_persists_a_module_and_refuses_one_the_kernel_lacks() {
         err(&o)
     );
     assert_tree(&before, &root, "a refused persist writes nothing");
-}
-
-/// `[modules]` as tuned's plugin_modules.py reads it: options become
-/// module-param knobs persisted by modprobe.d, `+r` a module knob.
-#[test]
-fn import_tuned_modules_become_module_and_module_param_knobs() {
-    let (_t, root) = vm();
-    loaded_module(&root);
-    let from = tempfile::tempdir().unwrap();
-    write_files(
-        from.path(),
-        &[(
-            "p/tuned.conf",
-            "[main]\nsummary=m\n[modules]\nsnd-hda-intel=+r, power_save=10 power_save_controller=N\n\
-             cpufreq_conservative=+r\nnetrom=nr_ndevs=2\ncpufreq_ondemand=oops\nsnd=\n",
-        )],
-    );
-    let outd = tempfile::tempdir().unwrap();
-    ok(&hostknob(&[
-        "--root",
-        root.to_str().unwrap(),
-        "import",
-        "tuned",
-        "p",
-        "--from",
-        from.path().to_str().unwrap(),
-        "--out",
-        outd.path().to_str().unwrap(),
-    ]));
-    let d = outd.path();
-    let knob_yaml = |id: &str| -> serde_yaml::Value {
-        let p = d.join(format!("{id}.yaml"));
-        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        serde_yaml::from_str(&text).unwrap()
-    };
-    let k = knob_yaml("tuned-p-modules-snd-hda-intel");
-    assert_eq!(k["kind"], "module");
-    assert_eq!(k["target"]["module"], "snd-hda-intel");
-    assert_eq!(k["set"]["loaded"], true);
-    assert_eq!(k["persistence"], "modules-load.d");
-    for (id, p, v) in [
-        (
-            "tuned-p-modules-snd-hda-intel-power-save",
-            "power_save",
-            "10",
-        ),
-        (
-            "tuned-p-modules-snd-hda-intel-power-save-controller",
-            "power_save_controller",
-            "N",
-        ),
-    ] {
-        let k = knob_yaml(id);
-        assert_eq!(
-            (
-                k["kind"].as_str(),
-                k["target"]["param"].as_str(),
-                k["set"].as_str()
-            ),
-            (Some("module-param"), Some(p), Some(v)),
-            "{k:?}"
-        );
-        assert_eq!(k["persistence"], "modprobe.d");
-    }
-    assert_eq!(
-        knob_yaml("tuned-p-modules-cpufreq-conservative")["kind"],
-        "module"
-    );
-    let not = std::fs::read_to_string(d.join("NOT-IMPORTED.md")).unwrap();
-    for (opt, why) in [
-        (
-            "netrom",
-            &format!("no module netrom for the kernel {RELEASE} on this host")[..],
-        ),
-        ("cpufreq_ondemand", "option `oops` is not PARAM=VALUE"),
-        ("snd", "with no options and no `+r`: tuned writes nothing"),
-    ] {
-        assert!(
-            not.contains(&format!("| `{opt}` |")) && not.contains(why),
-            "{opt}: {not}"
-        );
-    }
-    // Applied on the copy: the loaded module's parameters take tuned's values.
-    let state = format!("/{STATE_DIR}");
-    ok(&run(&root, d, &["--state-dir", &state, "apply", "--all"]));
-    assert_eq!(
-        read(&root, "sys/module/snd_hda_intel/parameters/power_save"),
-        "10"
-    );
-    assert_eq!(
-        read(
-            &root,
-            "sys/module/snd_hda_intel/parameters/power_save_controller"
-        ),
-        "N"
-    );
 }
