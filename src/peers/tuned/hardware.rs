@@ -37,9 +37,7 @@ fn module_index(root: &Root) -> Option<ModuleIndex> {
             .ok()?;
         Some(
             text.lines()
-                .filter_map(|l| {
-                    crate::knob::rules::module::file_module(l.split(':').next().unwrap_or(""))
-                })
+                .filter_map(|l| crate::kmod::file_module(l.split(':').next().unwrap_or("")))
                 .collect(),
         )
     };

@@ -9,8 +9,7 @@
 use super::hardware::Devices;
 use super::ini::Opt;
 use super::out::{Out, map, s};
-use crate::knob::rules::module::split_options;
-use crate::knob::rules::module_dir_name;
+use crate::kmod::split_options;
 
 /// plugin_modules.py's `re.sub(r"^\s*\+r\s*,?\s*", "", v)`: (reload, the rest).
 fn reload_flag(v: &str) -> (bool, &str) {
@@ -37,7 +36,7 @@ pub fn option(o: &Opt, v: &str, dev: &Devices, out: &mut Out) -> Result<(), Stri
     }
     // plugin_modules.py runs `modinfo` first and skips a module it cannot find.
     if let Some(ix) = &dev.modules {
-        let m = module_dir_name(module);
+        let m = module.replace('-', "_");
         if !ix.loadable.contains(&m) && !ix.builtin.contains(&m) {
             return Err(format!(
                 "no module {module} for the kernel {} on this host (its modules.dep and \
@@ -97,7 +96,7 @@ pub fn option(o: &Opt, v: &str, dev: &Devices, out: &mut Out) -> Result<(), Stri
                  (plugin_modules.py), read at the module's next load; this knob writes \
                  /sys/module/{m}/parameters/{p} where {module} is loaded (not-applicable where \
                  it is not) and its modprobe.d file holds it for the next load",
-                m = module_dir_name(module)
+                m = module.replace('-', "_")
             ),
         );
     }
