@@ -248,7 +248,7 @@ fn a_module_reload_is_refused_naming_its_users() {
         "snd-hda-intel has 2 users now (refcnt)",
         "modprobe -r snd-hda-intel && modprobe snd-hda-intel",
     ] {
-        assert!(out(&o).contains(says), "{says}: {}", out(&o));
+        assert!(err(&o).contains(says), "{says}: {}", err(&o));
     }
     assert_tree(&before, &root, "a refused reload changes nothing");
 }
