@@ -95,8 +95,6 @@ pub fn own_files(id: &str) -> Vec<String> {
     let mut out: Vec<String> = (0..=9).map(|p| tmpfiles::path_for(p, id)).collect();
     out.push(tmpfiles::legacy_path(id));
     out.push(format!("{}/90-hostknob-{id}.conf", sysctl_d::SYSCTL_DIR));
-    out.push(modprobe_d::path_for(id));
-    out.push(modules_load_d::path_for(id));
     out
 }
 
