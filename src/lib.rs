@@ -19,6 +19,7 @@ pub mod import;
 pub mod inventory;
 pub mod isolate;
 pub(crate) mod journal;
+pub mod kmod;
 pub mod knob;
 pub mod manifest;
 pub mod msr;

@@ -88,6 +88,14 @@ pub enum Persistence {
     /// device appears or changes (block kinds).
     #[serde(rename = "udev-rule")]
     UdevRule,
+    /// An `options` line in modprobe.d, which modprobe passes at the
+    /// module's next load (module-param).
+    #[serde(rename = "modprobe.d")]
+    ModprobeD,
+    /// A modules-load.d file: systemd-modules-load.service loads the module
+    /// at every boot (module).
+    #[serde(rename = "modules-load.d")]
+    ModulesLoadD,
 }
 
 impl Persistence {
@@ -103,6 +111,8 @@ impl Persistence {
             Persistence::LinkFile => "link-file",
             Persistence::UdevReapply => "udev-reapply",
             Persistence::UdevRule => "udev-rule",
+            Persistence::ModprobeD => "modprobe.d",
+            Persistence::ModulesLoadD => "modules-load.d",
         }
     }
 }

@@ -19,6 +19,8 @@ use support::*;
 mod block;
 #[path = "live/irq.rs"]
 mod irq;
+#[path = "live/modules.rs"]
+mod modules;
 #[path = "live/nic.rs"]
 mod nic;
 #[path = "live/nic_legacy.rs"]

@@ -22,6 +22,12 @@ fn not_at_boot(p: Persistence) -> Option<&'static str> {
         Persistence::LinkFile => {
             Some("persistence: link-file (udev applies its .link file when the device appears)")
         }
+        Persistence::ModprobeD => {
+            Some("persistence: modprobe.d (modprobe passes the options when the module loads)")
+        }
+        Persistence::ModulesLoadD => {
+            Some("persistence: modules-load.d (systemd-modules-load.service loads the module)")
+        }
         // Its udev rule applies it at coldplug too; applying it here as well is harmless.
         Persistence::Tmpfiles
         | Persistence::SysctlD

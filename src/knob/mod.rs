@@ -11,7 +11,7 @@ pub mod bound;
 mod ctx;
 pub mod ignored;
 pub(crate) mod msr_field;
-mod names;
+pub(crate) mod names;
 pub(crate) mod nic;
 pub(crate) mod nic_queue;
 pub mod rules;
@@ -27,7 +27,7 @@ use crate::cpulist::{CpuList, Group};
 use crate::schema::{KnobDoc, Persistence};
 
 pub use ctx::{CpuIdle, HostCtx, PolicyInfo, ReadValue, state_path};
-pub use names::{check_name, check_service_name};
+pub use names::{REWRITE_CAP, check_name, check_service_name, too_large_to_rewrite};
 
 /// Every knob kind: its module and type, its name in `KindName` and in the
 /// manifest's `kind:`. A new kind is one file implementing [`KnobKind`] and
@@ -98,6 +98,7 @@ kinds! {
     block::Block => Block "block",
     thread_policy::ThreadPolicy => ThreadPolicy "thread-policy",
     sched_tunable::SchedTunable => SchedTunable "sched-tunable",
+    module::Module => Module "module",
 }
 
 impl KindName {
@@ -383,6 +384,12 @@ pub trait KnobKind: Send + Sync + fmt::Debug {
         None
     }
 
+    /// The module this knob loads or gives options at load (the
+    /// `modprobe.d` and `modules-load.d` files); `None` for other kinds.
+    fn module_load(&self) -> Option<rules::module::ModuleLoad> {
+        None
+    }
+
     /// Services that may set the same thing.
     fn services(&self) -> &'static [Service] {
         &[]
@@ -639,24 +646,6 @@ pub const CPU_PERSISTENCE: &[Persistence] = &[
     Persistence::Boot,
     Persistence::Tmpfiles,
 ];
-
-/// The largest configuration file a kind rewrites whole (a BLS entry, an
-/// irqbalance environment file: a few hundred bytes as shipped). Apply keeps
-/// a file's text before, written and read back, and the journal keeps each:
-/// a 15 MB file took 300-550 MB, past the 100 MB docs/safety.md promises.
-pub const REWRITE_CAP: usize = 1 << 20;
-
-/// Why `text` of `path` is too large to rewrite, if it is.
-pub fn too_large_to_rewrite(path: &str, text: &str) -> Option<Blocker> {
-    (text.len() > REWRITE_CAP).then(|| {
-        Blocker::Unsupported(format!(
-            "{path} is {} bytes: hostknob rewrites configuration files of at most {} MiB \
-             (docs/safety.md), and this one is not a file the boot loader or service expects",
-            text.len(),
-            REWRITE_CAP >> 20
-        ))
-    })
-}
 
 /// The first of a knob's targets the host refuses (a value it does not
 /// accept, a file that cannot be read), as an error; not-applicable ones pass.

@@ -102,7 +102,16 @@ impl KnobKind for ModuleParam {
             Persistence::Runtime,
             Persistence::Tmpfiles,
             Persistence::Cmdline,
+            Persistence::ModprobeD,
         ]
+    }
+
+    fn module_load(&self) -> Option<super::rules::module::ModuleLoad> {
+        Some(super::rules::module::ModuleLoad {
+            module: self.module.clone(),
+            options: vec![(self.param.clone(), self.value.clone())],
+            load: false,
+        })
     }
 
     fn cmdline_args(&self) -> Option<Vec<String>> {

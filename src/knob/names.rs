@@ -1,7 +1,7 @@
-//! Plain names a manifest gives (modules, parameters, services), checked
-//! before they reach a path or a unit file.
+//! Checks of names a manifest gives (modules, parameters, services) and
+//! the size cap of files a kind rewrites whole.
 
-use super::FieldError;
+use super::{Blocker, FieldError};
 
 /// A plain name (module, parameter, service): no path separators, no `..`.
 pub fn check_name(field: &str, text: &str, what: &str) -> Result<(), FieldError> {
@@ -37,4 +37,22 @@ pub fn check_service_name(field: &str, text: &str) -> Result<(), FieldError> {
         ));
     }
     Ok(())
+}
+
+/// The largest configuration file a kind rewrites whole (a BLS entry, an
+/// irqbalance environment file: a few hundred bytes as shipped). Apply keeps
+/// a file's text before, written and read back, and the journal keeps each:
+/// a 15 MB file took 300-550 MB, past the 100 MB docs/safety.md promises.
+pub const REWRITE_CAP: usize = 1 << 20;
+
+/// Why `text` of `path` is too large to rewrite, if it is.
+pub fn too_large_to_rewrite(path: &str, text: &str) -> Option<Blocker> {
+    (text.len() > REWRITE_CAP).then(|| {
+        Blocker::Unsupported(format!(
+            "{path} is {} bytes: hostknob rewrites configuration files of at most {} MiB \
+             (docs/safety.md), and this one is not a file the boot loader or service expects",
+            text.len(),
+            REWRITE_CAP >> 20
+        ))
+    })
 }

@@ -19,6 +19,9 @@
 //!   appears (RPS, and what a .link file cannot set);
 //! - `udev-rule`: a udev rule writing a block knob's queue settings whenever
 //!   one of its disks appears or changes;
+//! - `modprobe.d`: `/etc/modprobe.d/hostknob-<id>.conf`, `options M P=V`
+//!   (module-param; at the module's next load);
+//! - `modules-load.d`: `/etc/modules-load.d/hostknob-<id>.conf` (module);
 //! - `cmdline`: kernel command-line arguments, printed with the commands that
 //!   add them; a `kernel-cmdline` knob's own apply writes the boot loader's
 //!   files, and persist names them.
@@ -32,6 +35,8 @@ pub mod dropin;
 pub mod hold_unit;
 pub mod link_file;
 mod mechanism;
+pub mod modprobe_d;
+pub mod modules_load_d;
 mod nic_match;
 mod nm_view;
 pub mod sysctl_d;
@@ -138,6 +143,11 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         Persistence::Boot => return boot_unit::artifact(knob, host, manifest),
         Persistence::LinkFile => return link_file::artifact(knob, host, manifest),
         Persistence::Cmdline => return cmdline::artifact(knob, host, refuse_by_design),
+        // A module's load files hold whether it is loaded now or not.
+        Persistence::ModprobeD => return modprobe_d::artifact(knob, host, refuse_by_design),
+        Persistence::ModulesLoadD => {
+            return modules_load_d::artifact(knob, host, refuse_by_design);
+        }
         _ => {}
     }
     let survey = knob
@@ -175,7 +185,9 @@ pub fn artifact(knob: &Knob, host: &HostCtx, manifest: &Manifest) -> Result<Arti
         | Persistence::Hold
         | Persistence::Boot
         | Persistence::Cmdline
-        | Persistence::LinkFile => {
+        | Persistence::LinkFile
+        | Persistence::ModprobeD
+        | Persistence::ModulesLoadD => {
             unreachable!("handled above")
         }
     }
@@ -327,6 +339,8 @@ pub fn check(
             }
         }),
         Persistence::SysctlD => sysctl_d::check(&writable, &config.sysctl),
+        Persistence::ModprobeD => modprobe_d::check(knob, host),
+        Persistence::ModulesLoadD => modules_load_d::check(knob, host),
     }
 }
 

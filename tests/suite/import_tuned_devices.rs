@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use crate::module_load;
 use crate::support::*;
 
 const PROFILE: &str = "[main]\nsummary=d\n[scsi_host]\nalpm=medium_power\n[audio]\ntimeout=10\n\
@@ -201,10 +202,12 @@ fn import_tuned_device_plugins_become_sysfs_and_module_param_knobs() {
     ] {
         assert!(imp.contains(&format!("| `{opt}` |")), "{opt}: {imp}");
     }
-    // [modules] alone stays out, with the reason.
-    assert!(
-        not.contains("| `cpufreq_conservative` | [modules] cpufreq_conservative: loading a module"),
-        "{not}"
+    // [modules] `+r`: a module knob (tests/suite/module_load.rs), not-applicable
+    // on this copy (cpufreq_conservative is not loaded), so apply goes on.
+    assert!(!not.contains("cpufreq_conservative"), "{not}");
+    assert_eq!(
+        knob(d, "tuned-p-modules-cpufreq-conservative")["kind"],
+        "module"
     );
     // Applied on the copy: each file holds tuned's value.
     let state = format!("/{STATE_DIR}");
@@ -303,4 +306,81 @@ fn import_tuned_device_plugins_refuse_what_tuned_refuses() {
         })
         .count();
     assert_eq!(yaml, 0);
+}
+
+/// `[modules]` as tuned's plugin_modules.py reads it: options become
+/// module-param knobs persisted by modprobe.d, `+r` a module knob.
+#[test]
+fn import_tuned_modules_become_module_and_module_param_knobs() {
+    let (_t, root) = vm();
+    module_load::loaded_module(&root);
+    let (outd, _imp, not) = import(
+        &root,
+        "[main]\nsummary=m\n[modules]\nsnd-hda-intel=+r, power_save=10 power_save_controller=N\n\
+         cpufreq_conservative=+r\nnetrom=nr_ndevs=2\ncpufreq_ondemand=oops\nsnd=\n",
+    );
+    let d = outd.path();
+    let k = knob(d, "tuned-p-modules-snd-hda-intel");
+    assert_eq!(k["kind"], "module");
+    assert_eq!(k["target"]["module"], "snd-hda-intel");
+    assert_eq!(k["set"]["loaded"], true);
+    assert_eq!(k["persistence"], "modules-load.d");
+    for (id, p, v) in [
+        (
+            "tuned-p-modules-snd-hda-intel-power-save",
+            "power_save",
+            "10",
+        ),
+        (
+            "tuned-p-modules-snd-hda-intel-power-save-controller",
+            "power_save_controller",
+            "N",
+        ),
+    ] {
+        let k = knob(d, id);
+        assert_eq!(
+            (
+                k["kind"].as_str(),
+                k["target"]["param"].as_str(),
+                k["set"].as_str()
+            ),
+            (Some("module-param"), Some(p), Some(v)),
+            "{k:?}"
+        );
+        assert_eq!(k["persistence"], "modprobe.d");
+    }
+    assert_eq!(
+        knob(d, "tuned-p-modules-cpufreq-conservative")["kind"],
+        "module"
+    );
+    for (opt, why) in [
+        (
+            "netrom",
+            &format!(
+                "no module netrom for the kernel {} on this host",
+                module_load::RELEASE
+            )[..],
+        ),
+        ("cpufreq_ondemand", "option `oops` is not PARAM=VALUE"),
+        ("snd", "with no options and no `+r`: tuned writes nothing"),
+    ] {
+        assert!(
+            not.contains(&format!("| `{opt}` |")) && not.contains(why),
+            "{opt}: {not}"
+        );
+    }
+    // Applied on the copy: the loaded module's parameters take tuned's values.
+    let state = format!("/{STATE_DIR}");
+    ok(&run(&root, d, &["--state-dir", &state, "apply", "--all"]));
+    assert_eq!(
+        module_load::read(&root, "sys/module/snd_hda_intel/parameters/power_save"),
+        "10"
+    );
+    assert_eq!(
+        module_load::read(
+            &root,
+            "sys/module/snd_hda_intel/parameters/power_save_controller"
+        ),
+        "N"
+    );
 }

@@ -66,6 +66,7 @@ mod kernel_rules_thp;
 mod ledger_samples;
 mod manifest_bad;
 mod manifest_kinds;
+mod module_load;
 mod msr_knobs;
 mod newcomer;
 mod nic;

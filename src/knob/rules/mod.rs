@@ -19,6 +19,7 @@ pub struct KindRules {
 pub mod cmdline;
 pub mod coalesce;
 pub mod irq;
+pub mod module;
 pub mod rps;
 mod table;
 

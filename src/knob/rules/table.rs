@@ -84,8 +84,8 @@ pub const RULES: &[KindRules] = &[
         scope: "global (`/sys/module/M/parameters/P`)",
         depends_on: "the module is loaded",
         read_back: "bools read `Y`/`N` (written as y/n/1/0/true/false); `-` and `_` in module names are the same",
-        persists: "tmpfiles.d `w`, kernel command line (`module.param=`)",
-        sources: "Documentation/admin-guide/kernel-parameters.rst (module parameters, `-`/`_`); include/linux/moduleparam.h (param_set_bool, kstrtobool)",
+        persists: "tmpfiles.d `w`, kernel command line (`module.param=`, the only one for a built-in module), `modprobe.d` (`options M P=V` in `/etc/modprobe.d/hostknob-KNOB.conf`, which modprobe passes at the module's next load only; a loaded module keeps its value until reloaded; an initramfs keeps its own copy until it is rebuilt, which hostknob never does; refused for a built-in module: `/sys/module/M` without `initstate`, or listed in modules.builtin)",
+        sources: "Documentation/admin-guide/kernel-parameters.rst (module parameters, `-`/`_`); include/linux/moduleparam.h (param_set_bool, kstrtobool); kmod modprobe.d(5) (`options`); kernel/module/sysfs.c (`initstate`, `refcnt` for loaded modules only); kernel/params.c (`param_sysfs_builtin`)",
     },
     KindRules {
         kind: KindName::PmQos,
@@ -310,5 +310,13 @@ pub const RULES: &[KindRules] = &[
         read_back: "the file's number",
         persists: "runtime; boot unit (debugfs is no place for tmpfiles.d or sysctl.d); in debugfs the slice, granularity and latency values are set again from their boot value times the `tunable_scaling` factor whenever a CPU goes on- or offline or a root domain is rebuilt, undoing the write",
         sources: "kernel/sched/debug.c (`sched_init_debug`, `sched_scaling_write`); kernel/sched/fair.c (`update_sysctl`, `rq_online_fair`, `rq_offline_fair`, `sched_update_scaling`); \"sched: Move SCHED_DEBUG sysctl to debugfs\" (5.13); \"sched/fair: Commit to EEVDF\" and \"sched/debug: Rename sysctl_sched_min_granularity to sysctl_sched_base_slice\" (6.6); kernel/sysctl.c before 5.13 (`min_sched_granularity_ns`, `max_sched_granularity_ns`); tuned/plugins/plugin_scheduler.py (`_get_sched_knob_path`)",
+    },
+    KindRules {
+        kind: KindName::Module,
+        scope: "host (one module, `/sys/module/M`)",
+        depends_on: "the module exists for the running kernel (`/lib/modules/RELEASE/modules.dep`); its options are `module-param` knobs",
+        read_back: "`loaded` when `initstate` reads `live`, `built-in` for `/sys/module/M` without `initstate` or a module modules.builtin lists; `-` and `_` in the name are the same",
+        persists: "runtime (a check: hostknob loads and unloads no module, as loading resolves dependencies from modules.dep, modprobe's work: a module not loaded is not-applicable, naming `modprobe M`; `reload: true` is refused); `modules-load.d` (`/etc/modules-load.d/hostknob-KNOB.conf`, read by systemd-modules-load.service at boot)",
+        sources: "kernel/module/main.c (`finit_module`, `delete_module`: refused while `refcnt` > 0); kernel/module/sysfs.c (`initstate`, `refcnt`); kernel/params.c (`param_sysfs_builtin`); depmod(8) (modules.dep, modules.builtin); modules-load.d(5); systemd-modules-load.service(8); kmod modprobe.d(5); tuned/plugins/plugin_modules.py (`+r`)",
     },
 ];

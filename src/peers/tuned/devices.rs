@@ -68,12 +68,7 @@ pub fn option(ty: &str, o: &Opt, v: &str, dev: &Devices, out: &mut Out) -> Resul
         "video" if o.key == "panel_power_savings" => {
             return Err("[video] panel_power_savings (newer tuned: eDP panels' amdgpu/panel_power_savings, chosen by the power source) has no hostknob kind".into());
         }
-        "modules" => {
-            return Err(format!(
-                "[modules] {}: loading a module with options (tuned writes `options` lines to /etc/modprobe.d/tuned.conf and with `+r` reloads the module by modprobe; plugin_modules.py) has no hostknob kind; module-param sets a loaded module's parameters",
-                o.key
-            ));
-        }
+        "modules" => super::modules::option(o, v, dev, out)?,
         t => {
             return Err(format!(
                 "[{t}] {} is not an option of tuned's {t} plugin",

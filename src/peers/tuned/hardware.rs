@@ -16,6 +16,37 @@ pub struct Devices {
     pub radeon: Vec<(String, String)>,
     /// selinuxfs with `avc/cache_threshold`.
     pub selinux: bool,
+    /// The running release's modules.dep and modules.builtin (tuned's
+    /// plugin_modules.py asks `modinfo`); `None` where the tree has neither.
+    pub modules: Option<ModuleIndex>,
+}
+
+/// The module names `/lib/modules/RELEASE` lists (`-` as `_`).
+#[derive(Debug, Default)]
+pub struct ModuleIndex {
+    pub release: String,
+    pub loadable: std::collections::BTreeSet<String>,
+    pub builtin: std::collections::BTreeSet<String>,
+}
+
+fn module_index(root: &Root) -> Option<ModuleIndex> {
+    let release = root.read_trimmed("/proc/sys/kernel/osrelease").ok()??;
+    let names = |f: &str| {
+        let text = root
+            .read_string(&format!("/lib/modules/{release}/{f}"))
+            .ok()?;
+        Some(
+            text.lines()
+                .filter_map(|l| crate::kmod::file_module(l.split(':').next().unwrap_or("")))
+                .collect(),
+        )
+    };
+    let loadable = names("modules.dep")?;
+    Some(ModuleIndex {
+        builtin: names("modules.builtin").unwrap_or_default(),
+        loadable,
+        release,
+    })
 }
 
 pub fn read(root: &Root) -> Devices {
@@ -64,6 +95,7 @@ pub fn read(root: &Root) -> Devices {
         audio,
         radeon,
         selinux: has(SELINUX_THRESHOLD),
+        modules: module_index(root),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod facts;
 mod hardware;
 pub mod ini;
 pub mod load;
+mod modules;
 pub mod out;
 mod scheduler;
 mod sections;
