@@ -317,8 +317,12 @@ pub fn caveats(knob: &Knob, host: &HostCtx) -> Vec<String> {
                 "not persistent yet: {why}; `hostknob persist {id}` prints the kernel arguments \
                  and how to add them"
             ),
-            // Most reasons already name the command; say it once.
-            Ok(Err(why)) if why.contains(&format!("hostknob persist {id} --install")) => {
+            // Most reasons already name the command; say it once. Where the
+            // mechanism cannot run here, persist would refuse: no advice.
+            Ok(Err(why))
+                if why.contains(&format!("hostknob persist {id} --install"))
+                    || why.contains("would never run here") =>
+            {
                 format!("not persistent yet: {why}")
             }
             Ok(Err(why)) => format!(

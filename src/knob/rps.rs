@@ -19,7 +19,7 @@ use crate::schema::Persistence;
 type Planned = (String, String, Option<String>);
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping such as {cpus: 2-3} or {cpus: 2-3, flow_cnt: 4096}")]
 pub struct RpsSet {
     /// CPUs that process the queue's packets, or `none` (RPS off).
     cpus: Option<String>,

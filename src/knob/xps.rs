@@ -13,7 +13,7 @@ use crate::cpulist::CpuList;
 use crate::schema::Persistence;
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping such as {cpus: 0-3} or {cpus: 0-3, rxqs: 0-3}")]
 pub struct XpsSet {
     /// CPUs whose packets go out on the queue, `all` or `none` (XPS by CPU off).
     cpus: Option<String>,

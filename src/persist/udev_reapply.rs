@@ -152,10 +152,20 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
     let id = &knob.id;
     let path = path_for(id);
     let again = format!("`hostknob persist {id} --install` writes it");
+    // Advise the install only where it would work: persist refuses it
+    // where udev (or systemd, for the rule's systemd-run) is missing.
+    let runs = runs_here(host);
     let Some(text) = host.text(&path) else {
-        return Err(format!("{path} does not exist: {again}"));
+        return Err(match runs {
+            Ok(_) => format!("{path} does not exist: {again}"),
+            Err(e) => format!(
+                "{path} does not exist, and a udev rule would never run here ({e}): \
+                 nothing hostknob writes keeps this knob on this host; run `hostknob apply {id}` \
+                 from the host's own start-up"
+            ),
+        });
     };
-    let runs = runs_here(host).map_err(|e| format!("{path} is never run: {e}"))?;
+    let runs = runs.map_err(|e| format!("{path} is never run: {e}"))?;
     let owned: Vec<Target> = writable.iter().map(|t| (*t).clone()).collect();
     let manifest_dir = knob
         .source

@@ -57,10 +57,17 @@ pub(super) fn check(knob: &Knob, writable: &[&Target], host: &HostCtx) -> Result
     let id = &knob.id;
     let path = path_for(id);
     let again = format!("`hostknob persist {id} --install` writes it");
+    let runs = mechanism::udev(host, false);
     let Some(text) = host.text(&path) else {
-        return Err(format!("{path} does not exist: {again}"));
+        return Err(match runs {
+            Ok(_) => format!("{path} does not exist: {again}"),
+            Err(e) => format!(
+                "{path} does not exist, and a udev rule would never run here ({e}), \
+                 so `persist --install` refuses it"
+            ),
+        });
     };
-    let runs = mechanism::udev(host, false).map_err(|e| format!("{path} is never applied: {e}"))?;
+    let runs = runs.map_err(|e| format!("{path} is never applied: {e}"))?;
     let want = rule_lines(knob)?;
     let have: Vec<&str> = text
         .lines()

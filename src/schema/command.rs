@@ -90,7 +90,9 @@ pub struct MetricSource {
 #[serde(deny_unknown_fields)]
 pub struct CommandProbe {
     /// The program and its arguments, run without a shell; with `shell: true`,
-    /// one string given to `sh -c`.
+    /// one string given to `sh -c` (a string or a list of one).
+    #[serde(deserialize_with = "command_line")]
+    #[schemars(with = "CommandLine")]
     pub command: Vec<String>,
     pub metric: MetricSource,
     /// The metric's unit: `ns`, `µs` (`us`), `ms`, `s`, or any other word
@@ -113,6 +115,23 @@ pub struct CommandProbe {
 
 fn one() -> usize {
     1
+}
+
+/// `command:` as written: a list (program and arguments), or one string
+/// (a script for `sh -c`, with `shell: true`).
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum CommandLine {
+    Argv(Vec<String>),
+    Script(String),
+}
+
+fn command_line<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match CommandLine::deserialize(d)? {
+        CommandLine::Argv(v) => v,
+        CommandLine::Script(s) => vec![s],
+    })
 }
 
 /// At most this many runs per leg.
@@ -150,6 +169,15 @@ impl CommandProbe {
             (Some(_), true) if self.command.len() > 1 => bad(
                 "command",
                 "with `shell: true`, give one string (the script for `sh -c`)".into(),
+            ),
+            // A program's path with blanks is rare; a command line in one
+            // string (as docs/verify.md writes `shell: true`'s) is the mistake.
+            (Some(p), false) if self.command.len() == 1 && p.split_whitespace().count() > 1 => bad(
+                "command",
+                format!(
+                    "{p:?} is a command line: run it with `shell: true`, or give the program \
+                         and each argument as a list item ([program, arg, ...])"
+                ),
             ),
             _ => {}
         }
@@ -237,5 +265,36 @@ pub fn ns_per_unit(unit: &str) -> Option<f64> {
         "ms" => Some(1e6),
         "s" => Some(1e9),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CommandProbe;
+
+    fn probe(yaml: &str) -> CommandProbe {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    /// docs/verify.md gives `shell: true`'s command as one string; it was
+    /// refused ("invalid type: string, expected a sequence").
+    #[test]
+    fn a_shell_command_is_one_string_and_a_command_line_without_a_shell_is_refused() {
+        let p =
+            probe("{command: 'echo ms=1', shell: true, metric: {regex: 'ms=([0-9]+)'}, unit: ms}");
+        assert_eq!(p.command, ["echo ms=1"]);
+        assert!(p.check().is_empty(), "{:?}", p.check());
+        let p = probe("{command: [echo, ms=1], metric: {regex: 'ms=([0-9]+)'}, unit: ms}");
+        assert_eq!(p.command, ["echo", "ms=1"]);
+        assert!(p.check().is_empty(), "{:?}", p.check());
+        let p = probe("{command: 'echo ms=1', metric: {regex: 'ms=([0-9]+)'}, unit: ms}");
+        let problems = p.check();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].0, "verify.probe.command");
+        assert!(problems[0].1.contains("shell: true"), "{problems:?}");
+        assert!(
+            serde_yaml::from_str::<CommandProbe>("{command: 5, metric: {regex: x}, unit: ms}")
+                .is_err()
+        );
     }
 }

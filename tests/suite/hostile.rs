@@ -18,9 +18,62 @@ const THP: (&str, &str) = (
 const DROPIN: &str = "etc/systemd/system/rpc-node.service.d/zz-hostknob-rjem_malloc_conf.conf";
 const RSS_LIMIT_KB: i64 = 100 * 1024;
 
+/// Forks, runs its arguments and writes the child's own peak RSS (kB) to
+/// `$HK_RSS_OUT`, ending as the child ended. Started by the suite itself, a
+/// command's peak RSS is at least the suite's: Rust spawns with CLONE_VM,
+/// and exec keeps the old mm's high-water mark (fs/exec.c `exec_mmap`,
+/// `setmax_mm_hiwater_rss`); a fork's copy counts the suite's pages too.
+/// A fresh python3 is small, and its fork's exec starts from that.
+const SPAWN: &str = "import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, st, ru = os.wait4(pid, 0)
+with open(os.environ['HK_RSS_OUT'], 'w') as f:
+    f.write(str(ru.ru_maxrss))
+if os.WIFSIGNALED(st):
+    try:
+        signal.signal(os.WTERMSIG(st), signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), os.WTERMSIG(st))
+sys.exit(os.WEXITSTATUS(st))
+";
+
 /// Runs `c` to its end (killed after 60 s: a hang), returning its output
 /// and peak RSS in kB; asserts it did not panic, abort or exceed 100 MB.
 pub(crate) fn guarded(c: &mut Command) -> Output {
+    guarded_as(c, None)
+}
+
+/// [`guarded`], run as `ids` (uid, gid) where given.
+pub(crate) fn guarded_as(c: &mut Command, ids: Option<(u32, u32)>) -> Output {
+    let rss_out = tempfile::NamedTempFile::new().unwrap();
+    std::fs::set_permissions(rss_out.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let python = ["/usr/bin/python3", "python3"]
+        .into_iter()
+        .find(|p| !p.starts_with('/') || Path::new(p).exists())
+        .unwrap();
+    let mut spawner = Command::new(python);
+    spawner
+        .arg("-c")
+        .arg(SPAWN)
+        .arg(c.get_program())
+        .args(c.get_args());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => spawner.env(k, v),
+            None => spawner.env_remove(k),
+        };
+    }
+    if let Some(d) = c.get_current_dir() {
+        spawner.current_dir(d);
+    }
+    spawner.env("HK_RSS_OUT", rss_out.path()).process_group(0);
+    if let Some((uid, gid)) = ids {
+        spawner.uid(uid).gid(gid);
+    }
+    let c = &mut spawner;
     let mut child = c
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -41,15 +94,15 @@ pub(crate) fn guarded(c: &mut Command) -> Output {
         v
     });
     let deadline = Instant::now() + Duration::from_secs(60);
-    let (status, rss) = loop {
+    let status = loop {
         let mut status = 0;
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
         let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
         if r == pid {
-            break (status, ru.ru_maxrss);
+            break status;
         }
         if Instant::now() > deadline {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
             panic!("{c:?}: hung (killed after 60 s)");
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -69,6 +122,11 @@ pub(crate) fn guarded(c: &mut Command) -> Output {
         output.status.code().is_some(),
         "{c:?}: killed by a signal: {text}"
     );
+    let rss: i64 = std::fs::read_to_string(rss_out.path())
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{c:?}: no peak RSS: {e}"));
     assert!(rss < RSS_LIMIT_KB, "{c:?}: peak RSS {rss} kB over 100 MB");
     output
 }
@@ -705,9 +763,10 @@ fn unclear_errors_of_item_12_are_clear() {
         )
         .unwrap();
         let root = corpus_host("fc-haltpoll-2cpu");
-        let mut c = command(&root, m.path(), &["knobs"]);
-        c.uid(65534).gid(65534);
-        let o = guarded(&mut c);
+        let o = guarded_as(
+            &mut command(&root, m.path(), &["knobs"]),
+            Some((65534, 65534)),
+        );
         exit1(&o, &["secret", "Permission denied"]);
     }
 }

@@ -606,22 +606,17 @@ fn import_tuned_thread_moves_are_never_wider_than_tuneds() {
     assert_eq!(k["target"]["exclude"][1], "pmd");
     assert_eq!(k["target"]["include"][0], ".*");
     assert_eq!(k["set"], "0");
-    // cgroup_ps_blacklist: threads of some cgroups stay; hostknob cannot tell which.
-    let (out, imp, not) =
+    // cgroup_ps_blacklist: the threads of matching cgroups stay where they
+    // are, as `target.exclude-cgroup` (issue 46; before, no thread knob).
+    let (out, _, _) =
         import_scheduler("ps_blacklist=pmd\ncgroup_ps_blacklist=/kubepods\\.slice/\n");
-    assert!(!out.path().join(threads).exists());
+    let k = knob(out.path(), "tuned-sched-scheduler-threads");
+    assert_eq!(k["target"]["exclude"][0], "pmd");
+    assert_eq!(k["target"]["exclude-cgroup"][0], "/kubepods\\.slice/");
     assert!(
         out.path()
             .join("tuned-sched-scheduler-isolated-cores.yaml")
             .exists()
-    );
-    assert!(
-        imp.contains("its thread moves are not imported: cgroup_ps_blacklist"),
-        "{imp}"
-    );
-    assert!(
-        not.contains("| `ps_blacklist` | thread moves not imported"),
-        "{not}"
     );
     // A pattern the regex crate reads otherwise than Python: no thread knob.
     let (out, _, not) = import_scheduler("ps_blacklist=(?<=x)pmd\n");

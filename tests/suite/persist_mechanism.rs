@@ -196,3 +196,42 @@ fn a_virtual_nic_with_a_random_mac_is_matched_by_its_given_name_or_refused() {
     assert!(rule.contains("KERNEL==\"vh0\""), "{rule}");
     assert!(!rule.contains("9a:6a:a2:58:19:0c"), "{rule}");
 }
+
+/// The first hour, round 4, item 2: where no udev runs, apply's caveat for
+/// an rps knob with `persistence: udev-reapply` advised `persist --install`,
+/// which persist then refuses. The caveat and audit now say the rule would
+/// never run, and advise no install.
+#[test]
+fn where_no_udev_runs_apply_and_audit_advise_no_install_persist_would_refuse() {
+    let (_t, root) = host_with("adl0", &ICE);
+    without_udev(&root);
+    let m = knobs(&[RULE]);
+    let out = hk(&root, m.path(), &["apply", "steer"]);
+    ok(&out);
+    let said = format!("{}{}", crate::support::out(&out), err(&out));
+    assert!(said.contains("would never run here"), "{said}");
+    assert!(!said.contains("--install"), "{said}");
+    let report = audit(&root, m.path());
+    let k = knob(&report, "steer");
+    let d = k["detail"].to_string();
+    assert!(
+        d.contains("would never run here") && !d.contains("--install"),
+        "{k:#}"
+    );
+}
+
+/// A first-hour mistake, `set: "1"` for an rps knob, was refused with
+/// "expected struct RpsSet": the error now shows the form.
+#[test]
+fn an_rps_value_given_as_a_bare_list_is_refused_showing_the_mapping() {
+    let m = knobs(&[(
+        "bare",
+        "persistence: runtime\nkind: rps\ntarget: {interfaces: ens2f0}\nset: \"1\"\n",
+    )]);
+    let (_t, root) = host_with("adl0", &ICE);
+    let out = hk(&root, m.path(), &["knobs"]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = err(&out);
+    assert!(e.contains("knobs.yaml") && e.contains("set:"), "{e}");
+    assert!(e.contains("{cpus: 2-3}") && !e.contains("RpsSet"), "{e}");
+}
