@@ -248,6 +248,13 @@ impl ConfLine {
 
 /// Files of systemd-style config directories: a name in an earlier directory
 /// hides the same name in later ones; read in name order.
+/// The directories of a `*.d` configuration name that systemd's tools and
+/// kmod read, first wins by file name: /etc, /run, /usr/local/lib, /usr/lib,
+/// /lib (sysctl.d(5), modprobe.d(5), modules-load.d(5)).
+pub(crate) fn dot_d_dirs(name: &str) -> [String; 5] {
+    ["/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib"].map(|d| format!("{d}/{name}"))
+}
+
 pub(crate) fn config_files(host: &HostCtx, dirs: &[&str], suffix: &str) -> Vec<(String, String)> {
     let mut by_name: BTreeMap<String, String> = BTreeMap::new();
     for dir in dirs {

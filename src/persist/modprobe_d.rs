@@ -17,14 +17,6 @@ use crate::schema::Persistence;
 pub const MODPROBE_DIR: &str = "/etc/modprobe.d";
 
 /// Where kmod reads modprobe.d (libkmod-config.c; /usr/lib in newer kmod).
-const DIRS: [&str; 5] = [
-    "/etc/modprobe.d",
-    "/run/modprobe.d",
-    "/usr/local/lib/modprobe.d",
-    "/usr/lib/modprobe.d",
-    "/lib/modprobe.d",
-];
-
 pub fn path_for(id: &str) -> String {
     format!("{MODPROBE_DIR}/hostknob-{id}.conf")
 }
@@ -105,7 +97,13 @@ struct OptionsLine {
 
 fn read(host: &HostCtx) -> Vec<OptionsLine> {
     let mut out = Vec::new();
-    for (file, text) in config_files(host, &DIRS, ".conf") {
+    for (file, text) in config_files(
+        host,
+        &super::dot_d_dirs("modprobe.d")
+            .each_ref()
+            .map(String::as_str),
+        ".conf",
+    ) {
         for (i, line) in text.lines().enumerate() {
             let mut words = line.trim().splitn(3, char::is_whitespace);
             if words.next() != Some("options") {

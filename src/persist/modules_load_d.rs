@@ -14,14 +14,6 @@ use crate::schema::Persistence;
 pub const MODULES_LOAD_DIR: &str = "/etc/modules-load.d";
 
 /// modules-load.d(5)'s directories.
-const DIRS: [&str; 5] = [
-    "/etc/modules-load.d",
-    "/run/modules-load.d",
-    "/usr/local/lib/modules-load.d",
-    "/usr/lib/modules-load.d",
-    "/lib/modules-load.d",
-];
-
 pub fn path_for(id: &str) -> String {
     format!("{MODULES_LOAD_DIR}/hostknob-{id}.conf")
 }
@@ -78,7 +70,13 @@ pub(super) fn check(knob: &Knob, host: &HostCtx) -> Result<String, String> {
         .module_load()
         .map(|ml| module_dir_name(&ml.module))
         .ok_or("persistence: modules-load.d, but this kind loads no module")?;
-    for (file, text) in config_files(host, &DIRS, ".conf") {
+    for (file, text) in config_files(
+        host,
+        &super::dot_d_dirs("modules-load.d")
+            .each_ref()
+            .map(String::as_str),
+        ".conf",
+    ) {
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if !line.starts_with(['#', ';']) && module_dir_name(line) == m {

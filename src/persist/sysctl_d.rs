@@ -10,14 +10,6 @@ use crate::schema::Persistence;
 
 pub const SYSCTL_DIR: &str = "/etc/sysctl.d";
 
-const DIRS: [&str; 5] = [
-    "/etc/sysctl.d",
-    "/run/sysctl.d",
-    "/usr/local/lib/sysctl.d",
-    "/usr/lib/sysctl.d",
-    "/lib/sysctl.d",
-];
-
 /// `/proc/sys/vm/swappiness` -> `vm.swappiness`; the slash form when a
 /// component holds a dot (`net/ipv4/conf/eth0.100/rp_filter`).
 pub fn sysctl_name(path: &str) -> Option<String> {
@@ -57,7 +49,11 @@ pub(super) fn artifact(
 /// Every `name = value` line of sysctl.d and /etc/sysctl.conf, as /proc/sys paths.
 pub fn read(host: &HostCtx) -> Vec<ConfLine> {
     let mut out = Vec::new();
-    let mut files = config_files(host, &DIRS, ".conf");
+    let mut files = config_files(
+        host,
+        &super::dot_d_dirs("sysctl.d").each_ref().map(String::as_str),
+        ".conf",
+    );
     if let Some(t) = host.text("/etc/sysctl.conf") {
         files.push(("/etc/sysctl.conf".into(), t));
     }
